@@ -1,0 +1,1 @@
+"""One module per protocol registering the vector operations this library implements."""

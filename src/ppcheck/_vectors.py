@@ -1,0 +1,151 @@
+"""Finding, loading and checking the vector suites (the common format of docs/vectors.md).
+
+The suites ship in the wheel as ``ppcheck/_data/vectors``; in a checkout (or an editable
+install) the repository's ``vectors/`` folder is used. A suite is one JSON file directly
+under ``vectors/<protocol>/``; sub-folders (``third_party/``, ``parley/upstream-format/``)
+hold other formats with their own runners.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PROTOCOLS",
+    "SuiteFile",
+    "check_result",
+    "data_root",
+    "first_difference",
+    "load_suites",
+    "operation_schema",
+    "vectors_schema",
+]
+
+PROTOCOLS = ("pxp", "handoff", "vxp", "parley")
+"""The protocols whose suites live under ``vectors/<protocol>/``."""
+
+
+def data_root() -> tuple[Traversable, Traversable]:
+    """Return ``(vectors folder, schemas folder)``, packaged or from the checkout."""
+    packaged = resources.files("ppcheck") / "_data"
+    if (packaged / "vectors").is_dir():
+        return packaged / "vectors", packaged / "schemas"
+    top = Path(__file__).resolve().parents[2]
+    return top / "vectors", top / "schemas"
+
+
+@dataclass(frozen=True)
+class SuiteFile:
+    """One suite file: its path relative to ``vectors/`` and its parsed content."""
+
+    path: str
+    data: dict[str, Any]
+
+    @property
+    def suite(self) -> str:
+        """The suite name, ``<package>.<operation>``."""
+        return str(self.data["suite"])
+
+    @property
+    def tests(self) -> list[dict[str, Any]]:
+        """The test cases of the suite, in file order."""
+        tests: list[dict[str, Any]] = self.data["tests"]
+        return tests
+
+
+def load_suites(root: Traversable | None = None) -> list[SuiteFile]:
+    """Load every suite file under ``root`` (default: :func:`data_root`), sorted by path."""
+    vectors = data_root()[0] if root is None else root
+    found: list[SuiteFile] = []
+    for protocol in PROTOCOLS:
+        folder = vectors / protocol
+        if not folder.is_dir():
+            continue
+        for entry in folder.iterdir():
+            if entry.is_file() and entry.name.endswith(".json"):
+                data = json.loads(entry.read_text(encoding="utf-8"))
+                found.append(SuiteFile(f"{protocol}/{entry.name}", data))
+    return sorted(found, key=lambda s: s.path)
+
+
+def vectors_schema() -> dict[str, Any]:
+    """Return the schema every suite file validates against (``schemas/vectors.schema.json``)."""
+    loaded: dict[str, Any] = json.loads(
+        (data_root()[1] / "vectors.schema.json").read_text(encoding="utf-8")
+    )
+    return loaded
+
+
+def operation_schema(suite: str, part: str) -> dict[str, Any] | None:
+    """Return the schema of ``part`` (``input`` or ``output``) of operation ``suite``.
+
+    Operation schemas live at ``schemas/<package>/vectors/<operation>.<part>.json`` in the
+    repository and inside each package in the wheel; ``None`` when there is none.
+    """
+    package, _, operation = suite.partition(".")
+    name = f"vectors/{operation}.{part}.json"
+    import importlib
+
+    module = importlib.import_module(package)
+    if name not in module.schema_names():
+        return None
+    loaded: dict[str, Any] = module.load_schema(name)
+    return loaded
+
+
+def first_difference(expected: Any, actual: Any, path: str = "$") -> str | None:
+    """Describe the first place where ``actual`` differs from ``expected``, or ``None``."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in sorted(set(expected) | set(actual)):
+            if key not in actual:
+                return f"{path}.{key}: missing (expected {_short(expected[key])})"
+            if key not in expected:
+                return f"{path}.{key}: unexpected member {_short(actual[key])}"
+            diff = first_difference(expected[key], actual[key], f"{path}.{key}")
+            if diff is not None:
+                return diff
+        return None
+    if isinstance(expected, list) and isinstance(actual, list):
+        for index, (left, right) in enumerate(zip(expected, actual, strict=False)):
+            diff = first_difference(left, right, f"{path}[{index}]")
+            if diff is not None:
+                return diff
+        if len(expected) != len(actual):
+            return f"{path}: expected {len(expected)} items, got {len(actual)}"
+        return None
+    if type(expected) is not type(actual) or expected != actual:
+        return f"{path}: expected {_short(expected)}, got {_short(actual)}"
+    return None
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_result(case: dict[str, Any], result: dict[str, Any]) -> str | None:
+    """Compare a harness result (``output`` | ``error`` | ``unsupported``) with a vector case.
+
+    Returns ``None`` when it conforms, else one readable sentence: the first difference.
+    An expected error matches on ``code``, and on ``reason`` when the vector gives one.
+    """
+    if result.get("unsupported") is True:
+        return "unsupported by the implementation"
+    if "output" in case:
+        if "output" not in result:
+            return f"expected an output, got error {_short(result.get('error'))}"
+        return first_difference(case["output"], result["output"])
+    expected = case["error"]
+    if "error" not in result:
+        return f"expected error {_short(expected)}, got output {_short(result.get('output'))}"
+    got = result["error"]
+    if not isinstance(got, dict) or got.get("code") != expected["code"]:
+        return f"expected error code {expected['code']!r}, got {_short(got)}"
+    if "reason" in expected and got.get("reason") != expected["reason"]:
+        return f"expected error reason {expected['reason']!r}, got {_short(got.get('reason'))}"
+    return None

@@ -1,0 +1,5 @@
+"""Entry point for ``python -m pxp``."""
+
+from ._cli import main
+
+raise SystemExit(main())
