@@ -11,11 +11,26 @@ Quick start::
     >>> suites = ppcheck.load_suites()
     >>> all(s.suite.split(".")[0] in ppcheck.PROTOCOLS for s in suites)
     True
+    >>> reports = ppcheck.run_suites(suites)   # this library, in process
+    >>> ppcheck.failure_count(reports)
+    0
+
+Against a port: ``ppcheck --impl './my-adapter --flag'`` (docs/conformance.md).
 """
 
 from __future__ import annotations
 
+from ._harness import Adapter, Answer
 from ._registry import Handler, Result, handler, handlers, run
+from ._runner import (
+    CaseOutcome,
+    SuiteReport,
+    failure_count,
+    junit_xml,
+    run_suites,
+    summary_line,
+    table,
+)
 from ._vectors import (
     PROTOCOLS,
     SuiteFile,
@@ -29,16 +44,25 @@ from ._vectors import (
 
 __all__ = [
     "PROTOCOLS",
+    "Adapter",
+    "Answer",
+    "CaseOutcome",
     "Handler",
     "Result",
     "SuiteFile",
+    "SuiteReport",
     "check_result",
     "data_root",
+    "failure_count",
     "first_difference",
     "handler",
     "handlers",
+    "junit_xml",
     "load_suites",
     "operation_schema",
     "run",
+    "run_suites",
+    "summary_line",
+    "table",
     "vectors_schema",
 ]

@@ -1,13 +1,22 @@
-"""Command line of :mod:`ppcheck`: run the vector suites and report conformance."""
+"""Command line of :mod:`ppcheck`: run the vector suites and report conformance.
+
+Exit status: 0 when every selected case passed (unsupported and known failures allowed),
+1 when a case failed or an adapter misbehaved, 2 for the runner's own faults (bad
+arguments, no suite selected, unreadable files).
+"""
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import os
+import sys
 from collections.abc import Sequence
 from importlib import metadata
+from pathlib import Path
 
-from ._registry import run
-from ._vectors import check_result, load_suites
+from ._runner import failure_count, junit_xml, run_suites, summary_line, table
+from ._vectors import load_suites
 
 __all__ = ["build_parser", "main"]
 
@@ -23,35 +32,86 @@ def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``ppcheck`` command."""
     parser = argparse.ArgumentParser(
         prog="ppcheck",
-        description="Run the principal-protocols conformance vectors against an implementation.",
+        description=(
+            "Run the principal-protocols conformance vectors against this library (default) "
+            "or against a port's adapter executable (see docs/conformance.md)."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument(
+        "--impl",
+        metavar="COMMAND",
+        help="adapter command line, split like a shell would (e.g. 'node adapter.js')",
+    )
     parser.add_argument(
         "--suite",
         action="append",
         default=[],
-        metavar="NAME",
-        help="run only this suite (repeatable; a prefix such as 'parley.' selects a protocol)",
+        metavar="PATTERN",
+        help="run only suites whose name matches this glob (repeatable), e.g. 'parley.*'",
     )
+    parser.add_argument(
+        "--known-failures",
+        type=Path,
+        metavar="FILE",
+        help="file listing known failures, one 'suite::id' per line ('#' starts a comment)",
+    )
+    parser.add_argument(
+        "--xfail",
+        action="append",
+        default=[],
+        metavar="SUITE::ID",
+        help="mark one case as a known failure (repeatable)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds allowed per case (default 30)"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 2,
+        help="suites run in parallel (default: CPU count)",
+    )
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
+    parser.add_argument(
+        "--vectors", type=Path, metavar="DIR", help="vectors folder (default: the shipped one)"
+    )
+    parser.add_argument("--list", action="store_true", help="list the selected suites and exit")
     return parser
 
 
+def _known(args: argparse.Namespace) -> set[str]:
+    known = set(args.xfail)
+    if args.known_failures is not None:
+        text = args.known_failures.read_text(encoding="utf-8")
+        for line in text.splitlines():
+            entry = line.split("#", 1)[0].strip()
+            if entry:
+                known.add(entry)
+    return known
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the suites against this library; print one line per failure and a total."""
+    """Run the selected suites; print the table, each failure and a closing total."""
     args = build_parser().parse_args(argv)
-    passed = failed = unsupported = 0
-    for suite in load_suites():
-        if args.suite and not any(suite.suite.startswith(s) for s in args.suite):
-            continue
-        for case in suite.tests:
-            result = run(suite.suite, case["input"]).as_json()
-            problem = check_result(case, result)
-            if result.get("unsupported"):
-                unsupported += 1
-            elif problem is None:
-                passed += 1
-            else:
-                failed += 1
-                print(f"FAIL {suite.suite} {case['id']}: {problem}")
-    print(f"{passed} passed, {failed} failed, {unsupported} unsupported")
-    return 1 if failed else 0
+    try:
+        suites = load_suites(args.vectors)
+        known = _known(args)
+    except (OSError, ValueError) as exc:
+        print(f"ppcheck: {exc}", file=sys.stderr)
+        return 2
+    if args.suite:
+        suites = [s for s in suites if any(fnmatch.fnmatchcase(s.suite, p) for p in args.suite)]
+    if not suites:
+        print("ppcheck: no suite selected", file=sys.stderr)
+        return 2
+    if args.list:
+        for s in suites:
+            print(f"{s.suite}  ({len(s.tests)} cases, {s.path})")
+        return 0
+    reports = run_suites(suites, args.impl, jobs=args.jobs, timeout=args.timeout, known=known)
+    print(table(reports))
+    if args.junit is not None:
+        args.junit.write_text(junit_xml(reports), encoding="utf-8")
+    print(summary_line(reports))
+    return 1 if failure_count(reports) else 0

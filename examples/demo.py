@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""The library's main job, end to end: `make demo` runs this file.
+
+Each protocol contributes one walk-through in ``examples/demo_<part>.py`` (a ``main()``
+that prints what happens, using only the public API). This script runs every one that
+exists, in the order a newcomer would read them, and says which parts are not built yet.
+It always exits 0; the test suite runs it and requires every part to succeed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+PARTS = [
+    ("demo_parley", "Parley: grants, proof of possession and consent"),
+    ("demo_parley_lens", "Parley: Lens and token budgets"),
+    ("demo_parley_runtime", "Parley: a service and an agent talking"),
+    ("demo_pxp", "PXP: two proxies negotiate for their principals"),
+    ("demo_pxp_mcp", "PXP over MCP: a room server"),
+    ("demo_handoff", "Principal Handoff: records folded into state"),
+    ("demo_handoff_extensions", "Principal Handoff: an act and a decision, settled"),
+    ("demo_vxp", "VXP: SD-JWT statements and a Merkle log"),
+    ("demo_vxp_proof", "VXP Proof: an operation chain and its verdict"),
+    ("demo_conformance", "Conformance: the vector suites run against this library"),
+]
+
+
+def _banner(title: str) -> None:
+    print()
+    print("=" * 78)
+    print(f"  {title}")
+    print("=" * 78)
+
+
+def main() -> int:
+    """Run every available part; report the ones that are not built yet."""
+    print("principal-protocols demo: four protocols for agents that act for people.")
+    ran, failed, missing = [], [], []
+    for module_name, title in PARTS:
+        path = HERE / f"{module_name}.py"
+        if not path.is_file():
+            missing.append(title)
+            continue
+        _banner(title)
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+            module.main()
+        except Exception:
+            failed.append(title)
+            print(f"!! this part FAILED:\n{traceback.format_exc()}")
+        else:
+            ran.append(title)
+    _banner("Summary")
+    for title in ran:
+        print(f"  ok       {title}")
+    for title in failed:
+        print(f"  FAILED   {title}")
+    for title in missing:
+        print(f"  not yet  {title}")
+    print()
+    print(f"{len(ran)} parts ran, {len(failed)} failed, {len(missing)} not built yet.")
+    print("Next: `make test` runs lint, types, the vector drift check and every test.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

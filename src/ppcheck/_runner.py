@@ -1,0 +1,199 @@
+"""Running suites against an implementation and reporting the results.
+
+The implementation is this library in process (the default) or an adapter executable
+(``--impl``). Suites run in parallel, one adapter process each; cases of one suite run in
+order. A case has one of five outcomes: ``passed``, ``failed``, ``unsupported``,
+``known`` (listed as a known failure and still failing) and ``fixed`` (listed as a known
+failure but passing, which counts as a failure so the list is kept honest).
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from xml.etree import ElementTree as ET
+
+from ._harness import Adapter
+from ._registry import run
+from ._vectors import SuiteFile, check_result
+
+__all__ = [
+    "CaseOutcome",
+    "SuiteReport",
+    "failure_count",
+    "junit_xml",
+    "run_suites",
+    "summary_line",
+    "table",
+]
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    """The outcome of one vector."""
+
+    id: str
+    status: str
+    detail: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class SuiteReport:
+    """The outcomes of one suite, and the adapter's own fault if it had one."""
+
+    suite: str
+    path: str
+    cases: tuple[CaseOutcome, ...]
+    fault: str | None = None
+    seconds: float = 0.0
+
+    def count(self, status: str) -> int:
+        """Return how many cases ended with ``status``."""
+        return sum(1 for c in self.cases if c.status == status)
+
+
+def _judge(known: bool, problem: str | None, unsupported: bool) -> tuple[str, str | None]:
+    if unsupported:
+        return "unsupported", None
+    if known:
+        if problem is None:
+            return "fixed", "listed as a known failure but passes: remove it from the list"
+        return "known", problem
+    return ("passed", None) if problem is None else ("failed", problem)
+
+
+def run_suite(
+    suite: SuiteFile,
+    impl: Sequence[str] | None,
+    *,
+    timeout: float,
+    known: Collection[str] = (),
+) -> SuiteReport:
+    """Run every case of ``suite`` against ``impl`` (``None``: this library in process)."""
+    started = time.perf_counter()
+    outcomes: list[CaseOutcome] = []
+    adapter = Adapter(impl, timeout=timeout) if impl is not None else None
+    fault: str | None = None
+    for case in suite.tests:
+        t0 = time.perf_counter()
+        is_known = f"{suite.suite}::{case['id']}" in known
+        if adapter is None:
+            result = run(suite.suite, case["input"]).as_json()
+            detail = None
+        else:
+            request = {"suite": suite.suite, "id": case["id"], "input": case["input"]}
+            answer = adapter.ask(request)
+            if answer.response is None:
+                status, detail = _judge(is_known, f"adapter fault: {answer.fault}", False)
+                outcomes.append(CaseOutcome(case["id"], status, detail, time.perf_counter() - t0))
+                continue
+            result = answer.response
+        unsupported = result.get("unsupported") is True
+        problem = None if unsupported else check_result(case, result)
+        status, detail = _judge(is_known, problem, unsupported)
+        outcomes.append(CaseOutcome(case["id"], status, detail, time.perf_counter() - t0))
+    if adapter is not None:
+        status_code = adapter.close()
+        if status_code not in (None, 0):
+            fault = f"the adapter exited with status {status_code} at the end of the suite"
+    return SuiteReport(
+        suite.suite, suite.path, tuple(outcomes), fault, time.perf_counter() - started
+    )
+
+
+def run_suites(
+    suites: Sequence[SuiteFile],
+    impl: str | Sequence[str] | None = None,
+    *,
+    jobs: int = 2,
+    timeout: float = 30.0,
+    known: Collection[str] = (),
+) -> list[SuiteReport]:
+    """Run ``suites`` in parallel (``jobs`` at a time); reports come back in suite order."""
+    argv = shlex.split(impl) if isinstance(impl, str) else impl
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [
+            pool.submit(run_suite, s, argv, timeout=timeout, known=frozenset(known)) for s in suites
+        ]
+        return [f.result() for f in futures]
+
+
+def _totals(reports: Sequence[SuiteReport]) -> dict[str, int]:
+    totals = {"passed": 0, "failed": 0, "unsupported": 0, "known": 0}
+    for report in reports:
+        for case in report.cases:
+            key = "failed" if case.status == "fixed" else case.status
+            totals[key] += 1
+    return totals
+
+
+def table(reports: Sequence[SuiteReport]) -> str:
+    """Return the per-suite table followed by the first difference of each failing case."""
+    width = max([len(r.suite) for r in reports] + [5])
+    lines = [f"{'suite':<{width}}  passed  failed  unsupported  known"]
+    for r in reports:
+        failed = r.count("failed") + r.count("fixed")
+        lines.append(
+            f"{r.suite:<{width}}  {r.count('passed'):>6}  {failed:>6}  "
+            f"{r.count('unsupported'):>11}  {r.count('known'):>5}"
+        )
+    problems = [
+        f"FAIL {r.suite} {c.id}: {c.detail}"
+        for r in reports
+        for c in r.cases
+        if c.status in {"failed", "fixed"}
+    ]
+    faults = [f"FAULT {r.suite}: {r.fault}" for r in reports if r.fault]
+    if problems or faults:
+        lines.append("")
+        lines.extend(problems + faults)
+    return "\n".join(lines)
+
+
+def failure_count(reports: Sequence[SuiteReport]) -> int:
+    """Return the failed cases (including fixed known failures) plus adapter faults."""
+    return _totals(reports)["failed"] + sum(1 for r in reports if r.fault)
+
+
+def summary_line(reports: Sequence[SuiteReport]) -> str:
+    """Return the closing ``N passed, N failed`` line (unsupported and known follow)."""
+    t = _totals(reports)
+    return (
+        f"{t['passed']} passed, {failure_count(reports)} failed, {t['unsupported']} unsupported, "
+        f"{t['known']} known failures"
+    )
+
+
+def junit_xml(reports: Sequence[SuiteReport]) -> str:
+    """Return a JUnit XML report: one testsuite per suite, one testcase per vector."""
+    root = ET.Element("testsuites", name="ppcheck")
+    for r in reports:
+        failed = r.count("failed") + r.count("fixed")
+        suite_el = ET.SubElement(
+            root,
+            "testsuite",
+            name=r.suite,
+            tests=str(len(r.cases)),
+            failures=str(failed),
+            errors="1" if r.fault else "0",
+            skipped=str(r.count("unsupported") + r.count("known")),
+            time=f"{r.seconds:.3f}",
+        )
+        for c in r.cases:
+            case_el = ET.SubElement(
+                suite_el, "testcase", classname=r.suite, name=c.id, time=f"{c.seconds:.3f}"
+            )
+            if c.status in {"failed", "fixed"}:
+                ET.SubElement(case_el, "failure", message=c.detail or "")
+            elif c.status == "unsupported":
+                ET.SubElement(case_el, "skipped", message="unsupported by the implementation")
+            elif c.status == "known":
+                ET.SubElement(case_el, "skipped", message=f"known failure: {c.detail}")
+        if r.fault:
+            ET.SubElement(suite_el, "error", message=r.fault)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
