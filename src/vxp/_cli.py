@@ -11,7 +11,9 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
+from ._blocks_cli import add_block_commands
 from ._errors import VxpError
+from ._proof_cli import add_proof_commands
 
 __all__ = ["build_parser", "main"]
 
@@ -30,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="VXP Proof chains, SD-JWT statements and Merkle logs (principal-protocols).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_proof_commands(sub)
+    add_block_commands(sub)
     return parser
 
 

@@ -1,0 +1,412 @@
+"""The issuer side of VXP Proof: walk one operation through its statements, refusing rule breaks.
+
+Sans-IO: keys, the clock (``now`` on every step), randomness (salts) and the log are
+passed in. Each step builds the statement body, runs the shared chain rules
+(:mod:`vxp._chain`) on it first, and only then signs it and appends it to the log, so a
+refused step changes nothing.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from ._chain import KIND_SIGNER, ChainState, format_time, parse_time, step
+from ._checkpoint import Checkpoint, cosign_checkpoint, sign_checkpoint
+from ._codec import canonical_json, encode_hash, sha256
+from ._errors import VxpError
+from ._keys import KeyLike, resolve_key
+from ._log import MerkleLog
+from ._sdjwt import RandomSource
+from ._statements import check_user_approval, jwt_digest, sign_statement, sign_user_approval
+from ._verdict import Evidence, derive_assurance
+from ._verifier import leaf_data
+
+__all__ = ["OperationBuilder", "digest_of"]
+
+
+def digest_of(value: Any, where: str = "value") -> str:
+    """Return ``sha-256:`` + base64url of SHA-256 over the JCS bytes of ``value``."""
+    return encode_hash(sha256(canonical_json(value, where)))
+
+
+class OperationBuilder:
+    """Issue the signed statements of one operation, in order, and seal them as a package.
+
+    ``operator_key`` and ``company_key`` are the private ES256 keys of the two roles
+    (:meth:`use_key` switches one after a rotation); ``log`` is the Merkle log that
+    records each statement as it is signed (it may be shared by many operations);
+    ``rng`` supplies disclosure salts. Every step takes ``now``, the time the log records.
+    """
+
+    def __init__(
+        self,
+        *,
+        company: str,
+        op_id: str,
+        operator_key: KeyLike,
+        company_key: KeyLike,
+        log: MerkleLog,
+        rng: RandomSource = secrets.token_bytes,
+    ) -> None:
+        if not isinstance(company, str) or not company.startswith("https://"):
+            raise VxpError("company_invalid", "the company is its https issuer identifier")
+        if not isinstance(op_id, str) or not op_id:
+            raise VxpError("op_id_invalid", "the operation id is a non-empty string")
+        self.company = company
+        self.op_id = op_id
+        self.log = log
+        self._rng = rng
+        self._keys: dict[str, KeyLike] = {}
+        self.use_key("operator", operator_key)
+        self.use_key("company", company_key)
+        self._state = ChainState()
+        self._statements: list[str] = []
+        self._entries: list[tuple[int, str]] = []
+        self._prev: str | None = None
+        self._terms: dict[int, Mapping[str, Any]] = {}
+
+    # ------------------------------------------------------------------ plumbing
+
+    def use_key(self, role: str, key: KeyLike) -> None:
+        """Sign ``role``'s next statements with ``key`` (after a key rotation)."""
+        if role not in ("operator", "company"):
+            raise VxpError("role_unknown", f"{role!r} is not a signing role")
+        if resolve_key(key, f"{role} key").private is None:
+            raise VxpError("key_not_private", f"the {role} key must be a private key")
+        self._keys[role] = key
+
+    @property
+    def statements(self) -> tuple[str, ...]:
+        """The compact statements signed so far, in order."""
+        return tuple(self._statements)
+
+    @property
+    def state(self) -> ChainState:
+        """What the chain establishes so far."""
+        return self._state
+
+    def _append(
+        self,
+        kind: str,
+        body: dict[str, Any],
+        now: datetime,
+        *,
+        personal: Mapping[str, Any] | None = None,
+        check: bool = True,
+        key: KeyLike | None = None,
+        signer: str | None = None,
+        seq: int | None = None,
+        prev: str | bool | None = True,
+    ) -> str:
+        logged_at = format_time(now)
+        at = parse_time(logged_at, "now")
+        full = body
+        if personal:
+            full = {**body, "observed": {**body.get("observed", {}), **personal}}
+        if check:
+            new_state = step(self._state, self._state.count, kind, KIND_SIGNER[kind], full, at)
+        else:
+            try:
+                new_state = step(self._state, self._state.count, kind, KIND_SIGNER[kind], full, at)
+            except VxpError:
+                new_state = replace(self._state, count=self._state.count + 1, last_time=at)
+        role = KIND_SIGNER.get(kind, "operator")
+        statement = sign_statement(
+            seq=self._state.count if seq is None else seq,
+            kind=kind,
+            signer=role if signer is None else signer,
+            prev=self._prev if prev is True else (prev if isinstance(prev, str) else None),
+            body=body,
+            key=self._keys[role] if key is None else key,
+            rng=self._rng,
+            personal=personal,
+        )
+        jws = statement.split("~", 1)[0]
+        index = self.log.append(leaf_data(jwt_digest(jws), logged_at))
+        self._state = new_state
+        self._statements.append(statement)
+        self._entries.append((index, logged_at))
+        self._prev = jwt_digest(jws)
+        return statement
+
+    def _latest(self, what: str) -> tuple[int, str]:
+        latest = self._state.latest
+        if latest is None:
+            raise VxpError("rule_violation", f"{what} needs terms first", reason="terms_missing")
+        return latest.revision, latest.terms_digest
+
+    # ------------------------------------------------------------------ steps
+
+    def request(
+        self, *, channel: str, client_id: str, request: Mapping[str, Any], now: datetime
+    ) -> str:
+        """Sign the request (operator): the channel, the agent and the request's digest."""
+        body = {
+            "channel": channel,
+            "client_id": client_id,
+            "request_digest": digest_of(request, "the request"),
+        }
+        return self._append("request", body, now)
+
+    def terms(
+        self,
+        *,
+        capability: str,
+        terms: Mapping[str, Any],
+        expires_at: datetime,
+        read_back_terms: Sequence[str],
+        user_approval_required: bool = True,
+        company_review_required: bool = False,
+        requires: Sequence[str] = (),
+        now: datetime,
+    ) -> str:
+        """Sign a terms revision (company); ``terms`` is the exact terms object it digests.
+
+        Every ``read_back_terms`` entry must be a member of ``terms``: the read-back compares
+        what the system shows with that member's value.
+        """
+        if not isinstance(terms, Mapping):
+            raise VxpError("terms_invalid", "the terms are a JSON object")
+        missing = [t for t in read_back_terms if t not in terms]
+        if missing:
+            raise VxpError(
+                "terms_invalid", f"read_back_terms names members the terms lack: {missing}"
+            )
+        revision = 1 if self._state.latest is None else self._state.latest.revision + 1
+        body = {
+            "capability": capability,
+            "commitment": {
+                "mode": "conditional" if requires else "firm",
+                "requires": list(requires),
+            },
+            "company_review_required": company_review_required,
+            "expires_at": format_time(expires_at),
+            "read_back_terms": list(read_back_terms),
+            "revision": revision,
+            "terms_digest": digest_of(terms, "the terms"),
+            "user_approval_required": user_approval_required,
+        }
+        statement = self._append("terms", body, now)
+        self._terms[revision] = dict(terms)
+        return statement
+
+    def counter(self, *, proposal: Mapping[str, Any], now: datetime) -> str:
+        """Sign the agent's counter-proposal to the latest revision (operator)."""
+        revision, _ = self._latest("a counter")
+        body = {"counter_digest": digest_of(proposal, "the proposal"), "revision": revision}
+        return self._append("counter", body, now)
+
+    def approve(self, *, now: datetime) -> str:
+        """Sign an ``agent_asserted`` approval of the latest revision (operator)."""
+        revision, digest = self._latest("an approval")
+        body = {"method": "agent_asserted", "revision": revision, "terms_digest": digest}
+        return self._append("user_approval", body, now)
+
+    def approve_signed(self, *, user_key: KeyLike, now: datetime) -> str:
+        """Sign a ``user_signed`` approval: the user's own signature over the revision."""
+        revision, digest = self._latest("an approval")
+        if self._state.request is None:  # pragma: no cover - terms imply a request
+            raise VxpError(
+                "rule_violation", "an approval needs the request", reason="terms_missing"
+            )
+        jwk, token = sign_user_approval(
+            user_key, self._state.request["request_digest"], revision, digest
+        )
+        body = {
+            "method": "user_signed",
+            "revision": revision,
+            "terms_digest": digest,
+            "user_key": jwk,
+            "user_signature": token,
+        }
+        check_user_approval(body, self._state.request["request_digest"], "the approval")
+        return self._append("user_approval", body, now)
+
+    def review(self, *, decision: str, reviewer: Mapping[str, Any], now: datetime) -> str:
+        """Sign a company review of the latest revision (company): approved or rejected."""
+        revision, digest = self._latest("a review")
+        body = {
+            "decision": decision,
+            "revision": revision,
+            "reviewer_digest": digest_of(reviewer, "the reviewer"),
+            "terms_digest": digest,
+        }
+        return self._append("company_review", body, now)
+
+    def execute(self, *, release: Mapping[str, Any], now: datetime) -> str:
+        """Sign the single execution of the approved latest revision (operator)."""
+        revision, digest = self._latest("the execution")
+        latest = self._state.latest
+        assert latest is not None
+        body = {
+            "attempt": 1,
+            "capability": latest.capability,
+            "release": digest_of(release, "the release"),
+            "revision": revision,
+            "terms_digest": digest,
+        }
+        return self._append("execution", body, now)
+
+    def read_back(
+        self,
+        *,
+        observed: Mapping[str, Any],
+        personal: Mapping[str, Any] | None = None,
+        now: datetime,
+    ) -> str:
+        """Sign what the company's system shows after the execution (operator).
+
+        ``observed`` holds the read-back terms as the system shows them (plain);
+        ``personal`` holds personal fields, signed only as selective disclosures.
+        ``matches_terms`` is computed: every read-back term equals the approved terms'.
+        """
+        latest = self._state.latest
+        if latest is None:
+            raise VxpError("rule_violation", "a read-back needs terms", reason="terms_missing")
+        approved = self._terms.get(latest.revision, {})
+        shown = {**dict(personal or {}), **dict(observed)}
+        matches = bool(latest.read_back_terms) and all(
+            t in shown and shown[t] == approved.get(t) for t in latest.read_back_terms
+        )
+        body = {
+            "matches_terms": matches,
+            "method": "system_read_back",
+            "observed": dict(observed),
+            "source": "company_system",
+        }
+        return self._append("read_back", body, now, personal=personal)
+
+    def _claimable(self) -> list[str]:
+        s = self._state
+        latest = s.latest
+        assert latest is not None
+        approval = s.approval if s.approval_revision == latest.revision else None
+        derived, _ = derive_assurance(
+            Evidence(
+                issuer_keys=True,
+                executed=s.execution is not None,
+                read_back_matches=s.read_back is not None and s.read_back["matches_terms"] is True,
+                read_back_complete=s.read_back_complete,
+                read_back_hidden=False,
+                approval_method=None if approval is None else str(approval["method"]),
+                review_approved=s.review_revision == latest.revision
+                and s.review is not None
+                and s.review["decision"] == "approved",
+                logged=False,
+            )
+        )
+        return list(derived)
+
+    def outcome(self, *, state: str, result_summary: Mapping[str, Any], now: datetime) -> str:
+        """Sign the outcome (company); ``claimed_assurance`` is what the evidence supports."""
+        revision, digest = self._latest("the outcome")
+        body = {
+            "claimed_assurance": self._claimable(),
+            "result_summary_digest": digest_of(result_summary, "the result summary"),
+            "revision": revision,
+            "state": state,
+            "terms_digest": digest,
+            "third_party": [],
+        }
+        return self._append("outcome", body, now)
+
+    def correct(self, *, state: str, fact: Mapping[str, Any], now: datetime) -> str:
+        """Sign a correction of the asserted state after the outcome (company, P4)."""
+        revision, digest = self._latest("a correction")
+        target = self._state.assertion_seqs[-1] if self._state.assertion_seqs else -1
+        body = {
+            "corrects": target,
+            "fact_digest": digest_of(fact, "the fact"),
+            "revision": revision,
+            "state": state,
+            "terms_digest": digest,
+        }
+        return self._append("correction", body, now)
+
+    def revoke(self, *, reason: Mapping[str, Any], now: datetime) -> str:
+        """Sign a revocation of the outcome (company, P4)."""
+        body = {
+            "reason_digest": digest_of(reason, "the reason"),
+            "revokes": -1 if self._state.outcome_seq is None else self._state.outcome_seq,
+        }
+        return self._append("revocation", body, now)
+
+    def unsafe_append(
+        self,
+        kind: str,
+        body: Mapping[str, Any],
+        *,
+        now: datetime,
+        key: KeyLike | None = None,
+        signer: str | None = None,
+        seq: int | None = None,
+        prev: str | bool | None = True,
+        personal: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Sign and log a statement WITHOUT the chain rules (for tests and negative vectors).
+
+        Never use it to issue real proofs: it signs whatever it is given. The chain state
+        afterwards only counts the statement.
+        """
+        return self._append(
+            kind,
+            dict(body),
+            now,
+            personal=personal,
+            check=False,
+            key=key,
+            signer=signer,
+            seq=seq,
+            prev=prev,
+        )
+
+    # ------------------------------------------------------------------ sealing
+
+    def package(
+        self,
+        *,
+        log_key: KeyLike,
+        witnesses: Iterable[tuple[KeyLike, int]] = (),
+        require_outcome: bool = True,
+    ) -> dict[str, Any]:
+        """Return the package ``{v, company, op, statements, log}`` at the log's current size.
+
+        The log key signs a checkpoint; each ``(witness_key, time)`` cosigns it.
+        """
+        if require_outcome and self._state.outcome is None:
+            raise VxpError(
+                "rule_violation",
+                "a package is sealed after the outcome (P3)",
+                reason="outcome_missing",
+            )
+        if self._state.request is None or self._state.latest is None:
+            raise VxpError(
+                "rule_violation", "a package needs a request and terms", reason="terms_missing"
+            )
+        size = self.log.size
+        signed = sign_checkpoint(Checkpoint(self.log.origin, size, self.log.root(size)), log_key)
+        for witness_key, time in witnesses:
+            signed = cosign_checkpoint(signed, witness_key, time=time)
+        entries = [
+            {
+                "index": index,
+                "logged_at": logged_at,
+                "proof": [encode_hash(h) for h in self.log.inclusion_proof(index, size)],
+            }
+            for index, logged_at in self._entries
+        ]
+        return {
+            "v": 1,
+            "company": self.company,
+            "op": {
+                "id": self.op_id,
+                "capability": self._state.latest.capability,
+                "request_digest": self._state.request["request_digest"],
+            },
+            "statements": list(self._statements),
+            "log": {"checkpoint": signed.to_json(), "entries": entries},
+        }

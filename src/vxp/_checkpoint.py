@@ -1,0 +1,292 @@
+"""Signed checkpoints ``{origin, tree_size, root}`` of a Merkle log and witness cosignatures.
+
+The log signs ``JCS({"type": "vxp-checkpoint/v1", "origin", "tree_size", "root"})``; a
+witness signs ``JCS({"type": "vxp-cosignature/v1", "checkpoint": {...}, "time"})``. The
+distinct ``type`` members keep a log signature from ever passing as a cosignature (or the
+reverse). Keys are Ed25519 (``EdDSA``) or P-256 (``ES256``); ``kid`` is the key's RFC 7638
+thumbprint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _merkle
+from ._codec import b64url_decode, b64url_encode, canonical_json, decode_hash, encode_hash
+from ._errors import VxpError
+from ._keys import KeyLike, ResolvedKey, resolve_key
+
+__all__ = [
+    "Checkpoint",
+    "Cosignature",
+    "SignedCheckpoint",
+    "Witness",
+    "cosign_checkpoint",
+    "sign_checkpoint",
+    "verify_checkpoint",
+    "verify_cosignatures",
+]
+
+_CHECKPOINT_TYPE = "vxp-checkpoint/v1"
+_COSIGNATURE_TYPE = "vxp-cosignature/v1"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A log's tree head: ``origin`` (the log's name), ``tree_size`` and ``root`` (32 bytes)."""
+
+    origin: str
+    tree_size: int
+    root: bytes
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.origin, str) or not self.origin or "\n" in self.origin:
+            raise VxpError(
+                "checkpoint_invalid", "a checkpoint origin is a non-empty one-line string"
+            )
+        size = self.tree_size
+        if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size < 2**63:
+            raise VxpError(
+                "checkpoint_invalid", "a checkpoint tree_size is an integer in [0, 2^63)"
+            )
+        if not isinstance(self.root, bytes) or len(self.root) != 32:
+            raise VxpError("checkpoint_invalid", "a checkpoint root is 32 bytes")
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the wire form ``{"origin", "tree_size", "root": "sha-256:..."}``."""
+        return {"origin": self.origin, "tree_size": self.tree_size, "root": encode_hash(self.root)}
+
+    @classmethod
+    def from_json(cls, value: object) -> Checkpoint:
+        """Parse the wire form (exactly the three members)."""
+        if not isinstance(value, Mapping) or set(value) != {"origin", "tree_size", "root"}:
+            raise VxpError(
+                "checkpoint_invalid", "a checkpoint is an object of origin, tree_size and root"
+            )
+        return cls(
+            value["origin"], value["tree_size"], decode_hash(value["root"], "checkpoint root")
+        )
+
+    def signing_input(self) -> bytes:
+        """Return the bytes a log key signs for this checkpoint."""
+        return canonical_json({"type": _CHECKPOINT_TYPE, **self.to_json()})
+
+
+@dataclass(frozen=True)
+class Cosignature:
+    """A witness's signature over a checkpoint at ``time`` (seconds since the epoch)."""
+
+    kid: str
+    alg: str
+    time: int
+    signature: bytes
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the wire form ``{"kid", "alg", "time", "sig"}``."""
+        return {
+            "kid": self.kid,
+            "alg": self.alg,
+            "time": self.time,
+            "sig": b64url_encode(self.signature),
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> Cosignature:
+        """Parse the wire form."""
+        if not isinstance(value, Mapping) or set(value) != {"kid", "alg", "time", "sig"}:
+            raise VxpError(
+                "cosignature_invalid", "a cosignature is an object of kid, alg, time, sig"
+            )
+        kid, alg, time = value["kid"], value["alg"], value["time"]
+        if not isinstance(kid, str) or alg not in ("EdDSA", "ES256"):
+            raise VxpError(
+                "cosignature_invalid", "a cosignature needs a string kid and a known alg"
+            )
+        if not isinstance(time, int) or isinstance(time, bool) or not 0 <= time < 2**63:
+            raise VxpError("cosignature_invalid", "a cosignature time is a non-negative integer")
+        return cls(kid, alg, time, b64url_decode(value["sig"], "cosignature sig"))
+
+
+def _cosigning_input(checkpoint: Checkpoint, time: int) -> bytes:
+    return canonical_json(
+        {"type": _COSIGNATURE_TYPE, "checkpoint": checkpoint.to_json(), "time": time}
+    )
+
+
+@dataclass(frozen=True)
+class SignedCheckpoint:
+    """A checkpoint with the log's signature and any witness cosignatures."""
+
+    checkpoint: Checkpoint
+    kid: str
+    alg: str
+    signature: bytes
+    cosignatures: tuple[Cosignature, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the wire form ``{"checkpoint", "signature": {kid, alg, sig}, "cosignatures"}``."""
+        return {
+            "checkpoint": self.checkpoint.to_json(),
+            "signature": {"kid": self.kid, "alg": self.alg, "sig": b64url_encode(self.signature)},
+            "cosignatures": [c.to_json() for c in self.cosignatures],
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> SignedCheckpoint:
+        """Parse the wire form (unknown members are refused)."""
+        if not isinstance(value, Mapping) or set(value) != {
+            "checkpoint",
+            "signature",
+            "cosignatures",
+        }:
+            raise VxpError(
+                "checkpoint_invalid",
+                "a signed checkpoint is an object of checkpoint, signature and cosignatures",
+            )
+        sig = value["signature"]
+        if not isinstance(sig, Mapping) or set(sig) != {"kid", "alg", "sig"}:
+            raise VxpError("checkpoint_invalid", "a checkpoint signature is {kid, alg, sig}")
+        if not isinstance(sig["kid"], str) or sig["alg"] not in ("EdDSA", "ES256"):
+            raise VxpError(
+                "checkpoint_invalid", "a checkpoint signature needs a kid and a known alg"
+            )
+        cosigs = value["cosignatures"]
+        if not isinstance(cosigs, list):
+            raise VxpError("checkpoint_invalid", "cosignatures is a list")
+        return cls(
+            Checkpoint.from_json(value["checkpoint"]),
+            sig["kid"],
+            sig["alg"],
+            b64url_decode(sig["sig"], "checkpoint sig"),
+            tuple(Cosignature.from_json(c) for c in cosigs),
+        )
+
+
+def _as_signed(value: SignedCheckpoint | Mapping[str, Any]) -> SignedCheckpoint:
+    return value if isinstance(value, SignedCheckpoint) else SignedCheckpoint.from_json(value)
+
+
+def sign_checkpoint(checkpoint: Checkpoint, log_key: KeyLike) -> SignedCheckpoint:
+    """Sign ``checkpoint`` with the log's private key (ES256 deterministically, or EdDSA)."""
+    if not isinstance(checkpoint, Checkpoint):
+        raise VxpError("checkpoint_invalid", "sign_checkpoint needs a Checkpoint")
+    key = resolve_key(log_key, "log key")
+    return SignedCheckpoint(checkpoint, key.kid, key.alg, key.sign(checkpoint.signing_input()))
+
+
+def verify_checkpoint(
+    signed: SignedCheckpoint | Mapping[str, Any], log_key: KeyLike, *, origin: str | None = None
+) -> Checkpoint:
+    """Verify the log's signature on ``signed`` (and its origin if given); return the checkpoint."""
+    sc = _as_signed(signed)
+    key = resolve_key(log_key, "log key")
+    if sc.kid != key.kid or sc.alg != key.alg:
+        raise VxpError("checkpoint_key_mismatch", "the checkpoint is not signed by this log key")
+    if not key.verify(sc.checkpoint.signing_input(), sc.signature):
+        raise VxpError("checkpoint_signature_invalid", "the checkpoint signature does not verify")
+    if origin is not None and sc.checkpoint.origin != origin:
+        raise VxpError("checkpoint_origin_mismatch", f"the checkpoint is not from log {origin!r}")
+    return sc.checkpoint
+
+
+def cosign_checkpoint(
+    signed: SignedCheckpoint, witness_key: KeyLike, *, time: int
+) -> SignedCheckpoint:
+    """Return ``signed`` with a cosignature by ``witness_key`` at ``time`` added.
+
+    This only signs; a witness must first check the log signature and consistency with
+    what it saw before (:class:`Witness` does both).
+    """
+    if not isinstance(signed, SignedCheckpoint):
+        raise VxpError("checkpoint_invalid", "cosign_checkpoint needs a SignedCheckpoint")
+    key = resolve_key(witness_key, "witness key")
+    if not isinstance(time, int) or isinstance(time, bool) or time < 0:
+        raise VxpError("cosignature_invalid", "a cosignature time is a non-negative integer")
+    if any(c.kid == key.kid for c in signed.cosignatures):
+        raise VxpError("cosignature_duplicate", "this witness already cosigned the checkpoint")
+    cosig = Cosignature(key.kid, key.alg, time, key.sign(_cosigning_input(signed.checkpoint, time)))
+    return SignedCheckpoint(
+        signed.checkpoint, signed.kid, signed.alg, signed.signature, (*signed.cosignatures, cosig)
+    )
+
+
+def verify_cosignatures(
+    signed: SignedCheckpoint | Mapping[str, Any],
+    witness_keys: Iterable[KeyLike],
+    *,
+    quorum: int = 1,
+) -> tuple[str, ...]:
+    """Return the kids of the trusted witnesses whose cosignatures verify; need ``quorum``.
+
+    Cosignatures by keys not in ``witness_keys`` are ignored; a cosignature by a trusted key
+    that does not verify is an error (it is evidence of tampering).
+    """
+    sc = _as_signed(signed)
+    if isinstance(witness_keys, Mapping) or not isinstance(witness_keys, Iterable):
+        raise VxpError("witness_keys_invalid", "witness_keys is a list of keys")
+    if not isinstance(quorum, int) or isinstance(quorum, bool) or quorum < 0:
+        raise VxpError("witness_keys_invalid", "quorum is a non-negative integer")
+    trusted: dict[str, ResolvedKey] = {}
+    for i, wk in enumerate(witness_keys):
+        key = resolve_key(wk, f"witness key {i}")
+        trusted[key.kid] = key
+    good: list[str] = []
+    for cosig in sc.cosignatures:
+        wkey = trusted.get(cosig.kid)
+        if wkey is None:
+            continue
+        if cosig.kid in good:
+            raise VxpError("cosignature_duplicate", "a witness cosigned the checkpoint twice")
+        if cosig.alg != wkey.alg or not wkey.verify(
+            _cosigning_input(sc.checkpoint, cosig.time), cosig.signature
+        ):
+            raise VxpError("cosignature_invalid", f"the cosignature of witness {cosig.kid} fails")
+        good.append(cosig.kid)
+    if len(good) < quorum:
+        raise VxpError(
+            "cosignature_quorum",
+            f"{len(good)} trusted witnesses cosigned the checkpoint, {quorum} are needed",
+        )
+    return tuple(good)
+
+
+class Witness:
+    """A witness: cosigns a log's checkpoint only if it extends the last one it cosigned.
+
+    ``logs`` maps each origin the witness follows to the log's public key. The latest
+    checkpoint per origin is kept in memory (``state``); a deployment persists it.
+    """
+
+    def __init__(self, key: KeyLike, logs: Mapping[str, KeyLike]) -> None:
+        self._key = key
+        self.kid = resolve_key(key, "witness key").kid
+        self._logs = dict(logs)
+        self.state: dict[str, Checkpoint] = {}
+
+    def cosign(
+        self,
+        signed: SignedCheckpoint | Mapping[str, Any],
+        *,
+        proof: Sequence[bytes] = (),
+        time: int,
+    ) -> SignedCheckpoint:
+        """Check ``signed`` and its consistency ``proof`` from the last checkpoint; cosign it."""
+        sc = _as_signed(signed)
+        origin = sc.checkpoint.origin
+        log_key = self._logs.get(origin)
+        if log_key is None:
+            raise VxpError("witness_unknown_log", f"this witness does not follow log {origin!r}")
+        cp = verify_checkpoint(sc, log_key)
+        last = self.state.get(origin)
+        if last is not None:
+            if cp.tree_size < last.tree_size:
+                raise VxpError(
+                    "witness_rollback", "the checkpoint is older than one already cosigned"
+                )
+            if last.tree_size > 0:
+                _merkle.verify_consistency(last.tree_size, cp.tree_size, last.root, cp.root, proof)
+        result = cosign_checkpoint(sc, self._key, time=time)
+        self.state[origin] = cp
+        return result

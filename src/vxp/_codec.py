@@ -1,0 +1,147 @@
+"""Strict encodings shared by the SD-JWT and Merkle modules: base64url, JSON, JCS, digests."""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+import rfc8785
+
+from ._errors import VxpError
+
+__all__ = [
+    "b64url_decode",
+    "b64url_encode",
+    "canonical_json",
+    "decode_hash",
+    "encode_hash",
+    "parse_json",
+]
+
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_VALUE = {c: i for i, c in enumerate(_ALPHABET)}
+_UNUSED_BITS = {2: 0b1111, 3: 0b11}
+_PADDING = {0: b"", 2: b"==", 3: b"="}
+_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
+_TO_URL = bytes.maketrans(b"+/", b"-_")
+_HASH_PREFIX = "sha-256:"
+
+
+def b64url_encode(data: bytes) -> str:
+    """Return ``data`` as unpadded base64url (RFC 4648 §5, RFC 7515 §2)."""
+    return binascii.b2a_base64(data, newline=False).translate(_TO_URL).rstrip(b"=").decode("ascii")
+
+
+def b64url_decode(text: object, where: str, *, code: str = "malformed_base64url") -> bytes:
+    """Decode strict unpadded base64url, or raise :class:`VxpError` ``code`` naming ``where``.
+
+    Strict means: a string of the base64url alphabet only (no padding, whitespace or
+    standard-alphabet characters), a length that is not 1 modulo 4, and zero unused
+    trailing bits, so that every byte string has exactly one accepted encoding.
+    """
+    if not isinstance(text, str):
+        raise VxpError(code, f"{where} is not a base64url string")
+    outside = f"{where} holds a character outside the unpadded base64url alphabet"
+    if "+" in text or "/" in text or "=" in text:
+        raise VxpError(code, outside)
+    rest = len(text) % 4
+    if rest == 1:
+        raise VxpError(code, f"{where} has an impossible base64url length")
+    try:
+        # strict_mode refuses every byte outside the (translated) alphabet, whitespace included
+        data = binascii.a2b_base64(
+            text.encode("ascii").translate(_TO_STANDARD) + _PADDING[rest], strict_mode=True
+        )
+    except (binascii.Error, UnicodeEncodeError, ValueError) as exc:
+        raise VxpError(code, outside) from exc
+    if rest and _VALUE[text[-1]] & _UNUSED_BITS[rest]:
+        raise VxpError(code, f"{where} has non-zero trailing bits in its last base64url character")
+    return data
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKeyError(key)
+            seen.add(key)
+    return out
+
+
+class _DuplicateKeyError(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+class _ConstantError(Exception):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _ConstantError(name)
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+
+
+def parse_json(data: bytes, where: str, *, code: str = "malformed_json") -> Any:
+    """Parse UTF-8 JSON strictly: no duplicate member names, no NaN/Infinity, no BOM."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise VxpError(code, f"{where} is not UTF-8") from exc
+    if text.startswith("\ufeff"):
+        raise VxpError(code, f"{where} starts with a byte order mark")
+    try:
+        # Fast path: one scan from the first character; anything unusual (leading or
+        # trailing whitespace, extra data, an error) goes through the full decoder.
+        value, end = _SCAN(text, 0)
+        if end == len(text):
+            return value
+    except (StopIteration, ValueError, RecursionError, _DuplicateKeyError, _ConstantError):
+        pass  # the full decoder below reports the precise fault
+    try:
+        return _DECODER.decode(text)
+    except _DuplicateKeyError as exc:
+        raise VxpError(code, f"{where} repeats the member name {exc.key!r}") from exc
+    except _ConstantError as exc:
+        raise VxpError(code, f"{where} uses NaN or Infinity, which JSON does not have") from exc
+    except (ValueError, RecursionError) as exc:
+        raise VxpError(code, f"{where} is not valid JSON") from exc
+
+
+def canonical_json(value: Any, where: str = "value") -> bytes:
+    """Return the RFC 8785 (JCS) bytes of ``value``; raise :class:`VxpError` if it has none."""
+    try:
+        return rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, TypeError, ValueError, RecursionError) as exc:
+        raise VxpError("not_canonicalizable", f"{where} cannot be written as JCS JSON") from exc
+
+
+def encode_hash(digest: bytes) -> str:
+    """Return a SHA-256 digest in VXP's textual form ``sha-256:<base64url>``."""
+    if len(digest) != 32:
+        raise VxpError("malformed_hash", "a SHA-256 digest must be 32 bytes")
+    return _HASH_PREFIX + b64url_encode(digest)
+
+
+def decode_hash(text: object, where: str = "hash") -> bytes:
+    """Parse ``sha-256:<base64url>`` into its 32 digest bytes (strictly)."""
+    if not isinstance(text, str) or not text.startswith(_HASH_PREFIX):
+        raise VxpError("malformed_hash", f"{where} is not a 'sha-256:' prefixed digest")
+    raw = b64url_decode(text[len(_HASH_PREFIX) :], where, code="malformed_hash")
+    if len(raw) != 32:
+        raise VxpError("malformed_hash", f"{where} does not hold 32 bytes")
+    return raw
+
+
+def sha256(data: bytes) -> bytes:
+    """Return SHA-256 of ``data``."""
+    return hashlib.sha256(data).digest()

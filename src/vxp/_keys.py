@@ -1,0 +1,149 @@
+"""Keys for VXP signatures: ES256 (P-256) and EdDSA (Ed25519), as joserfc keys or JWK dicts.
+
+joserfc parses and exports keys and computes RFC 7638 thumbprints (``Key.thumbprint()``);
+signing and verifying run on ``cryptography`` directly, so that ES256 signatures can be
+deterministic (RFC 6979) and verification has no per-call key parsing.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+from cryptography.hazmat.primitives.asymmetric.utils import (
+    decode_dss_signature,
+    encode_dss_signature,
+)
+from joserfc.errors import JoseError
+from joserfc.jwk import ECKey, OKPKey
+
+from ._errors import VxpError
+
+__all__ = ["KeyLike", "ResolvedKey", "key_thumbprint", "resolve_key"]
+
+KeyLike = ECKey | OKPKey | Mapping[str, Any]
+"""A signing or verification key: a joserfc ``ECKey`` (P-256) / ``OKPKey`` (Ed25519) or a JWK."""
+
+_P256_ORDER_BYTES = 32
+_SIG_ES256 = ec.ECDSA(hashes.SHA256())
+_SIG_ES256_DET = ec.ECDSA(hashes.SHA256(), deterministic_signing=True)
+
+
+@dataclass(frozen=True)
+class ResolvedKey:
+    """A parsed key: its algorithm, RFC 7638 thumbprint, public JWK and cryptography objects."""
+
+    alg: str
+    kid: str
+    public_jwk: dict[str, Any]
+    public: ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey
+    private: ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey | None
+
+    def sign(self, message: bytes, *, deterministic: bool = True) -> bytes:
+        """Sign ``message``: raw ``r || s`` for ES256 (RFC 7518 §3.4), 64 bytes for EdDSA."""
+        if self.private is None:
+            raise VxpError("key_not_private", "signing needs a private key")
+        if isinstance(self.private, ed25519.Ed25519PrivateKey):
+            return self.private.sign(message)
+        der = self.private.sign(message, _SIG_ES256_DET if deterministic else _SIG_ES256)
+        r, s = decode_dss_signature(der)
+        return r.to_bytes(_P256_ORDER_BYTES, "big") + s.to_bytes(_P256_ORDER_BYTES, "big")
+
+    def verify(self, message: bytes, signature: bytes) -> bool:
+        """Return whether ``signature`` over ``message`` verifies with this key."""
+        if len(signature) != 64:
+            return False
+        try:
+            if isinstance(self.public, ed25519.Ed25519PublicKey):
+                self.public.verify(signature, message)
+            else:
+                r = int.from_bytes(signature[:32], "big")
+                s = int.from_bytes(signature[32:], "big")
+                self.public.verify(encode_dss_signature(r, s), message, _SIG_ES256)
+        except (InvalidSignature, ValueError):
+            return False
+        return True
+
+
+# Public JWK objects (as dicts) seen recently, by their key members: a verifier sees the
+# same issuer and holder keys again and again. Only public keys, so nothing secret is kept.
+_JWK_CACHE: dict[tuple[Any, ...], ResolvedKey] = {}
+_JWK_CACHE_SIZE = 1024
+_CACHE: dict[int, tuple[weakref.ref[ECKey | OKPKey], ResolvedKey]] = {}
+
+
+def _import(key: KeyLike, where: str) -> ECKey | OKPKey:
+    if isinstance(key, ECKey | OKPKey):
+        return key
+    if not isinstance(key, Mapping):
+        raise VxpError("key_unsupported", f"{where} is neither a joserfc key nor a JWK object")
+    kty = key.get("kty")
+    try:
+        if kty == "EC":
+            return ECKey.import_key(dict(key))
+        if kty == "OKP":
+            return OKPKey.import_key(dict(key))
+    except (ValueError, TypeError, KeyError, AttributeError, JoseError) as exc:
+        raise VxpError("key_invalid", f"{where} is not a valid {kty} JWK") from exc
+    raise VxpError("key_unsupported", f"{where} has key type {kty!r}; only EC and OKP are used")
+
+
+def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
+    """Parse ``key`` once (cached per joserfc key object) into a :class:`ResolvedKey`.
+
+    Only P-256 (``ES256``) and Ed25519 (``EdDSA``) keys are accepted.
+    """
+    public_id: tuple[Any, ...] | None = None
+    if isinstance(key, Mapping) and "d" not in key:
+        public_id = tuple(key.get(m) for m in ("kty", "crv", "x", "y"))
+        hit = _JWK_CACHE.get(public_id)
+        if hit is not None:
+            return hit
+    jkey = _import(key, where)
+    cached = _CACHE.get(id(jkey))
+    if cached is not None and cached[0]() is jkey:
+        return cached[1]
+    try:
+        if isinstance(jkey, ECKey):
+            if jkey.curve_name != "P-256":
+                raise VxpError("key_unsupported", f"{where} is on {jkey.curve_name}, not P-256")
+            alg = "ES256"
+            public: Any = jkey.public_key
+            private: Any = jkey.private_key if jkey.is_private else None
+        else:
+            if jkey.curve_name != "Ed25519":
+                raise VxpError("key_unsupported", f"{where} is {jkey.curve_name}, not Ed25519")
+            alg = "EdDSA"
+            public = jkey.public_key
+            private = jkey.private_key if jkey.is_private else None
+        public_jwk = {k: v for k, v in jkey.as_dict(private=False).items() if k in _MEMBERS}
+        resolved = ResolvedKey(alg, jkey.thumbprint(), public_jwk, public, private)
+    except VxpError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, JoseError) as exc:
+        raise VxpError("key_invalid", f"{where} cannot be used as a key") from exc
+    if isinstance(key, ECKey | OKPKey):
+        ident = id(jkey)
+
+        def forget(_ref: object) -> None:
+            _CACHE.pop(ident, None)
+
+        _CACHE[ident] = (weakref.ref(jkey, forget), resolved)
+    if public_id is not None:
+        if len(_JWK_CACHE) >= _JWK_CACHE_SIZE:
+            _JWK_CACHE.pop(next(iter(_JWK_CACHE)))
+        _JWK_CACHE[public_id] = resolved
+    return resolved
+
+
+_MEMBERS = frozenset({"kty", "crv", "x", "y"})
+
+
+def key_thumbprint(key: KeyLike) -> str:
+    """Return the RFC 7638 SHA-256 thumbprint of ``key`` (the ``kid`` VXP uses)."""
+    return resolve_key(key, "key").kid

@@ -1,0 +1,106 @@
+"""The ``vxp demo`` and ``vxp verify`` subcommands (VXP Proof)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ._chain import parse_time
+from ._codec import parse_json
+from ._errors import VxpError
+from ._proof_demo import DEMO_VARIANTS, demo_operation
+from ._verifier import verify
+
+__all__ = ["add_proof_commands"]
+
+
+def _read(path: str, what: str) -> Any:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise VxpError("file_unreadable", f"cannot read the {what} file {path}") from exc
+    return parse_json(data, f"the {what} file {path}")
+
+
+def _write(path: Path, value: Any) -> None:
+    path.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _demo(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    op = demo_operation(args.variant)
+    _write(out / "package.json", op.package)
+    _write(out / "metadata.json", op.metadata)
+    _write(out / "jwks.json", op.jwks)
+    live = {"checkpoint": op.live["checkpoint"], "consistency": op.live["consistency"]}
+    _write(out / "live-checkpoint.json", live)
+    now = op.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    print(f"wrote package.json, metadata.json, jwks.json, live-checkpoint.json to {out}")
+    print(
+        f"verify with: vxp verify {out / 'package.json'} --metadata {out / 'metadata.json'} "
+        f"--jwks {out / 'jwks.json'} --live-checkpoint {out / 'live-checkpoint.json'} --now {now}"
+    )
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    package = _read(args.package, "package")
+    metadata = _read(args.metadata, "metadata")
+    jwks = _read(args.jwks, "JWKS")
+    live = None
+    if args.live_checkpoint is not None:
+        fresh = _read(args.live_checkpoint, "live checkpoint")
+        if not isinstance(fresh, dict) or set(fresh) != {"checkpoint", "consistency"}:
+            raise VxpError("live_invalid", "the live checkpoint file is {checkpoint, consistency}")
+        live = {
+            "metadata": _read(args.live_metadata, "live metadata")
+            if args.live_metadata
+            else metadata,
+            "jwks": _read(args.live_jwks, "live JWKS") if args.live_jwks else jwks,
+            **fresh,
+        }
+    now = datetime.now(UTC) if args.now is None else parse_time(args.now, "--now")
+    request = None if args.request is None else _read(args.request, "request")
+    verdict = verify(
+        package, metadata, jwks, live=live, now=now, request_id=args.request_id, request=request
+    )
+    print(json.dumps(verdict.to_json(), indent=2, ensure_ascii=False))
+    return 0 if verdict.valid else 1
+
+
+def add_proof_commands(sub: Any) -> None:
+    """Register ``demo`` and ``verify`` on the ``vxp`` subparsers object ``sub``."""
+    demo = sub.add_parser(
+        "demo",
+        help="issue a complete operation like the draft's; write package, metadata and JWKS",
+        description="Issue a VXP Proof operation with demo keys and write its public material.",
+    )
+    demo.add_argument("--out", default=".", help="folder to write the files to (default: .)")
+    demo.add_argument(
+        "--variant", default="succeeded", choices=DEMO_VARIANTS, help="which operation to issue"
+    )
+    demo.set_defaults(handler=_demo)
+    ver = sub.add_parser(
+        "verify",
+        help="verify a package against issuer metadata and JWKS; print the verdict JSON",
+        description="Verify a VXP Proof package. Exit status 0 only when the verdict is valid.",
+    )
+    ver.add_argument("package", help="the package JSON file")
+    ver.add_argument("--metadata", required=True, help="issuer metadata JSON (RFC 8414)")
+    ver.add_argument("--jwks", required=True, help="the issuer's JWKS JSON")
+    ver.add_argument(
+        "--live-checkpoint",
+        help="a fresh {checkpoint, consistency} JSON file: verify live against it",
+    )
+    ver.add_argument("--live-metadata", help="metadata fetched now (default: --metadata)")
+    ver.add_argument("--live-jwks", help="JWKS fetched now (default: --jwks)")
+    ver.add_argument("--now", help="verification time, RFC 3339 UTC (default: the clock)")
+    ver.add_argument("--request-id", help="the request id the package must be for (op.id)")
+    ver.add_argument(
+        "--request", help="the request JSON the agent sent; its digest must be the signed one"
+    )
+    ver.set_defaults(handler=_verify)

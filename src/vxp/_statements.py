@@ -1,0 +1,320 @@
+"""VXP statements: one SD-JWT (RFC 9901, ES256, JCS payload) per statement.
+
+The payload is ``{"seq", "kind", "signer", "prev", "body", "_sd_alg"}``; the header is
+``{"alg": "ES256", "kid": <RFC 7638 thumbprint>, "typ": "vxp-stmt+sd-jwt"}``. ``prev`` is
+the digest of the previous statement's issuer-signed JWT only (never of its disclosures),
+so a holder who withholds a disclosure leaves the chain intact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from joserfc.jwk import ECKey, OKPKey
+
+from ._codec import encode_hash
+from ._errors import VxpError
+from ._jws import check_header, parse_compact, sign_compact
+from ._keys import KeyLike, resolve_key
+from ._sdjwt import Disclosure, RandomSource, Sd, SdJwt, issue_sd_jwt, verify_sd_jwt
+
+__all__ = [
+    "APPROVAL_TYP",
+    "STATEMENT_TYP",
+    "ParsedStatement",
+    "approval_payload",
+    "check_user_approval",
+    "jwt_digest",
+    "sign_statement",
+    "sign_user_approval",
+    "split_statement",
+    "verify_statement",
+]
+
+STATEMENT_TYP = "vxp-stmt+sd-jwt"
+"""The JOSE ``typ`` of every VXP statement."""
+
+_PAYLOAD_MEMBERS = frozenset({"seq", "kind", "signer", "prev", "body", "_sd_alg"})
+
+
+def jwt_digest(jws: str) -> str:
+    """Return ``sha-256:`` + base64url of SHA-256 over the issuer-signed JWT's ASCII text."""
+    return encode_hash(hashlib.sha256(jws.encode("ascii")).digest())
+
+
+def split_statement(statement: object, where: str) -> SdJwt:
+    """Split a compact statement into JWT and disclosures (no verification)."""
+    try:
+        token = SdJwt.parse(statement)
+    except VxpError as exc:
+        raise VxpError("statement_malformed", f"{where}: {exc.message}", reason=exc.code) from exc
+    if token.kb_jwt is not None:
+        raise VxpError(
+            "statement_malformed", f"{where} carries a key-binding JWT", reason="kb_jwt_unexpected"
+        )
+    return token
+
+
+def sign_statement(
+    *,
+    seq: int,
+    kind: str,
+    signer: str,
+    prev: str | None,
+    body: Mapping[str, Any],
+    key: KeyLike,
+    rng: RandomSource,
+    personal: Mapping[str, Any] | None = None,
+) -> str:
+    """Sign one statement; ``personal`` members go into ``body.observed`` as disclosures."""
+    claims_body: dict[str, Any] = dict(body)
+    if personal:
+        observed = dict(claims_body.get("observed", {}))
+        for name, value in personal.items():
+            if name in observed:
+                raise VxpError(
+                    "personal_field_clash", f"observed member {name!r} is both plain and personal"
+                )
+            observed[name] = Sd(value)
+        claims_body["observed"] = observed
+    claims = {"seq": seq, "kind": kind, "signer": signer, "prev": prev, "body": claims_body}
+    return issue_sd_jwt(claims, key, typ=STATEMENT_TYP, rng=rng).serialize()
+
+
+@dataclass(frozen=True)
+class ParsedStatement:
+    """A verified statement: its fields, the processed body and what the holder withheld."""
+
+    seq: int
+    kind: str
+    signer: str
+    prev: str | None
+    body: dict[str, Any]
+    kid: str
+    jws: str
+    digest: str
+    hidden: int
+    disclosed: tuple[str, ...]
+
+
+def _no_sd_outside_observed(payload: Mapping[str, Any], where: str) -> int:
+    """Selective disclosure appears only as ``body.observed._sd``; return its digest count."""
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        if isinstance(node, dict):
+            for name, value in node.items():
+                if name in ("_sd", "...") and (name, path) != ("_sd", ("body", "observed")):
+                    raise VxpError(
+                        "statement_malformed",
+                        f"{where} uses selective disclosure outside body.observed",
+                        reason="sd_misplaced",
+                    )
+                if name != "_sd":
+                    walk(value, (*path, name))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, (*path, "[]"))
+
+    walk({k: v for k, v in payload.items() if k != "_sd_alg"}, ())
+    body = payload.get("body")
+    observed = body.get("observed") if isinstance(body, dict) else None
+    sd = observed.get("_sd", []) if isinstance(observed, dict) else []
+    return len(sd) if isinstance(sd, list) else 0
+
+
+def _slow_claims(
+    token: SdJwt, keys: Mapping[str, ECKey | OKPKey], where: str, now: float
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], str, tuple[Disclosure, ...]]:
+    """Verify with the full RFC 9901 verifier (any statement, with or without disclosures)."""
+    try:
+        verified = verify_sd_jwt(
+            token.serialize(),
+            list(keys.values()),
+            typ=STATEMENT_TYP,
+            now=now,
+            algorithms=("ES256",),
+        )
+    except VxpError as exc:
+        raise _stage(exc, where) from exc
+    return verified.header, verified.payload, verified.claims, verified.kid, verified.disclosures
+
+
+def _stage(exc: VxpError, where: str) -> VxpError:
+    stage = "signature_invalid" if exc.code == "signature_invalid" else "statement_malformed"
+    if exc.code in ("issuer_key_unknown", "issuer_key_ambiguous", "alg_key_mismatch"):
+        stage = "key_untrusted"
+    return VxpError(stage, f"{where}: {exc.message}", reason=exc.code)
+
+
+_DIGEST = re.compile(r"[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]")
+
+
+def _fast_claims(
+    jws: str, keys: Mapping[str, ECKey | OKPKey], where: str
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], str, tuple[Disclosure, ...]]:
+    """The same checks as the RFC 9901 verifier for a statement presented with no
+    disclosure (then processing only removes ``_sd_alg`` and the hidden digests)."""
+    try:
+        parsed = parse_compact(jws, "issuer-signed JWT")
+        alg = check_header(parsed.header, _ES256, "issuer-signed JWT", typ=STATEMENT_TYP)
+        kid = parsed.header.get("kid")
+        if kid is None:
+            if len(keys) != 1:
+                raise VxpError(
+                    "issuer_key_ambiguous", "the JWT names no kid and several keys are trusted"
+                )
+            key = resolve_key(next(iter(keys.values())), "issuer key")
+        else:
+            found = keys.get(kid)
+            if found is None:
+                raise VxpError("issuer_key_unknown", f"no trusted issuer key has kid {kid!r}")
+            key = resolve_key(found, "issuer key")
+        if key.alg != alg:
+            raise VxpError("alg_key_mismatch", f"alg {alg} does not fit the issuer's {key.alg} key")
+        if not key.verify(parsed.signing_input, parsed.signature):
+            raise VxpError("signature_invalid", "the issuer signature does not verify")
+        payload = parsed.payload
+        sd_alg = payload.get("_sd_alg", "sha-256")
+        if sd_alg != "sha-256":
+            raise VxpError("sd_alg_unsupported", f"_sd_alg {sd_alg!r} is not supported")
+    except VxpError as exc:
+        raise _stage(exc, where) from exc
+    claims = {k: v for k, v in payload.items() if k != "_sd_alg"}
+    body = claims.get("body")
+    observed = body.get("observed") if isinstance(body, dict) else None
+    if isinstance(body, dict) and isinstance(observed, dict) and "_sd" in observed:
+        digests = observed["_sd"]
+        if not isinstance(digests, list):
+            raise _stage(
+                VxpError("sd_array_invalid", "_sd at /body/observed is not an array"), where
+            )
+        for d in digests:
+            if not isinstance(d, str) or _DIGEST.fullmatch(d) is None:
+                raise _stage(
+                    VxpError("digest_malformed", "a digest in _sd at /body/observed is malformed"),
+                    where,
+                )
+        if len(set(digests)) != len(digests):
+            raise _stage(VxpError("digest_duplicate", "a digest appears more than once"), where)
+        claims["body"] = {
+            **body,
+            "observed": {k: v for k, v in observed.items() if k != "_sd"},
+        }
+    return parsed.header, payload, claims, key.kid, ()
+
+
+_ES256 = frozenset({"ES256"})
+
+
+def verify_statement(
+    statement: SdJwt | object,
+    keys: Mapping[str, ECKey | OKPKey],
+    *,
+    where: str,
+    now: float,
+    fast: bool = True,
+) -> ParsedStatement:
+    """Verify one statement's SD-JWT against ``keys`` (trusted signing keys by ``kid``).
+
+    Raises ``statement_malformed`` (parse stage), ``key_untrusted`` or ``signature_invalid``;
+    ``reason`` keeps the SD-JWT layer's precise code. A statement presented without
+    disclosures takes a fast path with the same checks (``fast=False`` forces the full
+    RFC 9901 verifier, which the tests use as the oracle).
+    """
+    token = statement if isinstance(statement, SdJwt) else split_statement(statement, where)
+    if fast and not token.disclosures:
+        header, payload, claims, kid, used = _fast_claims(token.jws, keys, where)
+    else:
+        header, payload, claims, kid, used = _slow_claims(token, keys, where, now)
+    if set(payload) != _PAYLOAD_MEMBERS or payload.get("_sd_alg") != "sha-256":
+        raise VxpError(
+            "statement_malformed",
+            f"{where} payload is not exactly seq, kind, signer, prev, body and _sd_alg",
+            reason="payload_members",
+        )
+    if set(header) != {"alg", "kid", "typ"}:
+        raise VxpError(
+            "statement_malformed", f"{where} header is not exactly alg, kid, typ", reason="header"
+        )
+    sd_count = 0
+    text = repr(payload)  # a member named _sd or ... always shows as '_sd' or '...' here
+    if "'_sd'" in text or "'...'" in text:
+        sd_count = _no_sd_outside_observed(payload, where)
+    seq, kind, signer, prev = claims["seq"], claims["kind"], claims["signer"], claims["prev"]
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        raise VxpError("statement_malformed", f"{where} seq is not an integer", reason="seq")
+    if not isinstance(kind, str) or not isinstance(signer, str):
+        raise VxpError(
+            "statement_malformed", f"{where} kind or signer is not a string", reason="kind"
+        )
+    if prev is not None and not isinstance(prev, str):
+        raise VxpError(
+            "statement_malformed", f"{where} prev is not a digest or null", reason="prev"
+        )
+    if not isinstance(claims["body"], dict):
+        raise VxpError("statement_malformed", f"{where} body is not an object", reason="body")
+    return ParsedStatement(
+        seq=seq,
+        kind=kind,
+        signer=signer,
+        prev=prev,
+        body=claims["body"],
+        kid=kid,
+        jws=token.jws,
+        digest=jwt_digest(token.jws),
+        hidden=sd_count - len(used),
+        disclosed=tuple(d.name for d in used if d.name is not None),
+    )
+
+
+APPROVAL_TYP = "vxp-approval+jwt"
+"""The JOSE ``typ`` of a user's signature over the revision they approve."""
+
+
+def approval_payload(request_digest: str, revision: int, terms_digest: str) -> dict[str, Any]:
+    """Return what a user signs to approve ``revision`` of the operation's terms."""
+    return {"request_digest": request_digest, "revision": revision, "terms_digest": terms_digest}
+
+
+def sign_user_approval(
+    user_key: KeyLike, request_digest: str, revision: int, terms_digest: str
+) -> tuple[dict[str, Any], str]:
+    """Return (the user's public JWK, the user's compact JWS approving the revision)."""
+    key = resolve_key(user_key, "user key")
+    if key.private is None:
+        raise VxpError("key_not_private", "a user-signed approval needs the user's private key")
+    header = {"alg": key.alg, "kid": key.kid, "typ": APPROVAL_TYP}
+    token = sign_compact(
+        header, approval_payload(request_digest, revision, terms_digest), key, deterministic=True
+    )
+    return dict(key.public_jwk), token
+
+
+def check_user_approval(body: Mapping[str, Any], request_digest: str, where: str) -> None:
+    """Verify a ``user_signed`` approval's JWS against the JWK it carries; fail closed."""
+    try:
+        key = resolve_key(body["user_key"], f"{where} user_key")
+        parsed = parse_compact(body["user_signature"], f"{where} user_signature")
+        alg = check_header(
+            parsed.header, frozenset({"ES256", "EdDSA"}), "user signature", typ=APPROVAL_TYP
+        )
+    except VxpError as exc:
+        raise VxpError(
+            "rule_violation", f"{where}: {exc.message}", reason="user_signature_invalid"
+        ) from exc
+    expected = approval_payload(request_digest, body["revision"], body["terms_digest"])
+    if (
+        alg != key.alg
+        or parsed.header.get("kid") != key.kid
+        or parsed.payload != expected
+        or not key.verify(parsed.signing_input, parsed.signature)
+    ):
+        raise VxpError(
+            "rule_violation",
+            f"{where} carries a user signature that does not approve this revision",
+            reason="user_signature_invalid",
+        )

@@ -1,0 +1,126 @@
+"""The verdict of the VXP Proof verifier, and the assurance derivation table (P7).
+
+The assurance a package supports is derived from the evidence only (:func:`derive_assurance`);
+the issuer's ``claimed_assurance`` is compared with it and never copied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ASSURANCES", "Evidence", "Verdict", "derive_assurance"]
+
+ASSURANCES = (
+    "issuer_key_attested",
+    "operator_observed",
+    "operator_reported_read_back",
+    "operator_reported_agent_approval",
+    "user_signed_approval",
+    "company_reviewed",
+    "witnessed_log",
+)
+"""Every assurance the verifier can derive, in the order a verdict lists them."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The facts of an intact chain that the assurance table reads."""
+
+    issuer_keys: bool
+    executed: bool
+    read_back_matches: bool
+    read_back_complete: bool
+    read_back_hidden: bool
+    approval_method: str | None
+    review_approved: bool
+    logged: bool
+
+
+def derive_assurance(ev: Evidence) -> tuple[tuple[str, ...], frozenset[str]]:
+    """Return (derived assurances in :data:`ASSURANCES` order, assurances left undecidable).
+
+    An assurance is undecidable when only a withheld disclosure could show whether it
+    holds; it is then neither derived nor counted against the issuer's claim.
+    """
+    held = {
+        "issuer_key_attested": ev.issuer_keys,
+        "operator_observed": ev.executed,
+        "operator_reported_read_back": ev.executed
+        and ev.read_back_matches
+        and ev.read_back_complete,
+        "operator_reported_agent_approval": ev.approval_method == "agent_asserted",
+        "user_signed_approval": ev.approval_method == "user_signed",
+        "company_reviewed": ev.review_approved,
+        "witnessed_log": ev.logged,
+    }
+    undecidable = frozenset(
+        {"operator_reported_read_back"}
+        if ev.executed
+        and ev.read_back_matches
+        and not ev.read_back_complete
+        and ev.read_back_hidden
+        else set()
+    )
+    return tuple(a for a in ASSURANCES if held[a]), undecidable
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What :func:`vxp.verify` concludes about a package (see docs/spec/vxp-proof.md §10).
+
+    ``valid`` is integrity; ``company``, ``anchor`` and ``key_source`` are provenance;
+    ``approval`` the approval method; ``final_state`` what the company asserts;
+    ``derived_assurance``, ``single_root`` and ``logged`` how much supports it. When
+    ``valid`` is false, ``failure`` holds ``{"code", "reason"?, "message"}`` and every
+    other field is empty (``None``, ``[]`` or ``0``): nothing is reported about a
+    package that failed.
+    """
+
+    valid: bool
+    final_state: str | None = None
+    revision: int | None = None
+    approval: str | None = None
+    derived_assurance: tuple[str, ...] = ()
+    single_root: str | None = None
+    custody_declared: str | None = None
+    logged: bool = False
+    company: str | None = None
+    anchor: str | None = None
+    key_source: str | None = None
+    profile: str | None = None
+    statements: int = 0
+    log_inclusion: str | None = None
+    tree_size: int | None = None
+    live_tree_size: int | None = None
+    consistency: str | None = None
+    witnesses: int = 0
+    operation: str | None = None
+    failure: dict[str, str] | None = field(default=None)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the verdict as JSON: the draft's fields in its order, then ``failure``."""
+        out: dict[str, Any] = {
+            "valid": self.valid,
+            "final_state": self.final_state,
+            "revision": self.revision,
+            "approval": self.approval,
+            "derived_assurance": list(self.derived_assurance),
+            "single_root": self.single_root,
+            "custody_declared": self.custody_declared,
+            "logged": self.logged,
+            "company": self.company,
+            "anchor": self.anchor,
+            "key_source": self.key_source,
+            "profile": self.profile,
+            "statements": self.statements,
+            "log_inclusion": self.log_inclusion,
+            "tree_size": self.tree_size,
+            "live_tree_size": self.live_tree_size,
+            "consistency": self.consistency,
+            "witnesses": self.witnesses,
+            "operation": self.operation,
+        }
+        if self.failure is not None:
+            out["failure"] = dict(self.failure)
+        return out

@@ -1,0 +1,428 @@
+"""The VXP Proof verifier: a package and the issuer's public material in, a :class:`Verdict` out.
+
+Stages run in a fixed order so that a later stage never masks an earlier one: package
+shape, trust material, log (checkpoint, inclusion, live consistency), signatures and
+keys, chain and rules, operation summary, assurance. The first failure ends the run with
+``valid: false`` and its code; nothing else is reported about a failed package.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from joserfc.jwk import ECKey, OKPKey
+
+from . import _merkle
+from ._chain import KIND_SIGNER, ChainState, parse_time, step
+from ._checkpoint import SignedCheckpoint, verify_checkpoint, verify_cosignatures
+from ._codec import canonical_json, decode_hash, encode_hash, sha256
+from ._errors import VxpError
+from ._metadata import TrustMaterial, load_trust
+from ._statements import (
+    ParsedStatement,
+    check_user_approval,
+    split_statement,
+    verify_statement,
+)
+from ._verdict import Evidence, Verdict, derive_assurance
+
+__all__ = ["leaf_data", "verify"]
+
+_PACKAGE_MEMBERS = frozenset({"v", "company", "op", "statements", "log"})
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*")
+
+
+def leaf_data(statement_digest: str, logged_at: str) -> bytes:
+    """Return the log entry of one statement: ``JCS({"logged_at", "statement"})``."""
+    if _PLAIN.fullmatch(logged_at) and _PLAIN.fullmatch(statement_digest):
+        # Nothing to escape: this is exactly what JCS writes (members in code-point order).
+        return f'{{"logged_at":"{logged_at}","statement":"{statement_digest}"}}'.encode()
+    return canonical_json({"logged_at": logged_at, "statement": statement_digest})
+
+
+def _digest(value: object) -> str:
+    return encode_hash(sha256(canonical_json(value, "the request")))
+
+
+def _malformed(message: str, reason: str) -> VxpError:
+    return VxpError("package_malformed", message, reason=reason)
+
+
+def _check_package(package: object) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+    if not isinstance(package, dict):
+        raise _malformed("the package is not a JSON object", "not_object")
+    if set(package) != _PACKAGE_MEMBERS:
+        raise _malformed("the package must hold exactly v, company, op, statements, log", "members")
+    if package["v"] != 1 or isinstance(package["v"], bool):
+        raise _malformed("the package is not version 1", "version")
+    if not isinstance(package["company"], str):
+        raise _malformed("the package company is not a string", "company")
+    op = package["op"]
+    if not isinstance(op, dict) or set(op) != {"id", "capability", "request_digest"}:
+        raise _malformed("the package op is not {id, capability, request_digest}", "op")
+    if not all(isinstance(op[k], str) and op[k] for k in op):
+        raise _malformed("the package op members are not non-empty strings", "op")
+    statements = package["statements"]
+    if not isinstance(statements, list) or not statements:
+        raise _malformed("the package statements are not a non-empty list", "statements")
+    if len(statements) >= 2**20:
+        raise _malformed("the package has too many statements", "statements")
+    log = package["log"]
+    if not isinstance(log, dict) or set(log) != {"checkpoint", "entries"}:
+        raise _malformed("the package log is not {checkpoint, entries}", "log")
+    entries = log["entries"]
+    if not isinstance(entries, list) or len(entries) != len(statements):
+        raise _malformed("the package log has not one entry per statement", "log_entries")
+    return op, statements, log
+
+
+def _log_error(message: str, reason: str) -> VxpError:
+    return VxpError("log_invalid", message, reason=reason)
+
+
+def _checkpoint(value: object, trust: TrustMaterial, where: str) -> SignedCheckpoint:
+    try:
+        signed = SignedCheckpoint.from_json(value)
+        log_key = trust.keys.get(trust.log_kid)
+        if log_key is None:
+            raise VxpError("checkpoint_key_mismatch", "the log key is not in the JWKS")
+        verify_checkpoint(signed, log_key, origin=trust.log_origin)
+    except VxpError as exc:
+        raise _log_error(f"{where}: {exc.message}", exc.code) from exc
+    return signed
+
+
+def _witnesses(signed: SignedCheckpoint, trust: TrustMaterial, seen: set[str]) -> None:
+    """Add the trusted witnesses whose cosignature on ``signed`` verifies; a bad one fails."""
+    keys = [trust.keys[k] for k in trust.witness_kids if k in trust.keys]
+    try:
+        seen.update(verify_cosignatures(signed, keys, quorum=0))
+    except VxpError as exc:
+        raise _log_error(f"a witness cosignature fails: {exc.message}", exc.code) from exc
+
+
+def _entry(value: object, index: int, memo: dict[str, bytes]) -> tuple[int, str, list[bytes]]:
+    if not isinstance(value, dict) or set(value) != {"index", "logged_at", "proof"}:
+        raise _malformed(f"log entry {index} is not {{index, logged_at, proof}}", "log_entries")
+    leaf_index, logged_at, proof = value["index"], value["logged_at"], value["proof"]
+    if not isinstance(leaf_index, int) or isinstance(leaf_index, bool) or leaf_index < 0:
+        raise _malformed(f"log entry {index} has no leaf index", "log_entries")
+    if not isinstance(logged_at, str) or not isinstance(proof, list) or len(proof) > 64:
+        raise _malformed(f"log entry {index} has no logged_at or proof list", "log_entries")
+    hashes = []
+    for h in proof:
+        raw = memo.get(h) if isinstance(h, str) else None
+        if raw is None:
+            try:
+                raw = decode_hash(h, f"log entry {index} proof")
+            except VxpError as exc:
+                raise _malformed(exc.message, "log_entries") from exc
+            memo[h] = raw
+        hashes.append(raw)
+    return leaf_index, logged_at, hashes
+
+
+def _key_source(
+    st: ParsedStatement, at: datetime, saved: TrustMaterial, live: TrustMaterial | None
+) -> str:
+    """Return which material vouches for the statement's key, or raise ``key_untrusted``."""
+    role = KIND_SIGNER[st.kind]
+    where = f"statement {st.seq} ({st.kind})"
+    if live is not None:
+        records = live.records_for(st.kid)
+        mine = [r for r in records if r.role == role]
+        if records and not mine:
+            raise VxpError(
+                "key_untrusted",
+                f"{where} is signed by a key listed for another role",
+                reason="key_role",
+            )
+        if mine and st.kid in live.keys:
+            if any(r.covers(at) for r in mine):
+                return "issuer_metadata_live"
+            raise VxpError(
+                "key_untrusted",
+                f"{where} was logged outside its key's validity period",
+                reason="key_not_valid_at_time",
+            )
+    records = saved.records_for(st.kid)
+    mine = [r for r in records if r.role == role]
+    if not records or st.kid not in saved.keys:
+        raise VxpError(
+            "key_untrusted", f"{where} is signed by an unpublished key", reason="key_unknown"
+        )
+    if not mine:
+        raise VxpError(
+            "key_untrusted",
+            f"{where} is signed by a key listed for another role",
+            reason="key_role",
+        )
+    if not any(r.covers(at) for r in mine):
+        raise VxpError(
+            "key_untrusted",
+            f"{where} was logged outside its key's validity period",
+            reason="key_not_valid_at_time",
+        )
+    return "issuer_metadata_saved"
+
+
+def _key_role(st: ParsedStatement, saved: TrustMaterial, live: TrustMaterial | None) -> None:
+    """The statement's key must be listed for the role that signs its kind."""
+    role = KIND_SIGNER[st.kind]
+    for trust in (live, saved):
+        if trust is None:
+            continue
+        records = trust.records_for(st.kid)
+        if records:
+            if not any(r.role == role for r in records):
+                raise VxpError(
+                    "key_untrusted",
+                    f"statement {st.seq} ({st.kind}) is signed by a key listed for another role",
+                    reason="key_role",
+                )
+            return
+    raise VxpError(  # pragma: no cover - verify_statement only accepts listed keys
+        "key_untrusted", f"statement {st.seq} is signed by an unlisted key", reason="key_unknown"
+    )
+
+
+def _single_root(trust: TrustMaterial, used: dict[str, set[str]]) -> str | None:
+    if trust.custody == "self_operated":
+        return "company"
+    if trust.custody == "operator_hosted":
+        return "operator"
+    shared = used.get("operator", set()) & used.get("company", set())
+    both = {r.kid for r in trust.records if r.role == "operator"} & {
+        r.kid for r in trust.records if r.role == "company"
+    }
+    return "operator" if shared or both else None
+
+
+def _run(
+    package: object,
+    metadata: object,
+    jwks: object,
+    live: Mapping[str, Any] | None,
+    now: datetime,
+    request_id: str | None,
+    request: object,
+) -> Verdict:
+    op, raw_statements, log = _check_package(package)
+    saved = load_trust(metadata, jwks)
+    live_trust: TrustMaterial | None = None
+    if live is not None:
+        if not isinstance(live, Mapping) or set(live) != {
+            "metadata",
+            "jwks",
+            "checkpoint",
+            "consistency",
+        }:
+            raise VxpError(
+                "live_invalid",
+                "live material is {metadata, jwks, checkpoint, consistency}",
+                reason="shape",
+            )
+        live_trust = load_trust(live["metadata"], live["jwks"])
+        if live_trust.issuer != saved.issuer:
+            raise VxpError(
+                "live_invalid", "the live metadata names another issuer", reason="issuer_changed"
+            )
+    if package["company"] != saved.issuer:  # type: ignore[index]
+        raise VxpError(
+            "company_mismatch", "the package names another company than the metadata's issuer"
+        )
+    # --- parse: every statement and log entry (no crypto yet)
+    tokens = [split_statement(raw, f"statement {i}") for i, raw in enumerate(raw_statements)]
+    memo: dict[str, bytes] = {}
+    entries = [_entry(e, i, memo) for i, e in enumerate(log["entries"])]
+    times = [parse_time(e[1], f"log entry {i} logged_at") for i, e in enumerate(entries)]
+    # --- signatures, and each key listed for the role of its statement's kind
+    all_keys: dict[str, ECKey | OKPKey] = dict(saved.keys)
+    if live_trust is not None:
+        all_keys.update(live_trust.keys)
+    signing_kids = {r.kid for r in saved.records} | (
+        {r.kid for r in live_trust.records} if live_trust is not None else set()
+    )
+    candidates = {k: all_keys[k] for k in sorted(signing_kids) if k in all_keys}
+    stamp = now.timestamp()
+    parsed: list[ParsedStatement] = []
+    used: dict[str, set[str]] = {}
+    for i, token in enumerate(tokens):
+        st = verify_statement(token, candidates, where=f"statement {i}", now=stamp)
+        if st.kind not in KIND_SIGNER:
+            raise VxpError(
+                "statement_malformed", f"statement {i} has unknown kind {st.kind!r}", reason="kind"
+            )
+        _key_role(st, saved, live_trust)
+        used.setdefault(KIND_SIGNER[st.kind], set()).add(st.kid)
+        parsed.append(st)
+    # --- chain and rules
+    state = ChainState()
+    prev: str | None = None
+    for i, st in enumerate(parsed):
+        if st.prev != prev:
+            raise VxpError(
+                "chain_broken",
+                f"statement {i} does not name the digest of statement {i - 1} as prev",
+                reason="prev_mismatch",
+            )
+        state = step(state, st.seq, st.kind, st.signer, st.body, times[i], hidden=st.hidden)
+        if st.kind == "user_approval" and st.body.get("method") == "user_signed":
+            assert state.request is not None
+            check_user_approval(st.body, state.request["request_digest"], f"statement {i}")
+        prev = st.digest
+    # --- log: checkpoint, inclusion of every statement, live consistency
+    log_trust = live_trust or saved
+    signed = _checkpoint(log["checkpoint"], log_trust, "the packaged checkpoint")
+    size, root = signed.checkpoint.tree_size, signed.checkpoint.root
+    indexes: set[int] = set()
+    for i, st in enumerate(parsed):
+        leaf_index, logged_at, proof = entries[i]
+        if times[i] > now:
+            raise _log_error(
+                f"statement {i} was logged after the verification time", "logged_in_future"
+            )
+        if leaf_index in indexes:
+            raise _log_error(f"two statements claim leaf {leaf_index}", "leaf_reused")
+        indexes.add(leaf_index)
+        leaf = _merkle.leaf_hash(leaf_data(st.digest, logged_at))
+        try:
+            _merkle.verify_inclusion(leaf, leaf_index, size, proof, root)
+        except VxpError as exc:
+            raise _log_error(
+                f"statement {i} is not included in the packaged checkpoint ({exc.message})",
+                "inclusion",
+            ) from exc
+    seen: set[str] = set()
+    _witnesses(signed, log_trust, seen)
+    live_size: int | None = None
+    consistency = "not_checked"
+    if live is not None:
+        assert live_trust is not None
+        fresh = _checkpoint(live["checkpoint"], live_trust, "the live checkpoint")
+        proof_raw = live["consistency"]
+        if not isinstance(proof_raw, list):
+            raise VxpError(
+                "live_invalid", "the live consistency proof is not a list", reason="shape"
+            )
+        try:
+            cproof = [decode_hash(h, "live consistency proof") for h in proof_raw]
+            _merkle.verify_consistency(
+                size, fresh.checkpoint.tree_size, root, fresh.checkpoint.root, cproof
+            )
+        except VxpError as exc:
+            raise VxpError(
+                "live_inconsistent",
+                f"the live log does not extend the packaged checkpoint ({exc.message})",
+                reason=exc.code,
+            ) from exc
+        _witnesses(fresh, live_trust, seen)
+        live_size = fresh.checkpoint.tree_size
+        consistency = "ok"
+    # --- keys: each valid for its role when the log recorded the statement
+    sources = {_key_source(st, times[i], saved, live_trust) for i, st in enumerate(parsed)}
+    if state.outcome is None:
+        raise VxpError(
+            "rule_violation", "the package has no outcome (P3)", reason="outcome_missing"
+        )
+    latest = state.latest
+    assert latest is not None
+    assert state.request is not None
+    # --- operation summary
+    if (
+        op["capability"] != latest.capability
+        or op["request_digest"] != state.request["request_digest"]
+        or (request_id is not None and op["id"] != request_id)
+        or (request is not None and _digest(request) != state.request["request_digest"])
+    ):
+        raise VxpError("operation_mismatch", "the package op does not describe the signed chain")
+    # --- assurance (P7)
+    witnesses = len(seen)
+    logged = witnesses >= (live_trust or saved).quorum
+    approval_here = state.approval if state.approval_revision == latest.revision else None
+    rb = state.read_back
+    hidden_rb = any(st.kind == "read_back" and st.hidden > 0 for st in parsed)
+    evidence = Evidence(
+        issuer_keys=True,
+        executed=state.execution is not None,
+        read_back_matches=rb is not None and rb["matches_terms"] is True,
+        read_back_complete=state.read_back_complete,
+        read_back_hidden=hidden_rb,
+        approval_method=None if approval_here is None else str(approval_here["method"]),
+        review_approved=state.review_revision == latest.revision
+        and state.review is not None
+        and state.review["decision"] == "approved",
+        logged=logged,
+    )
+    derived, undecidable = derive_assurance(evidence)
+    claimed = set(state.outcome["claimed_assurance"])
+    over = sorted(claimed - set(derived) - undecidable)
+    if over:
+        raise VxpError(
+            "assurance_overclaimed",
+            f"the outcome claims assurance the evidence does not support: {', '.join(over)} (P7)",
+        )
+    if approval_here is not None:
+        approval = str(approval_here["method"])
+    else:
+        approval = "none" if latest.user_approval_required else "not_required"
+    return Verdict(
+        valid=True,
+        final_state=state.final_state,
+        revision=latest.revision,
+        approval=approval,
+        derived_assurance=derived,
+        single_root=_single_root(saved, used),
+        custody_declared=saved.custody,
+        logged=logged,
+        company=saved.issuer,
+        anchor="issuer",
+        key_source="issuer_metadata_saved"
+        if "issuer_metadata_saved" in sources
+        else "issuer_metadata_live",
+        profile=saved.profile,
+        statements=len(parsed),
+        log_inclusion="ok",
+        tree_size=size,
+        live_tree_size=live_size,
+        consistency=consistency,
+        witnesses=witnesses,
+        operation="matches",
+    )
+
+
+def verify(
+    package: object,
+    metadata: object,
+    jwks: object,
+    *,
+    live: Mapping[str, Any] | None = None,
+    now: datetime,
+    request_id: str | None = None,
+    request: object = None,
+) -> Verdict:
+    """Verify a VXP Proof package against the issuer's metadata and JWKS; never raises.
+
+    ``metadata`` and ``jwks`` are the issuer's material as the caller holds it (fetched now
+    or saved earlier). ``live`` (optional) is freshly fetched material as data:
+    ``{"metadata", "jwks", "checkpoint", "consistency"}`` where ``consistency`` proves the
+    live checkpoint extends the packaged one. ``request_id``, when given, must be the
+    package's ``op.id`` (a routing hint the chain does not sign); ``request``, when given,
+    is the request object as the agent sent it, whose digest must be the signed
+    ``request_digest`` (this binds the package to the caller's own request). Every failure
+    gives ``valid: false`` with ``failure.code``.
+    """
+    try:
+        if not isinstance(now, datetime) or now.tzinfo is None:
+            raise VxpError("time_naive", "now must be a timezone-aware datetime")
+        return _run(package, metadata, jwks, live, now, request_id, request)
+    except VxpError as exc:
+        failure = {"code": exc.code, "message": exc.message}
+        if exc.reason is not None:
+            failure["reason"] = exc.reason
+        return Verdict(valid=False, failure=failure)

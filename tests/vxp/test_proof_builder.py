@@ -1,0 +1,190 @@
+"""VXP Proof issuer-side builder: refusals change nothing; metadata and rotation helpers."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+import vxp
+from vxp._proof_demo import CAPABILITY, COMPANY, T0, demo_key, demo_operation, seeded_rng
+
+TERMS = {"capability": CAPABILITY, "pedido": "P-1042", "despacho_nuevo": "2026-10-28"}
+
+
+def _at(seconds: float) -> Any:
+    return T0 + timedelta(seconds=seconds)
+
+
+def _builder(**terms_kw: Any) -> vxp.OperationBuilder:
+    b = vxp.OperationBuilder(
+        company=COMPANY,
+        op_id="req_1",
+        operator_key=demo_key("operator"),
+        company_key=demo_key("company"),
+        log=vxp.MerkleLog("test-log"),
+        rng=seeded_rng("t"),
+    )
+    b.request(channel="vxp", client_id="https://agent.example", request={"a": 1}, now=_at(-1))
+    kw: dict[str, Any] = {
+        "capability": CAPABILITY,
+        "terms": TERMS,
+        "expires_at": _at(900),
+        "read_back_terms": ["pedido", "despacho_nuevo"],
+    }
+    kw.update(terms_kw)
+    b.terms(**kw, now=_at(0))
+    return b
+
+
+def _refused(b: vxp.OperationBuilder, fn: Any, reason: str) -> None:
+    before = (b.statements, b.log.size, b.state)
+    with pytest.raises(vxp.VxpError) as info:
+        fn()
+    assert (info.value.code, info.value.reason) == ("rule_violation", reason)
+    assert (b.statements, b.log.size, b.state) == before
+
+
+def test_refusals_change_nothing() -> None:
+    b = _builder()
+    _refused(b, lambda: b.execute(release={}, now=_at(1)), "approval_missing")
+    _refused(b, lambda: b.approve(now=_at(900)), "terms_expired_at_approval")
+    _refused(b, lambda: b.correct(state="failed", fact={}, now=_at(1)), "p4_before_outcome")
+    _refused(
+        b,
+        lambda: b.outcome(state="succeeded", result_summary={}, now=_at(1)),
+        "succeeded_without_execution",
+    )
+    b.approve(now=_at(1))
+    _refused(b, lambda: b.approve(now=_at(1)), "approval_repeated")
+    b.execute(release={"r": 1}, now=_at(2))
+    _refused(b, lambda: b.execute(release={"r": 2}, now=_at(3)), "p2_second_execution")
+    _refused(
+        b, lambda: b.outcome(state="succeeded", result_summary={}, now=_at(3)), "p6_no_read_back"
+    )
+    _refused(
+        b,
+        lambda: b.outcome(state="cancelled", result_summary={}, now=_at(3)),
+        "executed_then_cancelled",
+    )
+    b.read_back(observed={"pedido": "P-1042", "despacho_nuevo": "2026-10-30"}, now=_at(3))
+    _refused(
+        b, lambda: b.outcome(state="succeeded", result_summary={}, now=_at(4)), "p5_contradiction"
+    )
+    b.outcome(state="unknown", result_summary={}, now=_at(4))
+    _refused(b, lambda: b.correct(state="unknown", fact={}, now=_at(5)), "correction_no_change")
+    _refused(b, lambda: b.correct(state="succeeded", fact={}, now=_at(5)), "p5_contradiction")
+    b.revoke(reason={"why": 1}, now=_at(6))
+    _refused(b, lambda: b.revoke(reason={"why": 2}, now=_at(7)), "after_revocation")
+
+
+def test_counter_then_new_revision_then_approval_of_latest_only() -> None:
+    b = _builder()
+    b.counter(proposal={"despacho_nuevo": "2026-10-29"}, now=_at(1))
+    b.terms(
+        capability=CAPABILITY,
+        terms={**TERMS, "despacho_nuevo": "2026-10-29"},
+        expires_at=_at(900),
+        read_back_terms=["pedido"],
+        now=_at(2),
+    )
+    assert b.state.latest is not None
+    assert b.state.latest.revision == 2
+    b.approve(now=_at(3))
+    b.execute(release={"r": 1}, now=_at(4))
+    b.read_back(observed={"pedido": "P-1042"}, now=_at(5))
+    b.outcome(state="succeeded", result_summary={}, now=_at(6))
+    op = b.package(log_key=demo_key("log"))
+    assert len(op["statements"]) == 8
+
+
+def test_capability_cannot_change_between_revisions() -> None:
+    b = _builder()
+    _refused(
+        b,
+        lambda: b.terms(
+            capability="other.cap",
+            terms=TERMS,
+            expires_at=_at(900),
+            read_back_terms=[],
+            now=_at(1),
+        ),
+        "capability_changed",
+    )
+
+
+def test_company_review_rejected_blocks_execution() -> None:
+    b = _builder(company_review_required=True)
+    b.review(decision="rejected", reviewer={"who": "x"}, now=_at(1))
+    b.approve(now=_at(2))
+    _refused(b, lambda: b.execute(release={}, now=_at(3)), "review_rejected")
+    b.outcome(state="cancelled", result_summary={}, now=_at(4))
+
+
+def test_builder_input_errors() -> None:
+    with pytest.raises(vxp.VxpError):
+        vxp.OperationBuilder(
+            company="http://x",
+            op_id="a",
+            operator_key=demo_key("o"),
+            company_key=demo_key("c"),
+            log=vxp.MerkleLog("l"),
+        )
+    with pytest.raises(vxp.VxpError) as info:
+        vxp.OperationBuilder(
+            company=COMPANY,
+            op_id="a",
+            operator_key=dict(demo_key("o").as_dict(private=False)),
+            company_key=demo_key("c"),
+            log=vxp.MerkleLog("l"),
+        )
+    assert info.value.code == "key_not_private"
+    b = _builder()
+    with pytest.raises(vxp.VxpError) as info:
+        b.terms(
+            capability=CAPABILITY,
+            terms=TERMS,
+            expires_at=_at(9),
+            read_back_terms=["nope"],
+            now=_at(1),
+        )
+    assert info.value.code == "terms_invalid"
+    with pytest.raises(vxp.VxpError):
+        b.package(log_key=demo_key("log"))
+
+
+def test_package_is_deterministic() -> None:
+    assert demo_operation("succeeded").package == demo_operation("succeeded").package
+
+
+def test_sqlite_log_survives_and_verifies(tmp_path: Any) -> None:
+    store = vxp.SqliteLogStore(tmp_path / "log.db", "store.example/e/ferreteria-demo/vxp-log")
+    log = vxp.MerkleLog("store.example/e/ferreteria-demo/vxp-log", store)
+    op = demo_operation("succeeded")
+    for i in range(op.builder.log.size):
+        log.append(op.builder.log.entry(i))
+    assert log.root() == op.builder.log.root()
+    log.close()
+
+
+def test_metadata_helpers() -> None:
+    op = demo_operation("succeeded")
+    kid = vxp.key_thumbprint(demo_key("company"))
+    rotated = vxp.rotate_key(op.metadata, "company", demo_key("company-2"), at=_at(10))
+    entries = rotated["vxp_proof"]["keys"]
+    assert [e["not_after"] for e in entries if e["kid"] == kid] == ["2026-10-22T22:30:39.356Z"]
+    with pytest.raises(vxp.VxpError):
+        vxp.rotate_key(op.metadata, "log", demo_key("x"), at=_at(1))
+    with pytest.raises(vxp.VxpError):
+        vxp.retire_key(rotated, kid, at=_at(20))
+    with pytest.raises(vxp.VxpError):
+        vxp.unpublish_key(op.metadata, "nope")
+    trust = vxp.load_trust(op.metadata, op.jwks)
+    assert trust.custody == "operator_hosted"
+    assert trust.issuer == COMPANY
+    with pytest.raises(vxp.VxpError) as info:
+        vxp.build_metadata(
+            COMPANY, jwks_uri="https://x", keys=[], custody="nobody", log_origin="l", log_kid="k"
+        )
+    assert info.value.code == "metadata_invalid"

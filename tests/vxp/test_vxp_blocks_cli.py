@@ -1,0 +1,63 @@
+"""The building-block subcommands of the ``vxp`` command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from joserfc.jwk import ECKey, OKPKey
+
+import vxp
+from vxp._cli import main
+
+
+def test_sd_jwt_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    issuer = ECKey.generate_key("P-256")
+    token = vxp.issue_sd_jwt({"iss": "x", "name": vxp.Sd("Ada")}, issuer, typ="t").serialize()
+    (tmp_path / "token").write_text(token)
+    (tmp_path / "jwk.json").write_text(json.dumps(issuer.as_dict(private=False)))
+    assert main(["sd-jwt-decode", str(tmp_path / "token")]) == 0
+    decoded = json.loads(capsys.readouterr().out)
+    assert decoded["disclosures"][0]["name"] == "name"
+    args = ["sd-jwt-verify", str(tmp_path / "token"), "--issuer-jwk", str(tmp_path / "jwk.json")]
+    assert main([*args, "--typ", "t", "--now", "0"]) == 0
+    assert json.loads(capsys.readouterr().out)["claims"] == {"iss": "x", "name": "Ada"}
+    assert main([*args, "--typ", "other", "--now", "0"]) == 1
+    assert "typ_mismatch" in capsys.readouterr().err
+    assert main([*args, "--typ", "t", "--aud", "a"]) == 1
+    assert "cli_usage" in capsys.readouterr().err
+
+
+def test_merkle_and_checkpoint_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = []
+    for i in range(5):
+        f = tmp_path / f"leaf{i}"
+        f.write_bytes(bytes([i]) * i)
+        files.append(str(f))
+    assert main(["merkle-root", *files]) == 0
+    out = json.loads(capsys.readouterr().out)
+    hashes = [vxp.leaf_hash(bytes([i]) * i) for i in range(5)]
+    assert out == {"tree_size": 5, "root": vxp.encode_hash(vxp.tree_hash(hashes))}
+    proof = {
+        "leaf_hash": vxp.encode_hash(hashes[2]),
+        "index": 2,
+        "tree_size": 5,
+        "proof": [vxp.encode_hash(p) for p in vxp.inclusion_proof(hashes, 2)],
+        "root": out["root"],
+    }
+    (tmp_path / "p.json").write_text(json.dumps(proof))
+    assert main(["merkle-verify", str(tmp_path / "p.json")]) == 0
+    (tmp_path / "p.json").write_text(json.dumps({**proof, "index": 3}))
+    assert main(["merkle-verify", str(tmp_path / "p.json")]) == 1
+    assert "root_mismatch" in capsys.readouterr().err
+    log_key = OKPKey.generate_key("Ed25519")
+    log = vxp.MerkleLog("o")
+    log.extend([b"a"])
+    (tmp_path / "cp.json").write_text(json.dumps(log.checkpoint(log_key).to_json()))
+    (tmp_path / "log.json").write_text(json.dumps(log_key.as_dict(private=False)))
+    cmd = ["checkpoint-verify", str(tmp_path / "cp.json"), "--log-jwk", str(tmp_path / "log.json")]
+    assert main(cmd) == 0
+    assert json.loads(capsys.readouterr().out)["checkpoint"]["tree_size"] == 1
+    assert main([*cmd, "--quorum", "1"]) == 1
+    assert main(["merkle-verify", str(tmp_path / "missing.json")]) == 1
