@@ -30,7 +30,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Parley grants, proofs, Lens and the service runtime (principal-protocols).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # authorization core (issue 3): keygen, grant, delegate, inspect, approve, est
+    from ._cli_core import register as register_core
+
+    register_core(sub)
+    # Lens and budgets (issue 4): lens
+    from ._cli_lens import register as register_lens
+
+    register_lens(sub)
     return parser
 
 

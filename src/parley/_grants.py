@@ -1,0 +1,760 @@
+"""Grants (SPEC.md section 6.2 to 6.4): minting, delegation, tokens and verification.
+
+A grant is a non-empty list of blocks ``{"p": payload, "s": signature}``. The root block is
+signed by the principal (``iss``); every later block by the ``sub`` of the block before it
+and names that block's id in ``prev``. The token is ``"pg1." + b64url(canonical(blocks))``.
+
+:func:`verify_grant` follows section 6.4 step by step and never raises for a bad token: it
+returns a :class:`GrantCheck` whose ``code`` is the wire code of section 7 and whose
+``reason`` names the failing check.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._b64 import b64url_decode, b64url_encode
+from ._canonical import MAX_SAFE_INTEGER, canonical, canonical_bytes, sha256_b64url
+from ._caveats import (
+    COMMIT_ONLY,
+    RISK_LEVELS,
+    SOFT_CAVEATS,
+    Caveat,
+    CaveatError,
+    Money,
+    effective_caveats,
+    matches,
+    parse_caveat,
+    wider_than,
+)
+from ._errors import ParleyError
+from ._keys import Key, parse_public_key, verify_signature
+
+__all__ = [
+    "MAX_BLOCKS",
+    "TOKEN_PREFIX",
+    "Block",
+    "Cost",
+    "Grant",
+    "GrantCheck",
+    "GrantContext",
+    "ProposalFacts",
+    "SpendCap",
+    "block_id",
+    "decode_grant",
+    "delegate",
+    "inspect_grant",
+    "mint_grant",
+    "verify_grant",
+]
+
+TOKEN_PREFIX = "pg1."  # noqa: S105 - a format prefix, not a secret
+"""The prefix of every grant token of Parley v1."""
+
+MAX_BLOCKS = 32
+"""**Ours:** the longest chain accepted; longer tokens are ``bad_token`` (bounded work)."""
+
+MAX_TOKEN_LENGTH = 64 * 1024
+"""**Ours:** the longest token accepted, in characters."""
+
+
+def block_id(signature: str) -> str:
+    """Return the id of the block whose signature is ``signature``: ``b64url(sha256(utf8(s)))``."""
+    return sha256_b64url(signature.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class Block:
+    """One signed block: ``payload`` (``p``) and its signature ``sig`` (``s``)."""
+
+    payload: Mapping[str, Any]
+    sig: str
+
+    @functools.cached_property
+    def id(self) -> str:
+        """The block id, ``b64url(sha256(utf8(sig)))``."""
+        return block_id(self.sig)
+
+    @functools.cached_property
+    def signed(self) -> bytes:
+        """The bytes the signature covers: ``utf8(canonical(payload))``."""
+        return _payload_bytes(self.payload)
+
+    @property
+    def sub(self) -> str:
+        """The key this block hands the grant to."""
+        sub: str = self.payload["sub"]
+        return sub
+
+    @property
+    def raw_caveats(self) -> list[Any]:
+        """The caveats exactly as written in the payload."""
+        caveats: list[Any] = self.payload["caveats"]
+        return caveats
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the block as on the wire, ``{"p": ..., "s": ...}``."""
+        return {"p": dict(self.payload), "s": self.sig}
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A decoded grant: its blocks, root first. Decoding checks shape, not signatures."""
+
+    blocks: tuple[Block, ...]
+
+    @property
+    def id(self) -> str:
+        """The grant id: the id of the root block."""
+        return self.blocks[0].id
+
+    @property
+    def block_ids(self) -> tuple[str, ...]:
+        """The id of every block, root first."""
+        return tuple(b.id for b in self.blocks)
+
+    @property
+    def principal(self) -> str:
+        """The principal: ``iss`` of the root block."""
+        iss: str = self.blocks[0].payload["iss"]
+        return iss
+
+    @property
+    def holder(self) -> str:
+        """The holder: ``sub`` of the last block."""
+        return self.blocks[-1].sub
+
+    @property
+    def token(self) -> str:
+        """The ``pg1.`` token of this grant."""
+        return TOKEN_PREFIX + b64url_encode(canonical_bytes([b.as_json() for b in self.blocks]))
+
+
+def _bad_token(message: str) -> ParleyError:
+    return ParleyError("unauthorized", message, reason="bad_token")
+
+
+_KEY_TEXT = re.compile(r"ed25519:[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]")
+
+
+def _check_key(value: object, where: str) -> str:
+    if not isinstance(value, str) or _KEY_TEXT.fullmatch(value) is None:
+        raise _bad_token(f"{where} is not an 'ed25519:' public key")
+    return value
+
+
+def _dumps(value: Any) -> str:
+    """The canonical text of a value parsed by :func:`decode_grant`.
+
+    For safe integers this is section 10 exactly (Python's encoder with sorted keys writes
+    the same escapes and code point order). Numbers section 10 forbids keep the spelling
+    a lenient signer would have used (``12.5``, ``9223372036854775808``), so a token that
+    carries one still verifies and then fails closed on the caveat that holds it.
+    """
+    return _ENCODER.encode(value)
+
+
+def _payload_bytes(payload: Mapping[str, Any]) -> bytes:
+    """The bytes a block's signature covers."""
+    return _dumps(payload).encode()
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError(f"{text} is not JSON")
+
+
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def decode_grant(token: object) -> Grant:
+    """Decode a ``pg1.`` token and check the shape of every block (not the signatures).
+
+    Raises :class:`ParleyError` (``unauthorized``/``bad_token``) naming what is wrong.
+    """
+    if not isinstance(token, str):
+        raise _bad_token(f"a grant token is a string, got {type(token).__name__}")
+    if not token.startswith(TOKEN_PREFIX):
+        raise _bad_token("a grant token starts with 'pg1.'")
+    if len(token) > MAX_TOKEN_LENGTH:
+        raise _bad_token(f"the grant token is longer than {MAX_TOKEN_LENGTH} characters")
+    try:
+        text = b64url_decode(token[len(TOKEN_PREFIX) :], what="the grant token").decode("utf-8")
+        blocks = _DECODER.decode(text)
+    except (ParleyError, ValueError, RecursionError):
+        raise _bad_token("the grant token is not base64url of canonical UTF-8 JSON") from None
+    if not isinstance(blocks, list) or not blocks:
+        raise _bad_token("a grant is a non-empty list of blocks")
+    if len(blocks) > MAX_BLOCKS:
+        raise _bad_token(f"the grant has more than {MAX_BLOCKS} blocks")
+    decoded: list[Block] = []
+    signed: list[str] = []
+    for index, block in enumerate(blocks):
+        where = f"block {index}"
+        if not isinstance(block, dict) or set(block) != {"p", "s"}:
+            raise _bad_token(f"{where} must be an object with exactly 'p' and 's'")
+        payload, sig = block["p"], block["s"]
+        if not isinstance(payload, dict) or not isinstance(sig, str):
+            raise _bad_token(f"{where} needs an object 'p' and a string 's'")
+        _check_key(payload.get("sub"), f"{where} sub")
+        if index == 0:
+            _check_key(payload.get("iss"), f"{where} iss")
+            if not isinstance(payload.get("nonce"), str):
+                raise _bad_token(f"{where} needs a string nonce")
+        elif not isinstance(payload.get("prev"), str):
+            raise _bad_token(f"{where} needs a string prev")
+        if not isinstance(payload.get("caveats"), list):
+            raise _bad_token(f"{where} needs a list of caveats")
+        iat = payload.get("iat")
+        if type(iat) is not int or abs(iat) > MAX_SAFE_INTEGER:
+            raise _bad_token(f"{where} needs an integer iat")
+        decoded.append(Block(payload, sig))
+        try:
+            signed.append(_dumps(payload))
+        except (RecursionError, ValueError):
+            raise _bad_token(f"{where} payload nests too deeply") from None
+    # **Ours:** the token must be exactly the canonical text of its blocks, as section 6.2
+    # encodes it. One comparison refuses duplicate members, escaped lone surrogates,
+    # whitespace and any re-spelled JSON: every token has one spelling. The canonical text
+    # of each payload, built for the comparison, is kept as the bytes its signature covers.
+    again = ",".join(
+        f'{{"p":{p},"s":{_dumps(b.sig)}}}' for p, b in zip(signed, decoded, strict=True)
+    )
+    if f"[{again}]" != text:
+        raise _bad_token("the grant token is not in canonical JSON form")
+    for block, payload_text in zip(decoded, signed, strict=True):
+        block.__dict__["signed"] = payload_text.encode()
+    return Grant(tuple(decoded))
+
+
+def _as_grant(grant: Grant | str) -> Grant:
+    return grant if isinstance(grant, Grant) else decode_grant(grant)
+
+
+def _parse_all(caveats: object, what: str) -> list[Caveat]:
+    if not isinstance(caveats, (list, tuple)):
+        raise ParleyError("invalid_params", f"{what} caveats must be a list", reason="bad_caveat")
+    parsed = []
+    for index, raw in enumerate(caveats):
+        try:
+            parsed.append(parse_caveat(raw))
+        except CaveatError as exc:
+            raise ParleyError(
+                "invalid_params", f"{what} caveat {index}: {exc.message}", reason=exc.reason
+            ) from None
+    return parsed
+
+
+def _check_time(value: object, name: str) -> int:
+    if type(value) is not int or abs(value) > MAX_SAFE_INTEGER:
+        raise ParleyError("invalid_params", f"{name} must be a safe integer", reason="bad_clock")
+    return value
+
+
+def mint_grant(
+    issuer: Key,
+    sub: str,
+    caveats: Sequence[Mapping[str, Any]],
+    *,
+    iat: int,
+    nonce: str | None = None,
+) -> str:
+    """Return the token of a root grant from principal ``issuer`` to holder key ``sub``.
+
+    Caveats are checked first: a malformed or unknown caveat would make the grant useless
+    (it fails closed), so minting refuses it with :class:`ParleyError`. ``nonce`` defaults
+    to 16 random bytes in base64url.
+    """
+    if not isinstance(issuer, Key):
+        raise ParleyError("invalid_params", "a grant is signed by a Key", reason="bad_key")
+    parse_public_key(sub)
+    _parse_all(caveats, "the grant's")
+    payload = {
+        "iss": issuer.public,
+        "sub": sub,
+        "caveats": [dict(c) for c in caveats],
+        "iat": _check_time(iat, "iat"),
+        "nonce": b64url_encode(secrets.token_bytes(16)) if nonce is None else nonce,
+    }
+    if not isinstance(payload["nonce"], str):
+        raise ParleyError("invalid_params", "the nonce must be a string", reason="bad_token")
+    block = Block(payload, issuer.sign(canonical_bytes(payload)))
+    return Grant((block,)).token
+
+
+def delegate(
+    grant: Grant | str,
+    holder: Key,
+    sub: str,
+    caveats: Sequence[Mapping[str, Any]],
+    *,
+    iat: int,
+) -> str:
+    """Append a delegation block handing a narrower grant to ``sub``; return the new token.
+
+    ``holder`` must be the grant's current holder. Every new caveat must be well-formed and
+    no wider than the chain's effective caveat of the same kind (a later ``exp``, a larger
+    ``per``/``spend`` cap, a higher ``risk``, a ``svc``/``verbs``/``can`` entry the parent
+    does not allow): such a caveat would have no effect, since every block is checked, and
+    would mislead whoever reads the token, so it is refused. An empty list inherits.
+    """
+    parent = _as_grant(grant)
+    if not isinstance(holder, Key) or holder.public != parent.holder:
+        raise ParleyError(
+            "invalid_params",
+            "only the grant's holder can delegate it; the key given is not its holder",
+            reason="holder_mismatch",
+        )
+    parse_public_key(sub)
+    new = _parse_all(caveats, "the delegation's")
+    chain: list[Caveat] = []
+    for index, block in enumerate(parent.blocks):
+        chain.extend(_parse_all(block.raw_caveats, f"block {index}'s"))
+    for caveat in new:
+        why = wider_than(caveat, chain)
+        if why is not None:
+            raise ParleyError(
+                "invalid_params",
+                f"a delegation can only narrow: {why}",
+                reason="caveat_wider",
+            )
+    payload = {
+        "prev": parent.blocks[-1].id,
+        "sub": sub,
+        "caveats": [dict(c) for c in caveats],
+        "iat": _check_time(iat, "iat"),
+    }
+    block = Block(payload, holder.sign(canonical_bytes(payload)))
+    return Grant((*parent.blocks, block)).token
+
+
+# ---------------------------------------------------------------- verification
+
+
+@dataclass(frozen=True)
+class Cost:
+    """A proposal cost: ``amount`` in minor units of ``currency``."""
+
+    amount: int
+    currency: str
+
+
+@dataclass(frozen=True)
+class ProposalFacts:
+    """What a ``COMMIT`` check needs of the proposal: its hash, cost and risk."""
+
+    hash: str
+    cost: Cost | None
+    risk: str
+
+    @classmethod
+    def from_json(cls, data: object) -> ProposalFacts:
+        """Build from ``{"hash", "cost": null | {"amount", "currency"}, "risk"}`` or a proposal."""
+        if not isinstance(data, dict):
+            raise _ctx_error("proposal must be an object")
+        hash_, cost, risk = data.get("hash"), data.get("cost"), data.get("risk")
+        if not isinstance(hash_, str):
+            raise _ctx_error("proposal.hash must be a string")
+        if not isinstance(risk, str) or risk not in RISK_LEVELS:
+            raise _ctx_error("proposal.risk must be low, medium or high")
+        parsed: Cost | None = None
+        if cost is not None:
+            if (
+                not isinstance(cost, dict)
+                or type(cost.get("amount")) is not int
+                or not 0 <= cost["amount"] <= MAX_SAFE_INTEGER
+                or not isinstance(cost.get("currency"), str)
+            ):
+                raise _ctx_error("proposal.cost must be null or {amount: int >= 0, currency}")
+            parsed = Cost(cost["amount"], cost["currency"])
+        return cls(hash_, parsed, risk)
+
+
+def _ctx_error(message: str) -> ParleyError:
+    return ParleyError("invalid_params", f"grant check context: {message}", reason="bad_context")
+
+
+@dataclass(frozen=True)
+class GrantContext:
+    """The request a grant is checked against (the ``ctx`` of :func:`verify_grant`).
+
+    ``service`` is the service id, ``verb`` the request verb, ``capability`` the capability
+    named (for ``UNDO``: the capability of the receipt being undone), ``now`` the service
+    clock. A ``COMMIT`` check takes ``proposal``; without it, every ``per``, ``spend``,
+    ``risk`` and ``only`` caveat fails (hard). ``spent`` gives the spend already attributed to
+    a block id (committed plus reserved). ``principal``, when set, is the principal the
+    operation must be rooted in (``UNDO`` of a receipt, ``COMMIT`` of a proposal made under
+    a grant).
+    """
+
+    service: str
+    verb: str
+    capability: str | None
+    now: int
+    proposal: ProposalFacts | None = None
+    spent: Mapping[str, int] = field(default_factory=dict)
+    principal: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.service, str) or not isinstance(self.verb, str):
+            raise _ctx_error("service and verb must be strings")
+        if self.capability is not None and not isinstance(self.capability, str):
+            raise _ctx_error("capability must be a string or None")
+        _check_time(self.now, "now")
+        if self.proposal is not None and not isinstance(self.proposal, ProposalFacts):
+            raise _ctx_error("proposal must be ProposalFacts or None")
+        if not isinstance(self.spent, Mapping) or not all(
+            isinstance(k, str) and type(v) is int and v >= 0 for k, v in self.spent.items()
+        ):
+            raise _ctx_error("spent maps block ids to non-negative integers")
+
+    @classmethod
+    def from_json(cls, data: object) -> GrantContext:
+        """Build from ``{service, verb, capability, now, proposal?, spent?, principal?}``."""
+        if not isinstance(data, dict):
+            raise _ctx_error("ctx must be an object")
+        proposal = data.get("proposal")
+        return cls(
+            service=data.get("service"),  # type: ignore[arg-type]
+            verb=data.get("verb"),  # type: ignore[arg-type]
+            capability=data.get("capability"),
+            now=data.get("now"),  # type: ignore[arg-type]
+            proposal=None if proposal is None else ProposalFacts.from_json(proposal),
+            spent=_spent(data.get("spent")),
+            principal=data.get("principal"),
+        )
+
+
+def _spent(value: object) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _ctx_error("spent maps block ids to amounts")
+    return dict(value)
+
+
+@dataclass(frozen=True)
+class SpendCap:
+    """A ``spend`` caveat of the authorizing grant: its block id, cap and currency."""
+
+    block: str
+    max: int
+    currency: str
+
+
+@dataclass(frozen=True)
+class GrantCheck:
+    """The result of :func:`verify_grant`.
+
+    ``ok`` is true when one grant authorizes the request; otherwise ``code`` is
+    ``unauthorized``, ``forbidden`` or ``consent_required`` and ``reason`` names the
+    failing check. ``need`` lists the caveats that blocked it. ``grant``, ``blocks``,
+    ``principal`` and ``holder`` describe the grant the result is about (the authorizing
+    one, or the one whose failure is reported); ``index`` is its position in the tokens.
+    ``spend_caps`` lists the ``spend`` caveats of that grant, where a commit's cost must be
+    added.
+    """
+
+    ok: bool
+    code: str | None = None
+    reason: str | None = None
+    message: str = ""
+    need: tuple[Any, ...] = ()
+    grant: str | None = None
+    blocks: tuple[str, ...] = ()
+    principal: str | None = None
+    holder: str | None = None
+    index: int | None = None
+    spend_caps: tuple[SpendCap, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        """Return ``{ok, code?, reason?, need, grant, blocks}`` (the vector output shape)."""
+        out: dict[str, Any] = {"ok": self.ok}
+        if self.code is not None:
+            out["code"] = self.code
+        if self.reason is not None:
+            out["reason"] = self.reason
+        out["need"] = list(self.need)
+        out["grant"] = self.grant
+        out["blocks"] = list(self.blocks)
+        return out
+
+    def raise_for_failure(self) -> None:
+        """Raise :class:`ParleyError` with this result's code and reason unless ``ok``."""
+        if not self.ok:
+            raise ParleyError(
+                self.code or "unauthorized", self.message, reason=self.reason or "no_grant"
+            )
+
+
+_TIER = {"consent_required": 3, "forbidden": 2, "unauthorized": 1}
+
+
+def _fail(
+    code: str, reason: str, message: str, grant: Grant | None = None, index: int | None = None
+) -> GrantCheck:
+    if grant is None:
+        return GrantCheck(False, code, reason, message, index=index)
+    return GrantCheck(
+        False,
+        code,
+        reason,
+        message,
+        grant=grant.id,
+        blocks=grant.block_ids,
+        principal=grant.principal,
+        holder=grant.holder,
+        index=index,
+    )
+
+
+def _caveat_ok(caveat: Caveat, block: str, ctx: GrantContext) -> bool:
+    kind, value = caveat.kind, caveat.value
+    if kind in COMMIT_ONLY and ctx.verb != "COMMIT":
+        return True
+    if kind == "svc":
+        return ctx.service in value
+    if kind == "verbs":
+        return ctx.verb in value
+    if kind == "can":
+        cap = ctx.capability
+        return cap is not None and any(matches(p, cap) for p in value)
+    if kind == "exp":
+        return bool(ctx.now < value)
+    if kind == "nbf":
+        return bool(ctx.now >= value)
+    proposal = ctx.proposal
+    if proposal is None:
+        return False  # a COMMIT check without the proposal cannot satisfy these (hard)
+    cost = proposal.cost
+    if kind == "per":
+        ceiling: Money = value
+        return cost is None or (cost.currency == ceiling.currency and cost.amount <= ceiling.max)
+    if kind == "spend":
+        limit: Money = value
+        already = ctx.spent.get(block, 0)
+        if cost is None:
+            return already <= limit.max
+        return cost.currency == limit.currency and already + cost.amount <= limit.max
+    if kind == "risk":
+        return RISK_LEVELS[proposal.risk] <= RISK_LEVELS[value]
+    if kind == "only":
+        return bool(proposal.hash == value)
+    raise AssertionError(kind)  # pragma: no cover - parse_caveat knows every kind
+
+
+def _check_one(
+    token: object, trusted: frozenset[str], proof_key: str | None, ctx: GrantContext, at: int
+) -> GrantCheck:
+    try:
+        grant = decode_grant(token)
+    except ParleyError as exc:
+        return _fail("unauthorized", "bad_token", exc.message, index=at)
+    # Step 2: every signature, against iss for the root and the previous sub after it.
+    signer = grant.principal
+    for index, block in enumerate(grant.blocks):
+        if not verify_signature(signer, block.signed, block.sig):
+            return _fail(
+                "unauthorized",
+                "bad_signature",
+                f"block {index} is not signed by the key it must be signed by",
+                grant,
+                index=at,
+            )
+        signer = block.sub
+    # Step 3: every prev names the block before it.
+    for index in range(1, len(grant.blocks)):
+        if grant.blocks[index].payload["prev"] != grant.blocks[index - 1].id:
+            return _fail(
+                "unauthorized",
+                "broken_chain",
+                f"block {index} prev does not name block {index - 1}",
+                grant,
+                index=at,
+            )
+    # Step 4: the root is a principal the service trusts.
+    if grant.principal not in trusted:
+        return _fail(
+            "unauthorized",
+            "untrusted_issuer",
+            "the grant's principal is not trusted here",
+            grant,
+            index=at,
+        )
+    # Step 5: the holder is the key that signed the proof.
+    if proof_key is None or grant.holder != proof_key:
+        return _fail(
+            "unauthorized",
+            "holder_mismatch",
+            "the grant's holder is not the key that signed the proof",
+            grant,
+            index=at,
+        )
+    if ctx.principal is not None and grant.principal != ctx.principal:
+        return _fail(
+            "forbidden",
+            "principal_mismatch",
+            "the grant is rooted in another principal than the one this operation belongs to",
+            grant,
+            index=at,
+        )
+    # Step 6: every caveat of every block; malformed or unknown ones fail hard.
+    hard: list[tuple[str, dict[str, Any] | Any]] = []
+    soft: list[Any] = []
+    caps: list[SpendCap] = []
+    for block in grant.blocks:
+        bid = block.id
+        for raw in block.raw_caveats:
+            try:
+                caveat = parse_caveat(raw)
+            except CaveatError as exc:
+                hard.append((exc.reason or "caveat_malformed", raw))
+                continue
+            if caveat.kind == "spend":
+                money: Money = caveat.value
+                caps.append(SpendCap(bid, money.max, money.currency))
+            if not _caveat_ok(caveat, bid, ctx):
+                if caveat.kind in SOFT_CAVEATS and ctx.proposal is not None:
+                    soft.append(raw)
+                else:
+                    hard.append(("caveat_failed", raw))
+    ids = grant.block_ids
+    if hard:
+        reasons = [r for r, _ in hard]
+        reason = next(
+            (r for r in ("caveat_malformed", "caveat_unknown") if r in reasons), "caveat_failed"
+        )
+        need = tuple(c for _, c in hard) + tuple(soft)
+        return GrantCheck(
+            False,
+            "forbidden",
+            reason,
+            _describe(reason, hard[0][1]),
+            need=need,
+            grant=ids[0],
+            blocks=ids,
+            principal=grant.principal,
+            holder=grant.holder,
+            index=at,
+        )
+    if soft:
+        return GrantCheck(
+            False,
+            "consent_required",
+            "caveat_failed",
+            "the commit exceeds the grant's "
+            + ", ".join(sorted({next(iter(c)) for c in soft}))
+            + " limit; the principal must approve it",
+            need=tuple(soft),
+            grant=ids[0],
+            blocks=ids,
+            principal=grant.principal,
+            holder=grant.holder,
+            index=at,
+        )
+    return GrantCheck(
+        True,
+        grant=ids[0],
+        blocks=ids,
+        index=at,
+        principal=grant.principal,
+        holder=grant.holder,
+        spend_caps=tuple(caps),
+        message="authorized",
+    )
+
+
+def _describe(reason: str, caveat: object) -> str:
+    try:
+        shown = canonical(caveat)
+    except ParleyError:
+        shown = "a caveat that is not canonical JSON"
+    if reason == "caveat_unknown":
+        return f"the grant carries an unknown caveat {shown}, which fails closed"
+    if reason == "caveat_malformed":
+        return f"the grant carries a malformed caveat {shown}, which fails closed"
+    return f"the request is outside the grant's caveat {shown}"
+
+
+def verify_grant(
+    tokens: Sequence[str] | str,
+    *,
+    trusted: Sequence[str] | frozenset[str] | set[str],
+    proof_key: str | None,
+    ctx: GrantContext,
+) -> GrantCheck:
+    """Check grant tokens against one request (SPEC.md section 6.4, steps 1 to 6 in order).
+
+    ``trusted`` holds the principal keys this service trusts; ``proof_key`` is the key whose
+    proof of possession was already verified (:func:`verify_proof`). Never raises for a bad
+    token or caveat.
+
+    With several tokens the request is authorized if any one grant authorizes it alone.
+    Otherwise the reported failure is, in this order of precedence: ``consent_required``
+    if some grant fails only on ``per``/``spend``/``risk``; else ``forbidden`` if some grant
+    passes steps 1 to 5; else ``unauthorized``. Within a tier the first such token wins.
+    """
+    if not isinstance(ctx, GrantContext):
+        raise _ctx_error("ctx must be a GrantContext")
+    if isinstance(tokens, str):
+        tokens = [tokens]
+    if not isinstance(tokens, (list, tuple)) or not tokens:
+        return GrantCheck(False, "unauthorized", "no_grant", "the request carries no grant")
+    if isinstance(trusted, (str, bytes)) or not isinstance(trusted, Iterable):
+        raise _ctx_error("trusted must be a collection of principal keys")
+    trust = frozenset(k for k in trusted if isinstance(k, str))
+    best: GrantCheck | None = None
+    for index, token in enumerate(tokens):
+        result = _check_one(token, trust, proof_key, ctx, index)
+        if result.ok:
+            return result
+        if best is None or _TIER[result.code or "unauthorized"] > _TIER[best.code or ""]:
+            best = result
+    assert best is not None
+    return best
+
+
+def inspect_grant(token: Grant | str) -> dict[str, Any]:
+    """Describe a grant without trusting it: ids, principal, holder, blocks, caveats.
+
+    ``caveats`` is the effective caveat list of the whole chain (one narrowest caveat per
+    kind, see :func:`parley.effective_caveats`); ``malformed`` lists caveats that would fail
+    closed; ``signatures`` says whether every signature and ``prev`` link checks out (trust
+    in the principal is the verifier's business).
+    """
+    grant = _as_grant(token)
+    parsed: list[Caveat] = []
+    malformed: list[Any] = []
+    for block in grant.blocks:
+        for raw in block.raw_caveats:
+            try:
+                parsed.append(parse_caveat(raw))
+            except CaveatError:
+                malformed.append(raw)
+    chain_ok = True
+    signer = grant.principal
+    for index, block in enumerate(grant.blocks):
+        good = verify_signature(signer, block.signed, block.sig)
+        if index and block.payload["prev"] != grant.blocks[index - 1].id:
+            good = False
+        chain_ok = chain_ok and good
+        signer = block.sub
+    return {
+        "grant": grant.id,
+        "principal": grant.principal,
+        "holder": grant.holder,
+        "depth": len(grant.blocks),
+        "signatures": chain_ok,
+        "blocks": [
+            {"id": b.id, "sub": b.sub, "iat": b.payload["iat"], "caveats": b.raw_caveats}
+            for b in grant.blocks
+        ],
+        "caveats": [c.as_json() for c in effective_caveats(parsed)],
+        "malformed": malformed,
+    }

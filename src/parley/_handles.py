@@ -1,0 +1,252 @@
+"""EXPAND handles: minting, a small store protocol, a bounded memory store, and slices.
+
+A handle names one parked remainder. It carries at least 128 random bits, expires (600
+seconds by default), and is bound to the proof key of the request that produced it, so
+another agent cannot read someone else's elided data; a handle made for an anonymous
+request is unbound but still unguessable. A lookup that fails for any reason other than
+expiry answers ``not_found``, so a wrong key learns nothing about whether a handle exists.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from ._errors import ParleyError
+from ._estimate import estimate
+from ._fit import PLACEHOLDER, _check_budget, _Meter
+from ._lean import compact_json, depth_guard, scalar_text, u16_len
+from ._lens import more_line
+
+__all__ = [
+    "HANDLE_TTL",
+    "HandleStore",
+    "MemoryHandleStore",
+    "expand",
+    "expand_slice",
+    "new_handle",
+    "park",
+]
+
+HANDLE_TTL = 600
+"""Default handle lifetime in seconds (SPEC.md section 4.6: at least 10 minutes)."""
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_HANDLE_LETTERS = 24  # 24 * log2(52) = 136.8 bits
+
+
+def new_handle(randbytes: Callable[[int], bytes] = secrets.token_bytes) -> str:
+    """Mint a handle: ``h_`` and 24 random ASCII letters (about 137 bits).
+
+    Letters only, so the handle estimates at 3 tokens exactly like the placeholder the
+    fitting loop measures with. ``randbytes(n)`` supplies randomness (rejection sampled,
+    so every letter is uniform).
+
+    >>> handle = new_handle()
+    >>> handle.startswith("h_"), len(handle)
+    (True, 26)
+    """
+    letters: list[str] = []
+    while len(letters) < _HANDLE_LETTERS:
+        for byte in randbytes(32):
+            if byte < 208 and len(letters) < _HANDLE_LETTERS:  # 208 = 4 * 52
+                letters.append(_LETTERS[byte % 52])
+    return "h_" + "".join(letters)
+
+
+def _unknown(handle: object) -> ParleyError:
+    return ParleyError(
+        "not_found", "no such EXPAND handle is held for this requester", reason="unknown_handle"
+    )
+
+
+@runtime_checkable
+class HandleStore(Protocol):
+    """Where parked remainders wait for EXPAND (in memory here; SQLite in the runtime)."""
+
+    def put(self, handle: str, value: Any, *, key: str | None, now: int, ttl: int) -> None:
+        """Park ``value`` under ``handle``, bound to proof ``key`` (None: unbound)."""
+
+    def get(self, handle: str, *, key: str | None, now: int) -> Any:
+        """Return the value parked under ``handle`` for a requester proving ``key``.
+
+        Raises ``not_found`` (unknown handle, or bound to another key) or ``expired``.
+        """
+
+
+@dataclass(frozen=True)
+class _Parked:
+    value: Any
+    key: str | None
+    expires: int
+    size: int
+
+
+class MemoryHandleStore:
+    """A bounded in-memory :class:`HandleStore`; evicts by age and by total size.
+
+    ``max_entries`` bounds the number of handles and ``max_chars`` the summed length of
+    the parked values' compact JSON. Expired handles are dropped first, then the oldest,
+    so the store never grows without bound. Not thread-safe; guard it with a lock when
+    shared.
+    """
+
+    def __init__(self, *, max_entries: int = 10_000, max_chars: int = 64 * 1024 * 1024) -> None:
+        if max_entries < 1 or max_chars < 1:
+            raise ParleyError("internal", "store limits must be positive", reason="bad_limits")
+        self.max_entries = max_entries
+        self.max_chars = max_chars
+        self._entries: OrderedDict[str, _Parked] = OrderedDict()
+        self._chars = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def chars(self) -> int:
+        """The summed size of the parked values."""
+        return self._chars
+
+    def _drop(self, handle: str) -> None:
+        parked = self._entries.pop(handle)
+        self._chars -= parked.size
+
+    def put(self, handle: str, value: Any, *, key: str | None, now: int, ttl: int) -> None:
+        """Park ``value`` under ``handle``; evicts expired, then oldest, to stay bounded."""
+        if not isinstance(handle, str) or not handle:
+            raise ParleyError("internal", "a handle is a non-empty string", reason="bad_handle")
+        size = len(compact_json(value)) + len(handle)
+        if size > self.max_chars:
+            raise ParleyError(
+                "limit", "the remainder is larger than the handle store holds", reason="too_large"
+            )
+        if handle in self._entries:
+            self._drop(handle)
+        for old in [h for h, p in self._entries.items() if p.expires <= now]:
+            self._drop(old)
+        while self._entries and (
+            len(self._entries) >= self.max_entries or self._chars + size > self.max_chars
+        ):
+            self._drop(next(iter(self._entries)))
+        self._entries[handle] = _Parked(value, key, now + ttl, size)
+        self._chars += size
+
+    def get(self, handle: str, *, key: str | None, now: int) -> Any:
+        """Return the parked value; ``not_found`` for unknown or foreign, ``expired`` after TTL."""
+        parked = self._entries.get(handle) if isinstance(handle, str) else None
+        if parked is None or (parked.key is not None and parked.key != key):
+            raise _unknown(handle)
+        if parked.expires <= now:
+            self._drop(handle)
+            raise ParleyError("expired", "the EXPAND handle has expired", reason="handle_expired")
+        return parked.value
+
+
+def park(
+    store: HandleStore,
+    parked: dict[str, Any],
+    *,
+    key: str | None,
+    now: int,
+    ttl: int = HANDLE_TTL,
+) -> None:
+    """Put every remainder that :func:`parley.fit` returned into ``store``, bound to ``key``."""
+    for handle, value in parked.items():
+        store.put(handle, value, key=key, now=now, ttl=ttl)
+
+
+def _slice_reply(name: str, part: Any, more: dict[str, Any] | None) -> dict[str, Any]:
+    reply: dict[str, Any] = {"kind": "ANSWER", "data": {name: part}}
+    if more is not None:
+        reply["more"] = [more]
+    return reply
+
+
+@depth_guard
+def expand_slice(
+    value: Any, budget: int, *, handles: Callable[[], str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Cut the first slice of a parked remainder that fits ``budget``.
+
+    Returns ``(answer, parked)``: an ANSWER reply ``{"data": {"items": [...]}}`` for a
+    list or ``{"data": {"text": "..."}}`` for a string, with one ``more`` entry for the
+    rest (parked under a new handle from ``handles()``) when it does not all fit. The
+    slice is the longest prefix found by binary search (``lo = 1, hi = n``; ``mid =
+    (lo + hi + 1) // 2``) whose Lens, ``more`` line included, estimates within budget;
+    at least one item or character is always served. Concatenating the slices of
+    successive EXPANDs reproduces the value exactly.
+
+    >>> answer, parked = expand_slice(list(range(50)), 30, handles=iter(["h_next"]).__next__)
+    >>> answer["data"]["items"], answer["more"][0]["remaining"]
+    ([0, 1, 2, 3, 4], 45)
+    """
+    budget = _check_budget(budget)
+    if isinstance(value, list):
+        name = "items"
+    elif isinstance(value, str):
+        name = "text"
+    else:
+        raise ParleyError(
+            "internal", "a parked remainder is a list or a string", reason="bad_remainder"
+        )
+    count = len(value)
+    meter = _Meter()
+    path = f"data.{name}"
+
+    def rest_est(k: int) -> int:
+        if isinstance(value, list):
+            return meter.rest_top(value, k)
+        return estimate(value[k:])
+
+    def remaining(k: int) -> int:
+        return count - k if isinstance(value, list) else u16_len(value[k:])
+
+    def fits(k: int) -> bool:
+        if isinstance(value, list):
+            total = meter.entry("items", value[:k], 0)
+        else:
+            total = meter.est("text") + 1 + estimate(scalar_text(value[:k]))
+        if k < count:
+            line = more_line(
+                {"handle": PLACEHOLDER, "path": path, "remaining": remaining(k), "est": rest_est(k)}
+            )
+            total += estimate(line)
+        return total <= budget
+
+    if count == 0 or fits(count):
+        return _slice_reply(name, value, None), {}
+    lo, hi = 1, count
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    handle = handles()
+    rest = value[lo:]
+    more = {"handle": handle, "path": path, "remaining": remaining(lo), "est": rest_est(lo)}
+    return _slice_reply(name, value[:lo], more), {handle: rest}
+
+
+def expand(
+    store: HandleStore,
+    handle: str,
+    budget: int,
+    *,
+    key: str | None,
+    now: int,
+    handles: Callable[[], str] = new_handle,
+    ttl: int = HANDLE_TTL,
+) -> dict[str, Any]:
+    """Serve an EXPAND: look ``handle`` up for the requester's proof ``key``, slice it.
+
+    The rest of the value is parked under a new handle bound to ``key``. Returns the
+    ANSWER reply body (``kind``, ``data``, ``more``). Raises ``not_found`` or ``expired``.
+    """
+    value = store.get(handle, key=key, now=now)
+    answer, parked = expand_slice(value, budget, handles=handles)
+    park(store, parked, key=key, now=now, ttl=ttl)
+    return answer

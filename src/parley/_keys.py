@@ -1,0 +1,154 @@
+"""Ed25519 keys as Parley writes them (SPEC.md section 6.1).
+
+A public key is ``"ed25519:" + b64url(raw 32 bytes)``; a signature is ``b64url(64 bytes)``.
+:class:`Key` holds a private key and never shows it: its ``repr`` and every error name
+only the public key, it cannot be pickled or copied into text, and the seed is read only
+by the key stores of this package.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NoReturn
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from ._b64 import b64url_decode, b64url_encode
+from ._errors import ParleyError
+
+__all__ = [
+    "PUBLIC_KEY_PREFIX",
+    "Key",
+    "generate_key",
+    "key_from_seed",
+    "parse_public_key",
+    "verify_signature",
+]
+
+PUBLIC_KEY_PREFIX = "ed25519:"
+"""The prefix of every Parley public key."""
+
+
+class Key:
+    """An Ed25519 signing key; ``public`` is its Parley public key text.
+
+    Build one with :meth:`generate` or :meth:`from_seed`. The private half never appears in
+    ``repr``, ``str``, errors or pickles.
+    """
+
+    __slots__ = ("_private", "public")
+
+    def __init__(self, private: Ed25519PrivateKey) -> None:
+        if not isinstance(private, Ed25519PrivateKey):
+            raise ParleyError(
+                "invalid_params", "a Key wraps an Ed25519 private key", reason="bad_key"
+            )
+        self._private = private
+        raw = private.public_key().public_bytes_raw()
+        self.public: str = PUBLIC_KEY_PREFIX + b64url_encode(raw)
+
+    @classmethod
+    def generate(cls) -> Key:
+        """Return a fresh random key (from the operating system's generator)."""
+        return cls(Ed25519PrivateKey.generate())
+
+    @classmethod
+    def from_seed(cls, seed: bytes) -> Key:
+        """Return the key whose 32-byte Ed25519 seed (RFC 8032 private key) is ``seed``."""
+        if not isinstance(seed, (bytes, bytearray)) or len(seed) != 32:
+            raise ParleyError(
+                "invalid_params", "an Ed25519 seed must be exactly 32 bytes", reason="bad_key"
+            )
+        return cls(Ed25519PrivateKey.from_private_bytes(bytes(seed)))
+
+    def sign(self, data: bytes) -> str:
+        """Return ``b64url(Ed25519 signature of data)``."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise ParleyError(
+                "invalid_params", f"a Key signs bytes, got {type(data).__name__}", reason="bad_key"
+            )
+        return b64url_encode(self._private.sign(bytes(data)))
+
+    def __repr__(self) -> str:
+        return f"Key(public={self.public!r})"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Key) and other.public == self.public
+
+    def __hash__(self) -> int:
+        return hash(self.public)
+
+    def __reduce__(self) -> NoReturn:
+        raise ParleyError(
+            "invalid_params",
+            "a Key cannot be pickled; store it with a key store instead",
+            reason="private_key",
+        )
+
+
+def _seed_of(key: Key) -> bytes:
+    """Return the 32-byte seed of ``key`` (for this package's key stores only)."""
+    return key._private.private_bytes_raw()
+
+
+def generate_key() -> Key:
+    """Return a fresh random :class:`Key`."""
+    return Key.generate()
+
+
+def key_from_seed(seed: bytes) -> Key:
+    """Return the :class:`Key` of a 32-byte seed (deterministic; for vectors and key stores)."""
+    return Key.from_seed(seed)
+
+
+@functools.lru_cache(maxsize=4096)
+def _public_key_object(text: str) -> Ed25519PublicKey:
+    raw = b64url_decode(text[len(PUBLIC_KEY_PREFIX) :], what="a public key")
+    if len(raw) != 32:
+        raise ParleyError("invalid_params", "an Ed25519 public key is 32 bytes", reason="bad_key")
+    try:
+        return Ed25519PublicKey.from_public_bytes(raw)
+    except ValueError:  # pragma: no cover - every 32-byte string loads in OpenSSL
+        raise ParleyError(
+            "invalid_params", "the public key is not a valid Ed25519 key", reason="bad_key"
+        ) from None
+
+
+def parse_public_key(text: object) -> bytes:
+    """Return the raw 32 bytes of a public key written ``ed25519:<b64url>``.
+
+    Raises :class:`ParleyError` (``invalid_params``/``bad_key``) for anything else.
+    """
+    if not isinstance(text, str) or not text.startswith(PUBLIC_KEY_PREFIX):
+        raise ParleyError(
+            "invalid_params",
+            "a public key must be a string starting with 'ed25519:'",
+            reason="bad_key",
+        )
+    try:
+        return _public_key_object(text).public_bytes_raw()
+    except ParleyError as exc:
+        raise ParleyError("invalid_params", exc.message, reason="bad_key") from None
+
+
+def verify_signature(public: object, data: object, signature: object) -> bool:
+    """Return whether ``signature`` (b64url) is ``public``'s Ed25519 signature of ``data``.
+
+    Fail-closed: a malformed key or signature gives ``False``, never an exception.
+    """
+    if not isinstance(public, str) or not public.startswith(PUBLIC_KEY_PREFIX):
+        return False
+    if not isinstance(signature, str) or len(signature) != 86:
+        return False
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        return False
+    try:
+        key = _public_key_object(public)
+        raw = b64url_decode(signature)
+        key.verify(raw, bytes(data))
+    except (ParleyError, InvalidSignature):
+        return False
+    return True

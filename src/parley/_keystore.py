@@ -1,0 +1,267 @@
+"""Key stores: the agent's keys and, kept apart, the principal's keys.
+
+Everything in Parley rests on the principal key staying out of the agent's reach: an agent
+that can sign with it can approve its own consent. So the two live in different folders
+(``PARLEY_HOME``, default ``~/.parley``; ``PARLEY_PRINCIPAL_HOME``, default
+``~/.parley-principal``), every key file is ``0600`` inside ``0700`` folders, and a store
+refuses to load a key whose file or folder is readable by others.
+
+:class:`AgentKeyStore` is the agent-side API: it hands out the agent's own :class:`Key` and
+refuses to open a principal store. The principal side (``PrincipalKeyStore``) is private to
+the command line: it never returns a key, and signs only after a confirmation typed on the
+controlling terminal (``parley grant``, ``parley approve``), not on standard input, so a
+program piping into the command cannot answer for the human.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._b64 import b64url_decode, b64url_encode
+from ._consent import consent_caveats, mint_consent_grant
+from ._errors import ParleyError
+from ._grants import mint_grant
+from ._keys import Key, _seed_of
+
+__all__ = [
+    "AGENT_HOME_ENV",
+    "PRINCIPAL_HOME_ENV",
+    "AgentKeyStore",
+    "PrincipalKeyStore",
+    "agent_home",
+    "principal_home",
+]
+
+AGENT_HOME_ENV = "PARLEY_HOME"
+"""Environment variable naming the agent's key folder (default ``~/.parley``)."""
+
+PRINCIPAL_HOME_ENV = "PARLEY_PRINCIPAL_HOME"
+"""Environment variable naming the principal's key folder (default ``~/.parley-principal``)."""
+
+_MARKER = "PRINCIPAL"
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+
+
+def agent_home(environ: Mapping[str, str] | None = None) -> Path:
+    """Return the agent's key folder: ``$PARLEY_HOME`` or ``~/.parley``."""
+    env = os.environ if environ is None else environ
+    value = env.get(AGENT_HOME_ENV)
+    return Path(value).expanduser() if value else Path.home() / ".parley"
+
+
+def principal_home(environ: Mapping[str, str] | None = None) -> Path:
+    """Return the principal's key folder: ``$PARLEY_PRINCIPAL_HOME`` or ``~/.parley-principal``."""
+    env = os.environ if environ is None else environ
+    value = env.get(PRINCIPAL_HOME_ENV)
+    return Path(value).expanduser() if value else Path.home() / ".parley-principal"
+
+
+def _refuse(message: str, reason: str = "key_store") -> ParleyError:
+    return ParleyError("invalid_params", message, reason=reason)
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+
+
+def _check_private(path: Path, what: str) -> None:
+    info = path.stat()
+    if info.st_mode & 0o077:
+        raise _refuse(
+            f"{what} {path} is accessible to other users (mode {stat.S_IMODE(info.st_mode):o}); "
+            "fix it with chmod go-rwx",
+            "key_store_permissions",
+        )
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise _refuse(f"{what} {path} belongs to another user", "key_store_permissions")
+
+
+class _Store:
+    """Key files ``<home>/keys/<name>.json`` holding ``{"public", "seed"}``."""
+
+    kind = "agent"
+
+    def __init__(self, home: Path | str) -> None:
+        if not isinstance(home, (str, Path)):
+            raise _refuse(f"a key store folder is a path, got {type(home).__name__}")
+        self.home = Path(home).expanduser()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(home={str(self.home)!r})"
+
+    def _file(self, name: str) -> Path:
+        if not isinstance(name, str) or _NAME.fullmatch(name) is None:
+            raise _refuse(f"a key name is 1-64 of a-z, 0-9, _ and -, got {name!r}")
+        return self.home / "keys" / f"{name}.json"
+
+    def _prepare(self) -> None:
+        _private_dir(self.home)
+        _private_dir(self.home / "keys")
+
+    def _write(self, name: str, key: Key) -> str:
+        target = self._file(name)
+        self._prepare()
+        body = json.dumps(
+            {"kind": self.kind, "public": key.public, "seed": b64url_encode(_seed_of(key))}
+        )
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise _refuse(f"a {self.kind} key named {name!r} already exists") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(body + "\n")
+        return key.public
+
+    def _read(self, name: str) -> dict[str, Any]:
+        target = self._file(name)
+        if not target.is_file():
+            raise _refuse(f"no {self.kind} key named {name!r} in {self.home}", "key_missing")
+        _check_private(self.home, "the key folder")
+        _check_private(target.parent, "the key folder")
+        _check_private(target, "the key file")
+        try:
+            data = json.loads(target.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise _refuse(f"the key file {target} is not readable JSON") from None
+        if not isinstance(data, dict) or data.get("kind") != self.kind:
+            raise _refuse(f"{target} is not a {self.kind} key file")
+        return data
+
+    def _load(self, name: str) -> Key:
+        data = self._read(name)
+        key = Key.from_seed(b64url_decode(data.get("seed"), what="the stored seed"))
+        if key.public != data.get("public"):
+            raise _refuse(f"the {self.kind} key file for {name!r} is corrupt")
+        return key
+
+    def create(self, name: str, key: Key | None = None) -> str:
+        """Create key ``name`` (fresh unless ``key`` is given); return its public key."""
+        return self._write(name, Key.generate() if key is None else key)
+
+    def public(self, name: str) -> str:
+        """Return the public key of key ``name``."""
+        public = self._read(name).get("public")
+        if not isinstance(public, str):
+            raise _refuse(f"the {self.kind} key file for {name!r} has no public key")
+        return public
+
+    def names(self) -> list[str]:
+        """Return the names of the stored keys, sorted."""
+        folder = self.home / "keys"
+        if not folder.is_dir():
+            return []
+        return sorted(p.stem for p in folder.glob("*.json"))
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+class AgentKeyStore(_Store):
+    """The agent's own keys (agent-side API). It never opens a principal's store.
+
+    ``home`` defaults to :func:`agent_home`. A folder that is, or lies inside, the
+    principal's folder (``PARLEY_PRINCIPAL_HOME``) or that holds a principal store is
+    refused, so no agent-side call can load a principal key.
+    """
+
+    kind = "agent"
+
+    def __init__(self, home: Path | str | None = None) -> None:
+        super().__init__(agent_home() if home is None else home)
+        principal = principal_home()
+        if _inside(self.home, principal) or _inside(principal, self.home):
+            raise _refuse(
+                f"{self.home} overlaps the principal's key folder {principal}; the agent's "
+                "keys must live apart from the principal's",
+                "principal_key_isolation",
+            )
+        for folder in (self.home, *self.home.resolve().parents):
+            if (folder / _MARKER).exists():
+                raise _refuse(
+                    f"{folder} holds a principal key store; an agent store cannot open it",
+                    "principal_key_isolation",
+                )
+
+    def key(self, name: str = "agent") -> Key:
+        """Return the agent key ``name`` for signing proofs and delegations."""
+        return self._load(name)
+
+
+Confirm = Callable[[str], bool]
+"""Shows a prompt to the human and returns whether they confirmed."""
+
+
+class PrincipalKeyStore(_Store):
+    """The principal's keys (command-line side only; not exported by :mod:`parley`).
+
+    It never returns a :class:`Key`; it signs a grant or a consent only after ``confirm``
+    (the command line passes a prompt on the controlling terminal) returns ``True``.
+    """
+
+    kind = "principal"
+
+    def __init__(self, home: Path | str | None = None) -> None:
+        super().__init__(principal_home() if home is None else home)
+
+    def _prepare(self) -> None:
+        super()._prepare()
+        marker = self.home / _MARKER
+        if not marker.exists():
+            marker.write_text(
+                "This folder holds a Parley principal key store. Keep it away from agents.\n",
+                encoding="utf-8",
+            )
+            os.chmod(marker, 0o600)
+
+    def mint(
+        self,
+        sub: str,
+        caveats: Sequence[Mapping[str, Any]],
+        *,
+        confirm: Confirm,
+        iat: int,
+        name: str = "principal",
+    ) -> str:
+        """Sign a root grant to ``sub`` after ``confirm`` accepts the shown summary."""
+        key = self._load(name)
+        shown = json.dumps(list(caveats))
+        if not confirm(f"Grant {sub} these caveats as {key.public}:\n  {shown}"):
+            raise ParleyError("forbidden", "the principal did not confirm", reason="not_approved")
+        return mint_grant(key, sub, caveats, iat=iat)
+
+    def approve(
+        self,
+        consent: Mapping[str, Any],
+        agent: str,
+        *,
+        confirm: Confirm,
+        iat: int,
+        name: str = "principal",
+    ) -> str:
+        """Sign the consent grant for ``consent`` to ``agent`` after ``confirm`` accepts."""
+        consent_caveats(consent)  # refuses a malformed consent before anything is shown
+        key = self._load(name)
+        summary = consent["summary"]
+        prompt = (
+            f"Approve for agent {agent}:\n"
+            f"  service    {consent.get('service')}\n"
+            f"  capability {consent.get('capability')}\n"
+            f"  proposal   {consent.get('proposal')} (hash {consent.get('hash')})\n"
+            f"  summary    {summary}\n"
+            f"  valid until {consent.get('expires')}"
+        )
+        if not confirm(prompt):
+            raise ParleyError("forbidden", "the principal did not approve", reason="not_approved")
+        return mint_consent_grant(key, consent, agent, iat=iat)

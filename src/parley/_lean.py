@@ -1,0 +1,376 @@
+"""Lean notation (SPEC.md section 9.1): the Lens rendering of any JSON value.
+
+Also holds the ECMAScript number formatting (``Number::toString``) and the compact JSON of
+``JSON.stringify`` that the reply renderings use, and the UTF-16 helpers that budget
+fitting measures with. Every function here is pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from ._errors import ParleyError
+
+__all__ = [
+    "compact_json",
+    "depth_guard",
+    "entry_lines",
+    "is_scalar",
+    "item_lines",
+    "js_number",
+    "lean",
+    "lean_key",
+    "lean_lines",
+    "scalar_text",
+    "table_keys",
+    "u16_len",
+    "u16_slice",
+]
+
+_BARE = re.compile(r"[A-Za-z0-9_@./+\-:() '!?&%$#*=<>~^]+")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_RESERVED = frozenset({"-", "true", "false", "null"})
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+_SAFE_INT = 2**53
+_SCALAR_TYPES = (str, int, float, bool, type(None))
+
+
+def _not_json(value: object, where: str) -> ParleyError:
+    return ParleyError(
+        "bad_frame",
+        f"{where} is a {type(value).__name__}, which is not a JSON value",
+        reason="not_json",
+    )
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def depth_guard(fn: _F) -> _F:
+    """Turn a RecursionError (a value nested thousands deep) into our own error."""
+
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RecursionError:
+            raise ParleyError(
+                "bad_frame", "the value is nested too deeply to render", reason="too_deep"
+            ) from None
+
+    return cast(_F, guarded)
+
+
+# ---------------------------------------------------------------- numbers
+
+
+def _float_text(x: float) -> str:
+    """ECMAScript Number::toString for a finite float, from Python's shortest repr."""
+    if x == 0:
+        return "0"
+    sign = "-" if x < 0 else ""
+    mantissa, _, exp_text = repr(abs(x)).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = whole + frac
+    point = len(whole) + (int(exp_text) if exp_text else 0)
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0")
+    k = len(digits)
+    n = point
+    if k <= n <= 21:
+        text = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        text = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        exp = ("+" if e >= 0 else "-") + str(abs(e))
+        text = (digits if k == 1 else digits[0] + "." + digits[1:]) + "e" + exp
+    return sign + text
+
+
+def js_number(value: int | float) -> str | None:
+    """Return ECMAScript ``Number::toString(value)``, or ``None`` when it is not finite.
+
+    Integers beyond 2**53 render as the double that JavaScript would have parsed.
+    """
+    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+        if -_SAFE_INT <= value <= _SAFE_INT:
+            return str(int(value))
+        try:
+            value = float(value)
+        except OverflowError:
+            return None
+    if not math.isfinite(value):
+        return None
+    return _float_text(float(value))
+
+
+# ---------------------------------------------------------------- strings
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    known = _ESCAPES.get(char)
+    return known if known is not None else f"\\u{ord(char):04x}"
+
+
+def quote(text: str) -> str:
+    """Quote ``text`` as canonical JSON does (SPEC.md section 10), lone surrogates escaped."""
+    return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
+
+
+def _bare(text: str) -> bool:
+    return (
+        _BARE.fullmatch(text) is not None
+        and text[0] != " "
+        and text[-1] != " "
+        and text not in _RESERVED
+        and _NUMBER.fullmatch(text) is None
+    )
+
+
+def lean_key(text: str) -> str:
+    """Render a string (a value or an object key) bare when the bare rule allows, else quoted."""
+    return text if _bare(text) else quote(text)
+
+
+def is_scalar(value: object) -> bool:
+    """Return whether ``value`` is a JSON scalar (null, boolean, number or string)."""
+    return type(value) in _SCALAR_TYPES or isinstance(value, (str, int, float))
+
+
+def scalar_text(value: Any) -> str:
+    """Render a JSON scalar in lean notation (``null`` and non-finite numbers give ``-``)."""
+    kind = type(value)
+    if kind is str:
+        return value if _bare(value) else quote(value)
+    if value is None:
+        return "-"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int or kind is float:
+        text = js_number(value)
+        return "-" if text is None else text
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return scalar_text(str(value))
+    if isinstance(value, (int, float)):
+        return scalar_text(int(value) if isinstance(value, int) else float(value))
+    raise _not_json(value, "a scalar")
+
+
+# ---------------------------------------------------------------- compact JSON
+
+
+@depth_guard
+def compact_json(value: Any) -> str:
+    """Return exactly what ECMAScript ``JSON.stringify(value)`` returns for a JSON value.
+
+    Insertion order, no whitespace, numbers per ``Number::toString`` (non-finite ones as
+    ``null``), lone surrogates escaped. Raises :class:`ParleyError` for a non-JSON value.
+    """
+    parts: list[str] = []
+    _compact(value, parts.append)
+    return "".join(parts)
+
+
+def _compact(value: Any, out: Callable[[str], None]) -> None:
+    if isinstance(value, dict):
+        out("{")
+        first = True
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _not_json(key, "an object key")
+            if not first:
+                out(",")
+            first = False
+            out(quote(key))
+            out(":")
+            _compact(item, out)
+        out("}")
+    elif isinstance(value, list):
+        out("[")
+        for index, item in enumerate(value):
+            if index:
+                out(",")
+            _compact(item, out)
+        out("]")
+    elif isinstance(value, str):
+        out(quote(value))
+    elif value is None:
+        out("null")
+    elif isinstance(value, bool):
+        out("true" if value else "false")
+    elif isinstance(value, (int, float)):
+        text = js_number(value)
+        out("null" if text is None else text)
+    else:
+        raise _not_json(value, "a value")
+
+
+# ---------------------------------------------------------------- UTF-16
+
+
+def u16_len(text: str) -> int:
+    """Return the length of ``text`` in UTF-16 code units (JavaScript ``length``)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def u16_slice(text: str, start: int, stop: int | None = None) -> str:
+    """Return JavaScript ``text.slice(start, stop)`` (UTF-16 code units; may split a pair)."""
+    if text.isascii():
+        return text[start:stop]
+    units = text.encode("utf-16-le", "surrogatepass")
+    end = None if stop is None else 2 * stop
+    return units[2 * start : end].decode("utf-16-le", "surrogatepass")
+
+
+# ---------------------------------------------------------------- lean
+
+
+def table_keys(items: list[Any]) -> list[str] | None:
+    """Return the shared keys when ``items`` qualifies for table form, else ``None``.
+
+    Table form needs every element to be a non-empty object with the same keys in the
+    same order and only scalar values.
+    """
+    first = items[0] if items else None
+    if not isinstance(first, dict) or not first:
+        return None
+    keys = list(first)
+    for item in items:
+        if not isinstance(item, dict) or list(item) != keys:
+            return None
+        for value in item.values():
+            if not is_scalar(value):
+                return None
+    return keys
+
+
+def _scalar_list(items: list[Any]) -> str:
+    return "[" + ", ".join(scalar_text(item) for item in items) + "]"
+
+
+def _check_key(key: object) -> str:
+    if not isinstance(key, str):
+        raise _not_json(key, "an object key")
+    return lean_key(key)
+
+
+def entry_lines(key_text: str, value: Any, indent: int, out: list[str]) -> None:
+    """Append the lines of the object entry ``key_text: value`` at ``indent`` to ``out``.
+
+    ``key_text`` is already rendered (bare or quoted).
+    """
+    pad = "  " * indent
+    if is_scalar(value):
+        out.append(f"{pad}{key_text}: {scalar_text(value)}")
+    elif isinstance(value, dict):
+        if not value:
+            out.append(f"{pad}{key_text}: {{}}")
+            return
+        out.append(f"{pad}{key_text}:")
+        for key, item in value.items():
+            entry_lines(_check_key(key), item, indent + 1, out)
+    elif isinstance(value, list):
+        _list_lines(key_text, value, indent, out)
+    else:
+        raise _not_json(value, f"the value of {key_text}")
+
+
+def _list_lines(key_text: str, value: list[Any], indent: int, out: list[str]) -> None:
+    pad = "  " * indent
+    if not value:
+        out.append(f"{pad}{key_text}: []")
+        return
+    if all(is_scalar(item) for item in value):
+        out.append(f"{pad}{key_text}: {_scalar_list(value)}")
+        return
+    keys = table_keys(value)
+    if keys is not None:
+        header = ",".join(lean_key(k) for k in keys)
+        out.append(f"{pad}{key_text}[{len(value)}]{{{header}}}:")
+        row_pad = pad + "  "
+        for row in value:
+            out.append(row_pad + ",".join(scalar_text(cell) for cell in row.values()))
+        return
+    out.append(f"{pad}{key_text}[{len(value)}]:")
+    for item in value:
+        item_lines(item, indent + 1, out)
+
+
+def item_lines(item: Any, indent: int, out: list[str]) -> None:
+    """Append the lines of one mixed-list element (``- …``) at ``indent`` to ``out``."""
+    pad = "  " * indent
+    if is_scalar(item):
+        out.append(f"{pad}- {scalar_text(item)}")
+    elif isinstance(item, dict):
+        if not item:
+            out.append(f"{pad}- {{}}")
+            return
+        start = len(out)
+        for key, value in item.items():
+            entry_lines(_check_key(key), value, indent + 1, out)
+        out[start] = f"{pad}- " + out[start][2 * (indent + 1) :]
+    elif isinstance(item, list):
+        if all(is_scalar(x) for x in item):
+            out.append(f"{pad}- {_scalar_list(item)}")
+        else:
+            out.append(f"{pad}- {compact_json(item)}")
+    else:
+        raise _not_json(item, "a list element")
+
+
+def lean_lines(value: Any, out: list[str]) -> None:
+    """Append the top-level lean rendering of ``value`` to ``out`` (indent 0)."""
+    if is_scalar(value):
+        out.append(scalar_text(value))
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        for key, item in value.items():
+            entry_lines(_check_key(key), item, 0, out)
+    elif isinstance(value, list):
+        _list_lines("items", value, 0, out)
+    else:
+        raise _not_json(value, "the value")
+
+
+@depth_guard
+def lean(value: Any) -> str:
+    """Render any JSON value in lean notation (SPEC.md section 9.1, NOTES.md).
+
+    Objects render one entry per line in insertion order, uniform lists of flat objects
+    as tables, other lists with ``- `` items; a top-level list renders under the key
+    ``items``. Raises :class:`ParleyError` (``bad_frame``/``not_json``) for a value that
+    is not JSON (a set, bytes, a non-string object key, ...).
+
+    >>> print(lean({"user": {"name": "Ana", "tags": ["a", "b"]}, "n": 1e21}))
+    user:
+      name: Ana
+      tags: [a, b]
+    n: 1e+21
+    """
+    out: list[str] = []
+    lean_lines(value, out)
+    return "\n".join(out)

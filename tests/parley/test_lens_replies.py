@@ -1,0 +1,368 @@
+"""Lens of every reply kind (SPEC.md section 9.2 and NOTES.md), line by line."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import parley
+from parley._lens import duration_text, money_text, time_text
+
+EFFECTS = [
+    {"op": "update", "target": "event/e42", "field": "start", "from": "a", "to": "b"},
+    {"op": "send", "target": "ana@example.com", "detail": "update notification"},
+]
+
+
+def proposal(pid: str, **over: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": pid,
+        "capability": "calendar.reschedule",
+        "summary": "Move 1:1",
+        "effects": EFFECTS,
+        "cost": None,
+        "risk": "low",
+        "undo": {"window": 3600},
+        "expires": 1790000600,
+        "hash": "h",
+    }
+    base.update(over)
+    return base
+
+
+def test_brief() -> None:
+    reply = {
+        "kind": "BRIEF",
+        "service": {"id": "cal.example.com", "name": "Cal", "summary": "Your calendar."},
+        "capabilities": [
+            {"name": "c.find", "kind": "ask", "summary": "Search", "params": {"q?": "string"}},
+            {
+                "name": "c.order",
+                "kind": "intent",
+                "params": {"items": [{"sku": "string", "qty": "int"}], "o": {"a": "date"}},
+                "risk": "low",
+            },
+            {"name": "c.ping", "kind": "ask"},
+        ],
+    }
+    assert parley.lens(reply) == (
+        "# Cal (cal.example.com)\nYour calendar.\n"
+        "ask c.find(q?: string) — Search\n"
+        "intent c.order(items: [{sku: string, qty: int}], o: {a: date}) [risk:low]\n"
+        "ask c.ping()"
+    )
+    del reply["service"]["summary"]  # type: ignore[attr-defined]
+    assert parley.lens(reply).split("\n")[1] == "ask c.find(q?: string) — Search"
+
+
+def test_one_proposal_has_only_own_attributes_and_data() -> None:
+    reply = {"kind": "PROPOSALS", "proposals": [proposal("p_1", data={"seats": [1, 2]})]}
+    assert parley.lens(reply) == (
+        "1 proposal:\n[p_1] Move 1:1\n"
+        "  ~ update event/e42.start: a → b\n"
+        "  > send ana@example.com — update notification\n"
+        "  cost: free · risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z\n"
+        "  data:\n    seats: [1, 2]"
+    )
+
+
+def test_shared_attributes_go_to_the_header() -> None:
+    a = proposal("p_1", effects=[])
+    b = proposal("p_2", effects=[], cost={"amount": 1250, "currency": "USD"})
+    assert parley.lens({"kind": "PROPOSALS", "proposals": [a, b]}) == (
+        "2 proposals: — risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z\n"
+        "[p_1] Move 1:1\n  cost: free\n"
+        "[p_2] Move 1:1\n  cost: 12.50 USD"
+    )
+
+
+def test_all_shared_omits_attribute_lines_and_nothing_shared_plain_header() -> None:
+    a, b = proposal("p_1", effects=[]), proposal("p_2", effects=[])
+    assert parley.lens({"kind": "PROPOSALS", "proposals": [a, b]}) == (
+        "2 proposals: — cost: free · risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z\n"
+        "[p_1] Move 1:1\n[p_2] Move 1:1"
+    )
+    c = proposal("p_1", effects=[], risk="high", undo=None, expires=1790000660)
+    d = proposal("p_2", effects=[], cost={"amount": 5, "currency": "JPY"})
+    assert parley.lens({"kind": "PROPOSALS", "proposals": [c, d]}).split("\n")[0] == (
+        "2 proposals:"
+    )
+
+
+def test_clarify() -> None:
+    reply = {
+        "kind": "CLARIFY",
+        "question": "Which Ana?",
+        "options": [{"label": "Lee"}, {"label": "Ruiz"}],
+    }
+    assert parley.lens(reply) == "? Which Ana?\n  1. Lee\n  2. Ruiz"
+
+
+RECEIPT = {
+    "id": "r_91",
+    "summary": "Moved 1:1",
+    "effects": EFFECTS,
+    "undo": {"until": 1790003700},
+    "result": {"event": "e42", "at": 1790000100},
+}
+
+
+def test_receipt_plain_auto_replay_irreversible_undo() -> None:
+    plain = parley.lens({"kind": "RECEIPT", "receipt": RECEIPT})
+    assert plain == (
+        "✓ Moved 1:1 (receipt r_91) · undo until 2026-09-21T15:15Z\n"
+        "  result:\n    event: e42\n    at: 1790000100"
+    )
+    auto = parley.lens({"kind": "RECEIPT", "auto": True, "replay": True, "receipt": RECEIPT})
+    assert auto.split("\n")[:3] == [
+        "✓ Moved 1:1 (receipt r_91) (replay) · undo until 2026-09-21T15:15Z",
+        "  ~ update event/e42.start: a → b",
+        "  > send ana@example.com — update notification",
+    ]
+    final = {**RECEIPT, "undo": None}
+    del final["result"]
+    assert parley.lens({"kind": "RECEIPT", "receipt": final}) == (
+        "✓ Moved 1:1 (receipt r_91) · irreversible"
+    )
+    undo = {"id": "r_92", "summary": "Moved back", "undoes": "r_91", "undo": None, "result": 1}
+    assert parley.lens({"kind": "RECEIPT", "receipt": undo}) == (
+        "↶ undid r_91: Moved back (receipt r_92)\n  result: 1"
+    )
+
+
+def test_error_every_line() -> None:
+    reply = {
+        "kind": "ERROR",
+        "code": "forbidden",
+        "message": "Not allowed.",
+        "fix": [{"say": "ask", "params": {"to": "x", "n": 1.5}}, {"say": "wait"}],
+        "need": [{"risk": "low"}],
+        "consent": {"hash": "Qm9", "summary": "Buy 2"},
+        "retry": 90,
+    }
+    assert parley.lens(reply) == (
+        "✗ forbidden: Not allowed.\n"
+        '  fix: ask → params {"to":"x","n":1.5}\n'
+        "  fix: wait\n"
+        '  need: [{"risk":"low"}]\n'
+        "  consent: principal must approve Qm9 (Buy 2)\n"
+        "  retry in: 90s"
+    )
+    bare = {"kind": "ERROR", "code": "internal", "message": "Oops.", "need": [], "retry": None}
+    assert parley.lens(bare) == "✗ internal: Oops."
+
+
+@pytest.mark.parametrize(
+    ("progress", "shown"),
+    [(0.425, " (43%)"), (0.005, " (1%)"), (0.0049, " (0%)"), (1, " (100%)"), (None, "")],
+)
+def test_event_progress_rounds_half_up(progress: float | None, shown: str) -> None:
+    reply: dict[str, Any] = {"kind": "EVENT", "message": "working"}
+    if progress is not None:
+        reply["progress"] = progress
+    assert parley.lens(reply) == "… working" + shown
+
+
+def test_answer_and_more_lines() -> None:
+    reply = {
+        "kind": "ANSWER",
+        "data": {"n": 1},
+        "more": [{"handle": "h_a", "path": "data.x", "remaining": 3, "est": 12}],
+    }
+    assert parley.lens(reply) == "n: 1\n… 3 more at data.x — EXPAND h_a (~12 tokens)"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0s"),
+        (59, "59s"),
+        (120, "2m"),
+        (5400, "90m"),
+        (3600, "1h"),
+        (172800, "2d"),
+        (-60, "-1m"),
+    ],
+)
+def test_durations(seconds: int, text: str) -> None:
+    assert duration_text(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("cost", "text"),
+    [
+        (None, "free"),
+        ({"amount": 1250, "currency": "USD"}, "12.50 USD"),
+        ({"amount": 5, "currency": "EUR"}, "0.05 EUR"),
+        ({"amount": -1205, "currency": "USD"}, "-12.05 USD"),
+        ({"amount": 500, "currency": "JPY"}, "500 JPY"),
+        ({"amount": -7, "currency": "KRW"}, "-7 KRW"),
+    ],
+)
+def test_money(cost: Any, text: str) -> None:
+    assert money_text(cost) == text
+
+
+@pytest.mark.parametrize(
+    ("unix", "text"),
+    [
+        (0, "1970-01-01T00:00Z"),
+        (1790000600, "2026-09-21T14:23:20Z"),
+        (1790000640, "2026-09-21T14:24Z"),
+        (951782400, "2000-02-29T00:00Z"),
+        (-1, "1969-12-31T23:59:59Z"),
+        (253402300800, "+010000-01-01T00:00Z"),
+    ],
+)
+def test_times(unix: int, text: str) -> None:
+    assert time_text(unix) == text
+
+
+def test_a_field_named_at_inside_data_stays_plain() -> None:
+    assert parley.lens({"kind": "ANSWER", "data": {"at": 1790000100}}) == "at: 1790000100"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        [],
+        {"kind": "NOPE"},
+        {"kind": "RECEIPT", "receipt": "r"},
+        {"kind": "PROPOSALS", "proposals": "x"},
+        {"kind": "PROPOSALS", "proposals": [1]},
+        {"kind": "ANSWER", "data": {"x": {1, 2}}},
+        {"kind": "ANSWER", "data": 1, "more": [1]},
+    ],
+)
+def test_malformed_replies_raise_our_error(reply: Any) -> None:
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.lens(reply)
+    assert caught.value.code == "bad_frame"
+
+
+ANY = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(),
+        st.text(max_size=6),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+FIELDS = st.sampled_from(
+    [
+        "service",
+        "capabilities",
+        "data",
+        "proposals",
+        "question",
+        "options",
+        "receipt",
+        "code",
+        "message",
+        "fix",
+        "need",
+        "consent",
+        "retry",
+        "progress",
+        "more",
+        "auto",
+        "replay",
+    ]
+)
+KINDS = st.sampled_from(["BRIEF", "ANSWER", "PROPOSALS", "CLARIFY", "RECEIPT", "ERROR", "EVENT"])
+
+
+def _shaped(kind: str, fields: dict[str, Any], inner: dict[str, Any]) -> dict[str, Any]:
+    reply: dict[str, Any] = {"kind": kind, **fields}
+    if kind == "PROPOSALS":
+        reply["proposals"] = [inner, {**inner, "id": "p_2"}]
+    elif kind == "RECEIPT":
+        reply["receipt"] = inner
+    elif kind == "BRIEF":
+        reply["capabilities"] = [inner]
+        reply["service"] = inner
+    return reply
+
+
+INNER = st.dictionaries(
+    st.sampled_from(
+        [
+            "id",
+            "summary",
+            "effects",
+            "cost",
+            "risk",
+            "undo",
+            "expires",
+            "data",
+            "result",
+            "undoes",
+            "params",
+            "name",
+            "kind",
+            "until",
+            "window",
+        ]
+    ),
+    ANY,
+    max_size=8,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(KINDS, st.dictionaries(FIELDS, ANY, max_size=5), INNER)
+def test_lens_is_total_over_reply_shapes(
+    kind: str, fields: dict[str, Any], inner: dict[str, Any]
+) -> None:
+    reply = _shaped(kind, fields, inner)
+    try:
+        first = parley.lens(reply)
+    except parley.ParleyError as exc:
+        code = exc.code
+        first = None
+    if first is None:
+        assert code == "bad_frame"
+        return
+    assert parley.lens(copy.deepcopy(reply)) == first
+    try:
+        fitted, parked = parley.fit(reply, 30, handles=parley.new_handle)
+    except parley.ParleyError as exc:  # pragma: no cover - lens succeeded, so must fit
+        raise AssertionError(exc) from exc
+    assert isinstance(parley.lens(fitted), str)
+    assert isinstance(parked, dict)
+
+
+NOT_JSON = st.one_of(
+    st.builds(set),
+    st.binary(min_size=1, max_size=3),
+    st.tuples(st.integers()),
+    st.builds(object),
+    st.complex_numbers(),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ANY, NOT_JSON, st.integers(0, 3))
+def test_non_json_anywhere_raises_our_error(value: Any, bad: Any, where: int) -> None:
+    planted = [
+        bad,
+        {"k": [value, bad]},
+        [{"a": value}, {"b": bad}],
+        {"x": {"y": bad, "z": value}},
+    ][where]
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.lean(planted)
+    assert caught.value.reason == "not_json"
+    with pytest.raises(parley.ParleyError):
+        parley.lens({"kind": "ANSWER", "data": planted})
+    with pytest.raises(parley.ParleyError):
+        parley.fit({"kind": "ANSWER", "data": planted}, 5, handles=parley.new_handle)
