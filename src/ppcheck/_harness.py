@@ -114,7 +114,7 @@ class Adapter:
             except AdapterError as exc:
                 return Answer(None, str(exc))
         assert proc.stdin is not None
-        line = json.dumps(request, ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = json.dumps(request, ensure_ascii=True, separators=(",", ":")) + "\n"
         try:
             proc.stdin.write(line.encode("utf-8"))
             proc.stdin.flush()

@@ -124,7 +124,7 @@ def first_difference(expected: Any, actual: Any, path: str = "$") -> str | None:
 
 
 def _short(value: Any, limit: int = 120) -> str:
-    text = json.dumps(value, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=True)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -33,7 +33,7 @@ def serve(stdin: IO[str], stdout: IO[str]) -> int:
             print("ppcheck.adapter: a request's input must be an object", file=sys.stderr)
             return 2
         answer = {"id": case_id, **run(str(suite), input_).as_json()}
-        stdout.write(json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n")
+        stdout.write(json.dumps(answer, ensure_ascii=True, separators=(",", ":")) + "\n")
         stdout.flush()
     return 0
 
