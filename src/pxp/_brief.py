@@ -1,0 +1,303 @@
+"""The decision brief (PXP §7) as JSON and as Markdown."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ._card import IntentCard
+from ._envelope import SEATS
+from ._errors import PxpError
+from ._ledger import LedgerError, verify_ledger
+
+if TYPE_CHECKING:
+    from ._room import Room
+
+__all__ = ["brief_markdown", "build_brief"]
+
+_WS = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", text.casefold()).strip().rstrip(".!").strip()
+
+
+def _matching_clauses(card: IntentCard, term: str) -> list[str]:
+    """Clauses of ``card`` that authorise ``term`` by text: equal, or one contains the other."""
+    found: list[str] = []
+    t = _norm(term)
+    for name in ("may_agree_to", "must_haves"):
+        for i, text in enumerate(getattr(card, name)):
+            c = _norm(text)
+            if c and (c == t or c in t or t in c):
+                found.append(f"{name}[{i}]")
+    for i, amendment in enumerate(card.amendments or ()):
+        a = _norm(amendment.answer)
+        if a and (a == t or a in t or t in a):
+            found.append(f"amendments[{i}]")
+    return found
+
+
+def _authority(room: Room, seat: str, term: str) -> list[dict[str, Any]]:
+    """What ``seat``'s side of ``term`` rests on: matching clauses, else amendments."""
+    card = room.card(seat)
+    if card is None:
+        return []
+    refs = [
+        {"ref": r, "text": card.clause(r), "kind": "amendment" if r.startswith("am") else "clause"}
+        for r in _matching_clauses(card, term)
+    ]
+    if refs:
+        return refs
+    answered = [e for e in room.escalations if e.seat == seat and e.answer is not None]
+    total = len(card.amendments or ())
+    first = total - len(answered)
+    return [
+        {"ref": f"amendments[{i}]", "text": card.clause(f"amendments[{i}]"), "kind": "amendment"}
+        for i in range(first, total)
+    ]
+
+
+def _claim_json(room: Room, cid: str) -> dict[str, Any]:
+    rec = room.claims[cid]
+    out: dict[str, Any] = {
+        "id": rec.id,
+        "seat": rec.seat,
+        "text": rec.text,
+        "origin": rec.origin,
+        "verified": rec.verified,
+    }
+    if rec.ref is not None:
+        out["ref"] = rec.ref
+    if rec.backed_by is not None:
+        out["backed_by"] = rec.backed_by
+    return out
+
+
+def build_brief(room: Room) -> dict[str, Any]:
+    """Build the decision brief of a finished room (use :meth:`Room.brief`)."""
+    agreement = room.agreement
+    try:
+        verify_ledger(room.ledger.to_json())
+        verifies = True
+    except LedgerError:
+        verifies = False
+    parties: dict[str, Any] = {}
+    for seat in SEATS:
+        parties[seat] = {
+            "principal": room.seat_name(seat),
+            "card_hash": room.card_hash(seat),
+            "sealed_card_hash": room.first_card_hash(seat),
+            "sealed_via": room.sealed_via(seat),
+            "agents": list(room.agents(seat)),
+        }
+    depends: list[dict[str, Any]] = []
+    unverified: list[str] = []
+    authority: list[dict[str, Any]] = []
+    agreed: dict[str, Any] | None = None
+    if agreement is not None:
+        agreed = {
+            "terms": agreement["terms"],
+            "proposal_hash": agreement["proposal_hash"],
+            "proposed_by": {"seat": agreement["proposed_by"], "seq": agreement["proposal_seq"]},
+            "accepted_by": {"seat": agreement["accepted_by"], "seq": agreement["accept_seq"]},
+        }
+        for cid in agreement["depends_on"]:
+            item = _claim_json(room, cid)
+            reviews = room.reviews_of(cid)
+            item["reviews"] = [
+                {"seat": s, "verdict": v[0], "seq": v[1]} for s, v in sorted(reviews.items())
+            ]
+            depends.append(item)
+            if not item["verified"]:
+                unverified.append(cid)
+        for term in agreement["terms"]:
+            row: dict[str, Any] = {"term": term}
+            for seat in SEATS:
+                row[seat] = _authority(room, seat, term)
+            authority.append(row)
+    challenged: list[dict[str, Any]] = []
+    for cid in room.claims:
+        for seat, (verdict, seq, reason) in sorted(room.reviews_of(cid).items()):
+            if verdict in ("challenge", "conflict"):
+                entry = _claim_json(room, cid)
+                entry.update(
+                    {
+                        "by": seat,
+                        "verdict": verdict,
+                        "seq": seq,
+                        "cleared_by_principal": not room.disputed(seat, cid),
+                    }
+                )
+                if reason is not None:
+                    entry["reason"] = reason
+                challenged.append(entry)
+    escalations = [
+        {
+            "seat": e.seat,
+            "seq": e.seq,
+            "question": e.question,
+            "reason": e.reason,
+            "answer": e.answer,
+            "via": e.via,
+            "answered_at": e.answered_at,
+        }
+        for e in room.escalations
+    ]
+    judgments: list[dict[str, Any]] = []
+    if agreement is not None:
+        for seat, role in (
+            (agreement["proposed_by"], "proposed"),
+            (agreement["accepted_by"], "accepted"),
+        ):
+            judgments.append(
+                {
+                    "seat": seat,
+                    "statement": (
+                        f"The proxy of seat {seat} {role} these terms on its own judgment that no "
+                        "term crosses its principal's must_never, that each stays within "
+                        "may_agree_to or a principal amendment, and that no escalate_when "
+                        "condition held."
+                    ),
+                }
+            )
+    if agreement is not None and unverified:
+        seat = agreement["accepted_by"]
+        judgments.append(
+            {
+                "seat": seat,
+                "statement": (
+                    f"The proxy of seat {seat} agreed although the agreement depends on "
+                    f"unverified assumptions ({', '.join(unverified)}), on its own judgment "
+                    "that none of them touches its principal's must_haves."
+                ),
+            }
+        )
+    return {
+        "pxp": "0",
+        "room": room.id,
+        "topic": room.topic,
+        "outcome": "agreed" if agreement is not None else "no_agreement",
+        "agreement": agreed,
+        "authority": authority,
+        "depends_on": depends,
+        "unverified": unverified,
+        "challenged": challenged,
+        "escalations": escalations,
+        "protocol_flags": [dict(f) for f in room.protocol_flags],
+        "judgments": judgments,
+        "parties": parties,
+        "turns": {"used": room.turns, "max": room.max_turns},
+        "ledger": {"head": room.head, "entries": len(room.ledger), "verifies": verifies},
+    }
+
+
+def _get(brief: Mapping[str, Any], key: str) -> Any:
+    if key not in brief:
+        raise PxpError("brief_invalid", f"the brief has no {key!r} member")
+    return brief[key]
+
+
+def brief_markdown(brief: Mapping[str, Any]) -> str:
+    """Render a brief (from :func:`build_brief`) as Markdown a principal can act on."""
+    if not isinstance(brief, Mapping):
+        raise PxpError("brief_invalid", "the brief is not a JSON object")
+    try:
+        return _render(brief)
+    except (KeyError, TypeError, IndexError, AttributeError):
+        raise PxpError(
+            "brief_invalid", "the brief does not have the shape build_brief makes"
+        ) from None
+
+
+def _render(brief: Mapping[str, Any]) -> str:
+    parties = _get(brief, "parties")
+    name = {s: parties[s]["principal"] or f"seat {s}" for s in SEATS}
+    lines = [f"# Decision brief: {_get(brief, 'topic')}", ""]
+    agreement = _get(brief, "agreement")
+    if agreement is not None:
+        p, a = agreement["proposed_by"], agreement["accepted_by"]
+        lines += [
+            "**Outcome: agreed.** "
+            f"{name[p['seat']]}'s proxy proposed (message {p['seq']}), "
+            f"{name[a['seat']]}'s proxy accepted (message {a['seq']}).",
+            "",
+            "## What was agreed",
+            "",
+        ]
+        lines += [f"{i}. {t}" for i, t in enumerate(agreement["terms"], start=1)]
+        lines += ["", f"Proposal hash: `{agreement['proposal_hash']}`", ""]
+        lines += ["## On whose authority", ""]
+        for row in brief["authority"]:
+            parts = []
+            for seat in SEATS:
+                refs = row[seat]
+                if refs:
+                    cited = "; ".join(f'{r["kind"]} {r["ref"]} "{r["text"]}"' for r in refs)
+                    parts.append(f"{name[seat]}: {cited}")
+                else:
+                    parts.append(f"{name[seat]}: its proxy's judgment (no clause or amendment)")
+            lines.append(f"- {row['term']}: " + " | ".join(parts))
+        lines.append("")
+        lines += ["## What the agreement depends on", ""]
+        if not brief["depends_on"]:
+            lines.append("- No claims are named as dependencies.")
+        for claim in brief["depends_on"]:
+            state = "verified" if claim["verified"] else "**UNVERIFIED**"
+            lines.append(
+                f"- {claim['id']} ({name[claim['seat']]}, {claim['origin']}, {state}): "
+                f"{claim['text']}"
+            )
+        lines.append("")
+    else:
+        lines += ["**Outcome: no agreement.**", ""]
+    if brief["unverified"]:
+        lines += [
+            "## Unverified assumptions",
+            "",
+            "The agreement still rests on these assumptions nobody has backed with a "
+            "principal's word or a source: " + ", ".join(brief["unverified"]) + ".",
+            "",
+        ]
+    lines += ["## Challenged claims", ""]
+    if not brief["challenged"]:
+        lines.append("- None.")
+    for c in brief["challenged"]:
+        cleared = "cleared by the principal" if c["cleared_by_principal"] else "still disputed"
+        lines.append(
+            f'- {c["id"]} "{c["text"]}": {c["verdict"]} by {name[c["by"]]} '
+            f"(message {c['seq']}), {cleared}"
+        )
+    lines += ["", "## Escalations", ""]
+    if not brief["escalations"]:
+        lines.append("- None.")
+    for e in brief["escalations"]:
+        answer = (
+            f'answered "{e["answer"]}" (via {e["via"]})'
+            if e["answer"] is not None
+            else "not answered"
+        )
+        lines.append(f'- {name[e["seat"]]} was asked "{e["question"]}": {answer}')
+    if brief["judgments"]:
+        lines += ["", "## The proxies' own judgment", ""]
+        lines += [f"- {j['statement']}" for j in brief["judgments"]]
+    lines += ["", "## Protocol flags", ""]
+    if not brief["protocol_flags"]:
+        lines.append("- None.")
+    for f in brief["protocol_flags"]:
+        lines.append(f"- message {f['seq']} ({name[f['seat']]}): {f['flag']}")
+    lines += ["", "## Parties", ""]
+    for seat in SEATS:
+        p = parties[seat]
+        agents = ", ".join(p["agents"]) or "none recorded"
+        lines.append(f"- Seat {seat}: {name[seat]}, card `{p['card_hash']}`, agents: {agents}")
+    ledger = brief["ledger"]
+    lines += [
+        "",
+        f"Turns: {brief['turns']['used']} of {brief['turns']['max']}. "
+        f"Ledger: {ledger['entries']} entries, head `{ledger['head']}`, "
+        + ("verifies." if ledger["verifies"] else "**DOES NOT VERIFY**."),
+        "",
+    ]
+    return "\n".join(lines)

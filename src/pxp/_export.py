@@ -1,0 +1,259 @@
+"""Import of a room export (ours or the reference server's) by replaying its ledger."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ._canonical import sha256_hex
+from ._card import IntentCard, SealedCard, _replace_amendments
+from ._envelope import SEATS, envelope_hash, validate_envelope
+from ._errors import PxpError
+from ._ledger import Ledger, LedgerEntry, verify_ledger
+
+if TYPE_CHECKING:
+    from ._room import Room
+
+__all__ = ["import_room", "load_room"]
+
+
+def _bad(message: str, reason: str) -> PxpError:
+    return PxpError("import_invalid", message, reason=reason)
+
+
+def _get(mapping: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(mapping, Mapping) or key not in mapping:
+        raise _bad(f"{where} has no {key!r} member", "missing_member")
+    value = mapping[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise _bad(f"{where}.{key} has the wrong type", "wrong_type")
+    return value
+
+
+def load_room(value: Any) -> Room:
+    """Load a room from JSON text or parsed JSON (see :meth:`Room.from_export`)."""
+    from ._room import Room
+
+    if isinstance(value, str | bytes):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise _bad("the room export is not valid JSON", "json") from None
+    return Room.from_export(value)
+
+
+def import_room(cls: type[Room], data: Any, *, head: str | None = None) -> Room:
+    """Replay ``data`` (a room export) into a new room of class ``cls``."""
+    if not isinstance(data, Mapping):
+        raise _bad("the room export is not a JSON object", "not_object")
+    try:
+        data = copy.deepcopy(data)  # the room must not share objects with the caller
+    except RecursionError:
+        raise _bad("the room export is nested too deeply", "not_object") from None
+    room_id = _get(data, "id", str, "the room")
+    entries = _get(data, "ledger", list, "the room")
+    verify_ledger(entries, head=head)
+    seats = _get(data, "seats", Mapping, "the room")
+    envelopes = _get(data, "envelopes", list, "the room")
+    max_turns = data.get("maxTurns", 10)
+    if type(max_turns) is not int or max_turns < 1:
+        raise _bad("the room's maxTurns is not a positive integer", "wrong_type")
+    if not entries or entries[0]["type"] != "room_opened":
+        raise _bad("the ledger does not start with room_opened", "first_entry")
+    topic = _get(entries[0]["data"], "topic", str, "ledger entry 0 data")
+    room = cls(room_id, topic, entries[0]["at"], max_turns)
+    cards: dict[str, IntentCard] = {}
+    answers_left: dict[str, int] = {}
+    for seat in SEATS:
+        record = seats.get(seat) if isinstance(seats, Mapping) else None
+        if not isinstance(record, Mapping):
+            continue
+        token = record.get("token")
+        if isinstance(token, str):
+            room._seats[seat].token = token
+        name = record.get("name")
+        if isinstance(name, str):
+            room._seats[seat].name = name
+        card = record.get("card")
+        if card is not None:
+            try:
+                cards[seat] = IntentCard.from_json(card, strict=False)
+            except PxpError as exc:
+                raise _bad(f"seat {seat}'s card is invalid: {exc.message}", "card") from None
+        draft = record.get("draft")
+        if isinstance(draft, Mapping):
+            try:
+                room._seats[seat].draft = IntentCard.from_json(draft)
+            except PxpError:
+                raise _bad(f"seat {seat}'s draft card is invalid", "card") from None
+        answers_left[seat] = sum(
+            1 for e in entries if e["type"] == "principal_answer" and e["data"].get("seat") == seat
+        )
+    by_seq: dict[int, Any] = {}
+    for i, env in enumerate(envelopes):
+        seq = env.get("seq") if isinstance(env, Mapping) else None
+        if type(seq) is not int or seq in by_seq:
+            raise _bad(f"envelopes[{i}] has a missing or repeated seq", "envelope_seq")
+        by_seq[seq] = env
+    used: set[int] = set()
+    for index, entry in enumerate(entries[1:], start=1):
+        _replay(room, index, entry, cards, answers_left, by_seq, used)
+    if room._replay_outcome is not None:
+        raise _bad(
+            f"the ledger ends before the {room._replay_outcome} entry its last event requires",
+            "truncated",
+        )
+    for seat in SEATS:
+        record = seats.get(seat)
+        if isinstance(record, Mapping) and room._seats[seat].agent is None:
+            agent, mode = record.get("agent"), record.get("mode")
+            if isinstance(agent, str):
+                room._do_join(seat, agent, mode if isinstance(mode, str) else None)
+            elif isinstance(mode, str):
+                room._seats[seat].mode = mode
+    if used != set(by_seq):
+        raise _bad("the export holds envelopes the ledger does not record", "extra_envelope")
+    room.ledger = Ledger(
+        LedgerEntry(e["n"], e["type"], e["at"], e["data"], e["prev"], e["hash"]) for e in entries
+    )
+    return room
+
+
+def _seat_of(data: Mapping[str, Any], where: str) -> str:
+    seat = data.get("seat")
+    if seat not in SEATS:
+        raise _bad(f"{where} names no valid seat", "seat")
+    return str(seat)
+
+
+def _replay(
+    room: Room,
+    index: int,
+    entry: Mapping[str, Any],
+    cards: dict[str, IntentCard],
+    answers_left: dict[str, int],
+    by_seq: dict[int, Any],
+    used: set[int],
+) -> None:
+    kind, data = entry["type"], entry["data"]
+    where = f"ledger entry {index} ({kind})"
+    if kind == "agent_joined":
+        seat = _seat_of(data, where)
+        if room.status not in ("open", "active", "paused"):
+            raise _bad(f"{where} comes after the room closed", "order")
+        agent = data.get("agent", data.get("name"))
+        if not isinstance(agent, str):
+            agent = "unknown agent"
+        mode = data.get("mode")
+        room._do_join(seat, agent, mode if isinstance(mode, str) else None)
+    elif kind == "card_sealed":
+        seat = _seat_of(data, where)
+        if room.status != "open" or room._seats[seat].card is not None:
+            raise _bad(f"{where} seals a card out of order", "order")
+        card = cards.get(seat)
+        if card is None:
+            raise _bad(f"{where}: the export has no card for seat {seat}", "card_missing")
+        amendments = card.amendments or ()
+        keep = len(amendments) - answers_left[seat]
+        if keep < 0:
+            raise _bad(f"{where}: seat {seat} has fewer amendments than answers", "card")
+        first = _replace_amendments(card, amendments[:keep])
+        if first.hash != data.get("card_hash"):
+            raise _bad(f"{where}: seat {seat}'s card does not hash to the sealed hash", "card_hash")
+        via = data.get("via")
+        room._do_seal(seat, SealedCard(first, first.hash), via if isinstance(via, str) else None)
+        room._after_seal()
+    elif kind == "envelope":
+        seq = data.get("seq")
+        if room.status != "active" or type(seq) is not int or seq != len(room._envelopes) + 1:
+            raise _bad(f"{where} is out of order", "order")
+        env = by_seq.get(seq)
+        if env is None:
+            raise _bad(f"{where}: the export has no envelope {seq}", "envelope_missing")
+        try:
+            stored = validate_envelope(env, strict=False)
+        except PxpError as exc:
+            raise _bad(f"{where}: {exc.message}", "envelope") from None
+        if envelope_hash(env) != data.get("envelope_hash"):
+            raise _bad(
+                f"{where}: envelope {seq} does not hash to the recorded hash", "envelope_hash"
+            )
+        seat = stored["from"]["seat"]
+        if seat != data.get("seat") or seat != room.turn or stored["status"] != data.get("status"):
+            raise _bad(f"{where} disagrees with envelope {seq}", "envelope")
+        if stored["room"] != room.id:
+            raise _bad(
+                f"{where}: envelope {seq} belongs to room {stored['room']!r}", "envelope_room"
+            )
+        if stored["intent_hash"] != room._seats[seat].card_hash:
+            raise _bad(f"{where}: envelope {seq} names a card hash its seat did not hold", "intent")
+        used.add(seq)
+        result = room._apply_envelope(dict(stored), ledger_n=index + 1)
+        room._replay_outcome = None if result == "continue" else result
+    elif kind == "escalation":
+        outcome = getattr(room, "_replay_outcome", None)
+        pending = room._escalations[-1] if room._escalations else None
+        if outcome != "escalate" or pending is None or pending.answer is not None:
+            raise _bad(f"{where} follows no escalating envelope", "order")
+        if data.get("seq") != pending.seq or data.get("seat") != pending.seat:
+            raise _bad(f"{where} names another envelope", "escalation")
+        if data.get("question_hash") != sha256_hex(pending.question):
+            raise _bad(f"{where}: the question does not hash to question_hash", "question_hash")
+        room._replay_outcome = None
+        room._move("send", "escalate")
+    elif kind == "principal_answer":
+        seat = _seat_of(data, where)
+        pending = room.pending
+        if pending is None or pending.seat != seat:
+            raise _bad(f"{where} answers no pending escalation of seat {seat}", "order")
+        card = cards[seat]
+        current = room._seats[seat].card
+        assert current is not None
+        have = len(current.amendments or ())
+        full = card.amendments or ()
+        if have >= len(full):
+            raise _bad(f"{where}: the card has no amendment for this answer", "card")
+        amendment = full[have]
+        amended = _replace_amendments(current, (*(current.amendments or ()), amendment))
+        if amended.hash != data.get("card_hash"):
+            raise _bad(f"{where}: the amended card does not hash to card_hash", "card_hash")
+        if sha256_hex(amendment.answer) != data.get("answer_hash"):
+            raise _bad(f"{where}: the answer does not hash to answer_hash", "answer_hash")
+        via = data.get("via")
+        answers_left[seat] -= 1
+        room._do_answer(
+            seat,
+            amended,
+            amendment.answer,
+            via if isinstance(via, str) else "web",
+            entry["at"],
+            index + 1,
+        )
+        if room._after_answer() == "turn_limit":
+            room._replay_outcome = "turn_limit"
+        room._move("answer", "resumed")
+    elif kind == "agreement":
+        outcome = getattr(room, "_replay_outcome", None)
+        agreement = room._agreement
+        if outcome != "agree" or agreement is None:
+            raise _bad(f"{where} follows no agreeing envelope", "order")
+        proposer, accepter = agreement["proposed_by"], agreement["accepted_by"]
+        # a seat, or (as another implementation may write it) that seat's principal name
+        if (
+            data.get("proposal_hash") != agreement["proposal_hash"]
+            or data.get("proposed_by") not in (proposer, room._seats[proposer].name)
+            or data.get("accepted_by") not in (accepter, room._seats[accepter].name)
+        ):
+            raise _bad(f"{where} disagrees with the agreeing envelope", "agreement")
+        room._replay_outcome = None
+        room._move("send", "agree")
+    elif kind == "turn_limit":
+        if room._replay_outcome != "turn_limit" or room.status != "active":
+            raise _bad(f"{where} comes before the turn limit", "order")
+        room._replay_outcome = None
+        room.status = "ended"
+        room.turn = None
+    else:
+        raise _bad(f"{where} has a type this implementation does not know", "entry_type")

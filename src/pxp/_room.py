@@ -1,0 +1,956 @@
+"""The room: a sans-IO state machine for two seats, with enforcement and a ledger.
+
+Every public method is one action. Whether an action is allowed in the room's current
+state is decided by one table, :data:`TRANSITIONS` (``(state, action)`` to the outcomes
+that action may have and the state each leads to); every pair not in the table is refused
+with :class:`PxpError` ``invalid_transition``. Every other check (whose turn, which seat,
+what the envelope says) happens before anything changes, so a refused action never
+leaves a half-applied state.
+"""
+
+from __future__ import annotations
+
+import copy
+import hmac
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ._canonical import canonical, sha256_hex
+from ._card import IntentCard, SealedCard, seal_card
+from ._envelope import (
+    SEATS,
+    claim_id,
+    envelope_hash,
+    parse_claim_id,
+    proposal_hash,
+    validate_draft,
+)
+from ._errors import PxpError
+from ._flags import flag
+from ._ledger import Ledger, LedgerEntry, verify_ledger
+
+__all__ = [
+    "ACTIONS",
+    "STATES",
+    "TRANSITIONS",
+    "ClaimRecord",
+    "Escalation",
+    "Room",
+    "RoomView",
+    "SendResult",
+    "format_time",
+    "other_seat",
+]
+
+STATES = ("open", "active", "paused", "agreed", "ended")
+"""Room states: seating and sealing, negotiating, waiting on a principal, done (two ways)."""
+
+ACTIONS = ("join", "draft", "seal", "send", "answer", "brief")
+"""Actions on a room (``Room.join`` ... ``Room.brief``)."""
+
+TRANSITIONS: dict[tuple[str, str], dict[str, str]] = {
+    ("open", "join"): {"joined": "open"},
+    ("active", "join"): {"joined": "active"},
+    ("paused", "join"): {"joined": "paused"},
+    ("open", "draft"): {"drafted": "open"},
+    ("open", "seal"): {"waiting": "open", "both_sealed": "active"},
+    ("active", "send"): {
+        "continue": "active",
+        "escalate": "paused",
+        "agree": "agreed",
+        "turn_limit": "ended",
+    },
+    ("paused", "answer"): {"resumed": "active", "turn_limit": "ended"},
+    ("agreed", "brief"): {"brief": "agreed"},
+    ("ended", "brief"): {"brief": "ended"},
+}
+"""``(state, action) -> {outcome: next state}``; any pair not listed is an invalid action."""
+
+VIAS = ("web", "mcp")
+_MODES = ("builtin", "external")
+_WS = re.compile(r"\s+")
+_ROOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def other_seat(seat: str) -> str:
+    """Return the seat facing ``seat`` (``A`` <-> ``B``)."""
+    return "B" if seat == "A" else "A"
+
+
+def format_time(now: datetime) -> str:
+    """Format an aware datetime as the reference does (``toISOString``: ms, ``Z``)."""
+    if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
+        raise PxpError("time_invalid", "now must be a timezone-aware datetime")
+    utc = now.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", text.casefold()).strip().rstrip(".!").strip()
+
+
+@dataclass
+class _Seat:
+    name: str | None = None
+    token: str | None = None
+    card: IntentCard | None = None
+    card_hash: str | None = None
+    first_card_hash: str | None = None
+    sealed_via: str | None = None
+    draft: IntentCard | None = None
+    agent: str | None = None
+    agents: list[str] = field(default_factory=list)
+    mode: str | None = None
+
+
+@dataclass(frozen=True)
+class ClaimRecord:
+    """A claim as the room holds it: where it came from and whether it is verified."""
+
+    id: str
+    seat: str
+    seq: int
+    text: str
+    origin: str
+    ref: str | None
+    backed_by: str | None = None
+
+    @property
+    def verified(self) -> bool:
+        """Stated or sourced, or an assumed claim later backed by a source."""
+        return self.origin != "assumed" or self.backed_by is not None
+
+
+@dataclass(frozen=True)
+class Escalation:
+    """An escalation and, once given, its principal's answer."""
+
+    seat: str
+    seq: int
+    question: str
+    reason: str | None
+    answer: str | None = None
+    via: str | None = None
+    answered_at: str | None = None
+    ledger_n: int | None = None
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """What ``Room.send`` stored: the envelope (as hashed), its flags, the new state."""
+
+    envelope: dict[str, Any]
+    flags: tuple[str, ...]
+    status: str
+    envelope_hash: str
+
+
+@dataclass(frozen=True)
+class RoomView:
+    """What one seat's proxy may see: its own card, the other side's name and hash only."""
+
+    room: str
+    topic: str
+    seat: str
+    status: str
+    turn: str | None
+    turns: int
+    max_turns: int
+    card: dict[str, Any] | None
+    card_hash: str | None
+    other: dict[str, Any]
+    envelopes: tuple[dict[str, Any], ...]
+    unreviewed: tuple[str, ...]
+    other_proposal: dict[str, Any] | None
+    pending: dict[str, Any] | None
+    ledger_head: str
+
+    @property
+    def my_turn(self) -> bool:
+        """Whether this seat may send now."""
+        return self.status == "active" and self.turn == self.seat
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the view as JSON."""
+        return {
+            "room": self.room,
+            "topic": self.topic,
+            "seat": self.seat,
+            "status": self.status,
+            "turn": self.turn,
+            "turns": self.turns,
+            "max_turns": self.max_turns,
+            "card": copy.deepcopy(self.card),
+            "card_hash": self.card_hash,
+            "other": dict(self.other),
+            "envelopes": copy.deepcopy(list(self.envelopes)),
+            "unreviewed": list(self.unreviewed),
+            "other_proposal": copy.deepcopy(self.other_proposal),
+            "pending": copy.deepcopy(self.pending),
+            "ledger_head": self.ledger_head,
+        }
+
+
+def _check_seat(seat: Any) -> str:
+    if seat not in SEATS:
+        raise PxpError("seat_invalid", f"seat {seat!r} does not exist; a v0 room has A and B")
+    return str(seat)
+
+
+class Room:
+    """A two-seat PXP room. Create one with :meth:`open` or :meth:`from_export`."""
+
+    def __init__(self, room_id: str, topic: str, created_at: str, max_turns: int) -> None:
+        self.id = room_id
+        self.topic = topic
+        self.created_at = created_at
+        self.max_turns = max_turns
+        self.status = "open"
+        self.turn: str | None = None
+        self.turns = 0
+        self.ledger = Ledger()
+        self._seats: dict[str, _Seat] = {s: _Seat() for s in SEATS}
+        self._envelopes: list[dict[str, Any]] = []
+        self._claims: dict[str, ClaimRecord] = {}
+        # latest verdict per (reviewer seat, claim id): (verdict, seq, reason)
+        self._reviews: dict[tuple[str, str], tuple[str, int, str | None]] = {}
+        # seq of the latest challenge/conflict per (reviewer seat, claim id)
+        self._disputes: dict[tuple[str, str], int] = {}
+        self._escalations: list[Escalation] = []
+        self._proposals: dict[str, dict[str, Any]] = {}
+        self._agreement: dict[str, Any] | None = None
+        self._flag_log: list[dict[str, Any]] = []
+        self._replay_outcome: str | None = None
+
+    # ----------------------------------------------------------------- construction
+
+    @classmethod
+    def open(
+        cls,
+        room_id: str,
+        *,
+        topic: str,
+        now: datetime,
+        max_turns: int = 10,
+        names: Mapping[str, str] | None = None,
+        tokens: Mapping[str, str] | None = None,
+    ) -> Room:
+        """Open a room: ledger entry ``room_opened {topic, protocol: "PXP/0"}``.
+
+        ``names`` are the principals' display names known before their cards are sealed;
+        ``tokens`` are seat-link secrets chosen by the caller (see :meth:`seat_for_token`).
+        """
+        if not isinstance(room_id, str) or _ROOM_ID.match(room_id) is None:
+            raise PxpError("room_invalid", "the room id must be 1-64 letters, digits, - or _")
+        if not isinstance(topic, str) or not topic.strip():
+            raise PxpError("room_invalid", "the room topic must be a non-empty string")
+        if type(max_turns) is not int or not 2 <= max_turns <= 1000:
+            raise PxpError("room_invalid", "max_turns must be an integer from 2 to 1000")
+        at = format_time(now)
+        room = cls(room_id, topic, at, max_turns)
+        for seat, name in (names or {}).items():
+            if not isinstance(name, str) or not name.strip():
+                raise PxpError("room_invalid", f"the name for seat {seat!r} is not a string")
+            room._seats[_check_seat(seat)].name = name
+        for seat, token in (tokens or {}).items():
+            if not isinstance(token, str) or len(token) < 16:
+                raise PxpError("room_invalid", f"the token of seat {seat!r} is too short")
+            room._seats[_check_seat(seat)].token = token
+        room.ledger.append("room_opened", at, {"topic": topic, "protocol": "PXP/0"})
+        return room
+
+    # ----------------------------------------------------------------- table
+
+    def _allowed(self, action: str) -> dict[str, str]:
+        outcomes = TRANSITIONS.get((self.status, action))
+        if outcomes is None:
+            raise PxpError(
+                "invalid_transition",
+                f"{action} is not allowed while the room is {self.status}",
+                reason=f"{self.status}_{action}",
+            )
+        return outcomes
+
+    def _move(self, action: str, outcome: str) -> None:
+        self.status = TRANSITIONS[(self.status, action)][outcome]
+
+    # ----------------------------------------------------------------- seats
+
+    def seat_for_token(self, token: Any) -> str | None:
+        """Return the seat whose link token is ``token`` (constant-time compare), or ``None``."""
+        found = None
+        if not isinstance(token, str):
+            return None
+        for seat in SEATS:
+            own = self._seats[seat].token
+            if own is not None and hmac.compare_digest(own.encode(), token.encode()):
+                found = seat
+        return found
+
+    def seat_name(self, seat: str) -> str | None:
+        """The principal's display name of ``seat`` (public), if known."""
+        return self._seats[_check_seat(seat)].name
+
+    def card_hash(self, seat: str) -> str | None:
+        """The current card hash of ``seat`` (public), or ``None`` before sealing."""
+        return self._seats[_check_seat(seat)].card_hash
+
+    def card(self, seat: str) -> IntentCard | None:
+        """The sealed card of ``seat`` (private to that seat's principal and proxy)."""
+        return self._seats[_check_seat(seat)].card
+
+    def agent(self, seat: str) -> str | None:
+        """The agent currently sitting in ``seat``."""
+        return self._seats[_check_seat(seat)].agent
+
+    def join(self, seat: str, *, agent: str, now: datetime, mode: str = "external") -> bool:
+        """Seat ``agent`` (a proxy's name) in ``seat``: ledger ``agent_joined``.
+
+        Joining again with the same agent changes nothing and returns ``False``; another
+        agent takes the seat over (the ledger keeps who sat there).
+        """
+        self._allowed("join")
+        seat = _check_seat(seat)
+        if not isinstance(agent, str) or not agent.strip() or len(agent) > 200:
+            raise PxpError("agent_invalid", "the agent name must be a non-empty string")
+        if mode not in _MODES:
+            raise PxpError("agent_invalid", "mode must be 'builtin' or 'external'")
+        at = format_time(now)
+        record = self._seats[seat]
+        if record.agent == agent and record.mode == mode:
+            return False
+        data = {"seat": seat, "agent": agent, "mode": mode}
+        canonical(data)  # refuse what cannot be hashed before anything changes
+        self._do_join(seat, agent, mode)
+        self.ledger.append("agent_joined", at, data)
+        self._move("join", "joined")
+        return True
+
+    def _do_join(self, seat: str, agent: str, mode: str | None) -> None:
+        record = self._seats[seat]
+        record.agent = agent
+        record.mode = mode
+        record.agents.append(agent)
+
+    def draft_card(self, seat: str, card: IntentCard | Mapping[str, Any]) -> IntentCard:
+        """Store a card an agent drafted for ``seat``; it binds nothing until sealed."""
+        self._allowed("draft")
+        seat = _check_seat(seat)
+        if self._seats[seat].card is not None:
+            raise PxpError("card_sealed", f"seat {seat} has already sealed its card")
+        parsed = card if isinstance(card, IntentCard) else seal_card(card).card
+        self._seats[seat].draft = parsed
+        self._move("draft", "drafted")
+        return parsed
+
+    def seal(
+        self,
+        seat: str,
+        card: IntentCard | Mapping[str, Any] | None = None,
+        *,
+        now: datetime,
+        via: str = "web",
+    ) -> SealedCard:
+        """Seal the card the principal confirmed (``None``: the stored draft).
+
+        Ledger ``card_sealed {seat, principal, card_hash, via}``; when both seats are
+        sealed the room becomes active and seat A has the first turn.
+        """
+        self._allowed("seal")
+        seat = _check_seat(seat)
+        if via not in VIAS:
+            raise PxpError("via_invalid", "via must be 'web' or 'mcp'")
+        at = format_time(now)
+        record = self._seats[seat]
+        if record.card is not None:
+            raise PxpError("card_sealed", f"seat {seat} has already sealed its card")
+        if card is None:
+            if record.draft is None:
+                raise PxpError("card_missing", f"seat {seat} has no drafted card to confirm")
+            card = record.draft
+        sealed = seal_card(card)
+        self._do_seal(seat, sealed, via)
+        self.ledger.append(
+            "card_sealed",
+            at,
+            {
+                "seat": seat,
+                "principal": sealed.card.principal.name,
+                "card_hash": sealed.hash,
+                "via": via,
+            },
+        )
+        self._after_seal()
+        return sealed
+
+    def _do_seal(self, seat: str, sealed: SealedCard, via: str | None) -> None:
+        record = self._seats[seat]
+        record.card = sealed.card
+        record.card_hash = sealed.hash
+        record.first_card_hash = sealed.hash
+        record.sealed_via = via
+        record.name = sealed.card.principal.name
+        record.draft = None
+
+    def _after_seal(self) -> None:
+        if all(self._seats[s].card is not None for s in SEATS):
+            self._move("seal", "both_sealed")
+            self.turn = "A"
+        else:
+            self._move("seal", "waiting")
+
+    # ----------------------------------------------------------------- send
+
+    def send(self, seat: str, draft: Mapping[str, Any], *, now: datetime) -> SendResult:
+        """Send one envelope from ``seat``'s proxy: enforce, store, hash, log.
+
+        ``draft`` holds the ``send_envelope`` fields (see :func:`validate_draft`). The room
+        fills ``pxp``, ``room``, ``seq``, ``from``, ``intent_hash`` and claim ids, applies
+        every enforcement rule (recording each rewrite in ``protocol_flags``) and returns
+        the stored envelope. Ledger ``envelope``, then ``escalation``, ``agreement`` or
+        ``turn_limit`` as the outcome requires.
+        """
+        self._allowed("send")
+        seat = _check_seat(seat)
+        if seat != self.turn:
+            raise PxpError("not_your_turn", f"it is seat {self.turn}'s turn, not seat {seat}'s")
+        at = format_time(now)
+        envelope, flags = self._enforce(seat, validate_draft(draft))
+        digest = envelope_hash(envelope)
+        outcome = self._apply_envelope(envelope, ledger_n=len(self.ledger) + 1)
+        self.ledger.append(
+            "envelope",
+            at,
+            {
+                "seq": envelope["seq"],
+                "seat": seat,
+                "status": envelope["status"],
+                "envelope_hash": digest,
+            },
+        )
+        if outcome == "escalate":
+            self.ledger.append(
+                "escalation",
+                at,
+                {
+                    "seat": seat,
+                    "seq": envelope["seq"],
+                    "question_hash": sha256_hex(envelope["escalation"]["question"]),
+                },
+            )
+        elif outcome == "agree":
+            assert self._agreement is not None
+            self.ledger.append(
+                "agreement",
+                at,
+                {
+                    "proposal_hash": self._agreement["proposal_hash"],
+                    "proposed_by": self._agreement["proposed_by"],
+                    "accepted_by": self._agreement["accepted_by"],
+                },
+            )
+        elif outcome == "turn_limit":
+            self.ledger.append("turn_limit", at, {"turns": self.turns, "max_turns": self.max_turns})
+        self._move("send", outcome)
+        return SendResult(copy.deepcopy(envelope), tuple(flags), self.status, digest)
+
+    def _cites_other(self, ref: str, other: str) -> bool:
+        for token in re.findall(r"[AB][1-9][0-9]*\.[1-8]", ref):
+            parsed = parse_claim_id(token)
+            if parsed is not None and parsed[0] == other:
+                return True
+        name = self._seats[other].name
+        if not name or not _norm(name):
+            return False
+        return re.search(rf"(?<!\w){re.escape(_norm(name))}(?!\w)", _norm(ref)) is not None
+
+    def _cited_assumption(self, ref: str, seat: str) -> str | None:
+        """The first claim id of ``seat`` in ``ref`` that is an unbacked assumption."""
+        tokens: list[str] = re.findall(r"[AB][1-9][0-9]*\.[1-8]", ref)
+        for token in tokens:
+            cited = self._claims.get(token)
+            if cited is not None and cited.seat == seat and not cited.verified:
+                return token
+        return None
+
+    def _enforce(self, seat: str, draft: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """Build the stored envelope from a validated draft; nothing is changed here."""
+        other = other_seat(seat)
+        record = self._seats[seat]
+        card = record.card
+        assert card is not None
+        assert record.card_hash is not None
+        seq = len(self._envelopes) + 1
+        flags: list[str] = []
+        other_texts = {_norm(c.text) for c in self._claims.values() if c.seat == other}
+        claims: list[dict[str, Any]] = []
+        new_ids: list[str] = []
+        for index, raw in enumerate(draft["claims"], start=1):
+            cid = claim_id(seat, seq, index)
+            new_ids.append(cid)
+            origin = raw["origin"]
+            ref = raw.get("ref")
+            if ref is not None and not ref.strip():
+                ref = None
+            if origin in ("stated", "sourced") and ref is None:
+                flags.append(flag("ref_missing", claim=cid, origin=origin))
+                origin = "assumed"
+            elif origin == "stated" and ref is not None and self._cites_other(ref, other):
+                flags.append(flag("stated_cites_other_side", claim=cid))
+                origin = "assumed"
+            elif origin == "sourced" and ref is not None and self._cites_other(ref, other):
+                flags.append(flag("sourced_cites_other_side", claim=cid))
+                origin = "assumed"
+            elif origin == "stated" and ref is not None and self._cited_assumption(ref, seat):
+                cited = self._cited_assumption(ref, seat)
+                flags.append(flag("stated_cites_assumption", claim=cid, cited=str(cited)))
+                origin = "assumed"
+            elif origin == "stated" and _norm(raw["text"]) in other_texts:
+                clause = card.clause(ref) if ref is not None else None
+                if clause is None or _norm(clause) != _norm(raw["text"]):
+                    flags.append(flag("restated_other_side", claim=cid))
+                    origin = "assumed"
+            stored: dict[str, Any] = {"id": cid, "text": raw["text"], "origin": origin}
+            if ref is not None:
+                stored["ref"] = ref
+            backs = raw.get("backs")
+            if backs is not None:
+                target = self._claims.get(backs)
+                if target is None or target.seat != seat:
+                    raise PxpError(
+                        "envelope_rejected",
+                        f"claim {index} backs {backs!r}, not an earlier claim of seat {seat}",
+                        reason="backs_unknown",
+                    )
+                if target.origin != "assumed":
+                    raise PxpError(
+                        "envelope_rejected",
+                        f"claim {index} backs {backs}, which is not an assumed claim",
+                        reason="backs_not_assumed",
+                    )
+                stored["backs"] = backs
+                if origin != "sourced":
+                    flags.append(flag("backs_without_source", claim=cid))
+            claims.append(stored)
+        reviews: list[dict[str, Any]] = []
+        reviewed: set[str] = set()
+        for review in draft["reviews"]:
+            target = self._claims.get(review["claim_id"])
+            if target is None:
+                raise PxpError(
+                    "envelope_rejected",
+                    f"the review names claim {review['claim_id']}, which does not exist",
+                    reason="review_unknown_claim",
+                )
+            if target.seat != other:
+                raise PxpError(
+                    "envelope_rejected",
+                    f"the review names claim {review['claim_id']}, a claim of this seat",
+                    reason="review_own_claim",
+                )
+            reviews.append(dict(review))
+            reviewed.add(review["claim_id"])
+        for cid in self.unreviewed(seat):
+            if cid not in reviewed:
+                flags.append(flag("unreviewed_claim", claim=cid))
+                reviews.append({"claim_id": cid, "verdict": "challenge", "reason": "not reviewed"})
+        proposal = draft.get("proposal")
+        if proposal is not None:
+            resolved: list[str] = []
+            for dep in proposal.get("depends_on", []):
+                if dep.startswith("new"):
+                    dep = new_ids[int(dep[3:]) - 1]
+                elif dep not in self._claims:
+                    raise PxpError(
+                        "envelope_rejected",
+                        f"the proposal depends on claim {dep}, which does not exist",
+                        reason="depends_on_unknown",
+                    )
+                if dep not in resolved:
+                    resolved.append(dep)
+            proposal = {"terms": list(proposal["terms"])}
+            if "depends_on" in draft["proposal"]:
+                proposal["depends_on"] = resolved
+        status = draft["status"]
+        accepts: dict[str, Any] | None = None
+        if status == "agree":
+            status, accepts = self._check_agree(seat, draft, reviews, proposal, flags)
+        envelope: dict[str, Any] = {
+            "pxp": "0",
+            "room": self.id,
+            "seq": seq,
+            "from": {"seat": seat, "principal": record.name or "", "speaker": "proxy"},
+            "intent_hash": record.card_hash,
+            "message": draft["message"],
+            "claims": claims,
+            "reviews": reviews,
+        }
+        if proposal is not None:
+            envelope["proposal"] = proposal
+        envelope["status"] = status
+        if "escalation" in draft:
+            envelope["escalation"] = dict(draft["escalation"])
+        if accepts is not None:
+            envelope["accepts"] = accepts
+        if flags:
+            envelope["protocol_flags"] = list(flags)
+        return envelope, flags
+
+    def _check_agree(
+        self,
+        seat: str,
+        draft: dict[str, Any],
+        reviews: list[dict[str, Any]],
+        proposal: dict[str, Any] | None,
+        flags: list[str],
+    ) -> tuple[str, dict[str, Any] | None]:
+        before = len(flags)
+        other = other_seat(seat)
+        theirs = self._proposals.get(other)
+        if proposal is not None:
+            flags.append(flag("agree_with_counter_proposal"))
+        if any(r["verdict"] == "conflict" for r in reviews):
+            flags.append(flag("agree_with_conflict"))
+        if theirs is None:
+            flags.append(flag("agree_without_proposal"))
+        else:
+            named = draft.get("accepts", {}).get("proposal_hash")
+            if named is not None and named != theirs["proposal_hash"]:
+                flags.append(flag("agree_wrong_hash"))
+            disputing = {
+                r["claim_id"] for r in reviews if r["verdict"] in ("challenge", "conflict")
+            }
+            for dep in theirs.get("depends_on", []):
+                if dep in disputing or self.disputed(seat, dep):
+                    flags.append(flag("agree_disputed_dependency", claim=dep))
+            card = self._seats[seat].card
+            assert card is not None
+            never = {_norm(text): i for i, text in enumerate(card.must_never)}
+            for term in theirs["terms"]:
+                hit = never.get(_norm(term))
+                if hit is not None:
+                    flags.append(flag("agree_must_never", clause=f"must_never[{hit}]"))
+        if len(flags) > before or theirs is None:
+            return "continue", None
+        return "agree", {"seq": theirs["seq"], "proposal_hash": theirs["proposal_hash"]}
+
+    def _apply_envelope(self, envelope: dict[str, Any], *, ledger_n: int) -> str:
+        """Record a stored envelope's effects; return the send outcome. No ledger writes."""
+        seat = envelope["from"]["seat"]
+        other = other_seat(seat)
+        seq = envelope["seq"]
+        self._envelopes.append(envelope)
+        for claim in envelope["claims"]:
+            self._claims[claim["id"]] = ClaimRecord(
+                claim["id"], seat, seq, claim["text"], claim["origin"], claim.get("ref")
+            )
+            backs = claim.get("backs")
+            if backs is not None and claim["origin"] == "sourced":
+                target = self._claims.get(backs)
+                if target is not None and target.seat == seat and target.backed_by is None:
+                    self._claims[backs] = ClaimRecord(
+                        target.id,
+                        target.seat,
+                        target.seq,
+                        target.text,
+                        target.origin,
+                        target.ref,
+                        claim["id"],
+                    )
+        for review in envelope["reviews"]:
+            key = (seat, review["claim_id"])
+            self._reviews[key] = (review["verdict"], seq, review.get("reason"))
+            if review["verdict"] in ("challenge", "conflict"):
+                self._disputes[key] = seq
+        for text in envelope.get("protocol_flags", []):
+            self._flag_log.append({"seq": seq, "seat": seat, "flag": text})
+        proposal = envelope.get("proposal")
+        if proposal is not None:
+            self._proposals[seat] = {
+                "seq": seq,
+                "terms": list(proposal["terms"]),
+                "depends_on": list(proposal.get("depends_on", [])),
+                "proposal_hash": proposal_hash(proposal["terms"]),
+            }
+        self.turns += 1
+        status = envelope["status"]
+        if status == "escalate":
+            self._escalations.append(
+                Escalation(
+                    seat,
+                    seq,
+                    envelope["escalation"]["question"],
+                    envelope["escalation"].get("reason"),
+                )
+            )
+            return "escalate"
+        if status == "agree":
+            theirs = self._proposals.get(other)
+            accepted = envelope["accepts"]
+            self._agreement = {
+                "proposal_hash": accepted["proposal_hash"],
+                "proposed_by": other,
+                "accepted_by": seat,
+                "proposal_seq": accepted["seq"],
+                "accept_seq": seq,
+                "terms": list(theirs["terms"]) if theirs else [],
+                "depends_on": list(theirs["depends_on"]) if theirs else [],
+            }
+            self.turn = None
+            return "agree"
+        self.turn = other
+        if self.turns >= self.max_turns:
+            self.turn = None
+            return "turn_limit"
+        return "continue"
+
+    # ----------------------------------------------------------------- answer
+
+    def answer(self, seat: str, answer: str, *, now: datetime, via: str = "web") -> str:
+        """Record the principal's answer to ``seat``'s pending escalation; return the new hash.
+
+        The answer is sealed into the card as an amendment (``{question, answer, at}``),
+        the card is re-hashed, and ledger ``principal_answer {seat, speaker, via,
+        answer_hash, card_hash}`` is written. Later envelopes carry the new intent hash.
+        """
+        self._allowed("answer")
+        seat = _check_seat(seat)
+        if via not in VIAS:
+            raise PxpError("via_invalid", "via must be 'web' or 'mcp'")
+        pending = self._escalations[-1]
+        if pending.seat != seat:
+            raise PxpError(
+                "not_your_escalation",
+                f"the pending escalation is seat {pending.seat}'s, not seat {seat}'s",
+            )
+        if not isinstance(answer, str) or not answer.strip():
+            raise PxpError("answer_invalid", "the principal's answer must be a non-empty string")
+        at = format_time(now)
+        card = self._seats[seat].card
+        assert card is not None
+        amended = card.amend(pending.question, answer, at)
+        new_hash = amended.hash
+        self._do_answer(seat, amended, answer, via, at, len(self.ledger) + 1)
+        self.ledger.append(
+            "principal_answer",
+            at,
+            {
+                "seat": seat,
+                "speaker": "principal",
+                "via": via,
+                "answer_hash": sha256_hex(answer),
+                "card_hash": new_hash,
+            },
+        )
+        outcome = self._after_answer()
+        if outcome == "turn_limit":
+            self.ledger.append("turn_limit", at, {"turns": self.turns, "max_turns": self.max_turns})
+        self._move("answer", outcome)
+        return new_hash
+
+    def _do_answer(
+        self, seat: str, amended: IntentCard, answer: str, via: str, at: str, ledger_n: int
+    ) -> None:
+        record = self._seats[seat]
+        record.card = amended
+        record.card_hash = amended.hash
+        pending = self._escalations[-1]
+        self._escalations[-1] = Escalation(
+            pending.seat, pending.seq, pending.question, pending.reason, answer, via, at, ledger_n
+        )
+
+    def _after_answer(self) -> str:
+        if self.turns >= self.max_turns:
+            self.turn = None
+            return "turn_limit"
+        return "resumed"
+
+    # ----------------------------------------------------------------- queries
+
+    def unreviewed(self, seat: str) -> tuple[str, ...]:
+        """Claim ids of the other side that ``seat`` has not reviewed yet, oldest first."""
+        seat = _check_seat(seat)
+        other = other_seat(seat)
+        return tuple(
+            cid
+            for cid, rec in self._claims.items()
+            if rec.seat == other and (seat, cid) not in self._reviews
+        )
+
+    def disputed(self, seat: str, claim: str) -> bool:
+        """Whether ``seat`` challenged or flagged ``claim`` as a conflict and its principal
+        has not answered an escalation raised at or after that dispute."""
+        since = self._disputes.get((seat, claim))
+        if since is None:
+            return False
+        return not any(
+            e.seat == seat and e.seq >= since and e.answer is not None for e in self._escalations
+        )
+
+    @property
+    def envelopes(self) -> tuple[dict[str, Any], ...]:
+        """Every stored envelope, in ``seq`` order (copies)."""
+        return tuple(copy.deepcopy(e) for e in self._envelopes)
+
+    @property
+    def claims(self) -> dict[str, ClaimRecord]:
+        """Every claim made in the room, by id."""
+        return dict(self._claims)
+
+    @property
+    def escalations(self) -> tuple[Escalation, ...]:
+        """Every escalation, answered or pending, in order."""
+        return tuple(self._escalations)
+
+    @property
+    def pending(self) -> Escalation | None:
+        """The escalation the room is paused on, if any."""
+        if self.status == "paused":
+            return self._escalations[-1]
+        return None
+
+    @property
+    def agreement(self) -> dict[str, Any] | None:
+        """The agreement once reached: terms, hash, who proposed and accepted at which seq."""
+        return copy.deepcopy(self._agreement)
+
+    @property
+    def protocol_flags(self) -> tuple[dict[str, Any], ...]:
+        """Every flag recorded in the room: ``{seq, seat, flag}``."""
+        return tuple(dict(f) for f in self._flag_log)
+
+    @property
+    def head(self) -> str:
+        """The ledger head hash."""
+        return self.ledger.head
+
+    def reviews_of(self, claim: str) -> dict[str, tuple[str, int, str | None]]:
+        """The latest review of ``claim`` by each seat: ``{seat: (verdict, seq, reason)}``."""
+        return {s: v for (s, c), v in self._reviews.items() if c == claim}
+
+    def agents(self, seat: str) -> tuple[str, ...]:
+        """Every agent that sat in ``seat``, in order."""
+        return tuple(self._seats[_check_seat(seat)].agents)
+
+    def sealed_via(self, seat: str) -> str | None:
+        """How ``seat``'s card was sealed (``web`` or ``mcp``)."""
+        return self._seats[_check_seat(seat)].sealed_via
+
+    def first_card_hash(self, seat: str) -> str | None:
+        """The card hash of ``seat`` when it was sealed, before any amendment."""
+        return self._seats[_check_seat(seat)].first_card_hash
+
+    def view(self, seat: str) -> RoomView:
+        """Return what ``seat``'s proxy may see (never the other side's card body)."""
+        seat = _check_seat(seat)
+        other = other_seat(seat)
+        mine, theirs = self._seats[seat], self._seats[other]
+        proposal = self._proposals.get(other)
+        pending = self.pending
+        return RoomView(
+            room=self.id,
+            topic=self.topic,
+            seat=seat,
+            status=self.status,
+            turn=self.turn,
+            turns=self.turns,
+            max_turns=self.max_turns,
+            card=mine.card.to_json() if mine.card else None,
+            card_hash=mine.card_hash,
+            other={
+                "seat": other,
+                "name": theirs.name,
+                "card_hash": theirs.card_hash,
+                "sealed": theirs.card is not None,
+                "agent": theirs.agent,
+            },
+            envelopes=self.envelopes,
+            unreviewed=self.unreviewed(seat),
+            other_proposal=copy.deepcopy(proposal),
+            pending=(
+                {
+                    "seat": pending.seat,
+                    "seq": pending.seq,
+                    "question": pending.question,
+                    "reason": pending.reason,
+                }
+                if pending is not None and pending.seat == seat
+                else None
+            ),
+            ledger_head=self.head,
+        )
+
+    def brief(self) -> dict[str, Any]:
+        """Return the decision brief (JSON); allowed once the room is agreed or ended."""
+        self._allowed("brief")
+        from ._brief import build_brief
+
+        return build_brief(self)
+
+    # ----------------------------------------------------------------- export / import
+
+    def export(self) -> dict[str, Any]:
+        """Return the whole room as JSON, in the reference server's storage shape.
+
+        This holds both card bodies and the seat tokens: it is storage, not something to
+        show the other side (use :meth:`view` or :meth:`brief`).
+        """
+        seats: dict[str, Any] = {}
+        for seat in SEATS:
+            record = self._seats[seat]
+            seats[seat] = {
+                "token": record.token,
+                "name": record.name,
+                "card": record.card.to_json() if record.card else None,
+                "cardHash": record.card_hash,
+                "sealed": record.card is not None,
+                "draft": record.draft.to_json() if record.draft else None,
+                "agent": record.agent,
+                "mode": record.mode,
+                "sealedVia": record.sealed_via,
+            }
+        pending = self.pending
+        return {
+            "id": self.id,
+            "topic": self.topic,
+            "createdAt": self.created_at,
+            "status": self.status,
+            "seats": seats,
+            "envelopes": [copy.deepcopy(e) for e in self._envelopes],
+            "ledger": self.ledger.to_json(),
+            "turn": self.turn,
+            "turnCount": self.turns,
+            "maxTurns": self.max_turns,
+            "pending": (
+                {
+                    "seat": pending.seat,
+                    "seq": pending.seq,
+                    "question": pending.question,
+                    "reason": pending.reason,
+                }
+                if pending is not None
+                else None
+            ),
+        }
+
+    @classmethod
+    def from_export(cls, data: Any, *, head: str | None = None) -> Room:
+        """Rebuild a room from :meth:`export` output or a reference server room export.
+
+        The ledger is verified (against ``head`` when given) and replayed: every card,
+        envelope, question and answer body in the export must hash to what the ledger
+        recorded, or the import fails (``import_invalid``). Status, turn and pending
+        escalation are derived from the ledger, not trusted from the export.
+        """
+        from ._export import import_room
+
+        return import_room(cls, data, head=head)
+
+    def _verify_self(self) -> None:  # used by the import and the stores
+        verify_ledger(self.ledger.to_json())
+
+    def _ledger_entries(self) -> tuple[LedgerEntry, ...]:
+        return self.ledger.entries

@@ -1,0 +1,260 @@
+"""Room stores: in memory, and SQLite (rooms survive a restart; the ledger is append-only).
+
+A store is a small protocol of transactions (:class:`RoomStore`): ``create``, ``load``,
+``save`` (append the room's new ledger entries and replace its snapshot, refusing any
+history that does not extend what is stored), ``locate`` (seat link token to room and
+seat) and ``room_ids``. Nothing in it is SQLite-specific, so a shared database can serve
+the same interface.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Protocol
+
+from ._envelope import SEATS
+from ._errors import PxpError
+from ._room import Room
+
+__all__ = ["MemoryRoomStore", "RoomStore", "SqliteRoomStore"]
+
+
+class RoomStore(Protocol):
+    """Where rooms live between actions."""
+
+    def create(self, room: Room) -> None:
+        """Store a new room; ``store_conflict`` if the id is taken."""
+        ...
+
+    def load(self, room_id: str) -> Room:
+        """Return the stored room (ledger verified); ``room_unknown`` if there is none."""
+        ...
+
+    def save(self, room: Room) -> None:
+        """Append the room's new ledger entries and store its state, atomically.
+
+        Refused (``store_conflict``) when the stored ledger is not a prefix of the room's:
+        someone else saved in between, or the history was rewritten.
+        """
+        ...
+
+    def locate(self, token: str) -> tuple[str, str] | None:
+        """Return ``(room id, seat)`` for a seat link token, or ``None``."""
+        ...
+
+    def room_ids(self) -> list[str]:
+        """Every stored room id, sorted."""
+        ...
+
+
+def _snapshot(room: Room) -> tuple[str, list[dict[str, Any]]]:
+    export = room.export()
+    ledger = export.pop("ledger")
+    return json.dumps(export, sort_keys=True, ensure_ascii=False), ledger
+
+
+def _restore(snapshot: str, ledger: list[dict[str, Any]]) -> Room:
+    data = json.loads(snapshot)
+    data["ledger"] = ledger
+    return Room.from_export(data)
+
+
+def _check_extends(stored: list[str], room: Room, room_id: str) -> None:
+    entries = room.ledger.entries
+    if len(stored) > len(entries) or any(stored[i] != entries[i].hash for i in range(len(stored))):
+        raise PxpError(
+            "store_conflict",
+            f"room {room_id}'s ledger does not extend the stored ledger; reload and retry",
+        )
+
+
+class MemoryRoomStore:
+    """A :class:`RoomStore` in process memory (copies in and out, thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rooms: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+
+    def create(self, room: Room) -> None:
+        """Store a new room."""
+        with self._lock:
+            if room.id in self._rooms:
+                raise PxpError("store_conflict", f"a room with id {room.id} already exists")
+            self._rooms[room.id] = _snapshot(room)
+
+    def load(self, room_id: str) -> Room:
+        """Return a fresh copy of the stored room."""
+        with self._lock:
+            found = self._rooms.get(room_id)
+        if found is None:
+            raise PxpError("room_unknown", f"no room has id {room_id!r}")
+        return _restore(found[0], json.loads(json.dumps(found[1])))
+
+    def save(self, room: Room) -> None:
+        """Append new entries and replace the snapshot."""
+        snapshot, ledger = _snapshot(room)
+        with self._lock:
+            found = self._rooms.get(room.id)
+            if found is None:
+                raise PxpError("room_unknown", f"no room has id {room.id!r}")
+            _check_extends([e["hash"] for e in found[1]], room, room.id)
+            self._rooms[room.id] = (snapshot, found[1] + ledger[len(found[1]) :])
+
+    def locate(self, token: str) -> tuple[str, str] | None:
+        """Find the room and seat of a seat link token."""
+        with self._lock:
+            items = list(self._rooms.items())
+        for room_id, (snapshot, _) in items:
+            seats = json.loads(snapshot)["seats"]
+            for seat in SEATS:
+                if seats[seat]["token"] is not None and seats[seat]["token"] == token:
+                    return room_id, seat
+        return None
+
+    def room_ids(self) -> list[str]:
+        """Every stored room id."""
+        with self._lock:
+            return sorted(self._rooms)
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pxp_rooms (
+    id TEXT PRIMARY KEY,
+    snapshot TEXT NOT NULL,
+    head TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pxp_ledger (
+    room_id TEXT NOT NULL REFERENCES pxp_rooms(id),
+    n INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    prev TEXT NOT NULL,
+    entry TEXT NOT NULL,
+    PRIMARY KEY (room_id, n)
+);
+CREATE TABLE IF NOT EXISTS pxp_seat_tokens (
+    token TEXT PRIMARY KEY,
+    room_id TEXT NOT NULL REFERENCES pxp_rooms(id),
+    seat TEXT NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS pxp_ledger_no_update BEFORE UPDATE ON pxp_ledger
+BEGIN SELECT RAISE(ABORT, 'pxp ledger is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS pxp_ledger_no_delete BEFORE DELETE ON pxp_ledger
+BEGIN SELECT RAISE(ABORT, 'pxp ledger is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS pxp_ledger_chain BEFORE INSERT ON pxp_ledger
+WHEN NEW.n <> COALESCE((SELECT MAX(n) FROM pxp_ledger WHERE room_id = NEW.room_id), 0) + 1
+  OR NEW.prev <> COALESCE(
+       (SELECT hash FROM pxp_ledger WHERE room_id = NEW.room_id AND n = NEW.n - 1),
+       '0000000000000000000000000000000000000000000000000000000000000000')
+BEGIN SELECT RAISE(ABORT, 'pxp ledger entry does not extend the chain'); END;
+"""
+
+
+class SqliteRoomStore:
+    """A :class:`RoomStore` in an SQLite file.
+
+    Ledger rows can only be inserted, each extending the chain (triggers refuse UPDATE,
+    DELETE and out-of-chain inserts); every ``load`` re-verifies the whole ledger.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA foreign_keys = ON")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._db.close()
+
+    def _write(self, room: Room, *, new: bool) -> None:
+        snapshot, ledger = _snapshot(room)
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                row = self._db.execute(
+                    "SELECT head FROM pxp_rooms WHERE id = ?", (room.id,)
+                ).fetchone()
+                if new and row is not None:
+                    raise PxpError("store_conflict", f"a room with id {room.id} already exists")
+                if not new and row is None:
+                    raise PxpError("room_unknown", f"no room has id {room.id!r}")
+                stored = [
+                    h
+                    for (h,) in self._db.execute(
+                        "SELECT hash FROM pxp_ledger WHERE room_id = ? ORDER BY n", (room.id,)
+                    )
+                ]
+                _check_extends(stored, room, room.id)
+                if new:
+                    self._db.execute(
+                        "INSERT INTO pxp_rooms (id, snapshot, head) VALUES (?, ?, ?)",
+                        (room.id, snapshot, room.head),
+                    )
+                else:
+                    self._db.execute(
+                        "UPDATE pxp_rooms SET snapshot = ?, head = ? WHERE id = ?",
+                        (snapshot, room.head, room.id),
+                    )
+                self._db.executemany(
+                    "INSERT INTO pxp_ledger (room_id, n, hash, prev, entry) VALUES (?, ?, ?, ?, ?)",
+                    [
+                        (room.id, e["n"], e["hash"], e["prev"], json.dumps(e, ensure_ascii=False))
+                        for e in ledger[len(stored) :]
+                    ],
+                )
+                for seat in SEATS:
+                    token = room._seats[seat].token
+                    if token is not None:
+                        self._db.execute(
+                            "INSERT OR IGNORE INTO pxp_seat_tokens (token, room_id, seat) "
+                            "VALUES (?, ?, ?)",
+                            (token, room.id, seat),
+                        )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def create(self, room: Room) -> None:
+        """Store a new room."""
+        self._write(room, new=True)
+
+    def save(self, room: Room) -> None:
+        """Append new entries and replace the snapshot in one transaction."""
+        self._write(room, new=False)
+
+    def load(self, room_id: str) -> Room:
+        """Load and re-verify a stored room."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT snapshot, head FROM pxp_rooms WHERE id = ?", (room_id,)
+            ).fetchone()
+            if row is None:
+                raise PxpError("room_unknown", f"no room has id {room_id!r}")
+            entries = [
+                json.loads(text)
+                for (text,) in self._db.execute(
+                    "SELECT entry FROM pxp_ledger WHERE room_id = ? ORDER BY n", (room_id,)
+                )
+            ]
+        room = _restore(row[0], entries)
+        if room.head != row[1]:
+            raise PxpError("store_corrupt", f"room {room_id}'s ledger does not end at its head")
+        return room
+
+    def locate(self, token: str) -> tuple[str, str] | None:
+        """Find the room and seat of a seat link token."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT room_id, seat FROM pxp_seat_tokens WHERE token = ?", (token,)
+            ).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]))
+
+    def room_ids(self) -> list[str]:
+        """Every stored room id."""
+        with self._lock:
+            return [str(i) for (i,) in self._db.execute("SELECT id FROM pxp_rooms ORDER BY id")]
