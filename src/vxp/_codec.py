@@ -5,6 +5,7 @@ from __future__ import annotations
 import binascii
 import hashlib
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -87,12 +88,23 @@ def _no_constant(name: str) -> Any:
     raise _ConstantError(name)
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+def _finite_float(text: str) -> float:
+    # 1e400 would silently become inf: JSON (and JCS) numbers are finite doubles
+    value = float(text)
+    if not math.isfinite(value):
+        raise _ConstantError(text)
+    return value
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_float=_finite_float
+)
 _SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def parse_json(data: bytes, where: str, *, code: str = "malformed_json") -> Any:
-    """Parse UTF-8 JSON strictly: no duplicate member names, no NaN/Infinity, no BOM."""
+    """Parse UTF-8 JSON strictly: no duplicate member names, no NaN/Infinity (nor a number
+    too large for a double, such as ``1e400``), no BOM."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -112,7 +124,9 @@ def parse_json(data: bytes, where: str, *, code: str = "malformed_json") -> Any:
     except _DuplicateKeyError as exc:
         raise VxpError(code, f"{where} repeats the member name {exc.key!r}") from exc
     except _ConstantError as exc:
-        raise VxpError(code, f"{where} uses NaN or Infinity, which JSON does not have") from exc
+        raise VxpError(
+            code, f"{where} uses NaN, Infinity or a number beyond the range of a double"
+        ) from exc
     except (ValueError, RecursionError) as exc:
         raise VxpError(code, f"{where} is not valid JSON") from exc
 

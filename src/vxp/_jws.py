@@ -45,6 +45,8 @@ def sign_compact(
 
 def parse_compact(token: str, where: str) -> ParsedJws:
     """Split and decode a compact JWS strictly; raise ``malformed_jwt`` naming ``where``."""
+    if not isinstance(token, str):
+        raise VxpError("malformed_jwt", f"the {where} is not a string")
     parts = token.split(".")
     if len(parts) != 3:
         raise VxpError("malformed_jwt", f"the {where} does not have exactly three JWS segments")
@@ -82,7 +84,12 @@ def check_algorithms(algorithms: object) -> frozenset[str]:
     """Validate a verifier's allow-list: a non-empty collection of implemented algorithms."""
     if isinstance(algorithms, str) or not hasattr(algorithms, "__iter__"):
         raise VxpError("algorithms_invalid", "algorithms is a list of JWS algorithm names")
-    algs = frozenset(algorithms)
+    try:
+        algs = frozenset(algorithms)
+    except TypeError as exc:
+        raise VxpError("algorithms_invalid", "algorithms is a list of JWS algorithm names") from exc
+    if not all(isinstance(a, str) for a in algs):
+        raise VxpError("algorithms_invalid", "algorithms is a list of JWS algorithm names")
     if not algs:
         raise VxpError("algorithms_invalid", "the algorithm allow-list is empty")
     if "none" in algs:
