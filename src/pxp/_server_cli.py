@@ -1,0 +1,87 @@
+"""``pxp serve``: configure and run the MCP room server from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from ._errors import PxpError
+
+if TYPE_CHECKING:
+    from ._mcp_server import ServerConfig
+
+__all__ = ["run_serve", "server_config"]
+
+_LOCAL = {"127.0.0.1", "localhost", "::1"}
+
+
+def _keys(args: argparse.Namespace) -> tuple[str, ...]:
+    keys: list[str] = []
+    if args.agent_keys_file is not None:
+        try:
+            text = args.agent_keys_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise PxpError(
+                "file_unreadable", f"cannot read {args.agent_keys_file}: {exc.strerror}"
+            ) from None
+        keys.extend(line.strip() for line in text.splitlines() if line.strip())
+        if not keys:
+            raise PxpError("config_invalid", f"{args.agent_keys_file} holds no agent key")
+    env = os.environ.get("PXP_AGENT_KEYS", "")
+    keys.extend(k.strip() for k in env.split(",") if k.strip())
+    return tuple(keys)
+
+
+def server_config(args: argparse.Namespace) -> ServerConfig:
+    """Return the :class:`~pxp.server.ServerConfig` the ``serve`` arguments describe."""
+    from ._mcp_server import ServerConfig
+
+    host = args.host
+    shown = f"[{host}]" if ":" in host else host
+    public = args.public_url or f"http://{shown}:{args.port}"
+    hosts = list(args.allowed_host)
+    origins = list(args.allowed_origin)
+    if not hosts:
+        hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+        if host not in _LOCAL:
+            hosts.append(f"{shown}:{args.port}")
+        if args.public_url:
+            # Behind a reverse proxy the Host header is the public name, not the bind address.
+            netloc = urlsplit(args.public_url).netloc
+            if netloc and netloc not in hosts:
+                hosts.append(netloc)
+    if not origins:
+        origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+        if args.public_url:
+            origins.append(args.public_url.rstrip("/"))
+    return ServerConfig(
+        public_url=public.rstrip("/"),
+        allowed_hosts=tuple(hosts),
+        allowed_origins=tuple(origins),
+        agent_keys=_keys(args),
+    )
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Run ``pxp serve`` until interrupted; return the exit status."""
+    try:
+        from .server import serve, sqlite_service
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise PxpError(
+            "extra_missing",
+            f"pxp serve needs the extras principal-protocols[mcp,http] ({exc.name} is missing)",
+        ) from None
+    config = server_config(args)
+    service = sqlite_service(
+        args.db, max_turns=args.max_turns, confirm_on_web=args.confirm_cards_on_web
+    )
+    sign_in = "on" if config.agent_keys else "off"
+    print(
+        f"pxp: MCP endpoint {config.public_url}/mcp (rooms in {args.db}; sign-in {sign_in})",
+        file=sys.stderr,
+    )
+    serve(service, config, host=args.host, port=args.port)
+    return 0

@@ -1,0 +1,284 @@
+"""Seat links and principal links of the PXP room server: minting, parsing and checking.
+
+A room has two seats, ``A`` and ``B``. Each seat has two secrets:
+
+* the **seat link**, the credential a proxy (an MCP client) passes to every tool;
+* the **principal link**, which opens the principal's web page and is the only way to answer
+  an escalation as ``via: "web"``.
+
+Each secret carries 256 random bits. Only its SHA-256 digest is stored, so a copy of the
+database opens no seat. A presented token is hashed and compared with every stored digest
+of its room with :func:`hmac.compare_digest` (all of them, whichever matches), so neither the
+comparison time nor the order of the checks says which seat or kind was close.
+
+Links are never logged and never shown to the other seat: nothing in this module logs, and
+the server returns a seat's links only to the caller that minted them. Seat B's principal
+link is minted late (:func:`mint_token`, :meth:`LinkStore.add_link`), at the first join on
+B's seat link, because everything ``create_room`` returns reaches seat A's side.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+from ._errors import PxpError
+
+__all__ = [
+    "UNKNOWN_LINK",
+    "LinkKind",
+    "LinkStore",
+    "MemoryLinkStore",
+    "MintedLinks",
+    "SeatGrant",
+    "SqliteLinkStore",
+    "check_link",
+    "mint_links",
+    "mint_token",
+    "parse_link",
+    "token_digest",
+]
+
+LinkKind = Literal["seat", "principal"]
+"""``"seat"`` for the proxy's MCP credential, ``"principal"`` for the web page."""
+
+_SEATS = ("A", "B")
+_KINDS: tuple[LinkKind, ...] = ("seat", "principal")
+_PATH = {"seat": "s", "principal": "p"}
+_TOKEN_BYTES = 32
+# room id (16 lowercase hex) then a separator then the token (43 base64url characters).
+_REF = re.compile(r"(?:^|/)(?P<room>[0-9a-f]{16})[./](?P<token>[A-Za-z0-9_-]{43})$")
+UNKNOWN_LINK = "This link does not open a seat in any room on this server."
+
+
+def _b64url(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("ascii")).hexdigest()
+
+
+def token_digest(token: str) -> str:
+    """Return the SHA-256 digest (hex) of a link secret: all a :class:`LinkStore` keeps."""
+    return _digest(token)
+
+
+def mint_token(random_bytes: Callable[[int], bytes]) -> str:
+    """Return one fresh link secret of 256 random bits (base64url, 43 characters)."""
+    raw = random_bytes(_TOKEN_BYTES)
+    if len(raw) != _TOKEN_BYTES:
+        raise PxpError("random_invalid", "the random source returned the wrong number of bytes")
+    return _b64url(raw)
+
+
+@dataclass(frozen=True)
+class SeatGrant:
+    """What a valid link opens: the room, the seat and the kind of link presented."""
+
+    room_id: str
+    seat: str
+    kind: LinkKind
+
+
+@dataclass(frozen=True)
+class MintedLinks:
+    """The fresh secrets of one room, returned once at creation and never stored in clear.
+
+    ``tokens[(seat, kind)]`` is the secret; :meth:`link` turns it into the link handed out.
+    """
+
+    room_id: str
+    tokens: dict[tuple[str, LinkKind], str]
+
+    def link(self, base_url: str, seat: str, kind: LinkKind) -> str:
+        """Return the link of ``seat`` and ``kind`` under ``base_url`` (no trailing slash)."""
+        token = self.tokens[(seat, kind)]
+        return f"{base_url}/{_PATH[kind]}/{self.room_id}/{token}"
+
+    def digests(self) -> dict[tuple[str, LinkKind], str]:
+        """Return the SHA-256 digest of every secret, which is all a store keeps."""
+        return {key: _digest(token) for key, token in self.tokens.items()}
+
+
+def mint_links(random_bytes: Callable[[int], bytes]) -> MintedLinks:
+    """Mint a room id (64 random bits) and four secrets of 256 random bits each.
+
+    ``random_bytes(n)`` must return ``n`` bytes from a cryptographically secure source
+    (``secrets.token_bytes`` in production; a seeded source only in tests).
+    """
+    room_raw = random_bytes(8)
+    if len(room_raw) != 8:
+        raise PxpError("random_invalid", "the random source returned the wrong number of bytes")
+    tokens: dict[tuple[str, LinkKind], str] = {}
+    for seat in _SEATS:
+        for kind in _KINDS:
+            raw = random_bytes(_TOKEN_BYTES)
+            if len(raw) != _TOKEN_BYTES:
+                raise PxpError(
+                    "random_invalid", "the random source returned the wrong number of bytes"
+                )
+            tokens[(seat, kind)] = _b64url(raw)
+    if len(set(tokens.values())) != len(tokens):
+        raise PxpError("random_invalid", "the random source repeated itself")
+    return MintedLinks(room_raw.hex(), tokens)
+
+
+def parse_link(link: object) -> tuple[str, str]:
+    """Return ``(room_id, token)`` from a link, or raise ``PxpError('link_unknown')``.
+
+    Accepts the full link (``.../s/<room>/<token>`` or ``.../p/<room>/<token>``) or the bare
+    ``<room>.<token>``. The kind is not taken from the path: the stored digests decide it.
+    """
+    if not isinstance(link, str) or len(link) > 2048:
+        raise PxpError("link_unknown", UNKNOWN_LINK)
+    match = _REF.search(link.strip())
+    if match is None:
+        raise PxpError("link_unknown", UNKNOWN_LINK)
+    return match.group("room"), match.group("token")
+
+
+class LinkStore(Protocol):
+    """Where the digests of a room's links live: written once per room, then only read."""
+
+    def add_room(self, room_id: str, digests: dict[tuple[str, LinkKind], str]) -> None:
+        """Record the four digests of a new room; a room id seen before is refused."""
+
+    def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:
+        """Return the stored digests of ``room_id`` (empty when the room is unknown)."""
+
+    def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
+        """Record one more digest of a known room unless that seat and kind has one.
+
+        Returns whether it was recorded (``False``: the room is unknown or the link was
+        minted before), atomically, so of two concurrent calls at most one wins.
+        """
+
+
+class MemoryLinkStore:
+    """A :class:`LinkStore` in process memory (lost at exit; for tests and embedding)."""
+
+    def __init__(self) -> None:
+        self._rooms: dict[str, dict[tuple[str, LinkKind], str]] = {}
+        self._lock = threading.Lock()
+
+    def add_room(self, room_id: str, digests: dict[tuple[str, LinkKind], str]) -> None:
+        """Record the digests of a new room."""
+        with self._lock:
+            if room_id in self._rooms:
+                raise PxpError("room_exists", f"room {room_id} already has links")
+            self._rooms[room_id] = dict(digests)
+
+    def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:
+        """Return the digests of ``room_id``."""
+        with self._lock:
+            return dict(self._rooms.get(room_id, {}))
+
+    def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
+        """Record the digest of one late-minted link (at most once per seat and kind)."""
+        with self._lock:
+            room = self._rooms.get(room_id)
+            if room is None or (seat, kind) in room:
+                return False
+            room[(seat, kind)] = digest
+            return True
+
+
+class SqliteLinkStore:
+    """A :class:`LinkStore` in an SQLite file (table ``pxp_server_links``); survives restarts."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = str(path)
+        self._lock = threading.Lock()
+        with self._connect() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS pxp_server_links ("
+                " room_id TEXT NOT NULL, seat TEXT NOT NULL, kind TEXT NOT NULL,"
+                " digest TEXT NOT NULL, PRIMARY KEY (room_id, seat, kind))"
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self._path, timeout=10.0, isolation_level=None)
+
+    def add_room(self, room_id: str, digests: dict[tuple[str, LinkKind], str]) -> None:
+        """Record the digests of a new room in one transaction."""
+        with self._lock:
+            db = self._connect()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                seen = db.execute(
+                    "SELECT 1 FROM pxp_server_links WHERE room_id = ?", (room_id,)
+                ).fetchone()
+                if seen is not None:
+                    db.execute("ROLLBACK")
+                    raise PxpError("room_exists", f"room {room_id} already has links")
+                db.executemany(
+                    "INSERT INTO pxp_server_links (room_id, seat, kind, digest) VALUES (?,?,?,?)",
+                    [(room_id, seat, kind, d) for (seat, kind), d in sorted(digests.items())],
+                )
+                db.execute("COMMIT")
+            finally:
+                db.close()
+
+    def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
+        """Record the digest of one late-minted link (at most once per seat and kind)."""
+        with self._lock:
+            db = self._connect()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                known = db.execute(
+                    "SELECT 1 FROM pxp_server_links WHERE room_id = ?", (room_id,)
+                ).fetchone()
+                added = 0
+                if known is not None:
+                    added = db.execute(
+                        "INSERT OR IGNORE INTO pxp_server_links (room_id, seat, kind, digest)"
+                        " VALUES (?,?,?,?)",
+                        (room_id, seat, kind, digest),
+                    ).rowcount
+                db.execute("COMMIT")
+            finally:
+                db.close()
+        return added == 1
+
+    def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:
+        """Return the digests of ``room_id``."""
+        with self._lock:
+            db = self._connect()
+            try:
+                rows = db.execute(
+                    "SELECT seat, kind, digest FROM pxp_server_links WHERE room_id = ?",
+                    (room_id,),
+                ).fetchall()
+            finally:
+                db.close()
+        out: dict[tuple[str, LinkKind], str] = {}
+        for seat, kind, digest in rows:
+            if seat in _SEATS and kind in _KINDS:
+                out[(str(seat), "seat" if kind == "seat" else "principal")] = str(digest)
+        return out
+
+
+def check_link(store: LinkStore, link: object, kind: LinkKind) -> SeatGrant:
+    """Return the seat ``link`` opens if it is a valid link of ``kind``; else refuse.
+
+    Every stored digest of the room is compared in constant time, whichever matches. A
+    valid link of the other kind is refused with the same sentence as an unknown one.
+    """
+    room_id, token = parse_link(link)
+    presented = _digest(token)
+    found: tuple[str, LinkKind] | None = None
+    for key, stored in sorted(store.room_digests(room_id).items()):
+        if hmac.compare_digest(presented, stored):
+            found = key
+    if found is None or found[1] != kind:
+        raise PxpError("link_unknown", UNKNOWN_LINK)
+    return SeatGrant(room_id, found[0], kind)

@@ -1,0 +1,388 @@
+"""The room service behind the PXP MCP server: rooms from the engine, links, seat views.
+
+:class:`RoomService` is the only place the server touches the room engine. Each call loads
+the room from the room store, applies one engine action for one seat, and saves it, so
+state lives in the store and nowhere else (the server is stateless between requests).
+Within one process the calls are serialised by a lock; across processes the store's own
+transactions decide.
+
+A seat's view never carries the other seat's card body, links, or pending question.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import threading
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from ._brief import brief_markdown
+from ._errors import PxpError
+from ._ledger import verify_ledger
+from ._proxy import Proxy
+from ._room import Room, other_seat
+from ._server_links import (
+    UNKNOWN_LINK,
+    LinkKind,
+    LinkStore,
+    MemoryLinkStore,
+    MintedLinks,
+    SeatGrant,
+    check_link,
+    mint_links,
+    mint_token,
+    token_digest,
+)
+from ._store import MemoryRoomStore, RoomStore
+
+__all__ = ["MAX_AGENTS_PER_SEAT", "RoomService", "utc_now"]
+
+_T = TypeVar("_T")
+_log = logging.getLogger("pxp.server")
+_MAX_TEXT = 4000
+# Each new agent name in a seat appends a ledger entry, and every request re-reads and
+# re-verifies the whole ledger, so a seat may change agents only this often.
+MAX_AGENTS_PER_SEAT = 16
+
+
+def utc_now() -> datetime:
+    """Return the current time (aware, UTC): the default clock of the server."""
+    return datetime.now(UTC)
+
+
+def _text(value: object, what: str, *, limit: int = _MAX_TEXT) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise PxpError("argument_invalid", f"{what} must be a non-empty string")
+    if len(value) > limit:
+        raise PxpError("argument_invalid", f"{what} is longer than {limit} characters")
+    return value.strip()
+
+
+def _private(brief: dict[str, Any], other: str) -> dict[str, Any]:
+    """Return the brief with the text of the other seat's card clauses withheld.
+
+    The engine's brief quotes, for each agreed term, the clauses of both cards it matches.
+    A card body is private to its principal (seed §1), and a term can be made to match
+    much of a card (a term that is only punctuation matches every clause), so a seat
+    sees the other side's clause references and kinds, never their text.
+    """
+    withheld = f"(private to seat {other})"
+    rows = []
+    for row in brief.get("authority") or []:
+        row = dict(row)
+        row[other] = [{**ref, "text": withheld} for ref in row.get(other) or []]
+        rows.append(row)
+    return {**brief, "authority": rows}
+
+
+class RoomService:
+    """Rooms, seats and links for the server; every method acts for one checked seat.
+
+    ``rooms`` is a room store of :mod:`pxp` (in-memory or SQLite), ``links`` a
+    :class:`~pxp._server_links.LinkStore`. ``clock()`` returns the ledger timestamp,
+    ``random_bytes(n)`` the randomness for room ids and links. ``builtin`` makes
+    ``counterpart_proxy: "builtin"`` possible: called with ``(topic, counterpart)`` it returns
+    ``(card, proxy)``, the card sealed for seat B and the :class:`~pxp.Proxy` that plays it.
+    ``max_item_bytes`` caps one card or envelope draft (compact JSON, UTF-8).
+    """
+
+    def __init__(
+        self,
+        rooms: RoomStore | None = None,
+        links: LinkStore | None = None,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        random_bytes: Callable[[int], bytes] = secrets.token_bytes,
+        builtin: Callable[[str, str], tuple[Mapping[str, Any], Proxy]] | None = None,
+        max_turns: int = 10,
+        confirm_on_web: bool = False,
+        max_item_bytes: int = 32 * 1024,
+    ) -> None:
+        self._rooms: RoomStore = rooms if rooms is not None else MemoryRoomStore()
+        self._links: LinkStore = links if links is not None else MemoryLinkStore()
+        self._confirm_on_web = confirm_on_web
+        # Built-in counterpart proxies of this process, by room id (see create_room).
+        self._proxies: dict[str, Proxy] = {}
+        self._clock = clock
+        self._random = random_bytes
+        self._builtin = builtin
+        self._max_turns = max_turns
+        self._max_item = max_item_bytes
+        self._lock = threading.RLock()
+
+    def grant(self, link: object, kind: LinkKind) -> SeatGrant:
+        """Return the seat ``link`` opens as a link of ``kind``, or refuse (one fixed sentence)."""
+        return check_link(self._links, link, kind)
+
+    # ------------------------------------------------------------------ storage
+
+    def _load(self, room_id: str) -> Room:
+        try:
+            return self._rooms.load(room_id)
+        except PxpError as exc:
+            if exc.code == "room_unknown":
+                raise PxpError("link_unknown", UNKNOWN_LINK) from None
+            raise
+
+    def _act(self, room_id: str, action: Callable[[Room], _T]) -> tuple[Room, _T]:
+        """Load, apply ``action``, save; a refused action saves nothing."""
+        with self._lock:
+            room = self._load(room_id)
+            out = action(room)
+            self._rooms.save(room)
+            return room, out
+
+    # ------------------------------------------------------------------ actions
+
+    def create_room(
+        self, *, topic: str, your_principal: str, counterpart: str, counterpart_proxy: str
+    ) -> MintedLinks:
+        """Open a room with seat A for ``your_principal`` and B for ``counterpart``.
+
+        With ``counterpart_proxy="builtin"`` the server's built-in counterpart takes seat B
+        and seals its card at once. Returns the fresh links (the only time they exist in
+        clear).
+        """
+        topic = _text(topic, "topic", limit=500)
+        names = {
+            "A": _text(your_principal, "your_principal", limit=200),
+            "B": _text(counterpart, "counterpart", limit=200),
+        }
+        if counterpart_proxy not in ("external", "builtin"):
+            raise PxpError("argument_invalid", "counterpart_proxy must be 'external' or 'builtin'")
+        builtin = None
+        if counterpart_proxy == "builtin":
+            if self._builtin is None:
+                raise PxpError(
+                    "builtin_unavailable",
+                    "this server has no built-in counterpart proxy; use counterpart_proxy "
+                    "'external' and send the counterpart link to the other side",
+                )
+            builtin = self._builtin(topic, names["B"])
+        minted = mint_links(self._random)
+        # Seat B's principal link is not minted here: whatever create_room returns reaches
+        # seat A's side, and B's principal page would let A's side seal B's card or answer
+        # B's escalations as B's principal. B's link is minted when B's agent first joins.
+        made = MintedLinks(
+            minted.room_id, {k: v for k, v in minted.tokens.items() if k != ("B", "principal")}
+        )
+        now = self._clock()
+        room = Room.open(made.room_id, topic=topic, now=now, max_turns=self._max_turns, names=names)
+        if builtin is not None:
+            card, proxy = builtin
+            agent = str(getattr(proxy, "name", "") or f"built-in {type(proxy).__name__}")
+            room.join("B", agent=agent, now=now, mode="builtin")
+            room.seal("B", card, now=now, via="mcp")
+        with self._lock:
+            self._rooms.create(room)
+            self._links.add_room(made.room_id, made.digests())
+            if builtin is not None:
+                self._proxies[made.room_id] = builtin[1]
+        return made
+
+    def join(self, seat: SeatGrant, agent_name: str) -> dict[str, Any]:
+        """Record which agent sits in the seat (ledger ``agent_joined``); return the view."""
+        agent = _text(agent_name, "agent_name", limit=200)
+        now = self._clock()
+
+        def act(room: Room) -> bool:
+            if (
+                room.agent(seat.seat) != agent
+                and len(room.agents(seat.seat)) >= MAX_AGENTS_PER_SEAT
+            ):
+                raise PxpError(
+                    "agent_limit",
+                    f"seat {seat.seat} has already had {MAX_AGENTS_PER_SEAT} agents; keep the "
+                    "agent name you joined with",
+                )
+            return room.join(seat.seat, agent=agent, now=now)
+
+        room, _ = self._act(seat.room_id, act)
+        return self._view(room, seat.seat)
+
+    def mint_principal_token(self, seat: SeatGrant) -> str | None:
+        """Mint the seat's principal-link secret if it has none yet; return it, else ``None``.
+
+        Called when a seat's agent joins, so seat B's principal link reaches B's side (in
+        content addressed to B's human), never seat A's. It exists in clear only in this
+        one answer; later calls return ``None``.
+        """
+        with self._lock:
+            if (seat.seat, "principal") in self._links.room_digests(seat.room_id):
+                return None
+            token = mint_token(self._random)
+            if self._links.add_link(seat.room_id, seat.seat, "principal", token_digest(token)):
+                return token
+        return None
+
+    def seal(self, seat: SeatGrant, card: Any, via: str) -> dict[str, Any]:
+        """Seal the seat's intent card (``via`` ``"mcp"`` or ``"web"``); return the view.
+
+        With ``confirm_on_web`` set, a card sent over MCP is stored as a draft that the
+        principal confirms on the web page; a card posted on the page seals at once.
+        """
+        if not isinstance(card, Mapping):
+            raise PxpError("card_invalid", "the card must be a JSON object")
+        self._check_size(card, "the card")
+        body = dict(card)
+        if body.get("amendments"):
+            # Amendments are sealed only from a principal's answer to an escalation; a card
+            # arriving with its own would let a proxy invent what its principal said.
+            raise PxpError(
+                "card_invalid",
+                "a card to seal may not carry amendments; they come only from a principal's "
+                "answer to an escalation",
+            )
+        body.setdefault("pxp", "0")
+        for key in ("may_agree_to", "must_never", "escalate_when", "known_facts"):
+            body.setdefault(key, [])
+        now = self._clock()
+
+        def act(room: Room) -> object:
+            if via == "mcp" and self._confirm_on_web:
+                return room.draft_card(seat.seat, body)
+            return room.seal(seat.seat, body, now=now, via=via)
+
+        self._act(seat.room_id, act)
+        self._run_builtin(seat.room_id)
+        return self._view(self._load(seat.room_id), seat.seat)
+
+    def view(self, seat: SeatGrant) -> dict[str, Any]:
+        """Return the room as ``seat`` sees it (see :meth:`Room.view`) plus wait hints."""
+        with self._lock:
+            return self._view(self._load(seat.room_id), seat.seat)
+
+    def send(self, seat: SeatGrant, draft: Mapping[str, Any]) -> dict[str, Any]:
+        """Send one envelope draft for the seat; return the stored envelope, flags and view."""
+        now = self._clock()
+        self._check_size(draft, "the envelope")
+        _, result = self._act(seat.room_id, lambda r: r.send(seat.seat, draft, now=now))
+        self._run_builtin(seat.room_id)
+        return {
+            "envelope": result.envelope,
+            "envelope_hash": result.envelope_hash,
+            "protocol_flags": list(result.flags),
+            "room": self._view(self._load(seat.room_id), seat.seat),
+        }
+
+    def answer(self, seat: SeatGrant, answer: str, via: str) -> dict[str, Any]:
+        """Seal the principal's answer to the seat's pending escalation; return the view."""
+        text = _text(answer, "answer")
+        now = self._clock()
+        self._act(seat.room_id, lambda r: r.answer(seat.seat, text, now=now, via=via))
+        self._run_builtin(seat.room_id)
+        return self._view(self._load(seat.room_id), seat.seat)
+
+    def brief_data(self, seat: SeatGrant) -> dict[str, Any]:
+        """Return the brief (JSON and Markdown), the ledger and its head.
+
+        Refused (``invalid_transition``) while the room is still negotiating.
+        """
+        with self._lock:
+            room = self._load(seat.room_id)
+        brief = _private(room.brief(), other_seat(seat.seat))
+        ledger = room.ledger.to_json()
+        return {
+            "room_id": room.id,
+            "brief": brief,
+            "markdown": brief_markdown(brief),
+            "ledger": ledger,
+            "ledger_head": verify_ledger(ledger),
+        }
+
+    def brief_if_ended(self, seat: SeatGrant) -> dict[str, Any] | None:
+        """Return :meth:`brief_data` once the room has ended, else ``None``."""
+        with self._lock:
+            room = self._load(seat.room_id)
+        if room.status not in ("agreed", "ended"):
+            return None
+        return self.brief_data(seat)
+
+    def export(self, room_id: str) -> dict[str, Any]:
+        """Return the stored room export (both cards: for the operator, never a seat)."""
+        with self._lock:
+            return self._load(room_id).export()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _check_size(self, value: object, what: str) -> None:
+        """Refuse a card or envelope larger than ``max_item_bytes`` as compact JSON.
+
+        Every request re-reads and re-verifies the whole room, so one oversized item would
+        slow every later call in the room, and every waiting ``wait_for_turn``.
+        """
+        try:
+            size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+        except (TypeError, ValueError, RecursionError):
+            raise PxpError("argument_invalid", f"{what} is not plain JSON") from None
+        if size > self._max_item:
+            raise PxpError(
+                "argument_invalid", f"{what} is larger than {self._max_item} bytes as JSON"
+            )
+
+    def _view(self, room: Room, seat: str) -> dict[str, Any]:
+        view = room.view(seat)
+        data = view.to_json()
+        mine = room.export()["seats"][seat]
+        pending = room.pending
+        data["your_turn"] = view.my_turn
+        data["your_card_sealed"] = view.card is not None
+        data["your_draft"] = mine.get("draft")
+        data["agent"] = room.agent(seat)
+        if room.status in ("agreed", "ended"):
+            data["waiting_on"] = None
+            data["next"] = "The room has ended: call get_brief."
+        elif view.my_turn:
+            data["waiting_on"] = None
+            data["next"] = "Your turn: review every claim in 'unreviewed', then send_envelope."
+        elif pending is not None and pending.seat == seat:
+            data["waiting_on"] = "your principal"
+            data["next"] = (
+                "Paused on your escalation: your principal answers on their web page, or you "
+                "relay their answer with answer_escalation."
+            )
+        elif pending is not None:
+            data["waiting_on"] = "the other principal"
+            data["next"] = "Paused on the other side's escalation: wait_for_turn."
+        elif room.status == "open":
+            data["waiting_on"] = "cards" if view.card is not None else "your card"
+            data["next"] = (
+                "Waiting for the other side to seal its card: wait_for_turn."
+                if view.card is not None
+                else "Seal your principal's intent card with seal_intent_card."
+            )
+        else:
+            data["waiting_on"] = "the other proxy"
+            data["next"] = "The other proxy's turn: wait_for_turn."
+        return data
+
+    def _run_builtin(self, room_id: str) -> None:
+        """Let a built-in counterpart (seat B) move while it is its turn.
+
+        Its drafts go through :meth:`Room.send`, the same enforcement as an external proxy's.
+        A draft the room refuses, or a proxy with nothing left to say, leaves the turn with
+        seat B (the view says whose move it is). Built-in proxies live in this process: after
+        a restart a built-in seat waits until the operator seats it again.
+        """
+        proxy = self._proxies.get(room_id)
+        if proxy is None:
+            return
+        for _ in range(self._max_turns + 1):
+            with self._lock:
+                room = self._load(room_id)
+                view = room.view("B")
+                if not view.my_turn:
+                    return
+                try:
+                    room.send("B", proxy.next_envelope(view), now=self._clock())
+                except PxpError:
+                    return
+                except Exception as exc:
+                    # A plugged-in proxy that crashes must not turn the caller's own action,
+                    # already saved, into a failed tool call. Only the type is logged.
+                    _log.warning("built-in proxy failed: %s", type(exc).__name__)
+                    return
+                self._rooms.save(room)

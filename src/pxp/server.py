@@ -1,0 +1,78 @@
+"""PXP over MCP: the room server any MCP-capable agent can sit in (seed §8).
+
+Needs the optional extras ``principal-protocols[mcp,http]`` (the official MCP Python SDK and
+uvicorn), which is why it is a submodule of its own: ``import pxp`` stays light.
+
+Embed the ASGI app::
+
+    from pxp.server import RoomService, ServerConfig, create_app, sqlite_service
+
+    service = sqlite_service("rooms.sqlite")
+    app = create_app(service, ServerConfig(public_url="http://127.0.0.1:8765"))
+
+or run ``pxp serve --db rooms.sqlite`` (see ``docs/guide/pxp-mcp.md``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._mcp_server import SIGN_IN_REFUSAL, ServerConfig, create_app, create_mcp_server
+from ._server_links import (
+    UNKNOWN_LINK,
+    LinkStore,
+    MemoryLinkStore,
+    SeatGrant,
+    SqliteLinkStore,
+)
+from ._server_rooms import RoomService
+from ._server_tools import TOOL_SPECS, ToolSpec
+from ._store import SqliteRoomStore
+
+__all__ = [
+    "SIGN_IN_REFUSAL",
+    "TOOL_SPECS",
+    "UNKNOWN_LINK",
+    "LinkStore",
+    "MemoryLinkStore",
+    "RoomService",
+    "SeatGrant",
+    "ServerConfig",
+    "SqliteLinkStore",
+    "ToolSpec",
+    "create_app",
+    "create_mcp_server",
+    "serve",
+    "sqlite_service",
+]
+
+
+def sqlite_service(
+    path: str | Path, *, max_turns: int = 10, confirm_on_web: bool = False
+) -> RoomService:
+    """Return a :class:`RoomService` whose rooms and link digests live in one SQLite file.
+
+    Rooms, seats and ledgers survive a restart; only link digests are stored.
+    """
+    return RoomService(
+        SqliteRoomStore(path),
+        SqliteLinkStore(path),
+        max_turns=max_turns,
+        confirm_on_web=confirm_on_web,
+    )
+
+
+def serve(
+    service: RoomService, config: ServerConfig, *, host: str = "127.0.0.1", port: int = 8765
+) -> None:
+    """Run the server with uvicorn until interrupted (access log off: paths carry links)."""
+    import uvicorn
+
+    uvicorn.run(
+        create_app(service, config),
+        host=host,
+        port=port,
+        access_log=False,
+        log_level="warning",
+        lifespan="on",
+    )
