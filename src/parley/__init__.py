@@ -32,13 +32,17 @@ Public names are listed in ``__all__``; implementation modules are private.
 
 from __future__ import annotations
 
+# Service and agent runtime, frames, transports (issue 5)
+from ._agent import Agent, Client, Result
 from ._b64 import b64url_decode, b64url_encode
 from ._canonical import canonical, proposal_hash
 from ._caveats import Caveat, effective_caveats, parse_caveat
+from ._connect import connect, serve, serve_forever
 from ._consent import consent_caveats, consent_for_shown, consent_request, mint_consent_grant
 from ._errors import ParleyError
 from ._estimate import estimate  # Lens/budgets block (issue 4)
 from ._fit import fit
+from ._frames import MAX_FRAME, LineBuffer, encode_frame, parse_frame
 from ._grants import (
     TOKEN_PREFIX,
     Block,
@@ -64,43 +68,73 @@ from ._handles import (
     new_handle,
     park,
 )
+from ._http import asgi_app, serve_http
+from ._http_client import discover
 from ._keys import Key, generate_key, key_from_seed, parse_public_key, verify_signature
 from ._keystore import AgentKeyStore
 from ._lean import lean
 from ._lens import lens
+from ._params import ParamsError, check_params, merge_patch
 from ._proof import PROOF_WINDOW, proof_target, sign_proof, verify_proof
 from ._schemas import load_schema, schema_names
+from ._service import Capability, Clarify, Context, Service, ServiceError, clarify, offer
 from ._spend import MemorySpendLedger, SpendLedger
+from ._sqlite import SQLiteStore
+from ._state import MemoryStore, ProposalRecord, ReceiptRecord, Store, load_state
+from ._transport_stdio import serve_stdio
+from ._transport_tcp import serve_tcp
 
 __all__ = [
     "HANDLE_TTL",
+    "MAX_FRAME",
     "PROOF_WINDOW",
     "TOKEN_PREFIX",
+    "Agent",
     "AgentKeyStore",
     "Block",
+    "Capability",
     "Caveat",
+    "Clarify",
+    "Client",
+    "Context",
     "Cost",
     "Grant",
     "GrantCheck",
     "GrantContext",
     "HandleStore",
     "Key",
+    "LineBuffer",
     "MemoryHandleStore",
     "MemorySpendLedger",
+    "MemoryStore",
+    "ParamsError",
     "ParleyError",
     "ProposalFacts",
+    "ProposalRecord",
+    "ReceiptRecord",
+    "Result",
+    "SQLiteStore",
+    "Service",
+    "ServiceError",
     "SpendCap",
     "SpendLedger",
+    "Store",
+    "asgi_app",
     "b64url_decode",
     "b64url_encode",
     "block_id",
     "canonical",
+    "check_params",
+    "clarify",
+    "connect",
     "consent_caveats",
     "consent_for_shown",
     "consent_request",
     "decode_grant",
     "delegate",
+    "discover",
     "effective_caveats",
+    "encode_frame",
     "estimate",
     "expand",
     "expand_slice",
@@ -111,15 +145,24 @@ __all__ = [
     "lean",
     "lens",
     "load_schema",
+    "load_state",
+    "merge_patch",
     "mint_consent_grant",
     "mint_grant",
     "new_handle",
+    "offer",
     "park",
     "parse_caveat",
+    "parse_frame",
     "parse_public_key",
     "proof_target",
     "proposal_hash",
     "schema_names",
+    "serve",
+    "serve_forever",
+    "serve_http",
+    "serve_stdio",
+    "serve_tcp",
     "sign_proof",
     "verify_grant",
     "verify_proof",

@@ -39,6 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     from ._cli_lens import register as register_lens
 
     register_lens(sub)
+    # service runtime (issue 5): serve, call
+    from ._cli_runtime import register as register_runtime
+
+    register_runtime(sub)
     return parser
 
 

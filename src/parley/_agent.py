@@ -1,0 +1,366 @@
+"""The agent side: a sans-IO :class:`Agent` and the asyncio :class:`Client` on top of it.
+
+:class:`Agent` holds the agent key and grants, builds request frames with proofs of
+possession (SPEC.md section 6.5), frame ids with 96 random bits (safe for auto INTENTs),
+and correlates replies by ``re``: :meth:`Agent.receive` files ``EVENT``\\ s under their
+request and returns a :class:`Result` when the final reply arrives. It remembers the
+proposals it was shown, so a ``consent_required`` reply becomes a consent request rebuilt
+from the proposal the agent actually saw (never copied from the service).
+
+:class:`Client` adds I/O through a small transport interface (``send`` one frame; call
+:meth:`Client.deliver` with every frame received) and offers ``await client.hello()``,
+``ask``, ``intent``, ``commit``, ``undo``, ``expand`` and :meth:`Client.complete`, which
+follows every ``more`` handle with ``EXPAND`` and splices the rest back in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._b64 import b64url_encode
+from ._consent import consent_for_shown
+from ._errors import ParleyError
+from ._frames import FINAL_KINDS, check_envelope, parse_frame
+from ._keys import Key
+from ._proof import proof_target, sign_proof
+
+__all__ = ["Agent", "Client", "Result"]
+
+
+@dataclass
+class Result:
+    """The outcome of one request: its final reply and the ``EVENT``\\ s before it.
+
+    ``consent`` is set for a ``consent_required`` error: the consent request to put to the
+    principal, rebuilt from the proposal this agent was shown.
+    """
+
+    request: dict[str, Any]
+    reply: dict[str, Any] | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    consent: dict[str, Any] | None = None
+
+    @property
+    def kind(self) -> str | None:
+        """The final reply's kind (``None`` while pending)."""
+        return None if self.reply is None else self.reply.get("kind")
+
+    @property
+    def ok(self) -> bool:
+        """True when the final reply is not an ``ERROR``."""
+        return self.reply is not None and self.reply.get("kind") != "ERROR"
+
+    @property
+    def code(self) -> str | None:
+        """The error code, for an ``ERROR`` reply."""
+        return None if self.ok or self.reply is None else self.reply.get("code")
+
+
+class Agent:
+    """Sans-IO agent state: key, grants, the service id, pending requests.
+
+    ``service`` is the audience id proofs are bound to (learned from a ``BRIEF`` when not
+    given). ``clock`` and ``rand`` default to the system's.
+    """
+
+    def __init__(
+        self,
+        key: Key,
+        grants: Sequence[str] = (),
+        *,
+        service: str | None = None,
+        name: str = "agent",
+        clock: Callable[[], float] = time.time,
+        rand: Callable[[int], bytes] = secrets.token_bytes,
+    ) -> None:
+        self.key = key
+        self.grants = list(grants)
+        self.service = service
+        self.name = name
+        self.clock = clock
+        self.rand = rand
+        self.pending: dict[str, Result] = {}
+        self.shown: dict[str, dict[str, Any]] = {}
+
+    def _id(self) -> str:
+        return "a" + b64url_encode(self.rand(12))
+
+    def _frame(self, verb: str, budget: int | None, **body: Any) -> dict[str, Any]:
+        frame: dict[str, Any] = {"parley": 1, "id": self._id(), "verb": verb, **body}
+        if budget is not None:
+            frame["budget"] = budget
+        return frame
+
+    def _prove(self, frame: dict[str, Any], target: str, grants: Sequence[str]) -> None:
+        if self.service is None:
+            raise ParleyError(
+                "invalid_params",
+                "the agent does not know the service id yet; send HELLO first",
+                reason="no_service",
+            )
+        frame["proof"] = sign_proof(
+            self.key, aud=self.service, verb=frame["verb"], target=target, ts=int(self.clock())
+        )
+        if grants:
+            frame["grants"] = list(grants)
+
+    def _track(self, frame: dict[str, Any]) -> dict[str, Any]:
+        self.pending[frame["id"]] = Result(frame)
+        return frame
+
+    def hello(self, *, budget: int | None = None) -> dict[str, Any]:
+        """A ``HELLO`` frame."""
+        agent = {"name": self.name, "key": self.key.public}
+        return self._track(self._frame("HELLO", budget, agent=agent))
+
+    def ask(
+        self, capability: str, params: dict[str, Any] | None = None, *, budget: int | None = None
+    ) -> dict[str, Any]:
+        """An ``ASK`` frame, with a proof (and grants) when the service id is known."""
+        frame = self._frame("ASK", budget, capability=capability, params=params or {})
+        if self.service is not None:
+            self._prove(frame, capability, self.grants)
+        return self._track(frame)
+
+    def intent(
+        self,
+        capability: str,
+        params: dict[str, Any] | None = None,
+        *,
+        goal: str | None = None,
+        auto: bool = False,
+        budget: int | None = None,
+    ) -> dict[str, Any]:
+        """An ``INTENT`` frame with a proof, so its proposals can be committed by this key."""
+        frame = self._frame("INTENT", budget, capability=capability, params=params or {})
+        if goal is not None:
+            frame["goal"] = goal
+        if auto:
+            frame["auto"] = True
+        target = proof_target("INTENT", capability=capability, auto=auto, frame_id=frame["id"])
+        self._prove(frame, target, self.grants)
+        return self._track(frame)
+
+    def commit(self, proposal: dict[str, Any], *, grants: Sequence[str] = ()) -> dict[str, Any]:
+        """A ``COMMIT`` of a proposal this agent was shown, with its grants plus ``grants``."""
+        frame = self._frame("COMMIT", None, proposal=proposal.get("id"), hash=proposal.get("hash"))
+        self._prove(frame, str(proposal.get("hash")), [*self.grants, *grants])
+        self.shown.setdefault(str(proposal.get("id")), proposal)
+        return self._track(frame)
+
+    def undo(self, receipt: str, *, grants: Sequence[str] = ()) -> dict[str, Any]:
+        """An ``UNDO`` of a receipt id."""
+        frame = self._frame("UNDO", None, receipt=receipt)
+        self._prove(frame, receipt, [*self.grants, *grants])
+        return self._track(frame)
+
+    def expand(self, handle: str, *, budget: int | None = None) -> dict[str, Any]:
+        """An ``EXPAND`` of a handle, proven by this key (handles are bound to it)."""
+        frame = self._frame("EXPAND", budget, handle=handle)
+        if self.service is not None:
+            self._prove(frame, handle, ())
+        return self._track(frame)
+
+    def receive(self, data: bytes | str | dict[str, Any]) -> Result | None:
+        """Take one reply frame; return the :class:`Result` it completes, else ``None``.
+
+        Replies whose ``re`` names no pending request are dropped (``None``); a malformed
+        frame raises ``bad_frame``.
+        """
+        frame = check_envelope(data) if isinstance(data, dict) else parse_frame(data)
+        if "kind" not in frame:
+            raise ParleyError("bad_frame", "the agent got a request, not a reply", reason="bad")
+        re = frame.get("re")
+        result = self.pending.get(re) if isinstance(re, str) else None
+        if result is None:
+            return None
+        if frame["kind"] == "EVENT":
+            result.events.append(frame)
+            return None
+        if frame["kind"] not in FINAL_KINDS:
+            return None
+        del self.pending[re]  # type: ignore[arg-type]
+        result.reply = frame
+        self._learn(result)
+        return result
+
+    def _learn(self, result: Result) -> None:
+        reply = result.reply or {}
+        kind = reply.get("kind")
+        if kind == "BRIEF" and self.service is None:
+            service = reply.get("service")
+            if isinstance(service, dict) and isinstance(service.get("id"), str):
+                self.service = service["id"]
+        elif kind == "PROPOSALS":
+            for proposal in reply.get("proposals") or []:
+                if isinstance(proposal, dict) and isinstance(proposal.get("id"), str):
+                    self.shown[proposal["id"]] = proposal
+        elif kind == "ERROR" and reply.get("code") == "consent_required":
+            shown = self.shown.get(str(result.request.get("proposal")))
+            if shown is not None and self.service is not None:
+                try:
+                    result.consent = consent_for_shown(
+                        shown, service=self.service, request=reply.get("consent")
+                    )
+                except ParleyError:
+                    result.consent = None
+
+
+def _splice(body: dict[str, Any], path: str, rest: Any) -> None:
+    parts = path.split(".")
+    node: Any = body
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    last = parts[-1]
+    index: Any = int(last) if isinstance(node, list) else last
+    current = node[index]
+    if isinstance(current, list):
+        current.extend(rest)
+    elif isinstance(current, str):
+        node[index] = current.removesuffix("…") + rest
+
+
+Sender = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class Client:
+    """An asyncio client over any transport: ``send`` writes one frame.
+
+    Transports call :meth:`deliver` for every frame that arrives and :meth:`lost` when the
+    connection ends. ``on_event`` is called with every ``EVENT`` frame.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        send: Sender,
+        *,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.agent = agent
+        self._send = send
+        self._close = close
+        self.on_event = on_event
+        self._waiting: dict[str, asyncio.Future[Result]] = {}
+
+    def deliver(self, data: bytes | str | dict[str, Any]) -> None:
+        """Feed one received frame (from the transport)."""
+        try:
+            frame = check_envelope(data) if isinstance(data, dict) else parse_frame(data)
+        except ParleyError:
+            return
+        if frame.get("kind") == "EVENT" and self.on_event is not None:
+            self.on_event(frame)
+        result = self.agent.receive(frame)
+        if result is not None:
+            future = self._waiting.pop(result.request["id"], None)
+            if future is not None and not future.done():
+                future.set_result(result)
+
+    def lost(self, exc: BaseException | None = None) -> None:
+        """The connection ended: fail every pending request with ``unavailable``."""
+        for ident, future in list(self._waiting.items()):
+            if not future.done():
+                future.set_exception(
+                    ParleyError("unavailable", "the connection closed", reason="closed")
+                )
+            self._waiting.pop(ident, None)
+            self.agent.pending.pop(ident, None)
+
+    async def request(self, frame: dict[str, Any]) -> Result:
+        """Send a frame built by :attr:`agent` and wait for its final reply."""
+        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+        self._waiting[frame["id"]] = future
+        try:
+            await self._send(frame)
+        except BaseException:
+            self._waiting.pop(frame["id"], None)
+            self.agent.pending.pop(frame["id"], None)
+            raise
+        return await future
+
+    async def hello(self, *, budget: int | None = None) -> Result:
+        """``HELLO``; the agent learns the service id from the ``BRIEF``."""
+        return await self.request(self.agent.hello(budget=budget))
+
+    async def ask(
+        self, capability: str, params: dict[str, Any] | None = None, *, budget: int | None = None
+    ) -> Result:
+        """``ASK`` a capability."""
+        return await self.request(self.agent.ask(capability, params, budget=budget))
+
+    async def intent(
+        self,
+        capability: str,
+        params: dict[str, Any] | None = None,
+        *,
+        goal: str | None = None,
+        auto: bool = False,
+        budget: int | None = None,
+    ) -> Result:
+        """``INTENT``: proposals, a clarification, or (``auto``) a receipt."""
+        frame = self.agent.intent(capability, params, goal=goal, auto=auto, budget=budget)
+        return await self.request(frame)
+
+    async def commit(self, proposal: dict[str, Any], *, grants: Sequence[str] = ()) -> Result:
+        """``COMMIT`` a proposal; on ``consent_required``, ``result.consent`` is set."""
+        return await self.request(self.agent.commit(proposal, grants=grants))
+
+    async def undo(self, receipt: str, *, grants: Sequence[str] = ()) -> Result:
+        """``UNDO`` a receipt."""
+        return await self.request(self.agent.undo(receipt, grants=grants))
+
+    async def expand(self, handle: str, *, budget: int | None = None) -> Result:
+        """``EXPAND`` one handle."""
+        return await self.request(self.agent.expand(handle, budget=budget))
+
+    async def complete(
+        self, reply: dict[str, Any], *, budget: int = 4000, max_rounds: int = 1000
+    ) -> dict[str, Any]:
+        """Follow every ``more`` of a reply with ``EXPAND``; return the reply made whole."""
+        whole = copy.deepcopy(reply)
+        for entry in whole.pop("more", None) or []:
+            handle, path = entry.get("handle"), entry.get("path")
+            parts: list[Any] = []
+            rounds = 0
+            while isinstance(handle, str) and rounds < max_rounds:
+                rounds += 1
+                got = await self.expand(handle, budget=budget)
+                if not got.ok or got.reply is None:
+                    raise ParleyError(
+                        got.code or "internal", "EXPAND failed", reason="expand_failed"
+                    )
+                data = got.reply.get("data") or {}
+                parts.append(data.get("items", data.get("text")))
+                more = got.reply.get("more") or []
+                handle = more[0].get("handle") if more else None
+            if parts and isinstance(path, str):
+                rest: Any = (
+                    "".join(parts)
+                    if all(isinstance(p, str) for p in parts)
+                    else [x for p in parts for x in p]
+                )
+                try:
+                    _splice(whole, path, rest)
+                except (KeyError, IndexError, ValueError, TypeError):
+                    continue
+        return whole
+
+    async def close(self) -> None:
+        """Close the transport and fail whatever is still pending."""
+        self.lost()
+        if self._close is not None:
+            await self._close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

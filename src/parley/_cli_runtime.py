@@ -1,0 +1,164 @@
+"""``parley serve`` and ``parley call``: run a service and talk to one from a terminal.
+
+URLs follow SPEC.md section 2.3: ``parley://host[:port]``, ``parleys://host[:port]``,
+``stdio:`` (serve on this process's stdin/stdout; for ``call``: ``stdio:<command line>``)
+and ``http://host:port/path``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import importlib.util
+import json
+import ssl
+import sys
+from pathlib import Path
+from typing import Any
+
+from ._agent import Agent, Result
+from ._connect import connect, serve_forever
+from ._errors import ParleyError
+from ._keys import generate_key, key_from_seed
+from ._lens import lens
+from ._service import Service
+from ._transport_stdio import serve_stdio
+
+__all__ = ["register"]
+
+
+def _load_service(app: str, trusted: list[str]) -> Service:
+    target, _, attr = app.partition(":")
+    attr = attr or "service"
+    try:
+        if target.endswith(".py"):
+            spec = importlib.util.spec_from_file_location(Path(target).stem, target)
+            if spec is None or spec.loader is None:
+                raise ImportError(target)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(target)
+    except (ImportError, OSError) as exc:
+        raise ParleyError("invalid_params", f"cannot load {target}: {exc}", reason="io") from None
+    found = getattr(module, attr, None)
+    if isinstance(found, Service):
+        return found
+    if callable(found):
+        built = found(trusted=trusted)
+        if isinstance(built, Service):
+            return built
+    raise ParleyError(
+        "invalid_params", f"{app} is neither a Service nor a function returning one", reason="io"
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    service = _load_service(args.app, list(args.trust))
+    if args.url.startswith("stdio:"):
+        serve_stdio(service)
+        return 0
+    print(f"serving {service.id} at {args.url}", file=sys.stderr)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve_forever(args.url, service, certfile=args.cert, keyfile=args.key))
+    return 0
+
+
+def _show(result: Result, as_json: bool) -> int:
+    reply = result.reply or {}
+    if as_json:
+        for event in result.events:
+            print(json.dumps(event, ensure_ascii=False))
+        print(json.dumps(reply, ensure_ascii=False))
+    else:
+        for event in result.events:
+            print(lens(event))
+        print(lens(reply))
+        if result.consent is not None:
+            print("consent to request from the principal:")
+            print(json.dumps(result.consent, ensure_ascii=False))
+    return 0 if result.ok else 2
+
+
+def _json_arg(text: str | None, what: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ParleyError("invalid_params", f"{what} is not JSON", reason="not_json") from None
+
+
+async def _call_async(args: argparse.Namespace) -> int:
+    key = key_from_seed(bytes.fromhex(args.seed)) if args.seed else generate_key()
+    agent = Agent(key, list(args.grant), service=args.service)
+    context = None
+    if args.cafile:
+        context = ssl.create_default_context(cafile=args.cafile)
+    client = await connect(args.url, agent, ssl=context)
+    async with client:
+        if agent.service is None:
+            hello = await client.hello(budget=args.budget)
+            if args.verb == "hello":
+                return _show(hello, args.json)
+        verb = args.verb
+        params = _json_arg(args.params, "--params") or {}
+        if verb == "hello":
+            result = await client.hello(budget=args.budget)
+        elif verb == "ask":
+            result = await client.ask(args.target, params, budget=args.budget)
+        elif verb == "intent":
+            result = await client.intent(args.target, params, auto=args.auto, budget=args.budget)
+        elif verb == "commit":
+            proposal = _json_arg(args.target, "the proposal")
+            if not isinstance(proposal, dict):
+                raise ParleyError("invalid_params", "commit takes a proposal object", reason="io")
+            result = await client.commit(proposal)
+        elif verb == "undo":
+            result = await client.undo(args.target)
+        else:
+            result = await client.expand(args.target, budget=args.budget)
+        return _show(result, args.json)
+
+
+def _call(args: argparse.Namespace) -> int:
+    if args.verb != "hello" and not args.target:
+        raise ParleyError("invalid_params", f"{args.verb} needs a target", reason="io")
+    return asyncio.run(_call_async(args))
+
+
+def register(sub: Any) -> None:
+    """Add ``serve`` and ``call`` to the ``parley`` command's subparsers."""
+    serve = sub.add_parser("serve", help="run a Parley service at a URL (TCP, TLS, stdio, HTTP)")
+    serve.add_argument("url", help="parley://host:port, parleys://host:port, stdio: or http://…")
+    serve.add_argument(
+        "--app",
+        default="examples/parley_shop.py:build_service",
+        help="FILE.py:NAME or module:NAME, a Service or a function(trusted=…) returning one",
+    )
+    serve.add_argument("--trust", action="append", default=[], help="a trusted principal key")
+    serve.add_argument("--cert", help="certificate file (parleys://, https://)")
+    serve.add_argument("--key", help="private key file of the certificate")
+    serve.set_defaults(handler=_serve)
+
+    call = sub.add_parser("call", help="send one request to a Parley service and print Lens")
+    call.add_argument("url", help="parley://…, parleys://…, stdio:<command>, or http://…")
+    call.add_argument(
+        "verb", choices=["hello", "ask", "intent", "commit", "undo", "expand"], help="the verb"
+    )
+    call.add_argument(
+        "target",
+        nargs="?",
+        help="capability (ask, intent), proposal JSON (commit), receipt (undo), handle (expand)",
+    )
+    call.add_argument("--params", help="params as a JSON object")
+    call.add_argument("--auto", action="store_true", help="INTENT with auto-commit")
+    call.add_argument("--budget", type=int, help="token budget of the reply")
+    call.add_argument("--grant", action="append", default=[], help="a grant token to present")
+    call.add_argument("--seed", help="the agent key seed, 64 hex digits (default: a new key)")
+    call.add_argument("--service", help="the service id (default: learned from HELLO)")
+    call.add_argument("--cafile", help="CA certificate to trust for parleys:// and https://")
+    call.add_argument("--json", action="store_true", help="print frames as JSON, not Lens")
+    call.set_defaults(handler=_call)

@@ -1,0 +1,276 @@
+"""Frames (SPEC.md section 2): parse and serialize NDJSON, build replies.
+
+A frame is one JSON object carrying ``"parley": 1`` and a string ``id``; a request has a
+``verb``, a reply a ``kind`` and ``re``. :func:`parse_frame` refuses anything over
+:data:`MAX_FRAME` bytes *before* parsing it, refuses duplicate keys, non-finite numbers and
+deep nesting, and raises only :class:`ParleyError` (``bad_frame``); :func:`error_reply`
+turns that into the ``ERROR`` frame a peer gets. Unknown fields are kept and ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ._errors import ParleyError
+
+__all__ = [
+    "ERROR_CODES",
+    "FINAL_KINDS",
+    "MAX_FRAME",
+    "REPLY_KINDS",
+    "VERBS",
+    "LineBuffer",
+    "encode_frame",
+    "error_reply",
+    "parse_frame",
+    "reply",
+    "request_id",
+]
+
+MAX_FRAME = 1024 * 1024
+"""The largest serialized frame, in bytes (1 MiB, newline excluded)."""
+
+VERBS = ("HELLO", "ASK", "INTENT", "COMMIT", "UNDO", "EXPAND")
+"""The request verbs of SPEC.md section 4."""
+
+REPLY_KINDS = ("BRIEF", "ANSWER", "PROPOSALS", "CLARIFY", "RECEIPT", "ERROR", "EVENT")
+"""The reply kinds of SPEC.md section 5."""
+
+FINAL_KINDS = frozenset(REPLY_KINDS) - {"EVENT"}
+"""Every reply kind except ``EVENT`` ends a request."""
+
+ERROR_CODES = (
+    "bad_frame",
+    "unknown_capability",
+    "invalid_params",
+    "unauthorized",
+    "forbidden",
+    "consent_required",
+    "not_found",
+    "expired",
+    "conflict",
+    "limit",
+    "unavailable",
+    "internal",
+)
+"""The closed set of wire error codes (SPEC.md section 7)."""
+
+MAX_ID = 256
+"""**Ours:** the longest frame id accepted, in characters."""
+
+_MAX_DEPTH = 64
+
+
+def _bad(message: str, reason: str) -> ParleyError:
+    return ParleyError("bad_frame", message, reason=reason)
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _bad(f"the frame repeats the key {key[:40]!r}", "duplicate_key")
+        out[key] = value
+    return out
+
+
+def _constant(name: str) -> Any:
+    raise _bad(f"the frame holds {name}, which is not JSON", "not_json")
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _depth_ok(text: str) -> bool:
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return False
+        elif char in "]}":
+            depth -= 1
+    return True
+
+
+def parse_frame(data: bytes | str, *, limit: int = MAX_FRAME) -> dict[str, Any]:
+    """Parse one frame (a line without its newline) into a dict; raise ``bad_frame``.
+
+    The size check comes first (``too_large``), then UTF-8 (``not_utf8``), JSON
+    (``not_json``, ``duplicate_key``, ``too_deep``), then the envelope: an object
+    (``not_object``) with ``"parley": 1`` (``bad_version``), a non-empty string ``id`` of
+    at most 256 characters (``bad_id``), and either a string ``verb`` or a string ``kind``
+    plus ``re`` (``bad_envelope``). Whether the verb is known is the receiver's business.
+
+    >>> parse_frame(b'{"parley":1,"id":"1","verb":"HELLO","x":2}')["verb"]
+    'HELLO'
+    """
+    size = len(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else len(data)
+    if size > limit:
+        raise _bad(f"the frame is {size} bytes, over the limit of {limit}", "too_large")
+    if isinstance(data, (bytes, bytearray)):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _bad("the frame is not valid UTF-8", "not_utf8") from None
+    elif isinstance(data, str):
+        text = data
+    else:
+        raise _bad("a frame is bytes or text", "not_json")
+    text = text.rstrip("\r\n")
+    if not _depth_ok(text):
+        raise _bad(f"the frame nests deeper than {_MAX_DEPTH} levels", "too_deep")
+    try:
+        value = _DECODER.decode(text)
+    except ParleyError:
+        raise
+    except (ValueError, RecursionError):
+        raise _bad("the frame is not one JSON value", "not_json") from None
+    try:
+        return check_envelope(value)
+    except ParleyError as exc:
+        exc.request_id = request_id(value)  # type: ignore[attr-defined]
+        raise
+
+
+def check_envelope(value: object) -> dict[str, Any]:
+    """Check an already-parsed frame's envelope (see :func:`parse_frame`); return it."""
+    if not isinstance(value, dict):
+        raise _bad("a frame is a JSON object", "not_object")
+    version = value.get("parley")
+    if version != 1 or type(version) is not int:
+        raise _bad('the frame must carry "parley": 1', "bad_version")
+    ident = value.get("id")
+    if not isinstance(ident, str) or not ident or len(ident) > MAX_ID:
+        raise _bad(f"the frame id must be a string of 1 to {MAX_ID} characters", "bad_id")
+    if "verb" in value:
+        if not isinstance(value["verb"], str):
+            raise _bad("the verb must be a string", "bad_envelope")
+    elif "kind" in value:
+        if not isinstance(value["kind"], str) or not isinstance(value.get("re"), (str, type(None))):
+            raise _bad("a reply needs a string kind and re", "bad_envelope")
+    else:
+        raise _bad("a frame needs a verb (request) or a kind (reply)", "bad_envelope")
+    return value
+
+
+def encode_frame(frame: Mapping[str, Any], *, limit: int = MAX_FRAME) -> bytes:
+    """Serialize a frame as one NDJSON line (compact JSON, UTF-8, trailing newline).
+
+    Raises ``limit``/``too_large`` when the frame exceeds ``limit`` bytes and
+    ``internal``/``not_json`` for a value JSON cannot carry.
+    """
+    try:
+        data = _ENCODER.encode(dict(frame)).encode("utf-8")
+    except (TypeError, ValueError, RecursionError):
+        raise ParleyError("internal", "the frame is not JSON", reason="not_json") from None
+    if len(data) > limit:
+        raise ParleyError(
+            "limit", f"the frame is {len(data)} bytes, over {limit}", reason="too_large"
+        )
+    return data + b"\n"
+
+
+def request_id(data: object) -> str | None:
+    """Best effort: the ``id`` of a (possibly broken) request, for the error's ``re``."""
+    if isinstance(data, dict):
+        ident = data.get("id")
+        if isinstance(ident, str) and 0 < len(ident) <= MAX_ID:
+            return ident
+    return None
+
+
+def reply(frame_id: str, re: str | None, kind: str, **body: Any) -> dict[str, Any]:
+    """Build a reply frame ``{"parley": 1, "id", "re", "kind", ...body}``."""
+    return {"parley": 1, "id": frame_id, "re": re, "kind": kind, **body}
+
+
+def error_reply(
+    frame_id: str,
+    re: str | None,
+    code: str,
+    message: str,
+    *,
+    fix: list[dict[str, Any]] | None = None,
+    need: list[Any] | None = None,
+    consent: dict[str, Any] | None = None,
+    retry: int | None = None,
+    reason: str | None = None,
+) -> dict[str, Any]:
+    """Build an ``ERROR`` reply; a code outside section 7 becomes ``internal``.
+
+    ``reason`` (**Ours:**) travels beside ``code`` as the stable name of the failing check.
+    """
+    if code not in ERROR_CODES:
+        code, message, reason = "internal", "the service failed to handle the request", None
+    body: dict[str, Any] = {"code": code, "message": message}
+    if reason is not None:
+        body["reason"] = reason
+    if fix:
+        body["fix"] = fix
+    if need:
+        body["need"] = need
+    if consent is not None:
+        body["consent"] = consent
+    body["retry"] = retry
+    return reply(frame_id, re, "ERROR", **body)
+
+
+class LineBuffer:
+    """Split a byte stream into NDJSON lines, never holding more than ``limit`` + 1 bytes.
+
+    :meth:`feed` returns the complete lines; a line that grows past ``limit`` is
+    reported once as ``None`` (the caller answers ``bad_frame``/``too_large``) and its
+    remaining bytes are skipped up to the next newline, so one oversized frame never
+    costs more memory than the limit and never ends the connection.
+
+    >>> buf = LineBuffer(limit=4)
+    >>> buf.feed(b'ab\\ncdefgh')
+    [b'ab', None]
+    >>> buf.feed(b'ij\\nk\\n')
+    [b'k']
+    """
+
+    def __init__(self, *, limit: int = MAX_FRAME) -> None:
+        self.limit = limit
+        self._buf = bytearray()
+        self._skipping = False
+
+    def feed(self, data: bytes) -> list[bytes | None]:
+        """Add bytes; return the lines completed (``None`` for each oversized line)."""
+        out: list[bytes | None] = []
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0:
+                break
+            if self._skipping:
+                self._skipping = False
+            else:
+                self._buf += data[start:end]
+                if len(self._buf) > self.limit:
+                    out.append(None)
+                elif self._buf.strip():
+                    out.append(bytes(self._buf))
+            self._buf.clear()
+            start = end + 1
+        if not self._skipping:
+            self._buf += data[start:]
+            if len(self._buf) > self.limit:
+                out.append(None)
+                self._buf.clear()
+                self._skipping = True
+        return out

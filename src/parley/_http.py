@@ -1,0 +1,196 @@
+"""The HTTP bridge of SPEC.md section 2.4 as an ASGI application.
+
+``POST <endpoint>`` with one request frame answers ``200 application/x-ndjson``: the
+``EVENT`` frames, then the final reply; Parley errors are ``200`` too. ``GET <endpoint>``
+and ``GET /.well-known/parley`` answer the ``BRIEF`` to a default ``HELLO`` as one JSON
+object. A body over 1 MiB is refused from its ``Content-Length`` or while it streams in,
+without buffering it; a malformed body is a ``bad_frame`` reply; a client that disconnects
+mid-request is dropped quietly. No request can take the server down. Serve it with any
+ASGI server (``uvicorn`` from the ``http`` extra: :func:`serve_http`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from ._frames import MAX_FRAME, error_reply
+from ._service import Service
+from ._transport_tcp import _encoded
+
+__all__ = ["WELL_KNOWN", "asgi_app", "serve_http"]
+
+WELL_KNOWN = "/.well-known/parley"
+"""The discovery path (SPEC.md section 2.4)."""
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def _too_large() -> bytes:
+    message = f"the request body is over the frame limit of {MAX_FRAME} bytes"
+    return _encoded(error_reply("h0", None, "bad_frame", message, reason="too_large"))
+
+
+def asgi_app(service: Service, *, endpoint: str = "/") -> ASGIApp:
+    """Return the ASGI application bridging HTTP to ``service`` at path ``endpoint``."""
+
+    async def respond(send: Send, status: int, kind: bytes, body: bytes) -> None:
+        with contextlib.suppress(Exception):
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [
+                        (b"content-type", kind),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"cache-control", b"no-store"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+
+    async def lifespan(receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def read_body(scope: Scope, receive: Receive) -> bytes | None:
+        """The body, ``b""`` when too large, ``None`` when the client went away."""
+        for name, value in scope.get("headers", []):
+            if name.lower() == b"content-length":
+                try:
+                    if int(value) > MAX_FRAME:
+                        return b""
+                except ValueError:
+                    return b""
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_FRAME:
+                return b""
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def answer(send: Send, data: bytes) -> None:
+        """Run the request; stream EVENTs as they come, then the final reply."""
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+        def emit(frame: dict[str, Any]) -> None:  # from the worker thread
+            loop.call_soon_threadsafe(events.put_nowait, frame)
+
+        work = asyncio.ensure_future(asyncio.to_thread(service.handle, data, emit=emit))
+        streaming = False
+        while True:
+            getter = asyncio.ensure_future(events.get())
+            done, _ = await asyncio.wait({getter, work}, return_when=asyncio.FIRST_COMPLETED)
+            if getter not in done:
+                getter.cancel()
+                break
+            if not streaming:
+                streaming = True
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [
+                            (b"content-type", b"application/x-ndjson"),
+                            (b"cache-control", b"no-store"),
+                        ],
+                    }
+                )
+            await send(
+                {"type": "http.response.body", "body": _encoded(getter.result()), "more_body": True}
+            )
+        rest = []
+        while not events.empty():
+            rest.append(events.get_nowait())
+        out = b"".join(_encoded(frame) for frame in [*rest, *work.result()])
+        if streaming:
+            await send({"type": "http.response.body", "body": out})
+        else:
+            await respond(send, 200, b"application/x-ndjson", out)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        try:
+            method, path = scope.get("method", ""), scope.get("path", "")
+            if method == "GET" and path in (endpoint, WELL_KNOWN):
+                hello = {"parley": 1, "id": "well-known", "verb": "HELLO"}
+                brief = await asyncio.to_thread(service.handle, hello)
+                body = json.dumps(brief[-1], ensure_ascii=False, separators=(",", ":"))
+                await respond(send, 200, b"application/json", body.encode())
+            elif method == "POST" and path == endpoint:
+                data = await read_body(scope, receive)
+                if data is None:
+                    return
+                if not data:
+                    await respond(send, 200, b"application/x-ndjson", _too_large())
+                    return
+                await answer(send, data)
+            elif path in (endpoint, WELL_KNOWN):
+                await respond(send, 405, b"text/plain", b"use GET or POST\n")
+            else:
+                await respond(send, 404, b"text/plain", b"not a Parley endpoint\n")
+        except Exception:  # never let a request take the server down
+            await respond(send, 500, b"text/plain", b"internal error\n")
+
+    return app
+
+
+async def serve_http(
+    service: Service,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    *,
+    endpoint: str = "/",
+    ssl_certfile: str | None = None,
+    ssl_keyfile: str | None = None,
+) -> Any:
+    """Start uvicorn serving the bridge in the background; return the started server.
+
+    Needs the ``http`` extra (``uvicorn``). The bound port is
+    ``server.servers[0].sockets[0].getsockname()[1]``; stop with ``server.should_exit =
+    True`` and await the returned server's ``task`` attribute.
+    """
+    import uvicorn
+
+    config = uvicorn.Config(
+        asgi_app(service, endpoint=endpoint),
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("uvicorn stopped before it started")
+        await asyncio.sleep(0.01)
+    server.task = task  # type: ignore[attr-defined]
+    return server

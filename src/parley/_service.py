@@ -1,0 +1,885 @@
+"""The sans-IO service runtime (SPEC.md sections 3 to 8).
+
+A :class:`Service` holds capabilities declared as plain callables and turns one request
+frame into its reply frames (``EVENT``\\ s, then exactly one final reply) with
+:meth:`Service.handle`. It never does I/O: transports feed it bytes and write back what it
+returns. Every failure, including a crash inside a capability, becomes an ``ERROR`` frame;
+``handle`` itself never raises.
+
+What it enforces, in the order it checks: the frame envelope and size; the verb; the
+capability and its compact params schema; proofs of possession (section 6.5) and grants
+(section 6.4); for ``COMMIT``: the proposal exists for this proof key (proposals of an
+INTENT without a proof can never be committed), the exact hash, expiry, the grant rooted
+in the proposal's principal, an atomic spend reservation, then the commit callable (a crash
+releases the reservation); for ``UNDO``: a grant rooted in the committing principal and the
+window; idempotent replays answered only to the key that made the original request;
+policy-gated auto-commit (section 4.3.1) with ``(proof.key, frame id)`` memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import itertools
+import math
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._b64 import b64url_encode
+from ._canonical import proposal_hash
+from ._caveats import RISK_LEVELS
+from ._consent import consent_request
+from ._errors import ParleyError
+from ._fit import fit
+from ._frames import (
+    MAX_FRAME,
+    VERBS,
+    check_envelope,
+    encode_frame,
+    error_reply,
+    parse_frame,
+    reply,
+    request_id,
+)
+from ._grants import GrantCheck, GrantContext, ProposalFacts, decode_grant, verify_grant
+from ._handles import expand, new_handle, park
+from ._lens import lens as render_lens
+from ._params import check_params, check_schema
+from ._proof import proof_target, verify_proof
+from ._state import MemoryStore, ProposalRecord, ReceiptRecord, Store
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "Capability",
+    "Clarify",
+    "Context",
+    "Service",
+    "ServiceError",
+    "clarify",
+    "offer",
+]
+
+DEFAULT_BUDGET = 2000
+"""The budget of a request that names none (SPEC.md section 3)."""
+
+MAX_BUDGET = 1_000_000
+"""**Ours:** the largest budget honoured; larger ones are clamped."""
+
+_OPS = frozenset({"create", "update", "delete", "send", "charge", "other"})
+_NAME_SUGGEST_LIMIT = 64
+
+
+class ServiceError(ParleyError):
+    """What a capability raises to refuse a request with a wire error.
+
+    ``code`` must be a code of SPEC.md section 7 (anything else is sent as ``internal``);
+    ``fix`` is the list of ``{"say", "params"?}`` suggestions, ``retry`` seconds.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        fix: Sequence[Mapping[str, Any]] = (),
+        retry: int | None = None,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(code, message, reason=reason)
+        self.fix = [dict(f) for f in fix]
+        self.retry = retry
+
+
+class _RefusalError(ParleyError):
+    """An internal refusal that carries ``need``, ``consent`` or ``retry``."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        reason: str | None = None,
+        need: Sequence[Any] = (),
+        consent: dict[str, Any] | None = None,
+        retry: int | None = None,
+    ) -> None:
+        super().__init__(code, message, reason=reason)
+        self.need = list(need)
+        self.consent = consent
+        self.retry = retry
+        self.fix: list[dict[str, Any]] = []
+
+
+@dataclass(frozen=True)
+class Clarify:
+    """A ``CLARIFY`` answer to an INTENT: a question and merge-patch options."""
+
+    question: str
+    options: tuple[tuple[str, dict[str, Any]], ...]
+
+
+def clarify(question: str, options: Sequence[tuple[str, Mapping[str, Any]]]) -> Clarify:
+    """Build a ``CLARIFY``: each option is ``(label, params merge patch)`` (RFC 7396)."""
+    return Clarify(question, tuple((str(label), dict(patch)) for label, patch in options))
+
+
+def offer(
+    summary: str,
+    effects: Sequence[Mapping[str, Any]],
+    *,
+    cost: tuple[int, str] | Mapping[str, Any] | None = None,
+    risk: str | None = None,
+    undo: int | None = None,
+    data: Any = None,
+    plan: Any = None,
+    ttl: int | None = None,
+) -> dict[str, Any]:
+    """Describe one proposal an intent capability offers.
+
+    ``cost`` is ``(amount in minor units, currency)``; ``risk`` defaults to the
+    capability's; ``undo`` is the undo window in seconds (``None``: irreversible); ``data``
+    is sent but not hashed; ``plan`` is kept by the service for the commit callable and
+    never sent; ``ttl`` overrides the service's proposal lifetime.
+    """
+    if isinstance(cost, tuple):
+        cost = {"amount": cost[0], "currency": cost[1]}
+    out: dict[str, Any] = {
+        "summary": summary,
+        "effects": [dict(e) for e in effects],
+        "cost": None if cost is None else dict(cost),
+        "undo": undo,
+    }
+    if risk is not None:
+        out["risk"] = risk
+    if data is not None:
+        out["data"] = data
+    if plan is not None:
+        out["plan"] = plan
+    if ttl is not None:
+        out["ttl"] = ttl
+    return out
+
+
+@dataclass
+class Context:
+    """What a capability callable gets besides its params or proposal.
+
+    ``key`` is the verified proof key (``None`` when the request had no proof),
+    ``principal`` the root of the authorizing grant, ``now`` the service clock, ``plan``
+    the private plan of the proposal being committed (or the receipt being undone's
+    committed ``result``), ``frame`` the request. Call :meth:`event` to send progress.
+    """
+
+    service: str
+    now: int
+    frame: dict[str, Any]
+    key: str | None = None
+    principal: str | None = None
+    plan: Any = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def event(self, message: str, progress: float | None = None, data: Any = None) -> None:
+        """Queue an ``EVENT`` frame (sent before the final reply)."""
+        body: dict[str, Any] = {"message": str(message)}
+        if progress is not None:
+            body["progress"] = max(0.0, min(1.0, float(progress)))
+        if data is not None:
+            body["data"] = data
+        self.events.append(body)
+
+
+Handler = Callable[[dict[str, Any], Context], Any]
+
+
+class Capability:
+    """One capability: ``name``, ``kind`` (``ask``/``intent``), params schema, risk, code.
+
+    For ``ask`` the handler returns the ANSWER ``data``. For ``intent`` it returns a list of
+    :func:`offer` dicts or a :func:`clarify`; attach the commit callable with
+    :meth:`on_commit` (it gets the proposal and a :class:`Context`, returns the receipt
+    ``result``) and, for undoable offers, the undo callable with :meth:`on_undo` (gets the
+    original receipt).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        handler: Handler,
+        *,
+        summary: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        risk: str | None = None,
+    ) -> None:
+        if kind not in ("ask", "intent"):
+            raise ParleyError("internal", "a capability is ask or intent", reason="bad_kind")
+        if risk is not None and risk not in RISK_LEVELS:
+            raise ParleyError("internal", "risk is low, medium or high", reason="bad_risk")
+        self.name = name
+        self.kind = kind
+        self.handler = handler
+        self.summary = summary
+        self.params = None if params is None else check_schema(dict(params))
+        self.risk = risk
+        self.commit: Callable[[dict[str, Any], Context], Any] | None = None
+        self.undo: Callable[[dict[str, Any], Context], Any] | None = None
+
+    def on_commit(
+        self, fn: Callable[[dict[str, Any], Context], Any]
+    ) -> Callable[[dict[str, Any], Context], Any]:
+        """Decorator: the callable that executes a committed proposal."""
+        self.commit = fn
+        return fn
+
+    def on_undo(
+        self, fn: Callable[[dict[str, Any], Context], Any]
+    ) -> Callable[[dict[str, Any], Context], Any]:
+        """Decorator: the callable that reverses a receipt."""
+        self.undo = fn
+        return fn
+
+    def entry(self) -> dict[str, Any]:
+        """The capability's BRIEF entry."""
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind}
+        if self.summary is not None:
+            out["summary"] = self.summary
+        if self.params is not None:
+            out["params"] = self.params
+        if self.risk is not None:
+            out["risk"] = self.risk
+        return out
+
+
+@dataclass(frozen=True)
+class _Auth:
+    key: str | None
+    check: GrantCheck | None
+
+    @property
+    def principal(self) -> str | None:
+        return None if self.check is None else self.check.principal
+
+
+def _field(frame: dict[str, Any], name: str) -> str:
+    value = frame.get(name)
+    if not isinstance(value, str) or not value:
+        raise ParleyError("bad_frame", f"the request needs a string `{name}`", reason="missing")
+    return value
+
+
+def _grant_fail(check: GrantCheck) -> _RefusalError:
+    return _RefusalError(
+        check.code or "unauthorized",
+        check.message or "no presented grant authorizes the request",
+        reason=check.reason,
+        need=list(check.need),
+    )
+
+
+class _Events(list):  # type: ignore[type-arg]
+    """The event list of one request that hands each EVENT frame to ``emit`` at once."""
+
+    def __init__(self, service: Service, emit: Callable[[dict[str, Any]], None]) -> None:
+        super().__init__()
+        self.service = service
+        self.emit = emit
+        self.re: str | None = None
+
+    def append(self, body: dict[str, Any]) -> None:
+        self.emit(reply(self.service._next_id(), self.re, "EVENT", **body))
+
+
+class Service:
+    """A Parley service: declare capabilities, then feed frames to :meth:`handle`.
+
+    ``service_id`` is the audience id proofs are bound to; ``trusted`` the principal keys
+    whose grants are honoured; ``store`` the state (in memory by default); ``rand`` the
+    randomness for ids and handles; ``clock`` the time source used when ``handle`` gets no
+    ``now``; ``proposal_ttl`` the default proposal lifetime; ``lens=True`` attaches the
+    Lens rendering to every final reply.
+    """
+
+    def __init__(
+        self,
+        service_id: str,
+        *,
+        name: str,
+        summary: str | None = None,
+        trusted: Sequence[str] = (),
+        store: Store | None = None,
+        rand: Callable[[int], bytes] = secrets.token_bytes,
+        clock: Callable[[], float] = time.time,
+        proposal_ttl: int = 600,
+        lens: bool = False,
+    ) -> None:
+        self.id = service_id
+        self.name = name
+        self.summary = summary
+        self.trusted = frozenset(trusted)
+        self.store: Store = store if store is not None else MemoryStore()
+        self.rand = rand
+        self.clock = clock
+        self.proposal_ttl = proposal_ttl
+        self.lens = lens
+        self.capabilities: dict[str, Capability] = {}
+        self._ids = itertools.count(1)
+
+    # ---------------------------------------------------------------- declaring
+
+    def add(self, capability: Capability) -> Capability:
+        """Register a capability; returns it."""
+        if capability.name in self.capabilities:
+            raise ParleyError("internal", f"{capability.name} is declared twice", reason="dup")
+        self.capabilities[capability.name] = capability
+        return capability
+
+    def ask(
+        self,
+        name: str,
+        *,
+        summary: str | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> Callable[[Handler], Capability]:
+        """Decorator declaring an ``ask`` capability; the function returns ANSWER data."""
+
+        def register(fn: Handler) -> Capability:
+            return self.add(Capability(name, "ask", fn, summary=summary, params=params))
+
+        return register
+
+    def intent(
+        self,
+        name: str,
+        *,
+        summary: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        risk: str = "low",
+    ) -> Callable[[Handler], Capability]:
+        """Decorator declaring an ``intent`` capability; the function returns offers."""
+
+        def register(fn: Handler) -> Capability:
+            cap = Capability(name, "intent", fn, summary=summary, params=params, risk=risk)
+            return self.add(cap)
+
+        return register
+
+    def brief(self) -> dict[str, Any]:
+        """The ``BRIEF`` body (``service`` and ``capabilities``) without fitting."""
+        service: dict[str, Any] = {"id": self.id, "name": self.name}
+        if self.summary is not None:
+            service["summary"] = self.summary
+        return {
+            "kind": "BRIEF",
+            "service": service,
+            "capabilities": [c.entry() for c in self.capabilities.values()],
+        }
+
+    # ---------------------------------------------------------------- entry point
+
+    def _now(self, now: int | None) -> int:
+        return int(self.clock()) if now is None else now
+
+    def _next_id(self) -> str:
+        return f"s{next(self._ids)}"
+
+    def _rid(self, prefix: str) -> str:
+        return prefix + b64url_encode(self.rand(12))
+
+    def handle(
+        self,
+        data: bytes | str | dict[str, Any],
+        *,
+        now: int | None = None,
+        emit: Callable[[dict[str, Any]], None] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Answer one request frame: ``EVENT`` frames, then exactly one final reply.
+
+        ``data`` is the raw line (checked against the 1 MiB limit before parsing) or an
+        already-parsed object. Never raises: every failure is an ``ERROR`` reply whose
+        ``re`` is the request's id (``null`` when the frame has none). With ``emit``, each
+        ``EVENT`` frame is passed to it as soon as the capability sends it (transports
+        stream progress that way) and the returned list holds only the final reply.
+        """
+        re: str | None = None
+        ctx_events: list[dict[str, Any]] = _Events(self, emit) if emit is not None else []
+        try:
+            at = self._now(now)
+            frame = check_envelope(data) if isinstance(data, dict) else parse_frame(data)
+            re = frame["id"]
+            if isinstance(ctx_events, _Events):
+                ctx_events.re = re
+            if "verb" not in frame:
+                raise ParleyError("bad_frame", "a request needs a verb", reason="not_request")
+            verb = frame["verb"]
+            if verb not in VERBS:
+                raise ParleyError("bad_frame", f"unknown verb {verb[:40]!r}", reason="unknown_verb")
+            kind, body = getattr(self, "_" + verb.lower())(frame, at, ctx_events)
+            final = reply("", re, kind, **body)
+        except ParleyError as exc:
+            if re is None:
+                re = (
+                    request_id(data) if isinstance(data, dict) else getattr(exc, "request_id", None)
+                )
+            final = self._error(re, exc)
+        except Exception:  # the capability's code crashed: no internals leave
+            final = error_reply("", re, "internal", "the service failed to handle the request")
+        events = [reply(self._next_id(), re, "EVENT", **e) for e in ctx_events]
+        final["id"] = self._next_id()
+        if self.lens and final.get("kind") != "EVENT":
+            with contextlib.suppress(ParleyError):
+                final["lens"] = render_lens(final)
+        return [*events, final]
+
+    def _error(self, re: str | None, exc: ParleyError) -> dict[str, Any]:
+        fix = getattr(exc, "fix", None)
+        return error_reply(
+            "",
+            re,
+            exc.code,
+            exc.message,
+            fix=fix or None,
+            need=getattr(exc, "need", None) or None,
+            consent=getattr(exc, "consent", None),
+            retry=getattr(exc, "retry", None),
+            reason=exc.reason,
+        )
+
+    # ---------------------------------------------------------------- helpers
+
+    def _budget(self, frame: dict[str, Any]) -> int:
+        budget = frame.get("budget", DEFAULT_BUDGET)
+        if type(budget) is not int or budget < 1:
+            raise ParleyError(
+                "bad_frame", "the budget is a positive integer of tokens", reason="bad_budget"
+            )
+        return min(budget, MAX_BUDGET)
+
+    def _fit(
+        self, body: dict[str, Any], frame: dict[str, Any], key: str | None, now: int
+    ) -> dict[str, Any]:
+        fitted, parked = fit(body, self._budget(frame), handles=lambda: new_handle(self.rand))
+        if parked:
+            park(self.store.handles, parked, key=key, now=now)
+        fitted.pop("kind", None)
+        return fitted
+
+    def _capability(self, frame: dict[str, Any], kind: str) -> Capability:
+        name = _field(frame, "capability")
+        cap = self.capabilities.get(name)
+        if cap is None:
+            message = f"no capability named {name[:80]!r}"
+            if len(name) <= _NAME_SUGGEST_LIMIT:
+                close = difflib.get_close_matches(name, list(self.capabilities)[:1000], n=1)
+                if close:
+                    message += f"; did you mean {close[0]!r}?"
+            raise ParleyError("unknown_capability", message, reason="unknown_capability")
+        if cap.kind != kind:
+            verb = "ASK" if cap.kind == "ask" else "INTENT"
+            raise ParleyError(
+                "unknown_capability",
+                f"{name} is an {cap.kind} capability; send it with {verb}",
+                reason="wrong_kind",
+            )
+        return cap
+
+    def _auth(
+        self,
+        frame: dict[str, Any],
+        verb: str,
+        target: str,
+        now: int,
+        *,
+        need_grants: bool,
+        ctx: GrantContext | None,
+    ) -> _Auth:
+        proof, grants = frame.get("proof"), frame.get("grants")
+        if grants is not None and (not isinstance(grants, list) or len(grants) > 16):
+            raise ParleyError(
+                "unauthorized", "grants must be a list of at most 16 tokens", reason="bad_token"
+            )
+        if proof is None:
+            if grants or need_grants:
+                raise ParleyError(
+                    "unauthorized", "grants need a proof of possession", reason="no_proof"
+                )
+            return _Auth(None, None)
+        key = verify_proof(proof, aud=self.id, verb=verb, target=target, now=now)
+        if not grants:
+            if need_grants:
+                raise ParleyError("unauthorized", "the request carries no grant", reason="no_grant")
+            return _Auth(key, None)
+        assert ctx is not None
+        check = verify_grant(grants, trusted=self.trusted, proof_key=key, ctx=ctx)
+        if not check.ok:
+            raise _grant_fail(check)
+        return _Auth(key, check)
+
+    # ---------------------------------------------------------------- HELLO, ASK, EXPAND
+
+    def _hello(
+        self, frame: dict[str, Any], now: int, events: list[dict[str, Any]]
+    ) -> tuple[str, dict[str, Any]]:
+        return "BRIEF", self._fit(self.brief(), frame, None, now)
+
+    def _ask(
+        self, frame: dict[str, Any], now: int, events: list[dict[str, Any]]
+    ) -> tuple[str, dict[str, Any]]:
+        cap = self._capability(frame, "ask")
+        ctx = GrantContext(self.id, "ASK", cap.name, now)
+        auth = self._auth(frame, "ASK", cap.name, now, need_grants=False, ctx=ctx)
+        params = check_params(cap.params, frame.get("params"))
+        context = Context(self.id, now, frame, auth.key, auth.principal, events=events)
+        data = cap.handler(params, context)
+        return "ANSWER", self._fit({"kind": "ANSWER", "data": data}, frame, auth.key, now)
+
+    def _expand(
+        self, frame: dict[str, Any], now: int, events: list[dict[str, Any]]
+    ) -> tuple[str, dict[str, Any]]:
+        handle = _field(frame, "handle")
+        ctx = GrantContext(self.id, "EXPAND", None, now)
+        auth = self._auth(frame, "EXPAND", handle, now, need_grants=False, ctx=ctx)
+        answer = expand(
+            self.store.handles,
+            handle,
+            self._budget(frame),
+            key=auth.key,
+            now=now,
+            handles=lambda: new_handle(self.rand),
+        )
+        answer.pop("kind", None)
+        return "ANSWER", answer
+
+    # ---------------------------------------------------------------- INTENT
+
+    def _make_proposal(self, cap: Capability, item: object, now: int) -> tuple[dict[str, Any], Any]:
+        if not isinstance(item, Mapping):
+            raise ParleyError("internal", "an offer is an object", reason="bad_offer")
+        effects = item.get("effects", [])
+        if not isinstance(effects, list) or not all(
+            isinstance(e, dict) and e.get("op") in _OPS and isinstance(e.get("target"), str)
+            for e in effects
+        ):
+            raise ParleyError("internal", "an offer's effects are malformed", reason="bad_offer")
+        undo = item.get("undo")
+        if undo is not None and (type(undo) is not int or undo <= 0 or cap.undo is None):
+            raise ParleyError("internal", "an offer's undo window is malformed", reason="bad_offer")
+        ttl = item.get("ttl", self.proposal_ttl)
+        proposal: dict[str, Any] = {
+            "id": self._rid("p_"),
+            "capability": cap.name,
+            "summary": item.get("summary"),
+            "effects": effects,
+            "cost": item.get("cost"),
+            "risk": item.get("risk", cap.risk or "low"),
+            "undo": None if undo is None else {"window": undo},
+            "expires": math.ceil((now + int(ttl)) / 60) * 60,
+        }
+        ProposalFacts.from_json({**proposal, "hash": ""})  # risk and cost are well-formed
+        proposal["hash"] = proposal_hash(proposal)
+        if item.get("data") is not None:
+            proposal["data"] = item["data"]
+        return proposal, item.get("plan")
+
+    def _intent(
+        self, frame: dict[str, Any], now: int, events: list[dict[str, Any]]
+    ) -> tuple[str, dict[str, Any]]:
+        cap = self._capability(frame, "intent")
+        auto = frame.get("auto", False)
+        if not isinstance(auto, bool):
+            raise ParleyError("bad_frame", "auto must be true or false", reason="bad_auto")
+        target = proof_target("INTENT", capability=cap.name, auto=auto, frame_id=frame["id"])
+        ctx = GrantContext(self.id, "INTENT", cap.name, now)
+        auth = self._auth(frame, "INTENT", target, now, need_grants=False, ctx=ctx)
+        if not (auto and auth.key is not None):
+            return self._intent_body(cap, frame, now, events, auth, auto=False)
+        claim = self.store.begin_auto(auth.key, frame["id"], now=now)
+        if claim == "busy":
+            raise _RefusalError(
+                "conflict", "this auto request is still being handled", reason="busy", retry=1
+            )
+        if isinstance(claim, dict):
+            stored = dict(claim)
+            kind = stored.pop("kind")
+            if kind == "RECEIPT":
+                stored["replay"] = True
+            if kind == "ERROR":
+                refusal = _RefusalError(
+                    stored.get("code", "internal"),
+                    stored.get("message", ""),
+                    reason=stored.get("reason"),
+                    need=stored.get("need") or (),
+                    consent=stored.get("consent"),
+                    retry=stored.get("retry"),
+                )
+                refusal.fix = stored.get("fix") or []
+                raise refusal
+            return kind, stored
+        try:
+            kind, body = self._intent_body(cap, frame, now, events, auth, auto=True)
+        except ParleyError as exc:
+            err = self._error(frame["id"], exc)
+            keep = {k: v for k, v in err.items() if k not in ("parley", "id", "re")}
+            self.store.finish_auto(auth.key, frame["id"], keep, now=now)
+            raise
+        except Exception:
+            keep = {"kind": "ERROR", "code": "internal", "message": "the service failed"}
+            self.store.finish_auto(auth.key, frame["id"], keep, now=now)
+            raise
+        self.store.finish_auto(auth.key, frame["id"], {"kind": kind, **body}, now=now)
+        return kind, body
+
+    def _intent_body(
+        self,
+        cap: Capability,
+        frame: dict[str, Any],
+        now: int,
+        events: list[dict[str, Any]],
+        auth: _Auth,
+        *,
+        auto: bool,
+    ) -> tuple[str, dict[str, Any]]:
+        params = check_params(cap.params, frame.get("params"))
+        context = Context(self.id, now, frame, auth.key, auth.principal, events=events)
+        result = cap.handler(params, context)
+        if isinstance(result, Clarify):
+            options = [{"label": label, "params": patch} for label, patch in result.options]
+            return "CLARIFY", {"question": result.question, "options": options}
+        if not isinstance(result, list) or not result:
+            raise ParleyError("internal", "an intent returns offers", reason="bad_offer")
+        records = []
+        for item in result:
+            proposal, plan = self._make_proposal(cap, item, now)
+            records.append(ProposalRecord(proposal, auth.key, auth.principal, plan))
+        for record in records:
+            self.store.add_proposal(record, now=now)
+        first = records[0]
+        if auto and auth.check is not None and first.proposal["undo"] is not None:
+            check = self._commit_check(frame, first, auth.key, now)
+            if check.ok:
+                try:
+                    receipt = self._execute(first, auth.key or "", check, now, frame, events)
+                except _RefusalError as exc:
+                    if exc.code != "consent_required":
+                        raise
+                else:
+                    return "RECEIPT", {"receipt": receipt, "auto": True}
+        proposals = {"kind": "PROPOSALS", "proposals": [r.proposal for r in records]}
+        return "PROPOSALS", self._fit(proposals, frame, auth.key, now)
+
+    # ---------------------------------------------------------------- COMMIT
+
+    def _blocks(self, grants: object) -> list[str]:
+        out: list[str] = []
+        for token in grants if isinstance(grants, list) else []:
+            try:
+                out.extend(decode_grant(token).block_ids)
+            except ParleyError:
+                continue
+        return out
+
+    def _commit_check(
+        self, frame: dict[str, Any], record: ProposalRecord, key: str | None, now: int
+    ) -> GrantCheck:
+        grants = frame.get("grants") or []
+        ctx = GrantContext(
+            self.id,
+            "COMMIT",
+            record.proposal["capability"],
+            now,
+            proposal=ProposalFacts.from_json(record.proposal),
+            spent=self.store.spent(self._blocks(grants), excluding=record.id),
+            principal=record.principal,
+        )
+        return verify_grant(grants, trusted=self.trusted, proof_key=key, ctx=ctx)
+
+    def _replay(self, record: ReceiptRecord) -> tuple[str, dict[str, Any]]:
+        return "RECEIPT", {"receipt": record.receipt, "replay": True}
+
+    def _commit(
+        self, frame: dict[str, Any], now: int, events: list[dict[str, Any]]
+    ) -> tuple[str, dict[str, Any]]:
+        pid, digest = _field(frame, "proposal"), _field(frame, "hash")
+        if not frame.get("grants") or frame.get("proof") is None:
+            raise ParleyError("unauthorized", "COMMIT needs grants and a proof", reason="no_grant")
+        key = verify_proof(frame["proof"], aud=self.id, verb="COMMIT", target=digest, now=now)
+        unknown = ParleyError(
+            "not_found", "no such proposal is open for this key", reason="unknown_proposal"
+        )
+        done = self.store.receipt_for(pid)
+        if done is not None:
+            if done.key != key:
+                raise unknown
+            if done.hash != digest:
+                raise ParleyError(
+                    "conflict", "the hash does not match the committed proposal", reason="hash"
+                )
+            return self._replay(done)
+        record = self.store.proposal(pid, now=now)
+        if record is None:
+            raise unknown
+        if record.key is None:
+            raise ParleyError(
+                "forbidden",
+                "proposals of an INTENT without a proof cannot be committed; re-run the"
+                " INTENT with a proof",
+                reason="anonymous_proposal",
+            )
+        if record.key != key:
+            raise unknown
+        if record.proposal["hash"] != digest:
+            raise ParleyError(
+                "conflict",
+                "the hash does not match the proposal; re-run the INTENT",
+                reason="hash_mismatch",
+            )
+        if now >= int(record.proposal["expires"]):
+            raise ParleyError("expired", "the proposal has expired", reason="proposal_expired")
+        check = self._commit_check(frame, record, key, now)
+        if not check.ok:
+            raise self._check_fail(check, record)
+        receipt = self._execute(record, key, check, now, frame, events)
+        return "RECEIPT", {"receipt": receipt}
+
+    def _check_fail(self, check: GrantCheck, record: ProposalRecord) -> _RefusalError:
+        fail = _grant_fail(check)
+        if check.code == "consent_required" and check.principal is not None:
+            fail.consent = consent_request(
+                record.proposal, service=self.id, principal=check.principal
+            )
+        return fail
+
+    def _execute(
+        self,
+        record: ProposalRecord,
+        key: str,
+        check: GrantCheck,
+        now: int,
+        frame: dict[str, Any],
+        events: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        proposal = record.proposal
+        cost = proposal.get("cost")
+        amount = cost["amount"] if isinstance(cost, dict) else 0
+        currency = cost["currency"] if isinstance(cost, dict) else ""
+        try:
+            claim = self.store.begin_commit(record.id, check.spend_caps, amount, currency, now=now)
+        except ParleyError as exc:
+            if exc.code == "consent_required" and check.principal is not None:
+                raise _RefusalError(
+                    exc.code,
+                    exc.message,
+                    reason=exc.reason,
+                    consent=consent_request(proposal, service=self.id, principal=check.principal),
+                ) from None
+            raise
+        if claim == "busy":
+            raise _RefusalError(
+                "conflict", "this proposal is being committed", reason="busy", retry=1
+            )
+        if claim == "done":
+            done = self.store.receipt_for(record.id)
+            if done is None or done.key != key:
+                raise ParleyError(
+                    "not_found", "no such proposal is open", reason="unknown_proposal"
+                )
+            return dict(done.receipt)
+        cap = self.capabilities.get(proposal["capability"])
+        try:
+            if cap is None or cap.commit is None:
+                raise ParleyError("internal", "the capability cannot commit", reason="no_commit")
+            context = Context(
+                self.id, now, frame, key, check.principal, plan=record.plan, events=events
+            )
+            result = cap.commit(dict(proposal), context)
+            window = proposal["undo"]
+            receipt: dict[str, Any] = {
+                "id": self._rid("r_"),
+                "proposal": record.id,
+                "capability": proposal["capability"],
+                "summary": proposal["summary"],
+                "at": now,
+                "effects": proposal["effects"],
+                "cost": proposal["cost"],
+                "undo": None if window is None else {"until": now + window["window"]},
+            }
+            if result is not None:
+                receipt["result"] = result
+            encode_frame({"receipt": receipt}, limit=MAX_FRAME)  # JSON-able and not too large
+        except BaseException:
+            self.store.abort_commit(record.id)
+            raise
+        self.store.finish_commit(
+            ReceiptRecord(receipt, key, check.principal, proposal["hash"]), now=now
+        )
+        return receipt
+
+    # ---------------------------------------------------------------- UNDO
+
+    def _undo(
+        self, frame: dict[str, Any], now: int, events: list[dict[str, Any]]
+    ) -> tuple[str, dict[str, Any]]:
+        rid = _field(frame, "receipt")
+        if not frame.get("grants") or frame.get("proof") is None:
+            raise ParleyError("unauthorized", "UNDO needs grants and a proof", reason="no_grant")
+        key = verify_proof(frame["proof"], aud=self.id, verb="UNDO", target=rid, now=now)
+        record = self.store.receipt(rid)
+        if record is None:
+            raise ParleyError("not_found", "no such receipt", reason="unknown_receipt")
+        if record.principal is None:  # fail closed: no principal to root the undo in
+            raise ParleyError(
+                "forbidden", "this receipt cannot be undone here", reason="no_principal"
+            )
+        ctx = GrantContext(
+            self.id, "UNDO", record.receipt["capability"], now, principal=record.principal
+        )
+        check = verify_grant(frame["grants"], trusted=self.trusted, proof_key=key, ctx=ctx)
+        if not check.ok:
+            raise _grant_fail(check)
+        if record.undo is not None:
+            return self._undo_replay(record, key)
+        window = record.receipt.get("undo")
+        if window is None:
+            raise ParleyError("expired", "the action cannot be undone", reason="irreversible")
+        if now >= int(window["until"]):
+            raise ParleyError("expired", "the undo window has closed", reason="undo_expired")
+        claim = self.store.begin_undo(rid)
+        if claim == "busy":
+            raise _RefusalError("conflict", "this receipt is being undone", reason="busy", retry=1)
+        if claim == "done":
+            latest = self.store.receipt(rid)
+            assert latest is not None
+            return self._undo_replay(latest, key)
+        cap = self.capabilities.get(record.receipt["capability"])
+        try:
+            if cap is None or cap.undo is None:
+                raise ParleyError("internal", "the capability cannot undo", reason="no_undo")
+            context = Context(self.id, now, frame, key, check.principal, events=events)
+            result = cap.undo(dict(record.receipt), context)
+            undo: dict[str, Any] = {
+                "id": self._rid("r_"),
+                "proposal": record.proposal,
+                "capability": record.receipt["capability"],
+                "summary": record.receipt["summary"],
+                "at": now,
+                "effects": [],
+                "cost": None,
+                "undo": None,
+                "undoes": rid,
+            }
+            if result is not None:
+                undo["result"] = result
+        except BaseException:
+            self.store.abort_undo(rid)
+            raise
+        self.store.finish_undo(rid, undo, key)
+        return "RECEIPT", {"receipt": undo}
+
+    def _undo_replay(self, record: ReceiptRecord, key: str) -> tuple[str, dict[str, Any]]:
+        if record.undo_key != key or record.undo is None:
+            raise ParleyError(
+                "conflict", "the receipt was already undone by another request", reason="undone"
+            )
+        return "RECEIPT", {"receipt": record.undo, "replay": True}

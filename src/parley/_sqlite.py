@@ -1,0 +1,394 @@
+"""A SQLite :class:`~parley._state.Store` (stdlib ``sqlite3``, WAL) shared by processes.
+
+Every transaction of the store interface is one ``BEGIN IMMEDIATE`` transaction, so the
+spend check and the reservation happen under SQLite's write lock: several service
+processes sharing one database file never let concurrent commits pass a ``spend`` cap
+together. Within a process one connection is shared behind a lock. Maps are bounded the
+same way as :class:`~parley._state.MemoryStore` (expiry, then size caps; live replay
+memory is never dropped: a full store answers ``limit``). **Ours:** a reservation whose
+process died mid-commit stays counted (conservative).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ._errors import ParleyError
+from ._grants import SpendCap
+from ._state import (
+    PROPOSAL_GRACE,
+    REPLAY_TTL,
+    Claim,
+    ProposalRecord,
+    ReceiptRecord,
+    check_caps,
+)
+
+__all__ = ["SQLiteStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS proposals (id TEXT PRIMARY KEY, expires INTEGER NOT NULL,
+    record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS receipts (id TEXT PRIMARY KEY, proposal TEXT NOT NULL UNIQUE,
+    keep_until INTEGER NOT NULL, undoing INTEGER NOT NULL DEFAULT 0, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS inflight (proposal TEXT PRIMARY KEY, amount INTEGER NOT NULL,
+    blocks TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS totals (block TEXT PRIMARY KEY, amount INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS replay (key TEXT NOT NULL, frame TEXT NOT NULL,
+    until INTEGER NOT NULL, reply TEXT, PRIMARY KEY (key, frame));
+CREATE TABLE IF NOT EXISTS handles (handle TEXT PRIMARY KEY, key TEXT,
+    expires INTEGER NOT NULL, value TEXT NOT NULL);
+"""
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _limit(what: str) -> ParleyError:
+    return ParleyError(
+        "limit", f"the service holds as many {what} as it can; retry later", reason="store_full"
+    )
+
+
+class _Handles:
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def put(self, handle: str, value: Any, *, key: str | None, now: int, ttl: int) -> None:
+        with self._store._tx() as db:
+            db.execute("DELETE FROM handles WHERE expires <= ?", (now,))
+            (count,) = db.execute("SELECT COUNT(*) FROM handles").fetchone()
+            if count >= self._store.max_handles:
+                db.execute(
+                    "DELETE FROM handles WHERE handle IN (SELECT handle FROM handles"
+                    " ORDER BY expires LIMIT ?)",
+                    (count - self._store.max_handles + 1,),
+                )
+            db.execute(
+                "INSERT OR REPLACE INTO handles VALUES (?, ?, ?, ?)",
+                (handle, key, now + ttl, _dump(value)),
+            )
+
+    def get(self, handle: str, *, key: str | None, now: int) -> Any:
+        with self._store._tx() as db:
+            row = db.execute(
+                "SELECT key, expires, value FROM handles WHERE handle = ?", (handle,)
+            ).fetchone()
+            if row is None or (row[0] is not None and row[0] != key):
+                raise ParleyError(
+                    "not_found",
+                    "no such EXPAND handle is held for this requester",
+                    reason="unknown_handle",
+                )
+            if row[1] <= now:
+                db.execute("DELETE FROM handles WHERE handle = ?", (handle,))
+                raise ParleyError(
+                    "expired", "the EXPAND handle has expired", reason="handle_expired"
+                )
+            return json.loads(row[2])
+
+
+class SQLiteStore:
+    """A :class:`~parley._state.Store` in one SQLite database file (WAL mode).
+
+    Open one per process on the same ``path`` to share proposals, receipts, replay
+    memory, handles and exact spend totals between service processes.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        max_proposals: int = 100_000,
+        max_receipts: int = 100_000,
+        max_replay: int = 1_000_000,
+        max_handles: int = 100_000,
+        receipt_ttl: int = 86_400,
+        timeout: float = 30.0,
+    ) -> None:
+        self.path = path
+        self.max_proposals = max_proposals
+        self.max_receipts = max_receipts
+        self.max_replay = max_replay
+        self.max_handles = max_handles
+        self.receipt_ttl = receipt_ttl
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(
+            path, timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+        self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        with self._tx() as db:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+        self.handles = _Handles(self)
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # ---------------------------------------------------------------- proposals
+
+    def add_proposal(self, record: ProposalRecord, *, now: int) -> None:
+        """Keep a new proposal (see :class:`~parley._state.Store`)."""
+        with self._tx() as db:
+            (count,) = db.execute("SELECT COUNT(*) FROM proposals").fetchone()
+            if count >= self.max_proposals:
+                db.execute(
+                    "DELETE FROM proposals WHERE expires + ? <= ?"
+                    " AND id NOT IN (SELECT proposal FROM inflight)",
+                    (PROPOSAL_GRACE, now),
+                )
+                (count,) = db.execute("SELECT COUNT(*) FROM proposals").fetchone()
+                if count >= self.max_proposals:
+                    raise _limit("open proposals")
+            db.execute(
+                "INSERT INTO proposals VALUES (?, ?, ?)",
+                (record.id, int(record.proposal["expires"]), _dump(record.as_json())),
+            )
+
+    def proposal(self, proposal_id: str, *, now: int) -> ProposalRecord | None:
+        """The proposal or ``None``."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT expires, record FROM proposals WHERE id = ?", (proposal_id,)
+            ).fetchone()
+        if row is None or row[0] + PROPOSAL_GRACE <= now:
+            return None
+        return ProposalRecord.from_json(json.loads(row[1]))
+
+    # ---------------------------------------------------------------- receipts
+
+    def _receipt_row(self, where: str, value: str) -> ReceiptRecord | None:
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT record FROM receipts WHERE {where} = ?",  # noqa: S608 - fixed names
+                (value,),
+            ).fetchone()
+        return None if row is None else ReceiptRecord.from_json(json.loads(row[0]))
+
+    def receipt(self, receipt_id: str) -> ReceiptRecord | None:
+        """The receipt record or ``None``."""
+        return self._receipt_row("id", receipt_id)
+
+    def receipt_for(self, proposal_id: str) -> ReceiptRecord | None:
+        """The receipt of a committed proposal or ``None``."""
+        return self._receipt_row("proposal", proposal_id)
+
+    # ---------------------------------------------------------------- spend + commit
+
+    def _totals(self, db: sqlite3.Connection, blocks: Iterable[str]) -> dict[str, int]:
+        out = {}
+        for block in blocks:
+            row = db.execute("SELECT amount FROM totals WHERE block = ?", (block,)).fetchone()
+            out[block] = 0 if row is None else int(row[0])
+        return out
+
+    def spent(self, blocks: Iterable[str], *, excluding: str | None = None) -> dict[str, int]:
+        """Committed plus reserved spend per block."""
+        wanted = list(blocks)
+        with self._lock:
+            totals = self._totals(self._db, wanted)
+            own: tuple[int, list[str]] | None = None
+            if excluding is not None:
+                row = self._db.execute(
+                    "SELECT amount, blocks FROM inflight WHERE proposal = ?", (excluding,)
+                ).fetchone()
+                if row is not None:
+                    own = (int(row[0]), json.loads(row[1]))
+        if own is None and excluding is not None:
+            done = self.receipt_for(excluding)
+            own = None if done is None else (done.amount, list(done.blocks))
+        if own is not None:
+            for block in wanted:
+                if block in own[1]:
+                    totals[block] -= own[0]
+        return totals
+
+    def begin_commit(
+        self,
+        proposal_id: str,
+        caps: Sequence[SpendCap],
+        amount: int,
+        currency: str,
+        *,
+        now: int,
+    ) -> Claim:
+        """Claim and reserve under SQLite's write lock."""
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM inflight WHERE proposal = ?", (proposal_id,)).fetchone():
+                return "busy"
+            if db.execute("SELECT 1 FROM receipts WHERE proposal = ?", (proposal_id,)).fetchone():
+                return "done"
+            wanted = [cap.block for cap in caps]
+            blocks = check_caps(caps, self._totals(db, wanted), amount, currency)
+            for block in blocks:
+                db.execute(
+                    "INSERT INTO totals VALUES (?, ?)"
+                    " ON CONFLICT(block) DO UPDATE SET amount = amount + excluded.amount",
+                    (block, amount),
+                )
+            db.execute(
+                "INSERT INTO inflight VALUES (?, ?, ?)", (proposal_id, amount, _dump(blocks))
+            )
+            return "new"
+
+    def finish_commit(self, record: ReceiptRecord, *, now: int) -> None:
+        """Store the receipt, make the reservation final, forget the proposal."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT amount, blocks FROM inflight WHERE proposal = ?", (record.proposal,)
+            ).fetchone()
+            if row is not None:
+                record = ReceiptRecord(
+                    record.receipt,
+                    record.key,
+                    record.principal,
+                    record.hash,
+                    int(row[0]),
+                    tuple(json.loads(row[1])),
+                )
+            db.execute("DELETE FROM inflight WHERE proposal = ?", (record.proposal,))
+            db.execute("DELETE FROM proposals WHERE id = ?", (record.proposal,))
+            db.execute("DELETE FROM receipts WHERE keep_until <= ? AND undoing = 0", (now,))
+            (count,) = db.execute("SELECT COUNT(*) FROM receipts").fetchone()
+            if count >= self.max_receipts:
+                db.execute(
+                    "DELETE FROM receipts WHERE id IN (SELECT id FROM receipts WHERE undoing = 0"
+                    " ORDER BY keep_until LIMIT ?)",
+                    (count - self.max_receipts + 1,),
+                )
+            at = int(record.receipt.get("at", now))
+            undo = record.receipt.get("undo")
+            until = int(undo["until"]) if isinstance(undo, dict) else at
+            db.execute(
+                "INSERT INTO receipts VALUES (?, ?, ?, 0, ?)",
+                (
+                    record.id,
+                    record.proposal,
+                    max(at + self.receipt_ttl, until),
+                    _dump(record.as_json()),
+                ),
+            )
+
+    def abort_commit(self, proposal_id: str) -> None:
+        """Release the claim and the reservation."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT amount, blocks FROM inflight WHERE proposal = ?", (proposal_id,)
+            ).fetchone()
+            if row is None:
+                return
+            for block in json.loads(row[1]):
+                db.execute(
+                    "UPDATE totals SET amount = amount - ? WHERE block = ?", (int(row[0]), block)
+                )
+            db.execute("DELETE FROM inflight WHERE proposal = ?", (proposal_id,))
+
+    # ---------------------------------------------------------------- undo
+
+    def begin_undo(self, receipt_id: str) -> Claim:
+        """Claim a receipt for undo."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT undoing, record FROM receipts WHERE id = ?", (receipt_id,)
+            ).fetchone()
+            if row is None:
+                return "new"
+            if json.loads(row[1]).get("undo") is not None:
+                return "done"
+            if row[0]:
+                return "busy"
+            db.execute("UPDATE receipts SET undoing = 1 WHERE id = ?", (receipt_id,))
+            return "new"
+
+    def finish_undo(self, receipt_id: str, undo: dict[str, Any], key: str) -> None:
+        """Record the reversal."""
+        with self._tx() as db:
+            row = db.execute("SELECT record FROM receipts WHERE id = ?", (receipt_id,)).fetchone()
+            if row is None:
+                return
+            record = json.loads(row[0])
+            record["undo"], record["undo_key"] = undo, key
+            db.execute(
+                "UPDATE receipts SET undoing = 0, record = ? WHERE id = ?",
+                (_dump(record), receipt_id),
+            )
+
+    def abort_undo(self, receipt_id: str) -> None:
+        """Release the undo claim."""
+        with self._tx() as db:
+            db.execute("UPDATE receipts SET undoing = 0 WHERE id = ?", (receipt_id,))
+
+    # ---------------------------------------------------------------- auto replay memory
+
+    def begin_auto(
+        self, key: str, frame_id: str, *, now: int, ttl: int = REPLAY_TTL
+    ) -> Claim | dict[str, Any]:
+        """Claim ``(key, frame_id)``."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT until, reply FROM replay WHERE key = ? AND frame = ?", (key, frame_id)
+            ).fetchone()
+            if row is not None and row[0] > now:
+                if row[1] is None:
+                    return "busy"
+                stored: dict[str, Any] = json.loads(row[1])
+                return stored
+            (count,) = db.execute("SELECT COUNT(*) FROM replay").fetchone()
+            if count >= self.max_replay:
+                db.execute("DELETE FROM replay WHERE until <= ?", (now,))
+                (count,) = db.execute("SELECT COUNT(*) FROM replay").fetchone()
+                if count >= self.max_replay:
+                    raise _limit("remembered auto requests")
+            db.execute(
+                "INSERT OR REPLACE INTO replay VALUES (?, ?, ?, NULL)",
+                (key, frame_id, now + max(ttl, REPLAY_TTL)),
+            )
+            return "new"
+
+    def finish_auto(
+        self, key: str, frame_id: str, reply: dict[str, Any], *, now: int, ttl: int = REPLAY_TTL
+    ) -> None:
+        """Remember the reply."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO replay VALUES (?, ?, ?, ?)",
+                (key, frame_id, now + max(ttl, REPLAY_TTL), _dump(reply)),
+            )
+
+    def abort_auto(self, key: str, frame_id: str) -> None:
+        """Drop an unfinished claim."""
+        with self._tx() as db:
+            db.execute(
+                "DELETE FROM replay WHERE key = ? AND frame = ? AND reply IS NULL",
+                (key, frame_id),
+            )
+
+    def sizes(self) -> dict[str, int]:
+        """Rows per table (for tests and monitoring)."""
+        with self._lock:
+            return {
+                table: int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])  # noqa: S608
+                for table in ("proposals", "receipts", "replay", "handles", "totals", "inflight")
+            }

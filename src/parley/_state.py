@@ -1,0 +1,523 @@
+"""Service state: one store interface, expressed as transactions, and the in-memory store.
+
+A :class:`Store` holds what a Parley service must remember between frames: proposals
+(until they expire), receipts (for idempotent ``COMMIT``/``UNDO`` and the undo window),
+the ``(proof key, frame id)`` memory of auto ``INTENT``\\ s, ``EXPAND`` handles and spend
+totals. Every change is one atomic transaction (``begin_*`` claims, ``finish_*`` makes
+final, ``abort_*`` undoes the claim), so nothing SQLite-specific leaks into the runtime and
+a store over another database can implement the same methods. Everything is bounded: by
+expiry first, then by size caps; a store that is full of live entries it must not forget
+refuses new work with ``limit`` rather than forgetting (forgetting would re-open replays).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ._errors import ParleyError
+from ._grants import SpendCap
+from ._handles import HandleStore, MemoryHandleStore
+
+__all__ = [
+    "REPLAY_TTL",
+    "Claim",
+    "MemoryStore",
+    "ProposalRecord",
+    "ReceiptRecord",
+    "Store",
+    "load_state",
+]
+
+REPLAY_TTL = 600
+"""Seconds the ``(proof.key, frame id)`` memory of auto INTENTs is kept (twice the 300 s
+proof window: a proof dated up to 300 s ahead stays valid for 600 s)."""
+
+PROPOSAL_GRACE = 600
+"""**Ours:** seconds an expired proposal is still known (answered ``expired``, not
+``not_found``) before it is forgotten."""
+
+Claim = Literal["new", "busy", "done"]
+"""What a ``begin_*`` transaction found: claimed now, claimed by a request still running,
+or already finished."""
+
+
+@dataclass(frozen=True)
+class ProposalRecord:
+    """A proposal the service made: the wire object, who asked, and the private plan.
+
+    ``key`` is the proof key of the INTENT (``None``: anonymous, never committable);
+    ``principal`` the root of the grant that authorized the INTENT, if any; ``plan`` any
+    JSON value the capability keeps for its commit callable (never sent).
+    """
+
+    proposal: dict[str, Any]
+    key: str | None
+    principal: str | None = None
+    plan: Any = None
+
+    @property
+    def id(self) -> str:
+        """The proposal id."""
+        return str(self.proposal["id"])
+
+    def as_json(self) -> dict[str, Any]:
+        """The record as JSON (vectors, the SQLite store)."""
+        return {
+            "proposal": self.proposal,
+            "key": self.key,
+            "principal": self.principal,
+            "plan": self.plan,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProposalRecord:
+        """Inverse of :meth:`as_json`."""
+        return cls(data["proposal"], data.get("key"), data.get("principal"), data.get("plan"))
+
+
+@dataclass(frozen=True)
+class ReceiptRecord:
+    """A receipt and what the runtime must know about it.
+
+    ``key`` committed it; ``principal`` is the root of the authorizing grant; ``hash`` the
+    committed proposal's hash; ``amount``/``blocks`` the spend it counted; ``undo`` the
+    reversal receipt once undone and ``undo_key`` the key that asked for it.
+    """
+
+    receipt: dict[str, Any]
+    key: str
+    principal: str | None
+    hash: str
+    amount: int = 0
+    blocks: tuple[str, ...] = ()
+    undo: dict[str, Any] | None = None
+    undo_key: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The receipt id."""
+        return str(self.receipt["id"])
+
+    @property
+    def proposal(self) -> str:
+        """The committed proposal's id."""
+        return str(self.receipt["proposal"])
+
+    def as_json(self) -> dict[str, Any]:
+        """The record as JSON (vectors, the SQLite store)."""
+        return {
+            "receipt": self.receipt,
+            "key": self.key,
+            "principal": self.principal,
+            "hash": self.hash,
+            "amount": self.amount,
+            "blocks": list(self.blocks),
+            "undo": self.undo,
+            "undo_key": self.undo_key,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReceiptRecord:
+        """Inverse of :meth:`as_json`."""
+        return cls(
+            data["receipt"],
+            data["key"],
+            data.get("principal"),
+            data["hash"],
+            int(data.get("amount", 0)),
+            tuple(data.get("blocks", ())),
+            data.get("undo"),
+            data.get("undo_key"),
+        )
+
+
+@runtime_checkable
+class Store(Protocol):
+    """What a service runtime remembers, as small transactions (see the module docstring)."""
+
+    handles: HandleStore
+
+    def add_proposal(self, record: ProposalRecord, *, now: int) -> None:
+        """Keep a new proposal until it expires; ``limit`` when full of live proposals."""
+        ...
+
+    def proposal(self, proposal_id: str, *, now: int) -> ProposalRecord | None:
+        """The proposal (even recently expired), or ``None``."""
+        ...
+
+    def receipt(self, receipt_id: str) -> ReceiptRecord | None:
+        """The receipt record with this id, or ``None``."""
+        ...
+
+    def receipt_for(self, proposal_id: str) -> ReceiptRecord | None:
+        """The receipt of a committed proposal, or ``None``."""
+        ...
+
+    def spent(self, blocks: Iterable[str], *, excluding: str | None = None) -> dict[str, int]:
+        """Committed plus reserved spend per block, leaving out proposal ``excluding``'s."""
+        ...
+
+    def begin_commit(
+        self,
+        proposal_id: str,
+        caps: Sequence[SpendCap],
+        amount: int,
+        currency: str,
+        *,
+        now: int,
+    ) -> Claim:
+        """Claim a proposal for commit and reserve its cost against every cap, atomically.
+
+        Raises ``consent_required``/``spend_exceeded`` when a cap would be exceeded (nothing
+        is reserved then).
+        """
+        ...
+
+    def finish_commit(self, record: ReceiptRecord, *, now: int) -> None:
+        """Store the receipt, count the reservation, forget the proposal."""
+        ...
+
+    def abort_commit(self, proposal_id: str) -> None:
+        """Release the claim and the reservation of a failed commit."""
+        ...
+
+    def begin_undo(self, receipt_id: str) -> Claim:
+        """Claim a receipt for undo."""
+        ...
+
+    def finish_undo(self, receipt_id: str, undo: dict[str, Any], key: str) -> None:
+        """Record the reversal receipt and the key that asked for it."""
+        ...
+
+    def abort_undo(self, receipt_id: str) -> None:
+        """Release the undo claim of a failed undo."""
+        ...
+
+    def begin_auto(
+        self, key: str, frame_id: str, *, now: int, ttl: int = REPLAY_TTL
+    ) -> Claim | dict[str, Any]:
+        """Claim ``(key, frame_id)`` of an auto INTENT: ``"new"``, ``"busy"`` or the reply."""
+        ...
+
+    def finish_auto(
+        self, key: str, frame_id: str, reply: dict[str, Any], *, now: int, ttl: int = REPLAY_TTL
+    ) -> None:
+        """Remember the final reply of an auto INTENT for ``ttl`` seconds."""
+        ...
+
+    def abort_auto(self, key: str, frame_id: str) -> None:
+        """Drop the claim of an auto INTENT that failed before deciding anything."""
+        ...
+
+
+def _limit(what: str) -> ParleyError:
+    return ParleyError(
+        "limit", f"the service holds as many {what} as it can; retry later", reason="store_full"
+    )
+
+
+def check_caps(
+    caps: Sequence[SpendCap], totals: dict[str, int], amount: int, currency: str
+) -> tuple[str, ...]:
+    """Check a reservation against every cap given current totals; return the block ids."""
+    for cap in caps:
+        if amount and cap.currency != currency:
+            raise ParleyError(
+                "consent_required",
+                f"the cost is in {currency} but the spend cap is in {cap.currency}",
+                reason="spend_exceeded",
+            )
+        if totals.get(cap.block, 0) + amount > cap.max:
+            raise ParleyError(
+                "consent_required",
+                f"the commit would take block {cap.block} over its spend cap of {cap.max}",
+                reason="spend_exceeded",
+            )
+    return tuple(dict.fromkeys(cap.block for cap in caps))
+
+
+class MemoryStore:
+    """The in-memory :class:`Store`; thread-safe (one lock), bounded by expiry and size.
+
+    ``max_proposals``, ``max_receipts``, ``max_replay`` and ``max_blocks`` cap the maps;
+    ``receipt_ttl`` is how long a receipt whose undo window closed is still kept for
+    idempotent replays.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_proposals: int = 10_000,
+        max_receipts: int = 10_000,
+        max_replay: int = 100_000,
+        max_blocks: int = 100_000,
+        receipt_ttl: int = 86_400,
+        handles: HandleStore | None = None,
+    ) -> None:
+        self.max_proposals = max_proposals
+        self.max_receipts = max_receipts
+        self.max_replay = max_replay
+        self.max_blocks = max_blocks
+        self.receipt_ttl = receipt_ttl
+        self.handles: HandleStore = handles if handles is not None else _LockedHandles()
+        self._lock = threading.RLock()
+        self._proposals: OrderedDict[str, ProposalRecord] = OrderedDict()
+        self._receipts: OrderedDict[str, ReceiptRecord] = OrderedDict()
+        self._by_proposal: dict[str, str] = {}
+        self._inflight: dict[str, tuple[int, tuple[str, ...]]] = {}
+        self._undoing: set[str] = set()
+        self._totals: dict[str, int] = {}
+        self._replay: OrderedDict[tuple[str, str], tuple[int, dict[str, Any] | None]] = (
+            OrderedDict()
+        )
+
+    def sizes(self) -> dict[str, int]:
+        """How many entries each map holds (for tests and monitoring)."""
+        with self._lock:
+            return {
+                "proposals": len(self._proposals),
+                "receipts": len(self._receipts),
+                "replay": len(self._replay),
+                "blocks": len(self._totals),
+                "inflight": len(self._inflight),
+            }
+
+    # ---------------------------------------------------------------- proposals
+
+    def _prune_proposals(self, now: int) -> None:
+        for pid in [
+            p
+            for p, r in self._proposals.items()
+            if int(r.proposal.get("expires", 0)) + PROPOSAL_GRACE <= now
+        ]:
+            if pid not in self._inflight:
+                del self._proposals[pid]
+
+    def add_proposal(self, record: ProposalRecord, *, now: int) -> None:
+        """Keep a new proposal (see :class:`Store`)."""
+        with self._lock:
+            if len(self._proposals) >= self.max_proposals:
+                self._prune_proposals(now)
+            if len(self._proposals) >= self.max_proposals:
+                raise _limit("open proposals")
+            self._proposals[record.id] = record
+
+    def proposal(self, proposal_id: str, *, now: int) -> ProposalRecord | None:
+        """The proposal or ``None`` (see :class:`Store`)."""
+        with self._lock:
+            record = self._proposals.get(proposal_id)
+            if record is not None and int(record.proposal["expires"]) + PROPOSAL_GRACE <= now:
+                if proposal_id not in self._inflight:
+                    del self._proposals[proposal_id]
+                return None
+            return record
+
+    # ---------------------------------------------------------------- receipts
+
+    def receipt(self, receipt_id: str) -> ReceiptRecord | None:
+        """The receipt record or ``None``."""
+        with self._lock:
+            return self._receipts.get(receipt_id)
+
+    def receipt_for(self, proposal_id: str) -> ReceiptRecord | None:
+        """The receipt of a committed proposal or ``None``."""
+        with self._lock:
+            rid = self._by_proposal.get(proposal_id)
+            return None if rid is None else self._receipts.get(rid)
+
+    def _keep_until(self, record: ReceiptRecord) -> int:
+        at = int(record.receipt.get("at", 0))
+        undo = record.receipt.get("undo")
+        until = int(undo["until"]) if isinstance(undo, dict) else at
+        return max(at + self.receipt_ttl, until)
+
+    def _prune_receipts(self, now: int) -> None:
+        for rid in [r for r, rec in self._receipts.items() if self._keep_until(rec) <= now]:
+            self._drop_receipt(rid)
+        while len(self._receipts) >= self.max_receipts:
+            self._drop_receipt(next(iter(self._receipts)))
+
+    def _drop_receipt(self, rid: str) -> None:
+        if rid in self._undoing:
+            return
+        record = self._receipts.pop(rid)
+        self._by_proposal.pop(record.proposal, None)
+
+    # ---------------------------------------------------------------- spend + commit
+
+    def spent(self, blocks: Iterable[str], *, excluding: str | None = None) -> dict[str, int]:
+        """Committed plus reserved spend per block (see :class:`Store`)."""
+        with self._lock:
+            own: tuple[int, tuple[str, ...]] | None = None
+            if excluding is not None:
+                own = self._inflight.get(excluding)
+                if own is None:
+                    done = self.receipt_for(excluding)
+                    own = None if done is None else (done.amount, done.blocks)
+            out = {}
+            for block in blocks:
+                total = self._totals.get(block, 0)
+                if own is not None and block in own[1]:
+                    total -= own[0]
+                out[block] = total
+            return out
+
+    def begin_commit(
+        self,
+        proposal_id: str,
+        caps: Sequence[SpendCap],
+        amount: int,
+        currency: str,
+        *,
+        now: int,
+    ) -> Claim:
+        """Claim and reserve atomically (see :class:`Store`)."""
+        with self._lock:
+            if proposal_id in self._inflight:
+                return "busy"
+            if proposal_id in self._by_proposal:
+                return "done"
+            blocks = check_caps(caps, self._totals, amount, currency)
+            new = [b for b in blocks if b not in self._totals]
+            if new and len(self._totals) + len(new) > self.max_blocks:
+                raise _limit("spend totals")
+            for block in blocks:
+                self._totals[block] = self._totals.get(block, 0) + amount
+            self._inflight[proposal_id] = (amount, blocks)
+            return "new"
+
+    def finish_commit(self, record: ReceiptRecord, *, now: int) -> None:
+        """Store the receipt and make the reservation final (see :class:`Store`)."""
+        with self._lock:
+            amount, blocks = self._inflight.pop(record.proposal, (record.amount, record.blocks))
+            self._prune_receipts(now)
+            self._receipts[record.id] = replace(record, amount=amount, blocks=blocks)
+            self._by_proposal[record.proposal] = record.id
+            self._proposals.pop(record.proposal, None)
+
+    def abort_commit(self, proposal_id: str) -> None:
+        """Release the claim and reservation (see :class:`Store`)."""
+        with self._lock:
+            held = self._inflight.pop(proposal_id, None)
+            if held is not None:
+                amount, blocks = held
+                for block in blocks:
+                    self._totals[block] -= amount
+
+    # ---------------------------------------------------------------- undo
+
+    def begin_undo(self, receipt_id: str) -> Claim:
+        """Claim a receipt for undo (see :class:`Store`)."""
+        with self._lock:
+            record = self._receipts.get(receipt_id)
+            if record is not None and record.undo is not None:
+                return "done"
+            if receipt_id in self._undoing:
+                return "busy"
+            self._undoing.add(receipt_id)
+            return "new"
+
+    def finish_undo(self, receipt_id: str, undo: dict[str, Any], key: str) -> None:
+        """Record the reversal (see :class:`Store`)."""
+        with self._lock:
+            self._undoing.discard(receipt_id)
+            record = self._receipts.get(receipt_id)
+            if record is not None:
+                self._receipts[receipt_id] = replace(record, undo=undo, undo_key=key)
+
+    def abort_undo(self, receipt_id: str) -> None:
+        """Release the undo claim (see :class:`Store`)."""
+        with self._lock:
+            self._undoing.discard(receipt_id)
+
+    # ---------------------------------------------------------------- auto replay memory
+
+    def begin_auto(
+        self, key: str, frame_id: str, *, now: int, ttl: int = REPLAY_TTL
+    ) -> Claim | dict[str, Any]:
+        """Claim ``(key, frame_id)`` (see :class:`Store`)."""
+        with self._lock:
+            entry = self._replay.get((key, frame_id))
+            if entry is not None and entry[0] > now:
+                return "busy" if entry[1] is None else entry[1]
+            if len(self._replay) >= self.max_replay:
+                for old in [k for k, (until, _) in self._replay.items() if until <= now]:
+                    del self._replay[old]
+            if len(self._replay) >= self.max_replay:
+                raise _limit("remembered auto requests")
+            self._replay[(key, frame_id)] = (now + max(ttl, REPLAY_TTL), None)
+            return "new"
+
+    def finish_auto(
+        self, key: str, frame_id: str, reply: dict[str, Any], *, now: int, ttl: int = REPLAY_TTL
+    ) -> None:
+        """Remember the reply (see :class:`Store`)."""
+        with self._lock:
+            self._replay[(key, frame_id)] = (now + max(ttl, REPLAY_TTL), reply)
+
+    def abort_auto(self, key: str, frame_id: str) -> None:
+        """Drop the claim (see :class:`Store`)."""
+        with self._lock:
+            entry = self._replay.get((key, frame_id))
+            if entry is not None and entry[1] is None:
+                del self._replay[(key, frame_id)]
+
+
+class _LockedHandles:
+    """A :class:`MemoryHandleStore` behind a lock, for services called from threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._inner = MemoryHandleStore()
+
+    def put(self, handle: str, value: Any, *, key: str | None, now: int, ttl: int) -> None:
+        with self._lock:
+            self._inner.put(handle, value, key=key, now=now, ttl=ttl)
+
+    def get(self, handle: str, *, key: str | None, now: int) -> Any:
+        with self._lock:
+            return self._inner.get(handle, key=key, now=now)
+
+
+def load_state(store: Store, state: dict[str, Any], *, now: int) -> None:
+    """Put a JSON description of service state into an empty store (vectors, fixtures).
+
+    ``state`` may hold ``proposals`` (:meth:`ProposalRecord.as_json` objects),
+    ``receipts`` (:meth:`ReceiptRecord.as_json`), ``spent`` (block id to amount),
+    ``replay`` (``{"key", "id", "reply"}``; a null reply is a request still running) and
+    ``handles`` (``{"handle", "key", "value", "expires"}``). Only the store's transactions
+    are used, so any :class:`Store` can be loaded.
+    """
+    for raw in state.get("proposals", []):
+        store.add_proposal(ProposalRecord.from_json(raw), now=now)
+    for block, amount in state.get("spent", {}).items():
+        seed = f"seed:{block}"
+        store.begin_commit(seed, [SpendCap(block, 2**53, "")], amount, "", now=now)
+        store.finish_commit(
+            ReceiptRecord(
+                {"id": f"r_{seed}", "proposal": seed, "at": now - 86_400 * 365, "undo": None},
+                "",
+                None,
+                "",
+            ),
+            now=now,
+        )
+    for raw in state.get("receipts", []):
+        record = ReceiptRecord.from_json(raw)
+        caps = [SpendCap(b, 2**53, "") for b in record.blocks]
+        store.begin_commit(record.proposal, caps, record.amount, "", now=now)
+        store.finish_commit(replace(record, undo=None, undo_key=None), now=now)
+        if record.undo is not None:
+            store.begin_undo(record.id)
+            store.finish_undo(record.id, record.undo, record.undo_key or "")
+    for raw in state.get("replay", []):
+        store.begin_auto(raw["key"], raw["id"], now=now)
+        if raw.get("reply") is not None:
+            store.finish_auto(raw["key"], raw["id"], raw["reply"], now=now)
+    for raw in state.get("handles", []):
+        ttl = int(raw["expires"]) - now
+        store.handles.put(raw["handle"], raw["value"], key=raw.get("key"), now=now, ttl=ttl)

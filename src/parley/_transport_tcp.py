@@ -1,0 +1,220 @@
+"""NDJSON over a byte stream: TCP (``parley://``, port 7447) and TLS (``parleys://``, 7448).
+
+The server side reads with a :class:`~parley._frames.LineBuffer` (an oversized line is
+answered ``bad_frame`` and skipped, never buffered), runs each request through
+:meth:`Service.handle` in a worker thread so replies to concurrent requests may overtake
+each other (they are correlated by ``re``), and writes each request's frames in order
+under one lock. A peer that sends garbage, stops reading or disconnects mid-request only
+ends its own connection. The client side feeds a :class:`~parley._agent.Client`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl as _ssl
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from ._agent import Agent, Client
+from ._errors import ParleyError
+from ._frames import MAX_FRAME, LineBuffer, encode_frame, error_reply
+from ._service import Service
+
+__all__ = [
+    "DEFAULT_PORTS",
+    "connect_stream",
+    "parse_url",
+    "serve_connection",
+    "serve_tcp",
+]
+
+DEFAULT_PORTS = {"parley": 7447, "parleys": 7448}
+"""Default ports of the stream URL schemes (SPEC.md section 2.3)."""
+
+MAX_INFLIGHT = 64
+"""**Ours:** concurrent requests handled per connection; further lines wait."""
+
+_CHUNK = 64 * 1024
+
+
+def parse_url(url: str) -> tuple[str, str, int]:
+    """Split ``parley://host[:port]`` or ``parleys://host[:port]`` into scheme, host, port."""
+    parts = urlsplit(url)
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        raise ParleyError(
+            "invalid_params", f"not a parley:// or parleys:// URL: {url[:80]!r}", reason="bad_url"
+        )
+    try:
+        port = parts.port or DEFAULT_PORTS[parts.scheme]
+    except ValueError:
+        raise ParleyError(
+            "invalid_params", "the URL's port is not a number", reason="bad_url"
+        ) from None
+    return parts.scheme, parts.hostname, port
+
+
+def _encoded(frame: dict[str, Any]) -> bytes:
+    try:
+        return encode_frame(frame)
+    except ParleyError as exc:
+        fallback = error_reply(
+            str(frame.get("id", "s0")), frame.get("re"), exc.code, exc.message, reason=exc.reason
+        )
+        return encode_frame(fallback)
+
+
+async def serve_connection(
+    handle: Callable[..., list[dict[str, Any]]],
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    limit: int = MAX_FRAME,
+) -> None:
+    """Serve one stream connection with ``handle`` (usually ``Service.handle``).
+
+    ``handle(line, emit=…)`` returns the final reply; EVENTs go to ``emit`` and are
+    written as soon as they are sent.
+    """
+    lock = asyncio.Lock()
+    lines = LineBuffer(limit=limit)
+    slots = asyncio.Semaphore(MAX_INFLIGHT)
+    tasks: set[asyncio.Task[None]] = set()
+    refused = 0
+
+    async def write(frames: list[dict[str, Any]]) -> None:
+        async with lock:
+            for frame in frames:
+                send_now(_encoded(frame))
+            with contextlib.suppress(ConnectionError, OSError):
+                await writer.drain()
+
+    loop = asyncio.get_running_loop()
+
+    def send_now(data: bytes) -> None:
+        if not writer.is_closing():
+            writer.write(data)
+
+    def emit(frame: dict[str, Any]) -> None:  # from the worker thread: an EVENT, at once
+        loop.call_soon_threadsafe(send_now, _encoded(frame))
+
+    async def run(line: bytes) -> None:
+        try:
+            replies = await asyncio.to_thread(handle, line, emit=emit)
+            await write(replies)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            slots.release()
+
+    try:
+        while True:
+            data = await reader.read(_CHUNK)
+            if not data:
+                break
+            for line in lines.feed(data):
+                if line is None:
+                    refused += 1
+                    message = f"the frame is over the limit of {limit} bytes"
+                    await write(
+                        [error_reply(f"x{refused}", None, "bad_frame", message, reason="too_large")]
+                    )
+                    continue
+                await slots.acquire()
+                task = asyncio.create_task(run(line))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+    except (ConnectionError, OSError, _ssl.SSLError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            writer.close()
+            await writer.wait_closed()
+
+
+async def serve_tcp(
+    service: Service,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORTS["parley"],
+    *,
+    ssl: _ssl.SSLContext | None = None,
+) -> asyncio.Server:
+    """Start serving ``service`` over TCP (or TLS with an ``ssl`` server context).
+
+    Returns the started :class:`asyncio.Server`; ``port=0`` picks a free port (read it
+    from ``server.sockets[0].getsockname()[1]``).
+    """
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # A connection still open when the loop shuts down ends quietly.
+        with contextlib.suppress(asyncio.CancelledError):
+            await serve_connection(service.handle, reader, writer)
+
+    return await asyncio.start_server(on_connect, host, port, ssl=ssl, limit=_CHUNK)
+
+
+async def pump(reader: asyncio.StreamReader, client: Client, *, limit: int = MAX_FRAME) -> None:
+    """Read reply lines from ``reader`` into ``client`` until the stream ends."""
+    lines = LineBuffer(limit=limit)
+    try:
+        while True:
+            data = await reader.read(_CHUNK)
+            if not data:
+                break
+            for line in lines.feed(data):
+                if line is not None:
+                    client.deliver(line)
+    except (ConnectionError, OSError, _ssl.SSLError):
+        pass
+    finally:
+        client.lost()
+
+
+def client_over(
+    agent: Agent,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    extra_close: Callable[[], Any] | None = None,
+) -> Client:
+    """Wrap a connected stream pair in a :class:`Client` with a background reader."""
+    lock = asyncio.Lock()
+
+    async def send(frame: dict[str, Any]) -> None:
+        data = encode_frame(frame)
+        async with lock:
+            writer.write(data)
+            await writer.drain()
+
+    task: asyncio.Task[None] | None = None
+
+    async def close() -> None:
+        with contextlib.suppress(Exception):
+            writer.close()
+            await writer.wait_closed()
+        if extra_close is not None:
+            await extra_close()
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+    client = Client(agent, send, close=close)
+    task = asyncio.create_task(pump(reader, client))
+    return client
+
+
+async def connect_stream(url: str, agent: Agent, *, ssl: _ssl.SSLContext | None = None) -> Client:
+    """Connect to ``parley://host[:port]`` or ``parleys://host[:port]``; return a client.
+
+    ``parleys`` uses ``ssl`` or the default verifying client context.
+    """
+    scheme, host, port = parse_url(url)
+    context = None
+    if scheme == "parleys":
+        context = ssl if ssl is not None else _ssl.create_default_context()
+    reader, writer = await asyncio.open_connection(host, port, ssl=context, limit=_CHUNK)
+    return client_over(agent, reader, writer)

@@ -1,0 +1,203 @@
+"""The SQLite store: the same runtime rules, durable, and exact spend across processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import parley
+
+from .runtime_harness import AGENT, PRINCIPAL, ROOT, grant, load_shop
+
+SHOP = load_shop()
+NOW = 1_790_000_000
+
+
+def service(path: Path) -> parley.Service:
+    store = parley.SQLiteStore(str(path))
+    return SHOP.build_service(trusted=[PRINCIPAL.public], store=store, clock=lambda: NOW)
+
+
+def proof(verb: str, target: str) -> dict[str, Any]:
+    return parley.sign_proof(AGENT, aud="shop.example", verb=verb, target=target, ts=NOW)
+
+
+def intent(fid: str, grants: list[str], params: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "parley": 1,
+        "id": fid,
+        "verb": "INTENT",
+        "capability": "shop.order",
+        "params": params,
+        "grants": grants,
+        "proof": proof("INTENT", "shop.order"),
+    }
+
+
+def commit(fid: str, p: dict[str, Any], grants: list[str]) -> dict[str, Any]:
+    return {
+        "parley": 1,
+        "id": fid,
+        "verb": "COMMIT",
+        "proposal": p["id"],
+        "hash": p["hash"],
+        "grants": grants,
+        "proof": proof("COMMIT", p["hash"]),
+    }
+
+
+def test_state_survives_a_restart(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    g = [grant(now=NOW)]
+    first = service(db)
+    proposal = first.handle(intent("i", g, {"item": "latte"}))[-1]["proposals"][0]
+    receipt = first.handle(commit("c", proposal, g))[-1]["receipt"]
+    second = service(db)  # a new process would see the same
+    again = second.handle(commit("c2", proposal, g))[-1]
+    assert again["replay"] is True
+    assert again["receipt"] == receipt
+    undo = {
+        "parley": 1,
+        "id": "u",
+        "verb": "UNDO",
+        "receipt": receipt["id"],
+        "grants": g,
+        "proof": proof("UNDO", receipt["id"]),
+    }
+    assert second.handle(undo)[-1]["receipt"]["undoes"] == receipt["id"]
+    assert first.handle(dict(undo, id="u2"))[-1]["replay"] is True
+    ask = {
+        "parley": 1,
+        "id": "a",
+        "verb": "ASK",
+        "capability": "shop.search",
+        "budget": 150,
+        "proof": proof("ASK", "shop.search"),
+    }
+    handle = first.handle(ask)[-1]["more"][0]["handle"]
+    expand = {
+        "parley": 1,
+        "id": "e",
+        "verb": "EXPAND",
+        "handle": handle,
+        "proof": proof("EXPAND", handle),
+    }
+    assert second.handle(expand)[-1]["kind"] == "ANSWER"
+
+
+def test_auto_memory_is_shared(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    g = [grant(now=NOW)]
+    frame = {
+        "parley": 1,
+        "id": "auto-x",
+        "verb": "INTENT",
+        "capability": "shop.order",
+        "auto": True,
+        "params": {"item": "latte", "ship": "pickup"},
+        "grants": g,
+        "proof": proof("INTENT", "auto:shop.order:auto-x"),
+    }
+    a, b = service(db), service(db)
+    first = a.handle(frame)[-1]
+    second = b.handle(frame)[-1]
+    assert first["kind"] == "RECEIPT"
+    assert second["replay"] is True
+    assert second["receipt"] == first["receipt"]
+
+
+def test_threads_on_one_sqlite_store_never_pass_the_cap(tmp_path: Path) -> None:
+    svc = service(tmp_path / "state.db")
+    spend = [grant(now=NOW, extra=[{"spend": {"max": 1000, "currency": "USD"}}], nonce="t")]
+    params = {"item": "espresso", "ship": "pickup"}
+    proposals = [svc.handle(intent(f"i{n}", spend, params))[-1]["proposals"][0] for n in range(64)]
+    replies: list[dict[str, Any]] = []
+    barrier = threading.Barrier(64)
+
+    def go(n: int) -> None:
+        barrier.wait()
+        replies.append(svc.handle(commit(f"c{n}", proposals[n], spend))[-1])
+
+    threads = [threading.Thread(target=go, args=(n,)) for n in range(64)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    price = proposals[0]["cost"]["amount"]
+    assert sum(r["kind"] == "RECEIPT" for r in replies) == 1000 // price
+
+
+WORKER = textwrap.dedent(
+    """
+    import json, sys, threading
+    sys.path.insert(0, sys.argv[3])
+    import parley
+    from tests.parley.runtime_harness import AGENT, PRINCIPAL, load_shop
+    NOW = 1_790_000_000
+    store = parley.SQLiteStore(sys.argv[1])
+    svc = load_shop().build_service(trusted=[PRINCIPAL.public], store=store, clock=lambda: NOW)
+    work = json.loads(sys.argv[2])
+    def proof(t):
+        return parley.sign_proof(AGENT, aud="shop.example", verb="COMMIT", target=t, ts=NOW)
+    out = []
+    barrier = threading.Barrier(len(work["proposals"]))
+    def go(n, p):
+        barrier.wait()
+        frame = {"parley": 1, "id": f"c{n}", "verb": "COMMIT", "proposal": p["id"],
+                 "hash": p["hash"], "grants": work["grants"], "proof": proof(p["hash"])}
+        out.append(svc.handle(frame)[-1]["kind"])
+    ts = [threading.Thread(target=go, args=(n, p)) for n, p in enumerate(work["proposals"])]
+    sys.stdin.readline()
+    for t in ts: t.start()
+    for t in ts: t.join()
+    print(json.dumps(out))
+    """
+)
+
+
+def test_two_processes_sharing_one_database_never_pass_the_cap(tmp_path: Path) -> None:
+    db = tmp_path / "shared.db"
+    svc = service(db)
+    spend = [grant(now=NOW, extra=[{"spend": {"max": 1000, "currency": "USD"}}], nonce="p")]
+    block = parley.decode_grant(spend[0]).block_ids[-1]
+    params = {"item": "espresso", "ship": "pickup"}
+    proposals = [svc.handle(intent(f"i{n}", spend, params))[-1]["proposals"][0] for n in range(64)]
+    procs = []
+    for half in (proposals[:32], proposals[32:]):
+        work = json.dumps({"proposals": half, "grants": spend})
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", WORKER, str(db), work, str(ROOT)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        )
+    for proc in procs:  # release both together
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    kinds: list[str] = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0
+        kinds.extend(json.loads(out))
+    price = proposals[0]["cost"]["amount"]
+    assert kinds.count("RECEIPT") == 1000 // price
+    assert len(kinds) == 64
+    check = parley.SQLiteStore(str(db))
+    assert check.spent([block])[block] == kinds.count("RECEIPT") * price <= 1000
+
+
+def test_sqlite_maps_are_bounded(tmp_path: Path) -> None:
+    store = parley.SQLiteStore(str(tmp_path / "s.db"), max_proposals=2)
+    svc = SHOP.build_service(trusted=[PRINCIPAL.public], store=store, clock=lambda: NOW)
+    g = [grant(now=NOW)]
+    assert svc.handle(intent("a", g, {"item": "latte"}))[-1]["kind"] == "PROPOSALS"
+    assert svc.handle(intent("b", g, {"item": "latte"}))[-1]["code"] == "limit"
+    assert store.sizes()["proposals"] == 2
