@@ -30,7 +30,13 @@ def _json_file(path: str) -> Any:
 
 
 def _print(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    try:
+        text.encode(sys.stdout.encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        # a lone surrogate ("\ud800" in the JSON) or a narrow terminal: escape it all
+        text = json.dumps(value, indent=2)
+    print(text)
 
 
 def _sdjwt_decode(args: argparse.Namespace) -> int:

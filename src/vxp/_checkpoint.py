@@ -53,6 +53,9 @@ class Checkpoint:
             )
         if not isinstance(self.root, bytes) or len(self.root) != 32:
             raise VxpError("checkpoint_invalid", "a checkpoint root is 32 bytes")
+        if size == 0 and self.root != _merkle.EMPTY_ROOT:
+            # RFC 9162 §2.1.1: the empty tree has exactly one head, SHA-256 of nothing
+            raise VxpError("checkpoint_invalid", "a checkpoint of size 0 has the empty-tree root")
 
     def to_json(self) -> dict[str, Any]:
         """Return the wire form ``{"origin", "tree_size", "root": "sha-256:..."}``."""

@@ -30,6 +30,12 @@ KeyLike = ECKey | OKPKey | Mapping[str, Any]
 """A signing or verification key: a joserfc ``ECKey`` (P-256) / ``OKPKey`` (Ed25519) or a JWK."""
 
 _P256_ORDER_BYTES = 32
+_ED25519_P = 2**255 - 19
+# y of the eight points of small order (the 8-torsion): (0, 1), (0, -1), (±sqrt(-1), 0) and
+# four points of order 8. A public key there verifies forged signatures (R = identity,
+# S = 0) for a large share of messages, and OpenSSL does not refuse such keys.
+_ED25519_Y8 = 0x7A03AC9277FDC74EC6CC392CFA53202A0F67100D760B3CBA4FD84D3D706A17C7
+_ED25519_SMALL_ORDER_Y = frozenset({0, 1, _ED25519_P - 1, _ED25519_Y8, _ED25519_P - _ED25519_Y8})
 _SIG_ES256 = ec.ECDSA(hashes.SHA256())
 _SIG_ES256_DET = ec.ECDSA(hashes.SHA256(), deterministic_signing=True)
 
@@ -93,17 +99,29 @@ def _import(key: KeyLike, where: str) -> ECKey | OKPKey:
     raise VxpError("key_unsupported", f"{where} has key type {kty!r}; only EC and OKP are used")
 
 
+def _check_ed25519_public(public: ed25519.Ed25519PublicKey, where: str) -> None:
+    """Refuse a non-canonical or small-order Ed25519 public key (RFC 8032 §5.1.3)."""
+    y = int.from_bytes(public.public_bytes_raw(), "little") & ((1 << 255) - 1)
+    if y >= _ED25519_P:
+        raise VxpError("key_invalid", f"{where} is not a canonical Ed25519 point encoding")
+    if y in _ED25519_SMALL_ORDER_Y:
+        raise VxpError("key_invalid", f"{where} is an Ed25519 point of small order")
+
+
 def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
     """Parse ``key`` once (cached per joserfc key object) into a :class:`ResolvedKey`.
 
-    Only P-256 (``ES256``) and Ed25519 (``EdDSA``) keys are accepted.
+    Only P-256 (``ES256``) and Ed25519 (``EdDSA``) keys are accepted; an Ed25519 key of
+    small order or with a non-canonical encoding is refused (it would accept forgeries).
     """
     public_id: tuple[Any, ...] | None = None
     if isinstance(key, Mapping) and "d" not in key:
-        public_id = tuple(key.get(m) for m in ("kty", "crv", "x", "y"))
-        hit = _JWK_CACHE.get(public_id)
-        if hit is not None:
-            return hit
+        members = tuple(key.get(m) for m in ("kty", "crv", "x", "y"))
+        if all(m is None or isinstance(m, str) for m in members):
+            public_id = members
+            hit = _JWK_CACHE.get(public_id)
+            if hit is not None:
+                return hit
     jkey = _import(key, where)
     cached = _CACHE.get(id(jkey))
     if cached is not None and cached[0]() is jkey:
@@ -120,6 +138,7 @@ def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
                 raise VxpError("key_unsupported", f"{where} is {jkey.curve_name}, not Ed25519")
             alg = "EdDSA"
             public = jkey.public_key
+            _check_ed25519_public(public, where)
             private = jkey.private_key if jkey.is_private else None
         public_jwk = {k: v for k, v in jkey.as_dict(private=False).items() if k in _MEMBERS}
         resolved = ResolvedKey(alg, jkey.thumbprint(), public_jwk, public, private)

@@ -120,49 +120,80 @@ CREATE TRIGGER IF NOT EXISTS vxp_log_meta_no_update BEFORE UPDATE ON vxp_log_met
 BEGIN SELECT RAISE(ABORT, 'vxp log metadata is fixed'); END;
 CREATE TRIGGER IF NOT EXISTS vxp_log_meta_no_delete BEFORE DELETE ON vxp_log_meta
 BEGIN SELECT RAISE(ABORT, 'vxp log metadata is fixed'); END;
+CREATE TRIGGER IF NOT EXISTS vxp_log_entries_append_only BEFORE INSERT ON vxp_log_entries
+WHEN NEW.idx IS NOT (SELECT COALESCE(MAX(idx) + 1, 0) FROM vxp_log_entries)
+BEGIN SELECT RAISE(ABORT, 'vxp log entries are only appended at the end'); END;
+CREATE TRIGGER IF NOT EXISTS vxp_log_nodes_append_only BEFORE INSERT ON vxp_log_nodes
+WHEN NEW.idx IS NOT (SELECT COALESCE(MAX(idx) + 1, 0) FROM vxp_log_nodes WHERE level = NEW.level)
+BEGIN SELECT RAISE(ABORT, 'vxp log nodes are only appended at the end of their level'); END;
+CREATE TRIGGER IF NOT EXISTS vxp_log_meta_insert_once BEFORE INSERT ON vxp_log_meta
+WHEN EXISTS (SELECT 1 FROM vxp_log_meta WHERE key = NEW.key)
+BEGIN SELECT RAISE(ABORT, 'vxp log metadata is fixed'); END;
 """
+# ``INSERT OR REPLACE`` deletes the conflicting row without firing DELETE triggers (unless
+# recursive_triggers is on), so the BEFORE INSERT triggers above are what stop a REPLACE
+# from rewriting history: a row goes only at the next free position, never over another.
+
+_SIZE = "SELECT COALESCE(MAX(idx) + 1, 0) FROM vxp_log_entries"
 
 
 class SqliteLogStore:
     """A :class:`LogStore` in a SQLite file: survives restarts, refuses to rewrite history.
 
-    Rows are only ever inserted: triggers abort any ``UPDATE`` or ``DELETE``, primary keys
-    refuse a second row at an existing position, and :meth:`append` is one ``IMMEDIATE``
-    transaction that checks the expected size first. ``origin`` is stored on creation and
-    must match on every later open.
+    Rows are only ever inserted, and only at the next free position: triggers abort any
+    ``UPDATE``, any ``DELETE`` and any ``INSERT`` (``OR REPLACE`` included) that is not at
+    the end of the log, and :meth:`append` is one ``IMMEDIATE`` transaction that checks the
+    expected size first. ``origin`` is stored on creation and must match on every later
+    open; a :class:`MerkleLog` over this store must carry the same origin.
     """
 
     def __init__(self, path: str | Path, origin: str) -> None:
         self._lock = threading.Lock()
+        self.origin = origin
         try:
             self._db = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, timeout=30.0
             )
+        except sqlite3.Error as exc:
+            raise VxpError("log_store_error", f"cannot open the SQLite log at {path}") from exc
+        try:
+            self._open(path, origin)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _open(self, path: str | Path, origin: str) -> None:
+        try:
             self._db.executescript(_SCHEMA)
             self._db.execute("BEGIN IMMEDIATE")
-            row = self._db.execute("SELECT value FROM vxp_log_meta WHERE key = 'origin'").fetchone()
-            if row is None:
-                self._db.execute(
-                    "INSERT INTO vxp_log_meta (key, value) VALUES ('origin', ?)", (origin,)
-                )
+            try:
+                row = self._db.execute(
+                    "SELECT value FROM vxp_log_meta WHERE key = 'origin'"
+                ).fetchone()
+                if row is None:
+                    self._db.execute(
+                        "INSERT INTO vxp_log_meta (key, value) VALUES ('origin', ?)", (origin,)
+                    )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
             self._db.execute("COMMIT")
+            count, top = self._db.execute(
+                "SELECT COUNT(*), COALESCE(MAX(idx) + 1, 0) FROM vxp_log_entries"
+            ).fetchone()
         except sqlite3.Error as exc:
             raise VxpError("log_store_error", f"cannot open the SQLite log at {path}") from exc
         if row is not None and row[0] != origin:
-            self._db.close()
             raise VxpError(
                 "log_origin_mismatch", f"the SQLite log at {path} belongs to origin {row[0]!r}"
             )
-        count, top = self._db.execute(
-            "SELECT COUNT(*), COALESCE(MAX(idx) + 1, 0) FROM vxp_log_entries"
-        ).fetchone()
         if count != top:
             raise VxpError("log_corrupt", f"the SQLite log at {path} has gaps in its entries")
 
     def size(self) -> int:
         """Return the number of entries (read from the database, so other writers count)."""
         with self._lock:
-            row = self._db.execute("SELECT COUNT(*) FROM vxp_log_entries").fetchone()
+            row = self._db.execute(_SIZE).fetchone()
         return int(row[0])
 
     def append(
@@ -173,7 +204,7 @@ class SqliteLogStore:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
-                    (current,) = self._db.execute("SELECT COUNT(*) FROM vxp_log_entries").fetchone()
+                    (current,) = self._db.execute(_SIZE).fetchone()
                     if current != expected_size:
                         raise VxpError(
                             "log_conflict",
@@ -227,6 +258,11 @@ class MerkleLog:
     def __init__(self, origin: str, store: LogStore | None = None) -> None:
         if not isinstance(origin, str) or not origin or "\n" in origin:
             raise VxpError("log_origin_invalid", "a log origin is a non-empty one-line string")
+        stored_origin = getattr(store, "origin", None)
+        if stored_origin is not None and stored_origin != origin:
+            raise VxpError(
+                "log_origin_mismatch", f"the store belongs to log {stored_origin!r}, not {origin!r}"
+            )
         self.origin = origin
         self.store: LogStore = store if store is not None else MemoryLogStore()
 

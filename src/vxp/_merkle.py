@@ -33,13 +33,21 @@ SubtreeSource = Callable[[int, int], bytes]
 """``(start, size) -> MTH(D[start:start+size])`` for the aligned subtrees RFC 9162 visits."""
 
 
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
 def leaf_hash(data: bytes) -> bytes:
     """Return the RFC 9162 leaf hash ``SHA-256(0x00 || data)``."""
+    if not isinstance(data, _BYTES_LIKE):
+        # bytes(3) would silently be three zero bytes, bytes("x") a TypeError
+        raise VxpError("merkle_argument_invalid", "leaf data is bytes")
     return hashlib.sha256(b"\x00" + bytes(data)).digest()
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:
     """Return the RFC 9162 interior node hash ``SHA-256(0x01 || left || right)``."""
+    if not isinstance(left, bytes) or not isinstance(right, bytes):
+        raise VxpError("merkle_argument_invalid", "node hash inputs are bytes")
     return hashlib.sha256(b"\x01" + left + right).digest()
 
 
@@ -118,6 +126,8 @@ def subtree_hash(source: Callable[[int, int], bytes | None], start: int, size: i
         stored = source(level, start >> level)
         if stored is not None:
             return stored
+        if size == 1:
+            raise VxpError("log_corrupt", f"the hash of leaf {start} is missing")
     k = _split(size)
     return node_hash(subtree_hash(source, start, k), subtree_hash(source, start + k, size - k))
 

@@ -52,6 +52,11 @@ _SALT_BYTES = 16
 MAX_DEPTH = 64
 """Deepest nesting of claims accepted when issuing or verifying (**Ours**)."""
 KB_TYP = "kb+jwt"
+MAX_SPAN = 2**32
+"""Largest ``leeway`` or ``max_age`` in seconds (**Ours**: about 136 years, far below any
+float overflow when added to a time)."""
+MAX_TIME = 2**53
+"""Largest ``now`` magnitude in seconds accepted by :func:`verify_sd_jwt` (**Ours**)."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,10 @@ class Disclosure:
 
     def digest(self, sd_alg: str = SD_ALG) -> str:
         """Return the base64url digest of the disclosure's ASCII text under ``sd_alg``."""
-        return b64url_encode(_HASHES[sd_alg](self.encoded.encode("ascii")).digest())
+        hash_fn = _HASHES.get(sd_alg) if isinstance(sd_alg, str) else None
+        if hash_fn is None:
+            raise VxpError("sd_alg_unsupported", f"_sd_alg {sd_alg!r} is not supported")
+        return b64url_encode(hash_fn(self.encoded.encode("ascii")).digest())
 
 
 @dataclass(frozen=True)
@@ -154,8 +162,10 @@ class KeyBinding:
             raise VxpError("key_binding_invalid", "aud and nonce are strings")
         for name in ("max_age", "leeway"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise VxpError("key_binding_invalid", f"{name} is a non-negative integer")
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_SPAN:
+                raise VxpError(
+                    "key_binding_invalid", f"{name} is an integer from 0 to {MAX_SPAN} seconds"
+                )
 
 
 @dataclass(frozen=True)
@@ -185,7 +195,12 @@ def mark_disclosable(claims: Mapping[str, Any], paths: Iterable[ClaimPath]) -> d
     """
     if not isinstance(claims, Mapping):
         raise VxpError("claims_invalid", "the claims are not a JSON object")
-    out: dict[str, Any] = copy.deepcopy(dict(claims))
+    try:
+        out: dict[str, Any] = copy.deepcopy(dict(claims))
+    except RecursionError as exc:
+        raise VxpError(
+            "claims_too_deep", f"the claims nest deeper than {MAX_DEPTH} levels"
+        ) from exc
     for path in sorted((list(_path(p)) for p in _paths(paths)), key=len, reverse=True):
         if not path:
             raise VxpError("sd_path_invalid", "an empty path cannot be selectively disclosable")
@@ -349,8 +364,9 @@ class _Processor:
         self.sd_alg = sd_alg
         self.size = _DIGEST_SIZES[sd_alg]
         self.by_digest: dict[str, Disclosure] = {}
+        hash_fn = _HASHES[sd_alg]
         for d in disclosures:
-            digest = d.digest(sd_alg)
+            digest = b64url_encode(hash_fn(d.encoded.encode("ascii")).digest())
             if digest in self.by_digest:
                 raise VxpError("disclosure_repeated", "the same disclosure is included twice")
             self.by_digest[digest] = d
@@ -615,10 +631,11 @@ def _verify_kb(
     if not holder.verify(parsed.signing_input, parsed.signature):
         raise VxpError("kb_signature_invalid", "the KB-JWT signature does not verify")
     kb = parsed.payload
-    raw_iat = kb.get("iat")
-    if not isinstance(raw_iat, int | float) or isinstance(raw_iat, bool):
+    iat = kb.get("iat")
+    if not isinstance(iat, int | float) or isinstance(iat, bool):
         raise VxpError("kb_iat_invalid", "the KB-JWT has no numeric iat")
-    iat = float(raw_iat)
+    # compared as given: Python orders int and float exactly, and a huge integer iat
+    # cannot be converted to float (OverflowError)
     if iat > now + policy.leeway or iat < now - policy.max_age - policy.leeway:
         raise VxpError("kb_iat_invalid", "the KB-JWT iat is outside the accepted window")
     if kb.get("nonce") != policy.nonce:
@@ -653,10 +670,10 @@ def verify_sd_jwt(
     binding: a KB-JWT is required when ``key_binding`` is given and refused otherwise.
     """
     algs = check_algorithms(algorithms)
-    if not _is_number(now) or not math.isfinite(now):
+    if not _is_number(now) or not -MAX_TIME <= now <= MAX_TIME or not math.isfinite(now):
         raise VxpError("now_invalid", "now is a finite number of seconds since the epoch")
-    if not isinstance(leeway, int) or isinstance(leeway, bool) or leeway < 0:
-        raise VxpError("leeway_invalid", "leeway is a non-negative integer number of seconds")
+    if not isinstance(leeway, int) or isinstance(leeway, bool) or not 0 <= leeway <= MAX_SPAN:
+        raise VxpError("leeway_invalid", f"leeway is an integer from 0 to {MAX_SPAN} seconds")
     sd = SdJwt.parse(token)
     parsed = parse_compact(sd.jws, "issuer-signed JWT")
     alg = check_header(parsed.header, algs, "issuer-signed JWT", typ=typ)

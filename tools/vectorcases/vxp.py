@@ -35,6 +35,10 @@ def _ed_jwk(label: str) -> dict[str, Any]:
     return dict(key.as_dict(private=True))
 
 
+def _b64u(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
 def _public(jwk: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in jwk.items() if k != "d"}
 
@@ -46,6 +50,11 @@ LOG_ED = _ed_jwk("vxp vectors: log (Ed25519)")
 LOG_EC = _ec_jwk("vxp vectors: log (P-256)")
 WITNESS_A = _ed_jwk("vxp vectors: witness A")
 WITNESS_B = _ec_jwk("vxp vectors: witness B")
+
+# The Ed25519 identity point (order 1) and a signature (R = identity, S = 0) that OpenSSL
+# accepts for every message under it.
+SMALL_ORDER_ED = {"kty": "OKP", "crv": "Ed25519", "x": _b64u(bytes([1]) + bytes(31))}
+FORGED_ED_SIG = bytes([1]) + bytes(63)
 
 KEY_NOTES = {
     "derived": "negative case derived mechanically from a good case",
@@ -569,6 +578,8 @@ def _checkpoint_mutations() -> list[Mutation]:
         **KEY_NOTES,
         **{m.name: m.comment for m in _checkpoint_mutations()},
         "untrusted-witness": "a cosignature by a key not trusted is ignored",
+        "small-order-key": "an Ed25519 key of small order, refused as a key",
+        "empty-tree": "the empty tree has exactly one root (RFC 9162 §2.1.1)",
     },
 )
 def checkpoint_verify_cases() -> Iterator[Case]:
@@ -595,6 +606,32 @@ def checkpoint_verify_cases() -> Iterator[Case]:
         },
         comment="only witness B is trusted; A's cosignature is ignored",
         flags=("untrusted-witness",),
+    )
+    # An Ed25519 key of small order (here the identity point) accepts R = identity, S = 0
+    # as a signature of every message under OpenSSL: such a key must be refused.
+    forged_cp = {
+        "checkpoint": {"origin": "log.example/vxp", "tree_size": 1000, "root": _h(b"\x42" * 32)},
+        "signature": {
+            "kid": OKPKey.import_key(SMALL_ORDER_ED).thumbprint(),
+            "alg": "EdDSA",
+            "sig": _b64(FORGED_ED_SIG),
+        },
+        "cosignatures": [],
+    }
+    yield Case(
+        "small-order-log-key",
+        {**good.input, "signed_checkpoint": forged_cp, "log_key": SMALL_ORDER_ED, "quorum": 0},
+        error={"code": "key_invalid"},
+        comment="an Ed25519 log key of small order, with a signature that verifies for any message",
+        flags=("small-order-key",),
+    )
+    empty = {**signed, "checkpoint": {**signed["checkpoint"], "tree_size": 0}}
+    yield Case(
+        "empty-tree-wrong-root",
+        {**good.input, "signed_checkpoint": empty},
+        error={"code": "checkpoint_invalid"},
+        comment="a checkpoint of size 0 whose root is not SHA-256 of the empty string",
+        flags=("empty-tree",),
     )
 
 
@@ -991,6 +1028,12 @@ def _crafted_cases() -> Iterator[Case]:
         "the payload repeats a member name",
     )
     yield case("payload-not-object", _craft([1, 2], []), "malformed_jwt", "the payload is an array")
+    yield case(
+        "exp-beyond-double",
+        _craft(None, [], raw_payload=b'{"iss": "a", "exp": 1e400}'),
+        "malformed_jwt",
+        "exp is 1e400, which a double cannot hold (it would read as infinity: never expiring)",
+    )
     hidden_exp = _disc("c2FsdA", "exp", 1700000000)
     yield case(
         "disclosed-exp-expired",
@@ -1014,6 +1057,16 @@ def _kb_token(**kb: Any) -> str:
         **kb,
     }
     return body + _jws.sign_compact(header, payload, holder, deterministic=True)
+
+
+def _kb_raw(payload_start: bytes) -> str:
+    """A presentation whose KB-JWT payload is raw JSON text: ``payload_start`` + sd_hash."""
+    holder = _keys.resolve_key(HOLDER)
+    body = _present(_issue(), disclose=[["given_name"]])
+    sd_hash = _b64(hashlib.sha256(body.encode()).digest())
+    payload = payload_start + b'"sd_hash": "' + sd_hash.encode() + b'"}'
+    signing_input = _b64(b'{"alg":"ES256","typ":"kb+jwt"}') + "." + _b64(payload)
+    return body + signing_input + "." + _b64(holder.sign(signing_input.encode()))
 
 
 def _sd_mutations() -> list[Mutation]:
@@ -1330,6 +1383,44 @@ def sd_jwt_verify_cases() -> Iterator[Case]:
         _verify_input(body + kb_jwt, key_binding=policy),
         error={"code": "kb_cnf_missing"},
         comment="the SD-JWT names no holder key",
+        flags=("kb", "kb-crafted"),
+    )
+    huge_iat = _kb_raw(
+        b'{"aud": "https://verifier.example", "nonce": "n-1", "iat": 1' + b"0" * 400 + b", "
+    )
+    yield Case(
+        "kb-iat-huge-integer",
+        _verify_input(huge_iat, key_binding=policy),
+        error={"code": "kb_iat_invalid"},
+        comment="KB-JWT iat is a 401-digit integer (no double holds it)",
+        flags=("kb", "kb-crafted"),
+    )
+    # A token whose cnf key is the Ed25519 identity point: anyone could "sign" a KB-JWT.
+    base = {"iss": "https://issuer.example", "_sd_alg": "sha-256", "cnf": {"jwk": SMALL_ORDER_ED}}
+    weak = _craft(base, [])
+    kb_si = (
+        _b64(b'{"alg":"EdDSA","typ":"kb+jwt"}')
+        + "."
+        + _b64(
+            json.dumps(
+                {
+                    "aud": policy["aud"],
+                    "iat": NOW,
+                    "nonce": "n-1",
+                    "sd_hash": _b64(hashlib.sha256(weak.encode()).digest()),
+                }
+            ).encode()
+        )
+    )
+    yield Case(
+        "kb-cnf-small-order-key",
+        _verify_input(
+            weak + kb_si + "." + _b64(FORGED_ED_SIG),
+            key_binding=policy,
+            algorithms=["ES256", "EdDSA"],
+        ),
+        error={"code": "kb_cnf_invalid"},
+        comment="cnf.jwk is an Ed25519 key of small order; the KB-JWT signature is a forgery",
         flags=("kb", "kb-crafted"),
     )
     yield from _crafted_cases()
