@@ -7,21 +7,157 @@ a current state regardless of arrival order.
 Quick start::
 
     >>> import handoff
-    >>> issubclass(handoff.HandoffError, ValueError)
-    True
-    >>> len(handoff.schema_names()) >= 0
-    True
+    >>> roles = handoff.Roles.from_json(
+    ...     {"principal": "alice", "principal_side": ["alice-pa"], "requesters": {"*": ["bot"]}})
+    >>> exts = handoff.ExtensionRegistry([handoff.Extension("acts", "0.3", "act")])
+    >>> reg = handoff.Registry(roles=roles, extensions=exts)
+    >>> item = {"ph": "0.3", "ext": "acts/0.3", "project": "p", "key": "k",
+    ...         "ts": "2026-10-27T10:00:00Z"}
+    >>> reg.add({**item, "id": "n1", "type": "raised", "origin": "requester", "by": "bot",
+    ...          "terms": {"text": "Pay invoice 42"}, "terms_rev": 1}).state.state
+    'open'
+    >>> added = reg.add({**item, "id": "s1", "type": "settled", "origin": "principal",
+    ...                  "by": "alice-pa", "terms_rev": 1, "outcome": "done",
+    ...                  "authority": {"kind": "principal", "decider": "alice"}})
+    >>> added.state.state, added.state.outcome, added.state.stale
+    ('settled', 'done', False)
 
 Public names are listed in ``__all__``; implementation modules are private.
 """
 
 from __future__ import annotations
 
+from ._acts import ACTS, ACTS_CLAIM_OUTCOMES, ACTS_OUTCOMES, ACTS_REASONS, check_act_terms
+from ._canonical import canonical, digest, presented_digest, signing_input
+from ._check import PH_VERSION, Verdict, check_record
+from ._config import CORE_PAIRS, CORE_ROLES, Extension, ExtensionRegistry, Roles
+from ._conformance import (
+    EXTENSIONS,
+    Mandate,
+    PrincipalSide,
+    check_principal_side_record,
+    check_requester_record,
+    make_settlement,
+    observe,
+    presentation_for,
+    terms_at,
+)
+from ._decisions import (
+    DECISIONS,
+    DECISIONS_REASONS,
+    RESERVED_OUTCOMES,
+    check_decision_outcome,
+    check_decision_terms,
+    option_status,
+)
 from ._errors import HandoffError
+from ._evidence import (
+    PROOF_ALGORITHMS,
+    PROOF_TYP,
+    ProofCheck,
+    attach_proof,
+    presentation,
+    public_jwks,
+    sign_proof,
+    verify_proof,
+)
+from ._fold import Added, Conflict, ItemState, Registry, RelationState, fold
+from ._json import parse_line as parse_record
+from ._markdown import (
+    ActLine,
+    StateDocument,
+    SyncResult,
+    act_key_for,
+    parse_state_document,
+    read_state_document,
+    sync_state_document,
+    write_state_document,
+)
+from ._records import (
+    RECORD_TYPES,
+    About,
+    Authority,
+    Evidence,
+    ItemId,
+    Record,
+    Relation,
+    Target,
+)
 from ._schemas import load_schema, schema_names
+from ._store import MemoryStore, SQLiteStore, Store
+from ._validate import ALLOWED_KEYWORDS, check_schema, ecma_pattern
 
 __all__ = [
+    "ACTS",
+    "ACTS_CLAIM_OUTCOMES",
+    "ACTS_OUTCOMES",
+    "ACTS_REASONS",
+    "ALLOWED_KEYWORDS",
+    "CORE_PAIRS",
+    "CORE_ROLES",
+    "DECISIONS",
+    "DECISIONS_REASONS",
+    "EXTENSIONS",
+    "PH_VERSION",
+    "PROOF_ALGORITHMS",
+    "PROOF_TYP",
+    "RECORD_TYPES",
+    "RESERVED_OUTCOMES",
+    "About",
+    "ActLine",
+    "Added",
+    "Authority",
+    "Conflict",
+    "Evidence",
+    "Extension",
+    "ExtensionRegistry",
     "HandoffError",
+    "ItemId",
+    "ItemState",
+    "Mandate",
+    "MemoryStore",
+    "PrincipalSide",
+    "ProofCheck",
+    "Record",
+    "Registry",
+    "Relation",
+    "RelationState",
+    "Roles",
+    "SQLiteStore",
+    "StateDocument",
+    "Store",
+    "SyncResult",
+    "Target",
+    "Verdict",
+    "act_key_for",
+    "attach_proof",
+    "canonical",
+    "check_act_terms",
+    "check_decision_outcome",
+    "check_decision_terms",
+    "check_principal_side_record",
+    "check_record",
+    "check_requester_record",
+    "check_schema",
+    "digest",
+    "ecma_pattern",
+    "fold",
     "load_schema",
+    "make_settlement",
+    "observe",
+    "option_status",
+    "parse_record",
+    "parse_state_document",
+    "presentation",
+    "presentation_for",
+    "presented_digest",
+    "public_jwks",
+    "read_state_document",
     "schema_names",
+    "sign_proof",
+    "signing_input",
+    "sync_state_document",
+    "terms_at",
+    "verify_proof",
+    "write_state_document",
 ]

@@ -14,7 +14,6 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from ._errors import HandoffError
@@ -75,13 +74,14 @@ def _registry() -> Registry[Any]:
     return Registry().with_resources(pairs)
 
 
-@functools.cache
-def validator(name: str) -> Draft202012Validator:
-    """Return a compiled JSON Schema 2020-12 validator for schema ``name``.
+def validator(name: str) -> Any:
+    """Return the strict JSON Schema 2020-12 validator (``jsonschema``) for schema ``name``.
 
     Relative ``$ref`` values resolve against the other schemas of this package by name.
+    It is strict where plain ``jsonschema`` is lenient: ``1.0`` is not an integer and
+    ``pattern`` follows ECMA-262 (``$`` matches only at the end); see
+    :func:`handoff._validate.boundary_validator`.
     """
-    schema = load_schema(name)
-    base = dict(schema)
-    base.setdefault("$id", name)
-    return Draft202012Validator(base, registry=_registry())
+    from ._validate import boundary_validator
+
+    return boundary_validator(name)

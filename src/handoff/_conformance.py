@@ -1,0 +1,390 @@
+"""Conformance classes (§12): what a requester, a principal side, a verifiable principal side
+and an observer MUST do, as checks over one record and the records already held.
+
+Each ``check_*`` function raises :class:`HandoffError` naming the first rule broken (core
+admission first, then the class's own rules), or returns normally. :func:`observe` is what
+an observer computes: the folded state plus what it can check of each settlement's evidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ._acts import ACTS
+from ._canonical import canonical, presented_digest
+from ._check import check_record
+from ._config import ExtensionRegistry
+from ._decisions import DECISIONS, check_decision_outcome, option_status
+from ._errors import HandoffError
+from ._evidence import presentation, verify_proof
+from ._fold import ItemState, Registry
+from ._records import ItemId
+
+__all__ = [
+    "EXTENSIONS",
+    "Mandate",
+    "PrincipalSide",
+    "check_principal_side_record",
+    "check_requester_record",
+    "make_settlement",
+    "observe",
+    "presentation_for",
+    "terms_at",
+]
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Mandate:
+    """A mandate or standing instruction the principal side can produce (``authority.under``).
+
+    ``delegates`` are the parties that may decide under it; ``exts`` the extension names
+    it covers (empty: every extension); ``text`` what it says, shown on request.
+    """
+
+    delegates: frozenset[str]
+    exts: frozenset[str] = frozenset()
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class PrincipalSide:
+    """A principal side's own configuration: its mandates and the principal's JWKS.
+
+    ``verifiable`` makes it a *verifiable* principal side (§12): settlements of kind
+    ``principal`` or ``confirmed`` must carry ``evidence.proof`` that verifies.
+    """
+
+    mandates: Mapping[str, Mandate] = field(default_factory=lambda: MappingProxyType({}))
+    jwks: Mapping[str, Any] | None = None
+    verifiable: bool = False
+
+    @classmethod
+    def from_json(cls, value: Any) -> PrincipalSide:
+        """Build from ``{"mandates"?: {ref: {"delegates", "exts"?, "text"?}}, "jwks"?, ...}``."""
+        if not isinstance(value, Mapping):
+            raise _config("the principal side configuration is not an object")
+        mandates: dict[str, Mandate] = {}
+        raw = value.get("mandates", {})
+        if not isinstance(raw, Mapping):
+            raise _config("mandates is not an object")
+        for ref, body in raw.items():
+            if not isinstance(body, Mapping):
+                raise _config(f"mandate {ref!r} is not an object")
+            delegates = body.get("delegates")
+            exts = body.get("exts", [])
+            text = body.get("text", "")
+            if not _strings(delegates) or not _strings(exts) or not isinstance(text, str):
+                raise _config(f"mandate {ref!r} needs delegates (and exts) as lists of strings")
+            mandates[str(ref)] = Mandate(frozenset(delegates or ()), frozenset(exts or ()), text)
+        jwks = value.get("jwks")
+        if jwks is not None and not isinstance(jwks, Mapping):
+            raise _config("jwks is not an object")
+        verifiable = value.get("verifiable", False)
+        if not isinstance(verifiable, bool):
+            raise _config("verifiable is not a boolean")
+        return cls(MappingProxyType(mandates), jwks, verifiable)
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _config(message: str) -> HandoffError:
+    return HandoffError("config", message, reason="config_invalid")
+
+
+def _item(record: Mapping[str, Any]) -> ItemId:
+    return ItemId(str(record["ext"]).partition("/")[0], str(record["project"]), str(record["key"]))
+
+
+def terms_at(registry: Registry, item: ItemId, rev: int) -> Mapping[str, Any] | None:
+    """Return the terms of ``item`` at revision ``rev`` as held, or ``None``.
+
+    When several need records carry that revision (a conflict), the one first in the
+    order of record ids is used, so the answer does not depend on arrival order.
+    """
+    for record in registry.records(item):
+        if record["type"] in ("raised", "amended") and record.get("terms_rev") == rev:
+            terms: Mapping[str, Any] = record["terms"]
+            return terms
+    return None
+
+
+def presentation_for(registry: Registry, record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Return the presentation a settlement's ``evidence.presented`` must digest (§9).
+
+    ``None`` when the need record at the settlement's ``terms_rev`` is not held.
+    """
+    item = _item(record)
+    terms = terms_at(registry, item, int(record["terms_rev"]))
+    if terms is None:
+        return None
+    evidence = record.get("evidence")
+    proposal = evidence.get("proposal") if isinstance(evidence, Mapping) else None
+    return presentation(
+        ext=str(record["ext"]),
+        project=item.project,
+        key=item.key,
+        terms_rev=int(record["terms_rev"]),
+        terms=terms,
+        proposal=proposal if isinstance(proposal, str) else None,
+    )
+
+
+def make_settlement(
+    registry: Registry,
+    item: ItemId,
+    outcome: str,
+    *,
+    by: str,
+    ts: str,
+    kind: str = "principal",
+    proposal: str | None = None,
+    answer: str | None = None,
+    record_id: str | None = None,
+) -> dict[str, Any]:
+    """Build the ``settled`` record a principal side emits for ``item`` (not yet signed).
+
+    It settles against the current terms revision, names the principal as decider, carries
+    ``evidence.presented`` (the §9 digest of what is shown) and, for ``confirmed``,
+    ``evidence.proposal`` (adopted when it is a held claim), and supersedes the current
+    settlement. The id defaults to ``s-`` + 24 hex digits of the record's digest. Sign it
+    with :func:`handoff.attach_proof`; check it with :func:`check_principal_side_record`.
+    """
+    if kind not in ("principal", "confirmed"):
+        raise HandoffError("settle", "only principal or confirmed are built here", reason="kind")
+    state = registry.state(item)
+    extension = next((e for e in registry.extensions if e.name == item.ext), None)
+    if state.terms is None or state.terms_rev is None or extension is None:
+        raise HandoffError("settle", f"no need record is held for {item.key!r}", reason="unknown")
+    record: dict[str, Any] = {
+        "ph": "0.3",
+        "ext": extension.ext,
+        "type": "settled",
+        "origin": "principal",
+        "by": by,
+        "key": item.key,
+        "project": item.project,
+        "ts": ts,
+        "terms_rev": state.terms_rev,
+        "outcome": outcome,
+        "authority": {"kind": kind, "decider": registry.roles.principal},
+    }
+    if proposal is not None:
+        record["evidence"] = {"proposal": proposal}
+        if proposal in state.claims:
+            record["adopts"] = [proposal]
+    if answer is not None:
+        record["answer"] = answer
+    if state.settlement is not None:
+        record["supersedes"] = [state.settlement]
+    shown = presentation_for(registry, record)
+    if shown is None:  # pragma: no cover - the current terms are always held
+        raise HandoffError("settle", "the current terms are not held", reason="unknown")
+    record["evidence"] = {"presented": presented_digest(shown), **record.get("evidence", {})}
+    record["id"] = record_id or "s-" + hashlib.sha256(canonical(record)).hexdigest()[:24]
+    return record
+
+
+def _fail(code: str, reason: str, message: str) -> HandoffError:
+    return HandoffError(code, message, reason=reason)
+
+
+def check_requester_record(record: Mapping[str, Any], registry: Registry) -> None:
+    """Check one record a requester emits against what ``registry`` holds (§12 requester).
+
+    A requester emits only need records, claims, ``derived_from`` relations and notes, with
+    origin ``requester`` (or, for an Acts registrar's claims and notes, ``registrar``);
+    raises a key once; amends and withdraws the current need (listing it in
+    ``supersedes``), never after withdrawing; and amends with ``terms_rev`` one above the
+    highest held.
+    """
+    check_record(record, roles=registry.roles, extensions=registry.extensions)
+    type_ = record["type"]
+    if record["origin"] not in ("requester", "registrar") or type_ in ("settled", "reopened"):
+        raise _fail("conformance", "not_requester_record", "a requester emits no such record")
+    if type_ == "related" and record["relation"]["kind"] != "derived_from":
+        raise _fail("conformance", "relation_kind", "a requester relates only with derived_from")
+    state = registry.state(_item(record))
+    if type_ == "raised":
+        if state.need is not None:
+            raise _fail("conformance", "key_reused", "the key is already raised; amend instead")
+        return
+    if type_ not in ("amended", "withdrawn"):
+        return
+    if state.need is None:
+        raise _fail("conformance", "need_missing", f"a requester cannot {type_} an unraised item")
+    if state.need_withdrawn:
+        raise _fail("conformance", "need_withdrawn", "the need is already withdrawn")
+    if state.need not in record.get("supersedes", ()):
+        raise _fail(
+            "conformance", "supersedes_current", f"{type_} must list the current need record"
+        )
+    if type_ == "amended" and record["terms_rev"] != (state.held_terms_rev or 0) + 1:
+        raise _fail(
+            "conformance", "terms_rev_step", "an amendment must raise terms_rev by exactly one"
+        )
+
+
+def check_principal_side_record(
+    record: Mapping[str, Any], registry: Registry, side: PrincipalSide
+) -> None:
+    """Check one record a principal side emits (§12 principal side, verifiable principal side).
+
+    Beyond core admission: a settlement that replaces one, and every reopening, lists the
+    current settlement; ``principal``/``confirmed`` carry ``evidence.presented`` equal to
+    the digest of the presentation at ``terms_rev`` (§9), ``confirmed`` its ``proposal``
+    (and a proposal that is a held claim asserts the same outcome); ``delegated`` names a
+    mandate the side holds, covering the decider and the extension; a decision's outcome
+    is an option of the terms it was made against; a proof, when present, verifies
+    against the principal's JWKS, and a verifiable side requires one on
+    ``principal``/``confirmed``.
+    """
+    check_record(record, roles=registry.roles, extensions=registry.extensions)
+    type_ = record["type"]
+    if record["origin"] != "principal":
+        raise _fail("conformance", "not_principal_record", "a principal side emits no such record")
+    if type_ not in ("settled", "reopened"):
+        return
+    item = _item(record)
+    state = registry.state(item)
+    if state.settlement is not None and state.settlement not in record.get("supersedes", ()):
+        raise _fail(
+            "conformance",
+            "supersedes_current",
+            f"a {type_} record must list the current settlement in supersedes",
+        )
+    if type_ == "reopened":
+        return
+    _check_settlement(record, registry, side, item)
+
+
+def _check_settlement(
+    record: Mapping[str, Any], registry: Registry, side: PrincipalSide, item: ItemId
+) -> None:
+    authority = record["authority"]
+    kind = authority["kind"]
+    evidence = record.get("evidence", _EMPTY)
+    terms = terms_at(registry, item, record["terms_rev"])
+    if kind in ("principal", "confirmed"):
+        if "presented" not in evidence:
+            raise _fail("evidence", "presented_missing", f"a {kind} settlement needs presented")
+        if kind == "confirmed" and "proposal" not in evidence:
+            raise _fail("evidence", "proposal_missing", "a confirmed settlement needs proposal")
+        shown = presentation_for(registry, record)
+        if shown is None:
+            raise _fail(
+                "evidence", "terms_not_held", "the side holds no terms at the settled terms_rev"
+            )
+        if presented_digest(shown) != evidence["presented"]:
+            raise _fail(
+                "evidence", "presented_mismatch", "presented is not the digest of what was shown"
+            )
+        if kind == "confirmed":
+            _check_proposal(record, registry, item, evidence["proposal"])
+    if kind == "delegated":
+        mandate = side.mandates.get(authority["under"])
+        if mandate is None:
+            raise _fail("authority", "mandate_unknown", "authority.under names no held mandate")
+        if authority["decider"] not in mandate.delegates or (
+            mandate.exts and item.ext not in mandate.exts
+        ):
+            raise _fail("authority", "mandate_scope", "the mandate does not cover this settlement")
+    if item.ext == DECISIONS.name:
+        check_decision_outcome(record, terms, f"record {record['id']!r}")
+    if "proof" in evidence:
+        if side.jwks is None:
+            raise _fail("proof", "jwks_missing", "a proof cannot be checked without the JWKS")
+        verify_proof(record, side.jwks)
+    elif side.verifiable and kind in ("principal", "confirmed"):
+        raise _fail("proof", "proof_missing", f"a verifiable side requires a proof on {kind}")
+
+
+def _check_proposal(
+    record: Mapping[str, Any], registry: Registry, item: ItemId, proposal: str
+) -> None:
+    for held in registry.records(item):
+        if held["id"] == proposal and held["type"] == "claimed":
+            if held["outcome"] != record["outcome"]:
+                raise _fail(
+                    "evidence",
+                    "proposal_mismatch",
+                    "the confirmed claim asserts another outcome than the settlement",
+                )
+            same_answer = held.get("answer") == record.get("answer")
+            if not same_answer:
+                raise _fail(
+                    "evidence", "proposal_mismatch", "the confirmed claim gives another answer"
+                )
+            return
+
+
+def _evidence_report(
+    record: Mapping[str, Any], registry: Registry, jwks: Mapping[str, Any] | None
+) -> dict[str, str]:
+    evidence = record.get("evidence", _EMPTY)
+    report: dict[str, str] = {}
+    if "presented" not in evidence:
+        report["presented"] = "absent"
+    else:
+        shown = presentation_for(registry, record)
+        if shown is None:
+            report["presented"] = "unverifiable"
+        else:
+            matches = presented_digest(shown) == evidence["presented"]
+            report["presented"] = "match" if matches else "mismatch"
+    if "proof" not in evidence:
+        report["proof"] = "absent"
+    elif jwks is None:
+        report["proof"] = "unverifiable"
+    else:
+        try:
+            verify_proof(record, jwks)
+            report["proof"] = "valid"
+        except HandoffError as exc:
+            report["proof"] = f"invalid:{exc.reason}"
+    return report
+
+
+def observe(
+    records: Iterable[Mapping[str, Any]],
+    registry: Registry,
+    *,
+    jwks: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Fold ``records`` into ``registry`` and report every item as an observer sees it (§12).
+
+    Each item is its core state (``ItemState.to_json``) plus, when settled, ``evidence``
+    (``presented``: ``match``/``mismatch``/``absent``/``unverifiable``; ``proof``:
+    ``valid``/``invalid:<reason>``/``absent``/``unverifiable``) and, for a decision,
+    ``option_status`` (:func:`handoff.option_status`).
+    """
+    registry.add_many(records)
+    out: list[dict[str, Any]] = []
+    for item, state in registry.states().items():
+        out.append(_observed(registry, item, state, jwks))
+    return out
+
+
+def _observed(
+    registry: Registry, item: ItemId, state: ItemState, jwks: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    shown = state.to_json()
+    if state.state != "settled" or state.settlement is None:
+        return shown
+    settlement = next(r for r in registry.records(item) if r["id"] == state.settlement)
+    shown["evidence"] = _evidence_report(settlement, registry, jwks)
+    if item.ext == DECISIONS.name:
+        chosen = terms_at(registry, item, settlement["terms_rev"])
+        shown["option_status"] = option_status(settlement["outcome"], chosen, state.terms)
+    return shown
+
+
+EXTENSIONS = ExtensionRegistry([ACTS, DECISIONS])
+"""The extensions this library implements: ``acts/0.3`` and ``decisions/0.3``."""

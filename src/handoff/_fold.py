@@ -1,0 +1,556 @@
+"""Folding records into item state (§6, §7, §10): the :class:`Registry` and :func:`fold`.
+
+The registry holds every admitted record once per (item, id). State is computed from
+what is held, never from arrival order or ``ts``, so any permutation of the same records,
+with any of them delivered more than once, gives the same state and the same conflicts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ._canonical import canonical, digest
+from ._check import admit_fast, check_record
+from ._config import Extension, ExtensionRegistry, Roles
+from ._errors import HandoffError
+from ._json import copy_json, parse_line
+from ._records import ItemId, Record
+
+__all__ = ["Added", "Conflict", "ItemState", "Registry", "RelationState", "fold"]
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Something a receiver holds that the owners' rules say should not happen (reported).
+
+    ``kind`` is ``same_id`` (one id, different contents: the lowest digest is kept),
+    ``multiple_heads`` (several unsuperseded records in one register: one was chosen),
+    ``supersedes_cycle`` (every record of a register is superseded: one was chosen), or
+    ``id_reused`` (one id in several items; each item keeps its own). ``register`` is
+    ``need``, ``settlement``, ``relation`` or ``None``; ``ids`` lists the record ids (or,
+    for ``same_id``, the digests of the versions) and ``chosen`` the one kept.
+    """
+
+    kind: str
+    item: ItemId
+    register: str | None
+    ids: tuple[str, ...]
+    chosen: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the JSON form used in vectors and ``handoff state --json``."""
+        out: dict[str, Any] = {"kind": self.kind, "item": self.item.to_json()}
+        if self.register is not None:
+            out["register"] = self.register
+        out["ids"] = list(self.ids)
+        if self.chosen is not None:
+            out["chosen"] = self.chosen
+        return out
+
+
+@dataclass(frozen=True)
+class RelationState:
+    """An active relation of an item: its kind, target and the record that holds it."""
+
+    kind: str
+    target: Mapping[str, Any]
+    record: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Return ``{"kind", "target", "record"}``."""
+        return {"kind": self.kind, "target": dict(self.target), "record": self.record}
+
+
+@dataclass(frozen=True)
+class ItemState:
+    """The current state of one item (§6) and what else the receiver holds about it.
+
+    ``state`` is ``open``, ``settled``, ``withdrawn`` or ``unknown``; ``outcome``,
+    ``stale`` and ``authority`` describe the current settlement when settled;
+    ``need_withdrawn`` is reported in every state. ``terms``/``terms_rev`` are those of
+    the current need record, ``held_terms_rev`` the highest ``terms_rev`` held in the need
+    register. ``claims``, ``adopted`` (claims the current settlement adopts), ``relations``
+    and ``notes`` change no register.
+    """
+
+    item: ItemId
+    state: str
+    outcome: str | None = None
+    stale: bool = False
+    need_withdrawn: bool = False
+    policy: str = "keep"
+    need: str | None = None
+    settlement: str | None = None
+    authority: str | None = None
+    terms: Mapping[str, Any] | None = None
+    terms_rev: int | None = None
+    held_terms_rev: int | None = None
+    settled_terms_rev: int | None = None
+    claims: tuple[str, ...] = ()
+    adopted: tuple[str, ...] = ()
+    relations: tuple[RelationState, ...] = ()
+    notes: tuple[str, ...] = ()
+    conflicts: tuple[Conflict, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the JSON form used in vectors and ``handoff state --json``."""
+        out: dict[str, Any] = {**self.item.to_json(), "state": self.state}
+        for name in ("outcome", "authority", "settled_terms_rev"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        out["stale"] = self.stale
+        out["need_withdrawn"] = self.need_withdrawn
+        out["policy"] = self.policy
+        for name in ("need", "settlement", "terms_rev", "held_terms_rev"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.terms is not None:
+            out["terms"] = dict(self.terms)
+        out["claims"] = list(self.claims)
+        out["adopted"] = list(self.adopted)
+        out["relations"] = [r.to_json() for r in self.relations]
+        out["notes"] = list(self.notes)
+        out["conflicts"] = [c.to_json() for c in self.conflicts]
+        return out
+
+
+@dataclass(frozen=True)
+class Added:
+    """What :meth:`Registry.add` did with one record.
+
+    ``status`` is ``accepted`` (new), ``duplicate`` (identical content already held:
+    nothing changed), ``conflict`` (same id, different content: kept order-free and
+    reported) or ``ignored`` (an extension or version this receiver does not implement:
+    ``why`` says which). ``state`` is the item's new state (``None`` when ignored) and
+    ``conflicts`` the conflicts of that item or id that this record introduced.
+    """
+
+    status: str
+    item: ItemId | None
+    state: ItemState | None
+    conflicts: tuple[Conflict, ...] = ()
+    why: str | None = None
+
+
+# --- per-item storage ---------------------------------------------------------------------
+
+_NEED = frozenset({"raised", "amended", "withdrawn"})
+_SETTLEMENT = frozenset({"settled", "reopened"})
+
+
+def _version(extension: Extension) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in extension.version.split("."))
+    except ValueError:
+        return ()
+
+
+class _Held:
+    """One held record: what the fold reads of every record, and its full body on demand.
+
+    Records that arrived as text keep only the text (one string) plus the four members the
+    fold reads for every record, so a registry of a million records stays small; the body
+    is parsed again only for the few records state computation looks into.
+    """
+
+    __slots__ = ("_body", "id", "source", "supersedes", "terms_rev", "type")
+
+    def __init__(self, obj: dict[str, Any], source: str | bytes | None) -> None:
+        self.id: str = obj["id"]
+        self.type: str = obj["type"]
+        self.supersedes: list[str] | None = obj.get("supersedes")
+        self.terms_rev: int | None = obj.get("terms_rev")
+        self.source = source
+        self._body: dict[str, Any] | None = obj if source is None else None
+
+    def body(self) -> dict[str, Any]:
+        if self._body is None:
+            assert self.source is not None
+            self._body = parse_line(self.source)
+        return self._body
+
+    def same_as(self, other: _Held) -> bool:
+        if self.source is not None and self.source == other.source:
+            return True
+        left, right = self.body(), other.body()
+        return left == right and canonical(left) == canonical(right)
+
+
+class _Item:
+    __slots__ = ("extension", "records", "variants")
+
+    def __init__(self, extension: Extension) -> None:
+        self.extension = extension
+        self.records: dict[str, _Held] = {}
+        self.variants: dict[str, dict[str, _Held]] = {}
+
+    def put(self, record: _Held) -> str:
+        rid = record.id
+        held = self.records.get(rid)
+        if held is None:
+            self.records[rid] = record
+            return "accepted"
+        if held is record or held.same_as(record):
+            return "duplicate"
+        versions = self.variants.get(rid)
+        if versions is None:
+            versions = self.variants[rid] = {digest(held.body()): held}
+        new = digest(record.body())
+        if new in versions:
+            return "duplicate"
+        versions[new] = record
+        self.records[rid] = versions[min(versions)]
+        return "conflict"
+
+
+def _heads(records: list[_Held]) -> tuple[list[_Held], bool]:
+    # ids of other registers or items in supersedes never match a record of this list,
+    # so they need no filtering.
+    superseded: set[str] = set()
+    for r in records:
+        if r.supersedes:
+            superseded.update(r.supersedes)
+    heads = [r for r in records if r.id not in superseded]
+    if not heads:
+        return list(records), True
+    return heads, False
+
+
+def _need_key(record: _Held) -> tuple[int, int, str]:
+    # withdrawn first, then the highest terms_rev, then the lowest digest.
+    withdrawn = 0 if record.type == "withdrawn" else 1
+    return (withdrawn, -(record.terms_rev or 0), digest(record.body()))
+
+
+def _settlement_key(record: _Held) -> tuple[int, int, str]:
+    # reopened first (the item stays in view), then the highest terms_rev, then digest.
+    reopened = 0 if record.type == "reopened" else 1
+    return (reopened, -(record.terms_rev or 0), digest(record.body()))
+
+
+def _relation_key(record: _Held) -> tuple[int, str]:
+    # a retraction first, then the lowest digest.
+    return (1 if record.body()["relation"]["active"] else 0, digest(record.body()))
+
+
+def _choose(
+    item: ItemId,
+    register: str,
+    records: list[_Held],
+    key: Any,
+    conflicts: list[Conflict],
+) -> _Held | None:
+    if not records:
+        return None
+    heads, cycle = _heads(records)
+    if len(heads) == 1:
+        return heads[0]
+    chosen: _Held = min(heads, key=key)
+    conflicts.append(
+        Conflict(
+            "supersedes_cycle" if cycle else "multiple_heads",
+            item,
+            register,
+            tuple(sorted(r.id for r in heads)),
+            chosen.id,
+        )
+    )
+    return chosen
+
+
+_TARGET_MEMBERS = ("ext", "project", "key", "uri")
+
+
+def _target_key(target: Mapping[str, Any]) -> str:
+    known = {k: target[k] for k in _TARGET_MEMBERS if k in target}
+    return json.dumps(known, sort_keys=True, ensure_ascii=False)
+
+
+def _compute(item: ItemId, data: _Item) -> ItemState:
+    need: list[_Held] = []
+    settlement: list[_Held] = []
+    claims: list[str] = []
+    notes: list[str] = []
+    relations: dict[tuple[str, str], list[_Held]] = {}
+    for record in data.records.values():
+        type_ = record.type
+        if type_ in _NEED:
+            need.append(record)
+        elif type_ in _SETTLEMENT:
+            settlement.append(record)
+        elif type_ == "claimed":
+            claims.append(record.id)
+        elif type_ == "note":
+            notes.append(record.id)
+        else:
+            rel = record.body()["relation"]
+            relations.setdefault((rel["kind"], _target_key(rel["target"])), []).append(record)
+    conflicts: list[Conflict] = []
+    for rid in sorted(data.variants):
+        versions = data.variants[rid]
+        conflicts.append(Conflict("same_id", item, None, tuple(sorted(versions)), min(versions)))
+    current_need = _choose(item, "need", need, _need_key, conflicts)
+    current_settlement = _choose(item, "settlement", settlement, _settlement_key, conflicts)
+    active: list[RelationState] = []
+    for group_key in sorted(relations):
+        current = _choose(item, "relation", relations[group_key], _relation_key, conflicts)
+        if current is not None and current.body()["relation"]["active"]:
+            rel = current.body()["relation"]
+            target = rel["target"]
+            known = {k: target[k] for k in _TARGET_MEMBERS if k in target}
+            active.append(RelationState(rel["kind"], MappingProxyType(known), current.id))
+    revs = [r.terms_rev for r in need if r.terms_rev is not None]
+    held_rev = max(revs) if revs else None
+    need_withdrawn = current_need is not None and current_need.type == "withdrawn"
+    terms_source = current_need
+    if current_need is not None and current_need.type == "withdrawn":
+        with_terms = [r for r in need if r.type != "withdrawn"]
+        terms_source = min(with_terms, key=_need_key) if with_terms else None
+    terms_body = terms_source.body() if terms_source is not None else None
+    policy = data.extension.policy
+    outcome = authority = settled_rev = None
+    adopted: tuple[str, ...] = ()
+    stale = False
+    if current_settlement is not None and current_settlement.type == "settled":
+        state = "settled"
+        body = current_settlement.body()
+        outcome = body["outcome"]
+        authority = body["authority"]["kind"]
+        settled_rev = current_settlement.terms_rev
+        stale = held_rev is not None and settled_rev is not None and settled_rev < held_rev
+        adopted = tuple(sorted(set(body.get("adopts", ())) & set(claims)))
+    elif current_need is None:
+        state = "unknown"
+    elif need_withdrawn:
+        state = "open" if policy == "keep" else "withdrawn"
+    else:
+        state = "open"
+    conflicts.sort(key=lambda c: (c.kind, c.register or "", c.ids))
+    return ItemState(
+        item=item,
+        state=state,
+        outcome=outcome,
+        stale=stale,
+        need_withdrawn=need_withdrawn,
+        policy=policy,
+        need=current_need.id if current_need is not None else None,
+        settlement=current_settlement.id if current_settlement is not None else None,
+        authority=authority,
+        terms=MappingProxyType(copy_json(terms_body["terms"])) if terms_body else None,
+        terms_rev=terms_body.get("terms_rev") if terms_body else None,
+        held_terms_rev=held_rev,
+        settled_terms_rev=settled_rev,
+        claims=tuple(sorted(claims)),
+        adopted=adopted,
+        relations=tuple(active),
+        notes=tuple(sorted(notes)),
+        conflicts=tuple(conflicts),
+    )
+
+
+# --- the registry ---------------------------------------------------------------------------
+
+
+class Registry:
+    """An incremental receiver: add records one at a time, ask for state at any time.
+
+    ``roles`` is the deployment's configuration; ``extensions`` the extensions this
+    receiver implements. A rejected record raises :class:`HandoffError` and changes
+    nothing; an ignored one is counted; everything else is held and folded.
+    """
+
+    def __init__(self, *, roles: Roles, extensions: ExtensionRegistry) -> None:
+        self.roles = roles
+        self.extensions = extensions
+        self._items: dict[ItemId, _Item] = {}
+        self._cache: dict[ItemId, ItemState] = {}
+        # record id -> an item holding it, and ids held by several items; the bulk path
+        # (add_lines) skips this index and drops it, and it is rebuilt when next needed
+        self._first_item: dict[str, Any] | None = {}
+        self._reused: dict[str, set[Any]] = {}
+        self._ignored: dict[str, int] = {}
+
+    def add(self, record: Record | Mapping[str, Any] | str | bytes) -> Added:
+        """Admit and fold one record; return what happened and the item's new state.
+
+        ``record`` may be a :class:`Record`, its JSON object, or one line of JSON text.
+        """
+        obj = self._object(record)
+        item, status, why = self._add(obj)
+        rid = obj.get("id")
+        if item is None:
+            return Added(status, None, None, why=why)
+        state = self.state(item)
+        new: tuple[Conflict, ...] = ()
+        if status == "conflict":
+            new = tuple(c for c in state.conflicts if c.kind == "same_id")
+        elif status == "accepted":
+            new = tuple(c for c in state.conflicts if rid in c.ids)
+            if rid in self._reused:
+                new += (self._reuse_conflict(rid),)
+        return Added(status, item, state, new, why)
+
+    def add_many(self, records: Iterable[Record | Mapping[str, Any] | str | bytes]) -> None:
+        """Admit and fold many records; state is computed lazily on request.
+
+        Stops at the first rejected record, raising its :class:`HandoffError` (records
+        before it stay held).
+        """
+        for record in records:
+            self._add(self._object(record))
+
+    def add_lines(self, lines: Iterable[str | bytes]) -> None:
+        """Like :meth:`add_many` for JSON lines (the fast path; parsing is strict)."""
+        roles, extensions, put = self.roles, self.extensions, self._put
+        items, cache = self._items, self._cache
+        self._first_item = None
+        names: dict[str, str] = {}
+        for line in lines:
+            obj = parse_line(line)
+            found = admit_fast(obj, roles, extensions)
+            if isinstance(found, str):
+                self._ignored[found] = self._ignored.get(found, 0) + 1
+                continue
+            # the common case inline: a new id of an item whose extension is known
+            ext = obj["ext"]
+            name = names.get(ext)
+            if name is None:
+                name = names[ext] = ext[: ext.index("/")]
+            item: Any = (name, obj["project"], obj["key"])
+            data = items.get(item)
+            rid = obj["id"]
+            if data is None or data.extension is not found or rid in data.records or cache:
+                put(obj, found, line, False)
+                continue
+            data.records[rid] = _Held(obj, line)
+
+    def _object(self, record: Record | Mapping[str, Any] | str | bytes) -> dict[str, Any]:
+        if isinstance(record, Record):
+            return record.to_json()
+        if isinstance(record, str | bytes):
+            return parse_line(record)
+        if isinstance(record, Mapping):
+            return record if isinstance(record, dict) else dict(record)
+        raise HandoffError("parse", "a record must be a Record, an object or a JSON line")
+
+    def _add(self, obj: dict[str, Any]) -> tuple[ItemId | None, str, str | None]:
+        verdict = check_record(obj, roles=self.roles, extensions=self.extensions)
+        if verdict.extension is None:
+            why = verdict.why or ""
+            self._ignored[why] = self._ignored.get(why, 0) + 1
+            return None, "ignored", verdict.why
+        # hold a private copy: the caller's object may change after this call
+        obj = copy_json(obj)
+        status = self._put(obj, verdict.extension)
+        return ItemId(obj["ext"].partition("/")[0], obj["project"], obj["key"]), status, None
+
+    def _put(
+        self,
+        obj: dict[str, Any],
+        extension: Extension,
+        source: str | bytes | None = None,
+        track: bool = True,
+    ) -> str:
+        ext = obj["ext"]
+        # a plain tuple hashes and compares like the ItemId NamedTuple, and is cheaper
+        item: Any = (ext[: ext.index("/")], obj["project"], obj["key"])
+        data = self._items.get(item)
+        if data is None:
+            data = self._items[item] = _Item(extension)
+        elif extension is not data.extension and (_version(extension), extension.version) > (
+            _version(data.extension),
+            data.extension.version,
+        ):
+            # several implemented versions of one extension: the highest one's policy
+            # applies, whatever the arrival order.
+            data.extension = extension
+            self._cache.pop(item, None)
+        rid = obj["id"]
+        if rid not in data.records:
+            data.records[rid] = _Held(obj, source)
+            status = "accepted"
+        else:
+            status = data.put(_Held(obj, source))
+            if status == "duplicate":
+                return status
+        if self._cache:
+            self._cache.pop(item, None)
+        if track:
+            first = self._index().setdefault(rid, item)
+            if first != item:
+                self._reused.setdefault(rid, {first}).add(item)
+        return status
+
+    def _index(self) -> dict[str, Any]:
+        if self._first_item is None:
+            first: dict[str, Any] = {}
+            reused: dict[str, set[Any]] = {}
+            for item in sorted(self._items):
+                for rid in self._items[item].records:
+                    held = first.setdefault(rid, item)
+                    if held != item:
+                        reused.setdefault(rid, {held}).add(item)
+            self._first_item, self._reused = first, reused
+        return self._first_item
+
+    def _reuse_conflict(self, rid: str) -> Conflict:
+        items = sorted(self._reused[rid])
+        return Conflict("id_reused", ItemId(*items[0]), None, (rid,), None)
+
+    def state(self, item: ItemId) -> ItemState:
+        """Return the current state of ``item`` (``unknown`` when nothing is held)."""
+        cached = self._cache.get(item)
+        if cached is not None:
+            return cached
+        data = self._items.get(item)
+        if data is None:
+            return ItemState(item=item, state="unknown")
+        state = self._cache[item] = _compute(ItemId(*item), data)
+        return state
+
+    def states(self) -> dict[ItemId, ItemState]:
+        """Return the state of every item held, keyed and sorted by item."""
+        return {ItemId(*item): self.state(item) for item in sorted(self._items)}
+
+    def items(self) -> Iterator[ItemId]:
+        """Iterate over the items held, sorted."""
+        return iter([ItemId(*item) for item in sorted(self._items)])
+
+    def conflicts(self) -> tuple[Conflict, ...]:
+        """Every conflict held: per item, plus ids reused across items."""
+        found = [c for s in self.states().values() for c in s.conflicts]
+        self._index()
+        found += [self._reuse_conflict(rid) for rid in sorted(self._reused)]
+        return tuple(found)
+
+    def ignored(self) -> dict[str, int]:
+        """How many records were consumed without acting, by why."""
+        return dict(sorted(self._ignored.items()))
+
+    def records(self, item: ItemId) -> list[dict[str, Any]]:
+        """The records held for ``item`` (the kept version of each id), sorted by id."""
+        data = self._items.get(item)
+        if data is None:
+            return []
+        return [copy_json(data.records[rid].body()) for rid in sorted(data.records)]
+
+    def __len__(self) -> int:
+        return sum(len(d.records) for d in self._items.values())
+
+
+def fold(
+    records: Iterable[Record | Mapping[str, Any] | str | bytes],
+    *,
+    roles: Roles,
+    extensions: ExtensionRegistry,
+) -> dict[ItemId, ItemState]:
+    """Fold ``records`` into ``{item: ItemState}`` (§6); raise on the first rejected one."""
+    registry = Registry(roles=roles, extensions=extensions)
+    registry.add_many(records)
+    return registry.states()

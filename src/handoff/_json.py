@@ -1,0 +1,158 @@
+"""Strict parsing of one record line: I-JSON (RFC 7493) on top of RFC 8259.
+
+A record that two parsers could read differently is refused: duplicate member names,
+lone surrogates, non-finite numbers and integers outside ``±(2**53 - 1)`` are ``parse``
+errors rather than silently resolved one way.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ._errors import HandoffError
+
+__all__ = ["MAX_SAFE_INTEGER", "check_json_value", "copy_json", "parse_line"]
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest integer I-JSON (and therefore JCS) represents exactly."""
+
+
+class _RefusedError(ValueError):
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise _RefusedError(
+                    "duplicate_member", f"member {name!r} appears twice in one object"
+                )
+            seen.add(name)
+    return obj
+
+
+def _int(text: str) -> int:
+    value = int(text)
+    if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return value
+    raise _RefusedError("number_range", f"integer {text[:40]} is outside the I-JSON safe range")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if math.isfinite(value):
+        return value
+    raise _RefusedError("number_range", f"number {text[:40]} does not fit an IEEE 754 double")
+
+
+def _constant(text: str) -> Any:
+    raise _RefusedError("json_syntax", f"{text} is not JSON")
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_int=_int, parse_float=_float, parse_constant=_constant
+)
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def parse_line(line: str | bytes, *, where: str = "the record") -> dict[str, Any]:
+    """Parse one JSON text strictly and return it; it must be a JSON object.
+
+    Raises :class:`HandoffError` with code ``parse`` and reason ``json_syntax``,
+    ``duplicate_member``, ``number_range``, ``lone_surrogate`` or ``not_object``.
+    """
+    if isinstance(line, bytes | bytearray):
+        try:
+            text = bytes(line).decode("utf-8")
+        except UnicodeDecodeError:
+            raise HandoffError(
+                "parse", f"{where} is not valid UTF-8", reason="json_syntax"
+            ) from None
+    elif isinstance(line, str):
+        text = line
+    else:
+        raise HandoffError("parse", f"{where} is not text", reason="json_syntax")
+    try:
+        value = _DECODER.decode(text)
+    except _RefusedError as exc:
+        raise HandoffError("parse", f"{where}: {exc}", reason=exc.reason) from None
+    except (ValueError, RecursionError) as exc:
+        raise HandoffError(
+            "parse", f"{where} is not JSON ({str(exc)[:80]})", reason="json_syntax"
+        ) from None
+    if ("\\u" in text or not text.isascii()) and _has_lone_surrogate(value):
+        raise HandoffError("parse", f"{where} holds a lone surrogate", reason="lone_surrogate")
+    if not isinstance(value, dict):
+        raise HandoffError("parse", f"{where} is not a JSON object", reason="not_object")
+    return value
+
+
+def check_json_value(value: Any, *, where: str = "the record", depth: int = 0) -> None:
+    """Check that an already-parsed ``value`` is I-JSON (as :func:`parse_line` would accept).
+
+    Used for records handed over as Python objects rather than text.
+    """
+    if depth > 64:
+        raise HandoffError("parse", f"{where} nests deeper than 64 levels", reason="json_syntax")
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            raise HandoffError(
+                "parse", f"{where} holds an integer outside the safe range", reason="number_range"
+            )
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise HandoffError("parse", f"{where} holds a non-finite number", reason="number_range")
+        return
+    if isinstance(value, str):
+        if _has_lone_surrogate(value):
+            raise HandoffError("parse", f"{where} holds a lone surrogate", reason="lone_surrogate")
+        return
+    if isinstance(value, list | tuple):
+        for item in value:
+            check_json_value(item, where=where, depth=depth + 1)
+        return
+    if isinstance(value, Mapping):
+        for name, item in value.items():
+            if not isinstance(name, str):
+                raise HandoffError(
+                    "parse", f"{where} has a member name that is not a string", reason="json_syntax"
+                )
+            check_json_value(name, where=where, depth=depth + 1)
+            check_json_value(item, where=where, depth=depth + 1)
+        return
+    raise HandoffError(
+        "parse", f"{where} holds a {type(value).__name__}, which is not JSON", reason="json_syntax"
+    )
+
+
+def copy_json(value: Any) -> Any:
+    """Return a deep copy of an I-JSON value (objects become dicts, arrays lists)."""
+    if isinstance(value, Mapping):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [copy_json(v) for v in value]
+    return value

@@ -1,0 +1,249 @@
+"""Durable and in-memory stores of records: append-only, idempotent, folded on read.
+
+A store holds every admitted record version once, keyed by (id, digest): inserting the
+same record again changes nothing; a different record under a held id is kept beside the
+first (the fold keeps the lowest digest and reports the conflict, whichever arrived
+first). Nothing is ever updated or deleted. State is computed on read by a
+:class:`handoff.Registry`, so a store never holds derived state that could drift.
+
+The interface (:class:`Store`) is two transactions, ``append`` and ``records``, with
+nothing SQLite-specific in them, so a shared database can implement it later.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from ._canonical import canonical, digest
+from ._check import check_record
+from ._config import ExtensionRegistry, Roles
+from ._errors import HandoffError
+from ._fold import ItemState, Registry
+from ._json import parse_line
+from ._records import ItemId, Record
+
+__all__ = ["MemoryStore", "SQLiteStore", "Store"]
+
+
+class Store(Protocol):
+    """What every record store offers (in memory, SQLite, later a shared database)."""
+
+    roles: Roles
+    extensions: ExtensionRegistry
+
+    def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
+        """Admit and append one record; return what happened.
+
+        ``accepted``, ``duplicate``, ``conflict`` (another version of the id is held;
+        both are kept) or ``ignored`` (not stored: an extension or version this receiver
+        does not implement). A rejected record raises :class:`HandoffError`; nothing is
+        stored.
+        """
+        ...
+
+    def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
+        """Return every record version held (for ``item`` only when given), in a stable order."""
+        ...
+
+
+def _prepare(
+    record: Record | Mapping[str, Any] | str | bytes, roles: Roles, extensions: ExtensionRegistry
+) -> tuple[dict[str, Any], str, str]:
+    if isinstance(record, Record):
+        obj = record.to_json()
+    elif isinstance(record, str | bytes):
+        obj = parse_line(record)
+    elif isinstance(record, Mapping):
+        obj = dict(record)
+    else:
+        raise HandoffError("parse", "a record must be a Record, an object or a JSON line")
+    verdict = check_record(obj, roles=roles, extensions=extensions)
+    if verdict.status == "ignored":
+        return obj, "", "ignored"
+    return obj, digest(obj), verdict.status
+
+
+class _Folding:
+    roles: Roles
+    extensions: ExtensionRegistry
+
+    def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def registry(self, item: ItemId | None = None) -> Registry:
+        """Fold what is held (everything, or one item's records) into a new registry."""
+        registry = Registry(roles=self.roles, extensions=self.extensions)
+        registry.add_many(self.records(item))
+        return registry
+
+    def state(self, item: ItemId) -> ItemState:
+        """Fold the records of ``item`` and return its state."""
+        return self.registry(item).state(item)
+
+    def states(self) -> dict[ItemId, ItemState]:
+        """Fold everything held and return every item's state."""
+        return self.registry().states()
+
+
+class MemoryStore(_Folding):
+    """An in-memory :class:`Store` (the default for tests and short-lived receivers)."""
+
+    def __init__(self, *, roles: Roles, extensions: ExtensionRegistry) -> None:
+        self.roles = roles
+        self.extensions = extensions
+        self._rows: list[tuple[str, str, ItemId, dict[str, Any]]] = []
+        self._keys: set[tuple[str, str]] = set()
+        self._ids: set[str] = set()
+        self._lock = threading.Lock()
+
+    def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
+        """Admit and append one record (see :meth:`Store.append`)."""
+        obj, dig, status = _prepare(record, self.roles, self.extensions)
+        if status == "ignored":
+            return "ignored"
+        item = ItemId(obj["ext"].partition("/")[0], obj["project"], obj["key"])
+        with self._lock:
+            if (obj["id"], dig) in self._keys:
+                return "duplicate"
+            clash = obj["id"] in self._ids
+            self._keys.add((obj["id"], dig))
+            self._ids.add(obj["id"])
+            self._rows.append((obj["id"], dig, item, json.loads(json.dumps(obj))))
+        return "conflict" if clash else "accepted"
+
+    def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
+        """Return the held record versions in insertion order (see :meth:`Store.records`)."""
+        with self._lock:
+            rows = list(self._rows)
+        return [json.loads(json.dumps(r)) for _, _, i, r in rows if item is None or i == item]
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS handoff_records (
+    seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+    id      TEXT NOT NULL,
+    digest  TEXT NOT NULL,
+    ext     TEXT NOT NULL,
+    project TEXT NOT NULL,
+    key     TEXT NOT NULL,
+    body    TEXT NOT NULL,
+    UNIQUE (id, digest)
+);
+CREATE INDEX IF NOT EXISTS handoff_records_item ON handoff_records (ext, project, key);
+CREATE TRIGGER IF NOT EXISTS handoff_records_no_update BEFORE UPDATE ON handoff_records
+BEGIN SELECT RAISE(ABORT, 'handoff_records is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS handoff_records_no_delete BEFORE DELETE ON handoff_records
+BEGIN SELECT RAISE(ABORT, 'handoff_records is append-only'); END;
+"""
+
+
+class SQLiteStore(_Folding):
+    """A :class:`Store` in one SQLite file: survives restarts, safe for several processes.
+
+    Each append is one ``BEGIN IMMEDIATE`` transaction in WAL mode with a busy timeout, so
+    concurrent writers (threads or processes) serialise and none loses a record. The
+    table is append-only (triggers refuse UPDATE and DELETE); bodies are stored in JCS.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        roles: Roles,
+        extensions: ExtensionRegistry,
+        timeout: float = 30.0,
+    ) -> None:
+        self.roles = roles
+        self.extensions = extensions
+        self.path = str(path)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise HandoffError(
+                "store", f"cannot open the SQLite store {self.path}: {exc}", reason="store_open"
+            ) from None
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self._db.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
+        """Admit and append one record (see :meth:`Store.append`)."""
+        obj, dig, status = _prepare(record, self.roles, self.extensions)
+        if status == "ignored":
+            return "ignored"
+        body = canonical(obj).decode("utf-8")
+        row = (obj["id"], dig, obj["ext"].partition("/")[0], obj["project"], obj["key"], body)
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    clash = self._db.execute(
+                        "SELECT COUNT(*) FROM handoff_records WHERE id = ? AND digest <> ?",
+                        (obj["id"], dig),
+                    ).fetchone()[0]
+                    cursor = self._db.execute(
+                        "INSERT OR IGNORE INTO handoff_records "
+                        "(id, digest, ext, project, key, body) VALUES (?, ?, ?, ?, ?, ?)",
+                        row,
+                    )
+                    inserted = cursor.rowcount == 1
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise HandoffError(
+                    "store", f"cannot append to {self.path}: {exc}", reason="store_write"
+                ) from None
+        if not inserted:
+            return "duplicate"
+        return "conflict" if clash else "accepted"
+
+    def registry(self, item: ItemId | None = None) -> Registry:
+        """Fold what is held (everything, or one item's records) into a new registry.
+
+        The stored JCS bodies are admitted again on the way in (strictly, as text), so a
+        file changed behind the store's back cannot smuggle in a record.
+        """
+        registry = Registry(roles=self.roles, extensions=self.extensions)
+        registry.add_lines(self._bodies(item))
+        return registry
+
+    def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
+        """Return the held record versions in insertion order (see :meth:`Store.records`)."""
+        return [parse_line(body) for body in self._bodies(item)]
+
+    def _bodies(self, item: ItemId | None) -> list[str]:
+        with self._lock:
+            if item is None:
+                rows = self._db.execute("SELECT body FROM handoff_records ORDER BY seq").fetchall()
+            else:
+                rows = self._db.execute(
+                    "SELECT body FROM handoff_records WHERE ext = ? AND project = ? AND key = ?"
+                    " ORDER BY seq",
+                    (item.ext, item.project, item.key),
+                ).fetchall()
+        return [body for (body,) in rows]
+
+    def __len__(self) -> int:
+        with self._lock:
+            count: int = self._db.execute("SELECT COUNT(*) FROM handoff_records").fetchone()[0]
+        return count
