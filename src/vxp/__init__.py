@@ -58,6 +58,7 @@ from ._fetch import (
     MemoryReplayCache,
     ProofEndpoint,
     ReplayCache,
+    SqliteReplayCache,
     make_dpop_proof,
 )
 from ._keys import KeyLike, key_thumbprint
@@ -131,6 +132,7 @@ __all__ = [
     "SdJwt",
     "SignedCheckpoint",
     "SqliteLogStore",
+    "SqliteReplayCache",
     "TrustMaterial",
     "Verdict",
     "VerifiedSdJwt",

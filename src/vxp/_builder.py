@@ -213,8 +213,18 @@ class OperationBuilder:
             raise VxpError(
                 "rule_violation", "an approval needs the request", reason="terms_missing"
             )
+        own = {resolve_key(k, f"{role} key").kid for role, k in self._keys.items()}
+        if resolve_key(user_key, "user key").kid in own:
+            raise VxpError(
+                "rule_violation",
+                "a user-signed approval needs the user's key, not a signing key of the issuer",
+                reason="user_key_is_issuer_key",
+            )
+        latest = self._state.latest
+        assert latest is not None
+        terms_statement = jwt_digest(self._statements[latest.seq].split("~", 1)[0])
         jwk, token = sign_user_approval(
-            user_key, self._state.request["request_digest"], revision, digest
+            user_key, self._state.request["request_digest"], revision, digest, terms_statement
         )
         body = {
             "method": "user_signed",
@@ -223,7 +233,9 @@ class OperationBuilder:
             "user_key": jwk,
             "user_signature": token,
         }
-        check_user_approval(body, self._state.request["request_digest"], "the approval")
+        check_user_approval(
+            body, self._state.request["request_digest"], terms_statement, "the approval"
+        )
         return self._append("user_approval", body, now)
 
     def review(self, *, decision: str, reviewer: Mapping[str, Any], now: datetime) -> str:
@@ -269,8 +281,14 @@ class OperationBuilder:
             raise VxpError("rule_violation", "a read-back needs terms", reason="terms_missing")
         approved = self._terms.get(latest.revision, {})
         shown = {**dict(personal or {}), **dict(observed)}
+        # Compare JSON values, not Python values: True == 1 == 1.0 in Python, but a system
+        # that shows true where the terms say 1 does not match them.
         matches = bool(latest.read_back_terms) and all(
-            t in shown and shown[t] == approved.get(t) for t in latest.read_back_terms
+            t in shown
+            and t in approved
+            and canonical_json(shown[t], f"read-back term {t}")
+            == canonical_json(approved[t], f"terms member {t}")
+            for t in latest.read_back_terms
         )
         body = {
             "matches_terms": matches,

@@ -241,6 +241,8 @@ def _check_terms(state: ChainState, body: Any, seq: int, at: datetime) -> dict[s
     read_back = _strings(body["read_back_terms"], kind, "read_back_terms")
     revision = _int(body, "revision", kind, 1)
     digest = _hash(body, "terms_digest", kind)
+    approval_required = _bool(body, "user_approval_required", kind)
+    review_required = _bool(body, "company_review_required", kind)
     if state.execution is not None:
         raise _rule("terms_after_execution", "terms cannot change after the execution")
     expected = 1 if state.latest is None else state.latest.revision + 1
@@ -248,6 +250,17 @@ def _check_terms(state: ChainState, body: Any, seq: int, at: datetime) -> dict[s
         raise _rule("revision_not_increasing", f"terms revision {revision} follows, not {expected}")
     if state.latest is not None and capability != state.latest.capability:
         raise _rule("capability_changed", "a terms revision changes the capability")
+    if state.latest is not None and (
+        (state.latest.user_approval_required and not approval_required)
+        or (state.latest.company_review_required and not review_required)
+    ):
+        # Otherwise a revision issued after the user's approval could drop the approval
+        # (or review) it required and be executed unapproved: requirements only tighten.
+        raise _rule(
+            "requirement_relaxed",
+            "a terms revision drops the user approval or company review that an earlier "
+            "revision required",
+        )
     if expires <= at:
         raise _rule("terms_expired_when_issued", "the terms expire before they were logged")
     terms = Terms(
@@ -257,8 +270,8 @@ def _check_terms(state: ChainState, body: Any, seq: int, at: datetime) -> dict[s
         capability,
         expires,
         read_back,
-        _bool(body, "user_approval_required", kind),
-        _bool(body, "company_review_required", kind),
+        approval_required,
+        review_required,
     )
     return {
         "terms": terms,
@@ -359,8 +372,11 @@ def _check_read_back(state: ChainState, body: Any, hidden: int) -> dict[str, Any
         raise _rule("read_back_repeated", "an operation has one read-back")
     latest = state.latest
     assert latest is not None
-    complete = bool(latest.read_back_terms) and all(t in observed for t in latest.read_back_terms)
-    if matches and not complete and not hidden:
+    missing = [t for t in latest.read_back_terms if t not in observed]
+    complete = bool(latest.read_back_terms) and not missing
+    # A withheld disclosure hides one member at most: a matching read-back may keep a term
+    # out of sight only in a digest it signed, never more terms than it has digests.
+    if matches and (not latest.read_back_terms or len(missing) > hidden):
         raise _rule(
             "read_back_incomplete", "a read-back that matches must show every read_back_terms term"
         )
@@ -431,13 +447,13 @@ def _check_outcome(state: ChainState, body: Any, seq: int, at: datetime) -> dict
     }
 
 
-def _check_correction(state: ChainState, body: Any, seq: int) -> dict[str, Any]:
+def _check_correction(state: ChainState, body: Any, seq: int, at: datetime) -> dict[str, Any]:
     kind = "correction"
     _fields(body, kind, ("corrects", "fact_digest", "revision", "state", "terms_digest"))
     _hash(body, "fact_digest", kind)
     asserted = _enum(body, "state", kind, FINAL_STATES)
     corrects = _int(body, "corrects", kind)
-    _cites_latest(state, body, kind)
+    latest = _cites_latest(state, body, kind)
     if corrects != state.assertion_seqs[-1]:
         raise _rule(
             "correction_target", "a correction corrects the latest outcome or correction by seq"
@@ -445,6 +461,8 @@ def _check_correction(state: ChainState, body: Any, seq: int) -> dict[str, Any]:
     if asserted == state.asserted_state:
         raise _rule("correction_no_change", "a correction changes the asserted state")
     _state_supported(state, asserted, kind)
+    if asserted == "expired" and at < latest.expires_at:
+        raise _rule("expired_too_early", "a correction says expired before the terms expired")
     return {"asserted_state": asserted, "assertion_seqs": (*state.assertion_seqs, seq)}
 
 
@@ -519,7 +537,7 @@ def step(
     elif kind == "outcome":
         changes = _check_outcome(state, body, seq, at)
     elif kind == "correction":
-        changes = _check_correction(state, body, seq)
+        changes = _check_correction(state, body, seq, at)
     else:
         changes = _check_revocation(state, body)
     return replace(state, count=seq + 1, last_time=at, **changes)

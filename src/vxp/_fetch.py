@@ -11,6 +11,8 @@ request get the same ``404 request_not_found``.
 from __future__ import annotations
 
 import hashlib
+import heapq
+import sqlite3
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ __all__ = [
     "MemoryReplayCache",
     "ProofEndpoint",
     "ReplayCache",
+    "SqliteReplayCache",
     "make_dpop_proof",
 ]
 
@@ -67,21 +70,99 @@ class ReplayCache(Protocol):
 
 
 class MemoryReplayCache:
-    """A :class:`ReplayCache` in process memory, purged as entries expire."""
+    """A :class:`ReplayCache` in process memory, purged as entries expire.
+
+    It forgets everything when the process restarts: a deployment with several processes,
+    or one that restarts within a window, supplies a shared persistent :class:`ReplayCache`.
+    """
 
     def __init__(self) -> None:
         self._seen: dict[str, int] = {}
+        self._expiry: list[tuple[int, str]] = []
         self._lock = threading.Lock()
 
     def check_and_store(self, key: str, until: int, now: int) -> bool:
         """Store ``key`` until ``until``; False if it is already there (a replay)."""
         with self._lock:
-            for old in [k for k, t in self._seen.items() if t < now]:
-                del self._seen[old]
+            while self._expiry and self._expiry[0][0] < now:
+                _, old = heapq.heappop(self._expiry)
+                if old in self._seen and self._seen[old] < now:
+                    del self._seen[old]
             if key in self._seen:
                 return False
             self._seen[key] = until
+            heapq.heappush(self._expiry, (until, key))
             return True
+
+
+class SqliteReplayCache:
+    """A :class:`ReplayCache` in a SQLite file: it survives restarts and is shared by every
+    process that opens the same file (each check-and-store is one write transaction)."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            self._db = sqlite3.connect(
+                str(path), isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS dpop_jti (key TEXT PRIMARY KEY, until INTEGER NOT NULL)"
+            )
+        except sqlite3.Error as exc:
+            raise VxpError(
+                "replay_store_unavailable", f"cannot open the replay store {path!r}"
+            ) from exc
+        self._lock = threading.Lock()
+
+    def check_and_store(self, key: str, until: int, now: int) -> bool:
+        """Store ``key`` until ``until``; False if it is already there (a replay)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("DELETE FROM dpop_jti WHERE until < ?", (now,))
+                added = self._db.execute(
+                    "INSERT OR IGNORE INTO dpop_jti (key, until) VALUES (?, ?)", (key, until)
+                ).rowcount
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            return added == 1
+
+    def close(self) -> None:
+        """Close the database file."""
+        self._db.close()
+
+
+_DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
+def _origin(value: object) -> tuple[str, str] | None:
+    """Return (``scheme://host[:port]``, path) normalised as RFC 3986 §6.2.2-6.2.3 allow.
+
+    Scheme and host are lowercased, a default port is dropped and an empty path is ``/``;
+    the path is kept byte for byte. A URL with userinfo, no host or a bad port is ``None``.
+    """
+    if not isinstance(value, str):
+        return None
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    host = parts.hostname
+    if scheme not in _DEFAULT_PORTS or not host or "@" in parts.netloc:
+        return None
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    netloc = host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
+    return f"{scheme}://{netloc}", parts.path or "/"
+
+
+def _htu(value: object) -> str | None:
+    """The normalised ``htu`` of a URL (no query, no fragment), or ``None`` if it has none."""
+    origin = _origin(value)
+    return None if origin is None else origin[0] + origin[1]
 
 
 def _ath(token: str) -> str:
@@ -100,10 +181,12 @@ def make_dpop_proof(
     """Return a DPoP proof JWT (RFC 9449 §4.2) for ``method`` and ``url`` signed by ``key``."""
     resolved = resolve_key(key, "DPoP key")
     header = {"alg": resolved.alg, "jwk": resolved.public_jwk, "typ": DPOP_TYP}
-    parts = urlsplit(url)
+    htu = _htu(url)
+    if htu is None:
+        raise VxpError("url_invalid", "the DPoP proof's URL is not an http(s) URL without userinfo")
     payload: dict[str, Any] = {
         "htm": method,
-        "htu": f"{parts.scheme}://{parts.netloc}{parts.path}",
+        "htu": htu,
         "iat": iat,
         "jti": jti,
     }
@@ -120,11 +203,15 @@ def _unauthorized(error: str, description: str) -> FetchResponse:
     )
 
 
-_NOT_FOUND = FetchResponse(404, {"error": "request_not_found"})
+def _not_found() -> FetchResponse:
+    """The one answer for a missing request and for someone else's (a fresh object each time)."""
+    return FetchResponse(404, {"error": "request_not_found"})
 
 
-def _header(headers: Mapping[str, Any], name: str) -> str | bool | None:
+def _header(headers: object, name: str) -> str | bool | None:
     """The one value of header ``name`` (case-insensitive); ``False`` when repeated."""
+    if not isinstance(headers, Mapping):
+        return None
     found = [v for k, v in headers.items() if isinstance(k, str) and k.lower() == name]
     if not found:
         return None
@@ -151,10 +238,15 @@ class ProofEndpoint:
         replay: ReplayCache | None = None,
         window: int = 60,
     ) -> None:
-        parts = urlsplit(base_url)
-        if parts.scheme != "https" or not parts.netloc or parts.path not in ("", "/"):
+        origin = _origin(base_url)
+        if (
+            origin is None
+            or not origin[0].startswith("https://")
+            or origin[1] != "/"
+            or urlsplit(base_url).query
+        ):
             raise VxpError("base_url_invalid", "the endpoint's base URL is https://host only")
-        self.base_url = f"https://{parts.netloc.lower()}"
+        self.base_url = origin[0]
         self._tokens = tokens
         self._packages = packages
         self._replay: ReplayCache = replay if replay is not None else MemoryReplayCache()
@@ -168,13 +260,21 @@ class ProofEndpoint:
     def handle(
         self, *, method: str, url: str, headers: Mapping[str, Any], now: int
     ) -> FetchResponse:
-        """Answer one request; never raises for bad input (the answer says what was wrong)."""
+        """Answer one request; never raises for bad input (the answer says what was wrong).
+
+        ``now`` is the server's clock (integer seconds); anything else is the caller's
+        mistake and raises :class:`VxpError` ``now_invalid``.
+        """
+        if not isinstance(now, int) or isinstance(now, bool):
+            raise VxpError("now_invalid", "now is the server's time in integer seconds")
         if method != "GET":
             return FetchResponse(405, {"error": "method_not_allowed"}, {"Allow": "GET"})
-        parts = urlsplit(url) if isinstance(url, str) else None
+        origin = _origin(url)
+        parts = urlsplit(url) if origin is not None else None
         if (
             parts is None
-            or f"{parts.scheme}://{parts.netloc.lower()}" != self.base_url
+            or origin is None
+            or origin[0] != self.base_url
             or not parts.path.startswith(_PATH_PREFIX)
             or not parts.path.endswith(_PATH_SUFFIX)
         ):
@@ -199,7 +299,7 @@ class ProofEndpoint:
             return _unauthorized("invalid_dpop_proof", problem)
         entry = self._packages.get(request_id)
         if entry is None or entry[0] != token.client_id:
-            return _NOT_FOUND
+            return _not_found()
         return FetchResponse(
             200, dict(entry[1]), {"Content-Type": "application/json", "Cache-Control": "no-store"}
         )
@@ -223,7 +323,9 @@ class ProofEndpoint:
         claims = parsed.payload
         if claims.get("htm") != method:
             return "the DPoP proof is for another HTTP method (htm)"
-        if claims.get("htu") != f"{self.base_url}{parts.path}":
+        # Compared after RFC 3986 syntax- and scheme-based normalisation (host case, default
+        # port), as RFC 9449 §4.3 recommends; the path must match exactly.
+        if _htu(claims.get("htu")) != f"{self.base_url}{parts.path}":
             return "the DPoP proof is for another URL (htu)"
         iat = claims.get("iat")
         if not isinstance(iat, int) or isinstance(iat, bool) or abs(iat - now) > self._window:
@@ -235,6 +337,9 @@ class ProofEndpoint:
         jti = claims.get("jti")
         if not isinstance(jti, str) or not 0 < len(jti) <= 256:
             return "the DPoP proof has no jti"
-        if not self._replay.check_and_store(f"{key.kid}:{jti}", now + self._window, now):
+        # Remember the jti for as long as this proof could still pass the iat window: a proof
+        # dated up to ``window`` seconds ahead stays acceptable until iat + window.
+        until = max(iat, now) + self._window
+        if not self._replay.check_and_store(f"{key.kid}:{jti}", until, now):
             return "the DPoP proof was already used (jti replay)"
         return None

@@ -187,6 +187,13 @@ def _parse_metadata(metadata: object) -> tuple[str, Mapping[str, Any], tuple[Key
     pairs = [(r.kid, r.role) for r in records]
     if len(set(pairs)) != len(pairs):
         raise _bad("vxp_proof.keys lists a key twice for one role", "keys")
+    issuer_kids = {log["kid"]} | {r.kid for r in records}
+    if issuer_kids & set(wit):
+        # A witness is worth something only as a party independent of the log and of
+        # the signers: the issuer's own keys never count towards the quorum (logged).
+        raise _bad(
+            "vxp_proof.log.witnesses names the log key or a signing key", "witness_not_independent"
+        )
     return issuer, vp, tuple(records)
 
 
@@ -230,7 +237,20 @@ def load_trust(metadata: object, jwks: object) -> TrustMaterial:
         parsed = _import_public(jwk, i)
         if parsed is None:
             raise VxpError("metadata_invalid", f"JWKS key {i} is not EC or OKP", reason="jwks")
-        resolved = resolve_key(parsed, f"JWKS key {i}")
+        try:
+            resolved = resolve_key(parsed, f"JWKS key {i}")
+        except VxpError as exc:  # another curve, a small-order point: not a key VXP uses
+            raise VxpError("metadata_invalid", exc.message, reason="jwks") from exc
+        if (
+            jwk.get("alg", resolved.alg) != resolved.alg
+            or jwk.get("use", "sig") != "sig"
+            or ("key_ops" in jwk and jwk["key_ops"] != ["verify"])
+        ):
+            raise VxpError(
+                "metadata_invalid",
+                f"JWKS key {i} is published for another algorithm or use (alg, use, key_ops)",
+                reason="jwks_use",
+            )
         if jwk.get("kid") != resolved.kid:
             raise VxpError(
                 "metadata_invalid",

@@ -275,13 +275,25 @@ APPROVAL_TYP = "vxp-approval+jwt"
 """The JOSE ``typ`` of a user's signature over the revision they approve."""
 
 
-def approval_payload(request_digest: str, revision: int, terms_digest: str) -> dict[str, Any]:
-    """Return what a user signs to approve ``revision`` of the operation's terms."""
-    return {"request_digest": request_digest, "revision": revision, "terms_digest": terms_digest}
+def approval_payload(
+    request_digest: str, revision: int, terms_digest: str, terms_statement: str
+) -> dict[str, Any]:
+    """Return what a user signs to approve ``revision`` of the operation's terms.
+
+    ``terms_statement`` is the digest of the revision's signed ``terms`` statement (as
+    ``prev`` digests it): the user approves that exact statement (its expiry, capability,
+    read-back terms and requirements), not only the terms object behind ``terms_digest``.
+    """
+    return {
+        "request_digest": request_digest,
+        "revision": revision,
+        "terms_digest": terms_digest,
+        "terms_statement": terms_statement,
+    }
 
 
 def sign_user_approval(
-    user_key: KeyLike, request_digest: str, revision: int, terms_digest: str
+    user_key: KeyLike, request_digest: str, revision: int, terms_digest: str, terms_statement: str
 ) -> tuple[dict[str, Any], str]:
     """Return (the user's public JWK, the user's compact JWS approving the revision)."""
     key = resolve_key(user_key, "user key")
@@ -289,13 +301,27 @@ def sign_user_approval(
         raise VxpError("key_not_private", "a user-signed approval needs the user's private key")
     header = {"alg": key.alg, "kid": key.kid, "typ": APPROVAL_TYP}
     token = sign_compact(
-        header, approval_payload(request_digest, revision, terms_digest), key, deterministic=True
+        header,
+        approval_payload(request_digest, revision, terms_digest, terms_statement),
+        key,
+        deterministic=True,
     )
     return dict(key.public_jwk), token
 
 
-def check_user_approval(body: Mapping[str, Any], request_digest: str, where: str) -> None:
-    """Verify a ``user_signed`` approval's JWS against the JWK it carries; fail closed."""
+def check_user_approval(
+    body: Mapping[str, Any], request_digest: str, terms_statement: str, where: str
+) -> str:
+    """Verify a ``user_signed`` approval's JWS against the JWK it carries; fail closed.
+
+    Returns the user key's RFC 7638 thumbprint (the verifier refuses an issuer key there).
+    """
+    if "d" in body["user_key"]:
+        raise VxpError(
+            "rule_violation",
+            f"{where} publishes the user's private key in user_key",
+            reason="user_signature_invalid",
+        )
     try:
         key = resolve_key(body["user_key"], f"{where} user_key")
         parsed = parse_compact(body["user_signature"], f"{where} user_signature")
@@ -306,7 +332,9 @@ def check_user_approval(body: Mapping[str, Any], request_digest: str, where: str
         raise VxpError(
             "rule_violation", f"{where}: {exc.message}", reason="user_signature_invalid"
         ) from exc
-    expected = approval_payload(request_digest, body["revision"], body["terms_digest"])
+    expected = approval_payload(
+        request_digest, body["revision"], body["terms_digest"], terms_statement
+    )
     if (
         alg != key.alg
         or parsed.header.get("kid") != key.kid
@@ -318,3 +346,4 @@ def check_user_approval(body: Mapping[str, Any], request_digest: str, where: str
             f"{where} carries a user signature that does not approve this revision",
             reason="user_signature_invalid",
         )
+    return key.kid

@@ -58,7 +58,7 @@ def _check_package(package: object) -> tuple[dict[str, Any], list[Any], dict[str
         raise _malformed("the package is not a JSON object", "not_object")
     if set(package) != _PACKAGE_MEMBERS:
         raise _malformed("the package must hold exactly v, company, op, statements, log", "members")
-    if package["v"] != 1 or isinstance(package["v"], bool):
+    if type(package["v"]) is not int or package["v"] != 1:
         raise _malformed("the package is not version 1", "version")
     if not isinstance(package["company"], str):
         raise _malformed("the package company is not a string", "company")
@@ -142,8 +142,16 @@ def _key_source(
                 f"{where} is signed by a key listed for another role",
                 reason="key_role",
             )
-        if mine and st.kid in live.keys:
-            if any(r.covers(at) for r in mine):
+        if mine:
+            # Live metadata lists the key for this role, so its period must cover the
+            # statement, even when the live JWKS no longer carries the key (the kid is the
+            # key's thumbprint: saved key bytes are the same key). Where saved metadata also
+            # lists it for the role, its period must cover too: live never re-validates a
+            # key that saved metadata recorded as retired, and saved never outlives a cut.
+            saved_mine = [r for r in saved.records_for(st.kid) if r.role == role]
+            if any(r.covers(at) for r in mine) and (
+                not saved_mine or any(r.covers(at) for r in saved_mine)
+            ):
                 return "issuer_metadata_live"
             raise VxpError(
                 "key_untrusted",
@@ -274,13 +282,28 @@ def _run(
         state = step(state, st.seq, st.kind, st.signer, st.body, times[i], hidden=st.hidden)
         if st.kind == "user_approval" and st.body.get("method") == "user_signed":
             assert state.request is not None
-            check_user_approval(st.body, state.request["request_digest"], f"statement {i}")
+            assert state.latest is not None
+            user_kid = check_user_approval(
+                st.body,
+                state.request["request_digest"],
+                parsed[state.latest.seq].digest,
+                f"statement {i}",
+            )
+            if user_kid in all_keys or user_kid in signing_kids:
+                # The issuer's own key (signing, log or witness) signing as "the user" is
+                # the operator approving for itself: never user_signed_approval.
+                raise VxpError(
+                    "rule_violation",
+                    f"statement {i} is a user-signed approval by one of the issuer's keys",
+                    reason="user_key_is_issuer_key",
+                )
         prev = st.digest
     # --- log: checkpoint, inclusion of every statement, live consistency
     log_trust = live_trust or saved
     signed = _checkpoint(log["checkpoint"], log_trust, "the packaged checkpoint")
     size, root = signed.checkpoint.tree_size, signed.checkpoint.root
     indexes: set[int] = set()
+    last_index = -1
     for i, st in enumerate(parsed):
         leaf_index, logged_at, proof = entries[i]
         if times[i] > now:
@@ -298,6 +321,13 @@ def _run(
                 f"statement {i} is not included in the packaged checkpoint ({exc.message})",
                 "inclusion",
             ) from exc
+        if leaf_index < last_index:
+            # The log's order is the witnessed timeline: a statement is appended after the
+            # one it chains to, so leaf indexes increase with seq.
+            raise _log_error(
+                f"statement {i} sits in the log before statement {i - 1}", "leaf_order"
+            )
+        last_index = leaf_index
     seen: set[str] = set()
     _witnesses(signed, log_trust, seen)
     live_size: int | None = None

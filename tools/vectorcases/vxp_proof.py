@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -10,6 +11,10 @@ from typing import Any
 import vxp
 from vectorlib import Case, Mutation, derive, flip_char, suite
 from vxp._chain import format_time
+from vxp._checkpoint import Checkpoint, SignedCheckpoint, cosign_checkpoint, sign_checkpoint
+from vxp._codec import encode_hash as vxp_hash
+from vxp._jws import sign_compact
+from vxp._keys import resolve_key
 from vxp._proof_demo import (
     CAPABILITY,
     COMPANY,
@@ -20,6 +25,7 @@ from vxp._proof_demo import (
     demo_operation,
     extend_log,
 )
+from vxp._statements import jwt_digest, sign_user_approval
 
 DRAFT_STATES = ("succeeded", "failed", "cancelled", "expired", "unknown", "corrected", "revoked")
 
@@ -219,6 +225,50 @@ def issue_operation_cases() -> Iterator[Case]:
             "a counter-proposal after the execution",
             [*steps[:4], {"step": "counter", "now": _t(3), "proposal": {"despacho_nuevo": "x"}}],
             "counter_after_execution",
+        ),
+        (
+            "drop-required-approval",
+            "after the user approved revision 1, revision 2 drops the approval it required",
+            [
+                *steps[:3],
+                {
+                    **steps[1],
+                    "now": _t(1.5),
+                    "terms": {**TERMS, "despacho_nuevo": "2030-01-01"},
+                    "user_approval_required": False,
+                },
+            ],
+            "requirement_relaxed",
+        ),
+        (
+            "correct-to-expired-too-early",
+            "a correction to expired before the terms expire",
+            [
+                *steps[:2],
+                {"step": "outcome", "now": _t(4), "state": "cancelled", "result_summary": {}},
+                {"step": "correct", "now": _t(5), "state": "expired", "fact": {"t": 1}},
+            ],
+            "expired_too_early",
+        ),
+        (
+            "read-back-json-types",
+            "the system shows true where the terms say 1: JSON values differ, so the read-back "
+            "does not match (compare JCS bytes, not host-language equality) and success is refused",
+            [
+                steps[0],
+                {**steps[1], "terms": {"qty": 1}, "read_back_terms": ["qty"]},
+                steps[2],
+                steps[3],
+                {"step": "read_back", "now": _t(3), "observed": {"qty": True}},
+                steps[5],
+            ],
+            "p5_contradiction",
+        ),
+        (
+            "user-signs-with-operator-key",
+            "a user-signed approval made with the operator's own key",
+            [*steps[:2], {"step": "approve_signed", "now": _t(1), "user_key": _jwk("operator")}],
+            "user_key_is_issuer_key",
         ),
     ]
     for name, comment, chain, reason in refusals:
@@ -474,6 +524,79 @@ def _rule_cases() -> Iterator[Case]:
     def time_backwards(b: vxp.OperationBuilder) -> None:
         b.unsafe_append("execution", _exec_body(b), now=T0 - 5 * s)
 
+    def relax(b: vxp.OperationBuilder) -> None:
+        relaxed = vxp.digest_of({**TERMS, "despacho_nuevo": "2030-01-01"})
+        body = {
+            "capability": CAPABILITY,
+            "commitment": {"mode": "firm", "requires": []},
+            "company_review_required": False,
+            "expires_at": _t(900),
+            "read_back_terms": ["pedido"],
+            "revision": 2,
+            "terms_digest": relaxed,
+            "user_approval_required": False,
+        }
+        b.unsafe_append("terms", body, now=T0 + 1.2 * s)
+        b.unsafe_append(
+            "execution", _exec_body(b, revision=2, terms_digest=relaxed), now=T0 + 2 * s
+        )
+        b.unsafe_append(
+            "outcome",
+            _outcome_body(b, state="failed", revision=2, terms_digest=relaxed),
+            now=T0 + 4 * s,
+        )
+
+    def expired_correction(b: vxp.OperationBuilder) -> None:
+        b.outcome(state="cancelled", result_summary={"t": 1}, now=T0 + 3 * s)
+        latest = b.state.latest
+        assert latest is not None
+        body = {
+            "corrects": 3,
+            "fact_digest": vxp.digest_of({"f": 1}),
+            "revision": 1,
+            "state": "expired",
+            "terms_digest": latest.terms_digest,
+        }
+        b.unsafe_append("correction", body, now=T0 + 4 * s)
+
+    def operator_as_user(b: vxp.OperationBuilder) -> None:
+        b.terms(
+            capability=CAPABILITY,
+            terms={**TERMS, "v": 2},
+            expires_at=T0 + 900 * s,
+            read_back_terms=["pedido"],
+            now=T0 + 1.1 * s,
+        )
+        latest, request = b.state.latest, b.state.request
+        assert latest is not None
+        assert request is not None
+        terms_statement = jwt_digest(b.statements[latest.seq].split("~", 1)[0])
+        jwk, token = sign_user_approval(
+            demo_key("operator"),
+            request["request_digest"],
+            2,
+            latest.terms_digest,
+            terms_statement,
+        )
+        body = {
+            "method": "user_signed",
+            "revision": 2,
+            "terms_digest": latest.terms_digest,
+            "user_key": jwk,
+            "user_signature": token,
+        }
+        b.unsafe_append("user_approval", body, now=T0 + 1.2 * s)
+
+    def hides_too_many(b: vxp.OperationBuilder) -> None:
+        b.execute(release={"r": 1}, now=T0 + 2 * s)
+        body = {
+            "matches_terms": True,
+            "method": "system_read_back",
+            "observed": {},
+            "source": "company_system",
+        }
+        b.unsafe_append("read_back", body, now=T0 + 3 * s, personal={"receptor": "Ana"})
+
     table: list[tuple[str, str, Callable[[vxp.OperationBuilder], None], str, str]] = [
         (
             "p1-terms-digest",
@@ -575,6 +698,36 @@ def _rule_cases() -> Iterator[Case]:
             time_backwards,
             "rule_violation",
             "time_backwards",
+        ),
+        (
+            "requirement-relaxed",
+            "after the user approved revision 1, revision 2 drops the required approval and is "
+            "executed unapproved",
+            relax,
+            "rule_violation",
+            "requirement_relaxed",
+        ),
+        (
+            "correction-expired-too-early",
+            "a correction to expired logged before the terms expire",
+            expired_correction,
+            "rule_violation",
+            "expired_too_early",
+        ),
+        (
+            "user-key-is-issuer-key",
+            "a user_signed approval made with the operator's own key (a valid signature)",
+            operator_as_user,
+            "rule_violation",
+            "user_key_is_issuer_key",
+        ),
+        (
+            "read-back-hides-too-many",
+            "a matching read-back shows neither read-back term and has one disclosure digest: "
+            "one digest hides one term at most",
+            hides_too_many,
+            "rule_violation",
+            "read_back_incomplete",
         ),
     ]
     for name, comment, fn, code, reason in table:
@@ -805,6 +958,87 @@ def _rotation_cases() -> Iterator[Case]:
     )
 
 
+def _trust_and_log_cases() -> Iterator[Case]:
+    op = demo_operation("succeeded")
+    base = _input(op)
+    log_kid = _kid("log")
+    self_witness = copy.deepcopy(base)
+    self_witness["metadata"]["vxp_proof"]["log"]["witnesses"] = [log_kid]
+    signed = SignedCheckpoint.from_json(self_witness["package"]["log"]["checkpoint"])
+    cosigned = cosign_checkpoint(signed, demo_key("log"), time=int(op.now.timestamp()))
+    self_witness["package"]["log"]["checkpoint"] = cosigned.to_json()
+    self_witness["live"] = None
+    yield Case(
+        "log-key-as-witness",
+        self_witness,
+        output=_failed("metadata_invalid", "witness_not_independent"),
+        comment="the metadata lists the log's own key as a witness (and it cosigned): the "
+        "issuer's keys never count towards logged",
+        flags=("witnessed",),
+    )
+    wrong_alg = copy.deepcopy(base)
+    for key in wrong_alg["jwks"]["keys"]:
+        key["alg"] = "ES384"
+    wrong_alg["live"] = None
+    yield Case(
+        "jwks-alg-mismatch",
+        wrong_alg,
+        output=_failed("metadata_invalid", "jwks_use"),
+        comment="the JWKS publishes the P-256 keys with alg ES384: refused, not ignored",
+    )
+    company_kid = _kid("company")
+    cut = copy.deepcopy(base)
+    for record in cut["live"]["metadata"]["vxp_proof"]["keys"]:
+        if record["kid"] == company_kid:
+            record["not_after"] = _t(-1)
+    cut["live"]["jwks"] = {
+        "keys": [k for k in cut["live"]["jwks"]["keys"] if k["kid"] != company_kid]
+    }
+    yield Case(
+        "live-cuts-key-short-and-drops-it",
+        cut,
+        output=_failed("key_untrusted", "key_not_valid_at_time"),
+        comment="live metadata still lists the company key but ends it before the terms; its "
+        "JWKS no longer carries the key: saved material never re-validates it (live decides)",
+        flags=("saved-vs-live",),
+    )
+    retired = copy.deepcopy(base)
+    for record in retired["metadata"]["vxp_proof"]["keys"]:
+        if record["kid"] == company_kid:
+            record["not_after"] = _t(-1)
+    yield Case(
+        "live-revalidates-retired-key",
+        retired,
+        output=_failed("key_untrusted", "key_not_valid_at_time"),
+        comment="saved metadata recorded the company key as retired before it signed the "
+        "terms; live metadata lists it as active: where both list a key, both periods must "
+        "cover the statement (live never re-validates a retired key)",
+        flags=("saved-vs-live",),
+    )
+    swapped = copy.deepcopy(base)
+    package = swapped["package"]
+    log = vxp.MerkleLog(LOG_ORIGIN)
+    index: dict[int, int] = {}
+    for i in (0, 1, 3, 2, 4, 5):
+        jws = package["statements"][i].split("~", 1)[0]
+        logged_at = package["log"]["entries"][i]["logged_at"]
+        index[i] = log.append(vxp.leaf_data(jwt_digest(jws), logged_at))
+    package["log"]["checkpoint"] = sign_checkpoint(
+        Checkpoint(LOG_ORIGIN, log.size, log.root()), demo_key("log")
+    ).to_json()
+    for i, entry in enumerate(package["log"]["entries"]):
+        entry["index"] = index[i]
+        entry["proof"] = [vxp_hash(h) for h in log.inclusion_proof(index[i], log.size)]
+    swapped["live"] = None
+    yield Case(
+        "log-leaf-order",
+        swapped,
+        output=_failed("log_invalid", "leaf_order"),
+        comment="statements 2 and 3 were logged in the opposite order (every inclusion proof "
+        "verifies): leaf indexes must increase with seq",
+    )
+
+
 @suite(
     "vxp.verify_proof",
     description=(
@@ -922,6 +1156,7 @@ def verify_proof_cases() -> Iterator[Case]:
     )
     yield from _rule_cases()
     yield from _rotation_cases()
+    yield from _trust_and_log_cases()
     yield from derive(good, _statement_mutations(good))
 
 
@@ -1041,6 +1276,38 @@ def fetch_proof_cases() -> Iterator[Case]:
         _fetch_input([_req(), _req()]),
         output={"responses": [ok, _unauth("invalid_dpop_proof")]},
         comment="the same DPoP proof twice: the second is refused",
+        flags=("replay",),
+    )
+    raw_key = resolve_key(demo_key("agent-dpop"))
+    raw_proof = sign_compact(
+        {"alg": "ES256", "jwk": raw_key.public_jwk, "typ": "dpop+jwt"},
+        {
+            "htm": "GET",
+            "htu": "HTTPS://Store.Example:443/v1/requests/req_01JB7Q2X9M/proof",
+            "iat": NOW,
+            "jti": "j-norm",
+            "ath": vxp.b64url_encode(hashlib.sha256(b"at-agent").digest()),
+        },
+        raw_key,
+        deterministic=True,
+    )
+    normalised = _req(jti="j-norm")
+    normalised["headers"]["DPoP"] = raw_proof
+    yield Case(
+        "htu-scheme-host-port-normalised",
+        _fetch_input([normalised]),
+        output={"responses": [ok]},
+        comment="htu with upper-case scheme and host and the default port :443 names the same "
+        "URI (RFC 3986 §6.2.2-6.2.3, RFC 9449 §4.3); the path is compared byte for byte",
+    )
+    ahead = _req(iat=NOW + 60, jti="j-ahead")
+    yield Case(
+        "jti-replay-after-now-plus-window",
+        _fetch_input([ahead, {**ahead, "now": NOW + 61}, {**ahead, "now": NOW + 120}]),
+        output={"responses": [ok, _unauth("invalid_dpop_proof"), _unauth("invalid_dpop_proof")]},
+        comment="a proof dated window seconds ahead passes the iat window until iat + window: "
+        "the jti memory lasts until max(iat, now) + window, so replays at now + 61 and "
+        "now + 120 are refused",
         flags=("replay",),
     )
     bad: list[tuple[str, str, dict[str, Any], str]] = [
