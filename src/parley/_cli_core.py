@@ -18,7 +18,7 @@ from ._caveats import RISK_LEVELS
 from ._errors import ParleyError
 from ._estimate import estimate
 from ._grants import decode_grant, delegate, inspect_grant
-from ._keystore import AgentKeyStore, PrincipalKeyStore
+from ._keystore import AgentKeyStore, PrincipalKeyStore, _shown
 
 __all__ = ["register"]
 
@@ -133,7 +133,7 @@ def _delegate(args: argparse.Namespace) -> int:
 def _inspect(args: argparse.Namespace) -> int:
     info = inspect_grant(args.token)
     if args.json:
-        print(json.dumps(info, indent=2, ensure_ascii=False))
+        print(json.dumps(info, indent=2))  # ASCII: a token cannot put controls on a terminal
         return 0
     grant = decode_grant(args.token)
     print(f"grant     {info['grant']}")
@@ -145,7 +145,7 @@ def _inspect(args: argparse.Namespace) -> int:
         who = "root" if index == 0 else f"delegation {index}"
         print(f"  [{who}] {block['id']} -> {block['sub']} (iat {block['iat']})")
         for caveat in grant.blocks[index].raw_caveats:
-            print(f"      {json.dumps(caveat, ensure_ascii=False)}")
+            print(f"      {_shown(json.dumps(caveat, ensure_ascii=False))}")
     print("effective caveats:")
     for caveat in info["caveats"] or ["(none: everything for this principal)"]:
         print(f"  {caveat if isinstance(caveat, str) else json.dumps(caveat)}")
@@ -165,8 +165,21 @@ def _approve(args: argparse.Namespace) -> int:
         consent = consent["consent"]  # a whole consent_required ERROR frame
     if not isinstance(consent, dict):
         raise ParleyError("invalid_params", "the consent is not an object", reason="bad_consent")
+    proposal = None
+    if args.proposal is not None:
+        try:
+            proposal = json.loads(_read_text(args.proposal))
+        except ValueError:
+            raise ParleyError(
+                "invalid_params", "the proposal is not JSON", reason="bad_consent"
+            ) from None
     token = PrincipalKeyStore().approve(
-        consent, args.agent, confirm=_tty_confirm, iat=_now(args), name=args.name
+        consent,
+        args.agent,
+        confirm=_tty_confirm,
+        iat=_now(args),
+        name=args.name,
+        proposal=proposal,
     )
     print(token)
     return 0
@@ -205,6 +218,11 @@ def register(sub: Any) -> None:
     p = sub.add_parser("approve", help="sign a consent with the principal key (interactive)")
     p.add_argument("consent", help="file with the consent object (or the ERROR frame), or -")
     p.add_argument("--agent", required=True, metavar="KEY", help="the agent key to authorize")
+    p.add_argument(
+        "--proposal",
+        metavar="FILE",
+        help="the full proposal: checked against the consent's hash, its effects are shown",
+    )
     p.add_argument("--name", default="principal", help="principal key name")
     p.add_argument("--now", type=int, metavar="UNIX", help="current time (default: clock)")
     p.set_defaults(handler=_approve)

@@ -14,7 +14,7 @@ different proposal behind a friendly summary).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ._canonical import MAX_SAFE_INTEGER, proposal_hash
@@ -138,16 +138,34 @@ def mint_consent_grant(
     return mint_grant(principal, agent, consent_caveats(checked), iat=iat, nonce=nonce)
 
 
-def consent_for_shown(shown: Mapping[str, Any], *, service: str, request: object) -> dict[str, Any]:
+def consent_for_shown(
+    shown: Mapping[str, Any],
+    *,
+    service: str,
+    request: object,
+    principals: Collection[str] | None = None,
+) -> dict[str, Any]:
     """Agent side: return the consent to show the principal, built from the shown proposal.
 
     ``shown`` is the proposal exactly as the agent received it from ``service`` (the id it
     connected to) and showed; ``request`` is the service's ``consent`` object. The result is
     rebuilt from ``shown``, never copied from ``request``; a request whose service,
     proposal, capability or hash differs is refused with ``conflict``/``consent_mismatch``.
+    ``principals``, when given, are the principals of the grants the agent presented: a
+    request naming another principal (a service steering the approval to someone else) is
+    refused the same way.
     """
     checked, digest = _checked_proposal(shown)
     asked = _checked_consent(request)
+    if principals is not None:
+        if isinstance(principals, (str, bytes)) or not isinstance(principals, Collection):
+            raise _bad("principals must be a collection of public keys")
+        if asked["principal"] not in principals:
+            raise ParleyError(
+                "conflict",
+                "the consent request names a principal none of the presented grants has",
+                reason="consent_mismatch",
+            )
     expected = {
         "service": service,
         "proposal": checked["id"],

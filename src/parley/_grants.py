@@ -17,6 +17,7 @@ import re
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from ._b64 import b64url_decode, b64url_encode
@@ -38,6 +39,7 @@ from ._keys import Key, parse_public_key, verify_signature
 
 __all__ = [
     "MAX_BLOCKS",
+    "MAX_GRANTS",
     "TOKEN_PREFIX",
     "Block",
     "Cost",
@@ -62,6 +64,10 @@ MAX_BLOCKS = 32
 
 MAX_TOKEN_LENGTH = 64 * 1024
 """**Ours:** the longest token accepted, in characters."""
+
+MAX_GRANTS = 16
+"""**Ours:** the most grant tokens one request may present (bounded signature work: a
+request could otherwise make the service verify thousands of signatures for nothing)."""
 
 
 def block_id(signature: str) -> str:
@@ -160,6 +166,43 @@ def _dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
+def _js_number(value: float) -> str:
+    """``value`` spelled as ECMAScript's ``Number.prototype.toString`` spells it."""
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError("not a finite number")
+    if value == 0:
+        return "0"
+    sign, digits, exponent = Decimal(repr(value)).as_tuple()
+    text = "".join(map(str, digits))
+    stripped = text.rstrip("0") or "0"
+    exponent = int(exponent) + len(text) - len(stripped)
+    k = len(stripped)
+    n = k + exponent  # value = 0.<stripped> x 10^n
+    minus = "-" if sign else ""
+    if k <= n <= 21:
+        return minus + stripped + "0" * (n - k)
+    if 0 < n <= 21:
+        return minus + stripped[:n] + "." + stripped[n:]
+    if -6 < n <= 0:
+        return minus + "0." + "0" * -n + stripped
+    mantissa = stripped if k == 1 else stripped[0] + "." + stripped[1:]
+    return f"{minus}{mantissa}e{'+' if n - 1 >= 0 else '-'}{abs(n - 1)}"
+
+
+def _dumps_js(value: Any, depth: int = 0) -> str:
+    """Like :func:`_dumps`, with non-integer numbers spelled as ECMAScript spells them."""
+    if depth > 512:
+        raise ValueError("too deep")
+    if isinstance(value, float):
+        return _js_number(value)
+    if isinstance(value, dict):
+        items = (f"{_ENCODER.encode(k)}:{_dumps_js(value[k], depth + 1)}" for k in sorted(value))
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_dumps_js(v, depth + 1) for v in value) + "]"
+    return _ENCODER.encode(value)
+
+
 def _payload_bytes(payload: Mapping[str, Any]) -> bytes:
     """The bytes a block's signature covers."""
     return _dumps(payload).encode()
@@ -227,14 +270,40 @@ def decode_grant(token: object) -> Grant:
         f'{{"p":{p},"s":{_dumps(b.sig)}}}' for p, b in zip(signed, decoded, strict=True)
     )
     if f"[{again}]" != text:
-        raise _bad_token("the grant token is not in canonical JSON form")
+        # A lenient signer (the reference's JavaScript) spells a non-integer number the
+        # way ECMAScript does (1e-7, 1e+21), which Python spells differently (1e-07).
+        # Such a token still verifies and then fails closed on the caveat holding it.
+        try:
+            signed = [_dumps_js(b.payload) for b in decoded]
+        except (ValueError, RecursionError):
+            raise _bad_token("the grant token is not in canonical JSON form") from None
+        again = ",".join(
+            f'{{"p":{p},"s":{_dumps(b.sig)}}}' for p, b in zip(signed, decoded, strict=True)
+        )
+        if f"[{again}]" != text:
+            raise _bad_token("the grant token is not in canonical JSON form")
     for block, payload_text in zip(decoded, signed, strict=True):
         block.__dict__["signed"] = payload_text.encode()
     return Grant(tuple(decoded))
 
 
 def _as_grant(grant: Grant | str) -> Grant:
-    return grant if isinstance(grant, Grant) else decode_grant(grant)
+    """Decode a token, or re-check a :class:`Grant` built by hand through its token.
+
+    A ``Grant`` can be constructed with any blocks, so it is never trusted as is: it is
+    encoded and decoded again, which checks every block's shape like a token's.
+    """
+    if not isinstance(grant, Grant):
+        return decode_grant(grant)
+    try:
+        if not isinstance(grant.blocks, tuple):
+            raise TypeError("blocks")
+        text = _dumps([b.as_json() for b in grant.blocks]).encode("utf-8")
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError):
+        raise _bad_token(
+            "the grant's blocks are not {p, s} blocks with an object payload"
+        ) from None
+    return decode_grant(TOKEN_PREFIX + b64url_encode(text))
 
 
 def _parse_all(caveats: object, what: str) -> list[Caveat]:
@@ -409,6 +478,8 @@ class GrantContext:
         _check_time(self.now, "now")
         if self.proposal is not None and not isinstance(self.proposal, ProposalFacts):
             raise _ctx_error("proposal must be ProposalFacts or None")
+        if self.principal is not None and not isinstance(self.principal, str):
+            raise _ctx_error("principal must be a public key string or None")
         if not isinstance(self.spent, Mapping) or not all(
             isinstance(k, str) and type(v) is int and v >= 0 for k, v in self.spent.items()
         ):
@@ -614,7 +685,7 @@ def _check_one(
             try:
                 caveat = parse_caveat(raw)
             except CaveatError as exc:
-                hard.append((exc.reason or "caveat_malformed", raw))
+                hard.append((exc.reason or "caveat_malformed", _shallow(raw)))
                 continue
             if caveat.kind == "spend":
                 money: Money = caveat.value
@@ -670,6 +741,31 @@ def _check_one(
     )
 
 
+MAX_NEED_DEPTH = 16
+"""**Ours:** a malformed caveat nested deeper than this is reported in ``need`` as
+``{"nested": "too deep to show"}``: a well-formed caveat is at most 3 levels deep, and a
+token could otherwise make every error reply carry ~900 levels of nesting (more than some
+JSON encoders, and the service's own stack, accept)."""
+
+_TOO_DEEP = {"nested": "too deep to show"}
+
+
+def _shallow(raw: Any) -> Any:
+    """``raw``, or a placeholder when it nests deeper than :data:`MAX_NEED_DEPTH`."""
+    level: list[Any] = [raw]
+    for _ in range(MAX_NEED_DEPTH):
+        level = [
+            child
+            for node in level
+            if isinstance(node, (dict, list))
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, (dict, list))
+        ]
+        if not level:
+            return raw
+    return dict(_TOO_DEEP)
+
+
 def _describe(reason: str, caveat: object) -> str:
     try:
         shown = canonical(caveat)
@@ -706,6 +802,13 @@ def verify_grant(
         tokens = [tokens]
     if not isinstance(tokens, (list, tuple)) or not tokens:
         return GrantCheck(False, "unauthorized", "no_grant", "the request carries no grant")
+    if len(tokens) > MAX_GRANTS:
+        return GrantCheck(
+            False,
+            "unauthorized",
+            "too_many_grants",
+            f"the request carries {len(tokens)} grants; at most {MAX_GRANTS} are checked",
+        )
     if isinstance(trusted, (str, bytes)) or not isinstance(trusted, Iterable):
         raise _ctx_error("trusted must be a collection of principal keys")
     trust = frozenset(k for k in trusted if isinstance(k, str))

@@ -104,11 +104,42 @@ def key_from_seed(seed: bytes) -> Key:
     return Key.from_seed(seed)
 
 
+_FIELD_PRIME = 2**255 - 19
+_SMALL_ORDER_Y = frozenset(
+    {
+        0,  # order 4
+        1,  # the identity (order 1)
+        _FIELD_PRIME - 1,  # order 2
+        2707385501144840649318225287225658788936804267575313519463743609750303402022,  # order 8
+        55188659117513257062467267217118295137698188065244968500265048394206261417927,  # order 8
+    }
+)
+
+
+def _weak_point(raw: bytes) -> str | None:
+    """Why the 32-byte encoding ``raw`` is unusable as a public key, or ``None``.
+
+    OpenSSL (and so :mod:`cryptography`) verifies with the unbatched equation and accepts
+    small-order keys: under the identity key, ``R = 01 00..00, S = 0`` "signs" every message.
+    A grant held by such a key could be used by anyone who sees it, so these keys (and
+    non-canonical spellings of a coordinate, ``y >= p``) are refused everywhere.
+    """
+    y = int.from_bytes(raw, "little") & ((1 << 255) - 1)
+    if y >= _FIELD_PRIME:
+        return "the public key is not a canonical Ed25519 point encoding"
+    if y in _SMALL_ORDER_Y:
+        return "the public key is a small-order Ed25519 point, for which signatures can be forged"
+    return None
+
+
 @functools.lru_cache(maxsize=4096)
 def _public_key_object(text: str) -> Ed25519PublicKey:
     raw = b64url_decode(text[len(PUBLIC_KEY_PREFIX) :], what="a public key")
     if len(raw) != 32:
         raise ParleyError("invalid_params", "an Ed25519 public key is 32 bytes", reason="bad_key")
+    weak = _weak_point(raw)
+    if weak is not None:
+        raise ParleyError("invalid_params", weak, reason="bad_key")
     try:
         return Ed25519PublicKey.from_public_bytes(raw)
     except ValueError:  # pragma: no cover - every 32-byte string loads in OpenSSL

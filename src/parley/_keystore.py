@@ -19,15 +19,17 @@ import json
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ._b64 import b64url_decode, b64url_encode
-from ._consent import consent_caveats, mint_consent_grant
+from ._consent import consent_caveats, consent_for_shown, mint_consent_grant
 from ._errors import ParleyError
+from ._grants import _parse_all as _parse_caveats
 from ._grants import mint_grant
-from ._keys import Key, _seed_of
+from ._keys import Key, _seed_of, parse_public_key
 
 __all__ = [
     "AGENT_HOME_ENV",
@@ -62,13 +64,39 @@ def principal_home(environ: Mapping[str, str] | None = None) -> Path:
     return Path(value).expanduser() if value else Path.home() / ".parley-principal"
 
 
+def _shown(value: object) -> str:
+    """``value`` as text that cannot restyle or rewrite the terminal it is shown on.
+
+    A consent comes from a service, so its summary, service and capability are untrusted:
+    control characters (escape sequences, carriage returns, newlines), Unicode line
+    separators and format characters (bidirectional overrides) are written as ``\\uXXXX``
+    so a service cannot hide or forge a line of the approval prompt.
+    """
+    text = value if isinstance(value, str) else json.dumps(value)
+    return "".join(
+        f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
+        for c in text
+    )
+
+
 def _refuse(message: str, reason: str = "key_store") -> ParleyError:
     return ParleyError("invalid_params", message, reason=reason)
 
 
 def _private_dir(path: Path) -> None:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
+    """Create ``path`` as a ``0700`` folder, or check that the existing one is private.
+
+    An existing folder is never re-moded: ``PARLEY_HOME=/tmp`` must not turn ``/tmp`` into
+    a private folder (or a shared folder into a key store); it is refused instead.
+    """
+    try:
+        path.mkdir(mode=0o700, parents=True)
+    except FileExistsError:
+        if not path.is_dir():
+            raise
+        _check_private(path, "the key folder")
+        return
+    os.chmod(path, 0o700)  # whatever the umask was
 
 
 def _check_private(path: Path, what: str) -> None:
@@ -107,27 +135,48 @@ class _Store:
 
     def _write(self, name: str, key: Key) -> str:
         target = self._file(name)
-        self._prepare()
+        if not isinstance(key, Key):
+            raise _refuse(f"a key store stores a Key, got {type(key).__name__}")
         body = json.dumps(
             {"kind": self.kind, "public": key.public, "seed": b64url_encode(_seed_of(key))}
         )
         try:
+            self._prepare()
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
-            raise _refuse(f"a {self.kind} key named {name!r} already exists") from None
+            if target.exists() or target.is_symlink():
+                raise _refuse(f"a {self.kind} key named {name!r} already exists") from None
+            raise _refuse(
+                f"cannot create the key folder {self.home}: a file is in the way"
+            ) from None
+        except OSError as exc:
+            raise _refuse(f"cannot write {target}: {exc.strerror}") from None
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(body + "\n")
         return key.public
 
     def _read(self, name: str) -> dict[str, Any]:
         target = self._file(name)
+        if target.is_symlink():
+            # A link could point a store at another store's key (or at a file an attacker
+            # swaps later); key files are always regular files written by the store.
+            raise _refuse(f"the key file {target} is a symbolic link", "key_store_permissions")
         if not target.is_file():
             raise _refuse(f"no {self.kind} key named {name!r} in {self.home}", "key_missing")
         _check_private(self.home, "the key folder")
         _check_private(target.parent, "the key folder")
         _check_private(target, "the key file")
         try:
-            data = json.loads(target.read_text(encoding="utf-8"))
+            fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, encoding="utf-8") as handle:
+                if stat.S_IMODE(os.fstat(handle.fileno()).st_mode) & 0o077:
+                    raise _refuse(
+                        f"the key file {target} is accessible to other users",
+                        "key_store_permissions",
+                    )
+                data = json.loads(handle.read())
+        except ParleyError:
+            raise
         except (OSError, ValueError):
             raise _refuse(f"the key file {target} is not readable JSON") from None
         if not isinstance(data, dict) or data.get("kind") != self.kind:
@@ -214,6 +263,13 @@ class PrincipalKeyStore(_Store):
 
     def __init__(self, home: Path | str | None = None) -> None:
         super().__init__(principal_home() if home is None else home)
+        agent = agent_home()
+        if _inside(self.home, agent) or _inside(agent, self.home):
+            raise _refuse(
+                f"{self.home} overlaps the agent's key folder {agent}; the principal's keys "
+                "must live apart from the agent's",
+                "principal_key_isolation",
+            )
 
     def _prepare(self) -> None:
         super()._prepare()
@@ -235,6 +291,8 @@ class PrincipalKeyStore(_Store):
         name: str = "principal",
     ) -> str:
         """Sign a root grant to ``sub`` after ``confirm`` accepts the shown summary."""
+        parse_public_key(sub)  # checked before anything is shown or signed
+        _parse_caveats(caveats, "the grant's")
         key = self._load(name)
         shown = json.dumps(list(caveats))
         if not confirm(f"Grant {sub} these caveats as {key.public}:\n  {shown}"):
@@ -249,19 +307,46 @@ class PrincipalKeyStore(_Store):
         confirm: Confirm,
         iat: int,
         name: str = "principal",
+        proposal: Mapping[str, Any] | None = None,
     ) -> str:
-        """Sign the consent grant for ``consent`` to ``agent`` after ``confirm`` accepts."""
+        """Sign the consent grant for ``consent`` to ``agent`` after ``confirm`` accepts.
+
+        With ``proposal`` (the full proposal the agent received), the consent is rebuilt
+        from it and must name the same service, proposal, capability and hash
+        (:func:`parley.consent_for_shown`); the prompt then also shows its effects, cost,
+        risk and undo window, which the hash binds. Without it, only the consent's own
+        summary can be shown, and the hash is taken on trust.
+        """
         consent_caveats(consent)  # refuses a malformed consent before anything is shown
+        parse_public_key(agent)
+        details: list[str] = []
+        if proposal is not None:
+            consent = consent_for_shown(proposal, service=consent["service"], request=consent)
+            details = _proposal_lines(proposal)
         key = self._load(name)
-        summary = consent["summary"]
-        prompt = (
-            f"Approve for agent {agent}:\n"
-            f"  service    {consent.get('service')}\n"
-            f"  capability {consent.get('capability')}\n"
-            f"  proposal   {consent.get('proposal')} (hash {consent.get('hash')})\n"
-            f"  summary    {summary}\n"
-            f"  valid until {consent.get('expires')}"
+        prompt = "\n".join(
+            [
+                f"Approve for agent {agent}:",
+                f"  service    {_shown(consent['service'])}",
+                f"  capability {_shown(consent['capability'])}",
+                f"  proposal   {_shown(consent['proposal'])} (hash {_shown(consent['hash'])})",
+                f"  summary    {_shown(consent['summary'])}",
+                *details,
+                f"  valid until {consent['expires']}",
+            ]
         )
         if not confirm(prompt):
             raise ParleyError("forbidden", "the principal did not approve", reason="not_approved")
         return mint_consent_grant(key, consent, agent, iat=iat)
+
+
+def _proposal_lines(proposal: Mapping[str, Any]) -> list[str]:
+    """The hashed parts of a proposal as prompt lines (every value escaped)."""
+    lines = []
+    effects = proposal.get("effects")
+    for effect in effects if isinstance(effects, list) else [effects]:
+        lines.append(f"  effect     {_shown(effect)}")
+    lines.append(f"  cost       {_shown(proposal.get('cost'))}")
+    lines.append(f"  risk       {_shown(proposal.get('risk'))}")
+    lines.append(f"  undo       {_shown(proposal.get('undo'))}")
+    return lines

@@ -58,12 +58,30 @@ def proof_target(
         return _need(handle, "handle", verb)
     if verb in ("ASK", "INTENT"):
         name = _need(capability, "capability", verb)
+        # **Ours:** the auto target joins capability and frame id with ':', so a ':' in the
+        # capability, or a plain INTENT capability spelled 'auto:...', would let one signed
+        # target stand for two requests ('auto:a:b:c' is capability 'a' frame 'b:c' and
+        # capability 'a:b' frame 'c'). Such names are refused, so every target is unambiguous.
         if auto:
             if verb != "INTENT":
                 raise ParleyError(
                     "invalid_params", "only INTENT may carry auto", reason="bad_target"
                 )
+            if ":" in name:
+                raise ParleyError(
+                    "invalid_params",
+                    "an auto INTENT capability must not contain ':' (its proof target would "
+                    "be ambiguous)",
+                    reason="bad_target",
+                )
             return f"auto:{name}:{_need(frame_id, 'frame id', verb)}"
+        if verb == "INTENT" and name.startswith("auto:"):
+            raise ParleyError(
+                "invalid_params",
+                "an INTENT capability must not start with 'auto:' (its proof target would "
+                "read as an auto-commit target)",
+                reason="bad_target",
+            )
         return name
     raise ParleyError(
         "invalid_params",

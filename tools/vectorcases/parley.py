@@ -52,6 +52,12 @@ KEYS = {
 PUB = {name: key.public for name, key in KEYS.items()}
 P, A, S, SS, OP, X = (KEYS[n] for n in SEEDS)
 
+IDENTITY_POINT = bytes([1]) + bytes(31)
+"""The Ed25519 identity point, a small-order key: OpenSSL accepts ``R = it, S = 0`` for it."""
+WEAK_PUB = "ed25519:" + base64.urlsafe_b64encode(IDENTITY_POINT).rstrip(b"=").decode("ascii")
+FORGED_SIG = base64.urlsafe_b64encode(IDENTITY_POINT + bytes(32)).rstrip(b"=").decode("ascii")
+"""A "signature" of every message under WEAK_PUB, made without any private key."""
+
 
 def oracle_canonical(value: Any) -> str:
     """Independent canonical JSON for BMP keys and integers: Python's own encoder."""
@@ -386,7 +392,7 @@ def key_cases() -> Iterator[Case]:
 @suite(
     "parley.proof_target",
     description="the proof target of a request by verb (SPEC.md section 6.5)",
-    notes={"refused": "no target can be formed"},
+    notes={"refused": "no target can be formed, or it would be ambiguous"},
 )
 def target_cases() -> Iterator[Case]:
     rows: list[tuple[str, dict[str, Any], str]] = [
@@ -409,6 +415,11 @@ def target_cases() -> Iterator[Case]:
         ("auto-without-frame", {"verb": "INTENT", "capability": "shop.order", "auto": True}),
         ("auto-on-ask", {"verb": "ASK", "capability": "s", "auto": True, "frame_id": "f"}),
         ("lowercase-verb", {"verb": "commit", "proposal_hash": HASH}),
+        (
+            "auto-capability-colon",
+            {"verb": "INTENT", "capability": "shop:order", "auto": True, "frame_id": "f"},
+        ),
+        ("intent-auto-prefix", {"verb": "INTENT", "capability": "auto:shop.order:f"}),
     ):
         yield Case(
             f"target-refuses-{name}",
@@ -492,6 +503,7 @@ def _flip_sig(case: dict[str, Any]) -> None:
         "key-missing": "the proof has no key",
         "key-unprefixed": "the key lacks its 'ed25519:' prefix",
         "stale": "301 seconds before the service clock",
+        "small-order": "a small-order public key, under which signatures can be forged",
         "future": "301 seconds after the service clock",
         "not-object": "the proof is a list",
     },
@@ -560,6 +572,22 @@ def proof_verify_cases() -> Iterator[Case]:
             Mutation("future", "", _set("now", NOW - 301), {**bad, "reason": "proof_expired"}),
             Mutation("not-object", "", _set("proof", ["x"]), {**bad, "reason": "bad_proof"}),
         ],
+    )
+    yield Case(
+        "proof-small-order-key-forgery",
+        {
+            "proof": {"key": WEAK_PUB, "ts": NOW, "sig": FORGED_SIG},
+            "aud": "shop.example",
+            "verb": "COMMIT",
+            "target": HASH,
+            "now": NOW,
+        },
+        error={"code": "unauthorized", "reason": "bad_proof_signature"},
+        comment=(
+            "the identity point as key with R = identity, S = 0: valid for every message under "
+            "the unbatched Ed25519 equation; small-order keys are refused"
+        ),
+        flags=("small-order",),
     )
 
 
@@ -640,6 +668,13 @@ def mint_cases() -> Iterator[Case]:
         "mint-refuses-bad-sub",
         {**base, "sub": "ed25519:abc"},
         error={"code": "invalid_params", "reason": "bad_key"},
+        flags=("refused",),
+    )
+    yield Case(
+        "mint-refuses-small-order-sub",
+        {**base, "sub": WEAK_PUB},
+        error={"code": "invalid_params", "reason": "bad_key"},
+        comment="a grant held by the identity point could be used by anyone who sees it",
         flags=("refused",),
     )
 
@@ -791,6 +826,7 @@ VERIFY_NOTES = {
     "soft": "only per, spend or risk fail: consent_required",
     "malformed": "a malformed or unknown caveat fails closed (forbidden)",
     "signature": "a block signature does not verify",
+    "small-order": "a small-order public key, under which signatures can be forged",
     "chain": "the prev links of a delegation chain",
     "trust": "the principal is not trusted",
     "holder": "the proof key is not the grant's holder",
@@ -1007,11 +1043,31 @@ def verify_case_list() -> list[Case]:
                 flags=("malformed",),
             )
         )
+    deep: Any = "x"
+    for _ in range(40):
+        deep = [deep]
+    add(
+        vcase(
+            "malformed-deep-caveat",
+            encode(root([{"svc": deep}], nonce="n-deep")),
+            ctx(verb="ASK", proposal=None),
+            MALF,
+            need=[{"nested": "too deep to show"}],
+            comment=(
+                "Ours: a malformed caveat nested more than 16 levels deep is shown in need "
+                "as a placeholder, so no reply carries the token's nesting"
+            ),
+            flags=("malformed",),
+        )
+    )
     # Float and int64 money have no section 10 form, but a lenient signer may still have
     # signed the text; the signature then verifies and the caveat fails closed.
     for name, value, text in (
         ("float-money", 12.5, "12.5"),
         ("int64-money", 2**63, str(2**63)),
+        # ECMAScript spells 1e-7 as "1e-7" (Python: "1e-07"): a reference-signed token
+        # carrying it must reach the caveat check, not fail as a re-spelled token.
+        ("js-exponent-money", 1e-7, "1e-7"),
     ):
         payload = {
             "iss": PUB["principal"],
@@ -1091,6 +1147,26 @@ def verify_case_list() -> list[Case]:
             proof_key=PUB["subagent"],
             comment="block 1 must be signed by block 0's sub (the agent), not the principal",
             flags=("signature", "chain"),
+        )
+    )
+    to_weak = root(EVERY_CAVEAT, sub=WEAK_PUB, nonce="n-weak")
+    forged_block = {
+        "p": {"prev": bid(to_weak[0]["s"]), "sub": PUB["stranger"], "caveats": [], "iat": NOW},
+        "s": FORGED_SIG,
+    }
+    add(
+        vcase(
+            "small-order-holder-forged-delegation",
+            encode([*to_weak, forged_block]),
+            ctx(),
+            (False, "unauthorized", "bad_signature"),
+            proof_key=PUB["stranger"],
+            comment=(
+                "the root hands the grant to the identity point; a stranger appends a block "
+                "'signed' by it with R = identity, S = 0 (accepted by the unbatched Ed25519 "
+                "equation for every message). Ours: small-order keys never verify"
+            ),
+            flags=("signature", "small-order"),
         )
     )
     stray_prev = extend(BASE, A, PUB["subagent"], [], prev=bid("another block"))
@@ -1431,6 +1507,26 @@ def verify_case_list() -> list[Case]:
 )
 def verify_cases() -> Iterator[Case]:
     yield from verify_case_list()
+    # Ours only (a bound on work, not a rule of SPEC.md): not written to upstream-format.
+    yield Case(
+        "verify-too-many-grants",
+        {
+            "tokens": [BASE_TOKEN] * 17,
+            "trusted": [PUB["principal"]],
+            "proof_key": PUB["agent"],
+            "ctx": ctx(),
+        },
+        output={
+            "ok": False,
+            "code": "unauthorized",
+            "reason": "too_many_grants",
+            "need": [],
+            "grant": None,
+            "blocks": [],
+        },
+        comment="Ours: a request presents at most 16 grants, so its signature work is bounded",
+        flags=("multi",),
+    )
 
 
 # --------------------------------------------------------------------------- consent
@@ -1530,7 +1626,8 @@ def consent_grant_cases() -> Iterator[Case]:
         n: f"the request's {n.split('-')[1]} differs from the proposal shown"
         for n in ("other-service", "other-hash", "other-proposal", "other-capability")
     }
-    | {"summary-differs": "only the summary differs: the shown proposal's summary is used"},
+    | {"summary-differs": "only the summary differs: the shown proposal's summary is used"}
+    | {"other-principal": "the request names a principal none of the given principals is"},
 )
 def consent_check_cases() -> Iterator[Case]:
     good = Case(
@@ -1560,12 +1657,27 @@ def consent_check_cases() -> Iterator[Case]:
             Mutation("other-proposal", "", _set("request.proposal", "p_other"), mismatch),
             Mutation("other-capability", "", _set("request.capability", "bank.transfer"), mismatch),
             Mutation(
+                "other-principal",
+                "the request names a principal none of the agent's grants has",
+                lambda c: (
+                    c.__setitem__("principals", [PUB["principal"]]),
+                    c["request"].__setitem__("principal", PUB["other_principal"]),
+                ),
+                mismatch,
+            ),
+            Mutation(
                 "summary-differs",
                 "a friendly summary from the service is not what the principal is shown",
                 _set("request.summary", "Just a tiny thing"),
                 output={"consent": CONSENT_OBJECT},
             ),
         ],
+    )
+    yield Case(
+        "consent-check-principal-listed",
+        {**good.input, "principals": [PUB["other_principal"], PUB["principal"]]},
+        output={"consent": CONSENT_OBJECT},
+        comment="the request's principal is one of the presented grants' principals",
     )
 
 

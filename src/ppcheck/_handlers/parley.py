@@ -133,7 +133,10 @@ def consent_grant(input_: dict[str, Any]) -> dict[str, Any]:
 @handler("parley.consent_check")
 def consent_check(input_: dict[str, Any]) -> dict[str, Any]:
     consent = parley.consent_for_shown(
-        input_["shown"], service=input_["service"], request=input_["request"]
+        input_["shown"],
+        service=input_["service"],
+        request=input_["request"],
+        principals=input_.get("principals"),
     )
     return {"consent": consent}
 
