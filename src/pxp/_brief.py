@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._card import IntentCard
-from ._envelope import SEATS
+from ._envelope import SEATS, parse_claim_id
 from ._errors import PxpError
 from ._ledger import LedgerError, verify_ledger
 
@@ -33,9 +33,12 @@ def _matching_clauses(card: IntentCard, term: str) -> list[str]:
             if c and (c == t or c in t or t in c):
                 found.append(f"{name}[{i}]")
     for i, amendment in enumerate(card.amendments or ()):
-        a = _norm(amendment.answer)
-        if a and (a == t or a in t or t in a):
-            found.append(f"amendments[{i}]")
+        # an answer is tied to a term by its own text or by the question it answered
+        for text in (amendment.answer, amendment.question):
+            a = _norm(text)
+            if a and t and (a == t or a in t or t in a):
+                found.append(f"amendments[{i}]")
+                break
     return found
 
 
@@ -44,18 +47,11 @@ def _authority(room: Room, seat: str, term: str) -> list[dict[str, Any]]:
     card = room.card(seat)
     if card is None:
         return []
-    refs = [
+    # Only what ties to the term by text: an unrelated answer is not authority for it, and
+    # a term nothing ties to rests on the proxy's judgment (said so in the Markdown).
+    return [
         {"ref": r, "text": card.clause(r), "kind": "amendment" if r.startswith("am") else "clause"}
         for r in _matching_clauses(card, term)
-    ]
-    if refs:
-        return refs
-    answered = [e for e in room.escalations if e.seat == seat and e.answer is not None]
-    total = len(card.amendments or ())
-    first = total - len(answered)
-    return [
-        {"ref": f"amendments[{i}]", "text": card.clause(f"amendments[{i}]"), "kind": "amendment"}
-        for i in range(first, total)
     ]
 
 
@@ -104,11 +100,33 @@ def build_brief(room: Room) -> dict[str, Any]:
             "accepted_by": {"seat": agreement["accepted_by"], "seq": agreement["accept_seq"]},
         }
         for cid in agreement["depends_on"]:
+            if cid not in room.claims:
+                # only an imported room can name a claim nobody made (the reference keeps
+                # depends_on as sent); it backs nothing
+                parsed = parse_claim_id(cid)
+                item = {
+                    "id": cid,
+                    "seat": parsed[0] if parsed else agreement["proposed_by"],
+                    "text": "",
+                    "origin": "assumed",
+                    "verified": False,
+                    "unknown": True,
+                    "reviews": [],
+                }
+                depends.append(item)
+                unverified.append(cid)
+                continue
             item = _claim_json(room, cid)
             reviews = room.reviews_of(cid)
             item["reviews"] = [
                 {"seat": s, "verdict": v[0], "seq": v[1]} for s, v in sorted(reviews.items())
             ]
+            # a claim the other seat disputed stays unverified even once a principal's
+            # answer cleared the block (PXP section 7), whatever its origin
+            disputed_by = sorted(s for (s, c) in room._disputes if c == cid and s != item["seat"])
+            if disputed_by:
+                item["verified"] = False
+                item["disputed_by"] = disputed_by
             depends.append(item)
             if not item["verified"]:
                 unverified.append(cid)
@@ -133,6 +151,11 @@ def build_brief(room: Room) -> dict[str, Any]:
                 if reason is not None:
                     entry["reason"] = reason
                 challenged.append(entry)
+    in_record = [
+        {k: v for k, v in _claim_json(room, cid).items() if k != "backed_by"}
+        for cid, rec in room.claims.items()
+        if not rec.verified
+    ]
     escalations = [
         {
             "seat": e.seat,
@@ -183,6 +206,7 @@ def build_brief(room: Room) -> dict[str, Any]:
         "authority": authority,
         "depends_on": depends,
         "unverified": unverified,
+        "unverified_in_record": in_record,
         "challenged": challenged,
         "escalations": escalations,
         "protocol_flags": [dict(f) for f in room.protocol_flags],
@@ -204,11 +228,64 @@ def brief_markdown(brief: Mapping[str, Any]) -> str:
     if not isinstance(brief, Mapping):
         raise PxpError("brief_invalid", "the brief is not a JSON object")
     try:
-        return _render(brief)
-    except (KeyError, TypeError, IndexError, AttributeError):
+        return _render(_inert(brief, 0))
+    except (KeyError, TypeError, IndexError, AttributeError, RecursionError):
         raise PxpError(
             "brief_invalid", "the brief does not have the shape build_brief makes"
         ) from None
+
+
+_MD_SPECIAL = re.compile(
+    r"(?P<keep>(?<=[A-Za-z0-9])_(?=[A-Za-z0-9])|\[[0-9]{1,4}\](?![(\[:]))|[\\`*_\[\]|~]"
+)
+_LINE_BREAKS = re.compile("[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
+)
+_BLOCK_START = re.compile(r"^(\s*)([#+=-])")
+_LIST_NUMBER = re.compile(r"^(\s*)(\d+)([.)])")
+
+
+def _displayable(text: str) -> str:
+    """``text`` with each lone surrogate (hashable, but not printable) shown as U+FFFD."""
+    text = text.encode("utf-16-be", "surrogatepass").decode("utf-16-be", "surrogatepass")
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)
+
+
+def _md(value: Any) -> str:
+    """Text from a proxy or principal as inert Markdown: one line, no markup, no HTML."""
+    text = _LINE_BREAKS.sub(" ", _displayable(str(value)))
+    text = _INVISIBLE.sub(lambda m: f"U+{ord(m.group(0)):04X}", text)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MD_SPECIAL.sub(_escape_md, text)
+    text = _LIST_NUMBER.sub(r"\1\2\\\3", text)
+    return _BLOCK_START.sub(r"\1\\\2", text)
+
+
+def _escape_md(match: re.Match[str]) -> str:
+    # ``may_agree_to[0]`` stays readable: an underscore inside a word never emphasises
+    # (CommonMark), and ``[0]`` links nowhere unless ``(``, ``[`` or ``:`` follows it
+    if match.group("keep") is not None:
+        return match.group(0)
+    return "\\" + match.group(0)
+
+
+def _inert(value: Any, depth: int) -> Any:
+    """A copy of a brief with every string made inert Markdown (see :func:`_md`)."""
+    if depth > 32:
+        raise PxpError("brief_invalid", "the brief is nested too deeply")
+    if isinstance(value, str):
+        return _md(value)
+    if isinstance(value, Mapping):
+        return {k: _inert(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_inert(v, depth + 1) for v in value]
+    return value
+
+
+def _code(value: Any) -> str:
+    """A hash shown as code: anything but hex digits is dropped from an imported brief."""
+    return "`" + re.sub(r"[^0-9a-fA-F]", "", str(value)) + "`"
 
 
 def _render(brief: Mapping[str, Any]) -> str:
@@ -227,7 +304,7 @@ def _render(brief: Mapping[str, Any]) -> str:
             "",
         ]
         lines += [f"{i}. {t}" for i, t in enumerate(agreement["terms"], start=1)]
-        lines += ["", f"Proposal hash: `{agreement['proposal_hash']}`", ""]
+        lines += ["", f"Proposal hash: {_code(agreement['proposal_hash'])}", ""]
         lines += ["## On whose authority", ""]
         for row in brief["authority"]:
             parts = []
@@ -260,6 +337,19 @@ def _render(brief: Mapping[str, Any]) -> str:
             "principal's word or a source: " + ", ".join(brief["unverified"]) + ".",
             "",
         ]
+    others = [
+        c for c in brief.get("unverified_in_record", []) if c["id"] not in brief["unverified"]
+    ]
+    if others:
+        lines += [
+            "## Other unverified claims in the record",
+            "",
+            "Assumptions made during the exchange that nobody backed; the agreement does not "
+            "name them as dependencies.",
+            "",
+        ]
+        lines += [f"- {c['id']} ({name[c['seat']]}): {c['text']}" for c in others]
+        lines.append("")
     lines += ["## Challenged claims", ""]
     if not brief["challenged"]:
         lines.append("- None.")
@@ -291,12 +381,12 @@ def _render(brief: Mapping[str, Any]) -> str:
     for seat in SEATS:
         p = parties[seat]
         agents = ", ".join(p["agents"]) or "none recorded"
-        lines.append(f"- Seat {seat}: {name[seat]}, card `{p['card_hash']}`, agents: {agents}")
+        lines.append(f"- Seat {seat}: {name[seat]}, card {_code(p['card_hash'])}, agents: {agents}")
     ledger = brief["ledger"]
     lines += [
         "",
         f"Turns: {brief['turns']['used']} of {brief['turns']['max']}. "
-        f"Ledger: {ledger['entries']} entries, head `{ledger['head']}`, "
+        f"Ledger: {ledger['entries']} entries, head {_code(ledger['head'])}, "
         + ("verifies." if ledger["verifies"] else "**DOES NOT VERIFY**."),
         "",
     ]

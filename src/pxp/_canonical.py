@@ -14,7 +14,9 @@ Exactly what JavaScript produces:
 * numbers in ECMAScript ``Number::toString`` form (``1.0`` is ``1``, ``1e21`` is ``1e+21``);
   integers outside the safe range ``±(2**53-1)``, NaN and infinities are refused because
   the reference cannot represent them faithfully;
-* lone surrogates are refused (they have no UTF-8 form).
+* a lone surrogate is written as a lowercase ``\\udxxx`` escape, as ``JSON.stringify``
+  (ES2019) writes it; a high and a low surrogate side by side are one character, as in
+  JavaScript. :func:`sha256_hex` of text hashes a lone surrogate as U+FFFD, as Node does.
 """
 
 from __future__ import annotations
@@ -69,13 +71,21 @@ def _escape_char(match: re.Match[str]) -> str:
     return _ESCAPES.get(char) or f"\\u{ord(char):04x}"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _as_utf16(text: str) -> str:
+    """``text`` as JavaScript reads it: a high and a low surrogate next to each other are
+    one astral character; any other surrogate stays alone."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-be", "surrogatepass").decode("utf-16-be", "surrogatepass")
+
+
 def _string(text: str, where: str) -> str:
-    for char in text:
-        if "\ud800" <= char <= "\udfff":
-            raise PxpError(
-                "canonical_invalid", f"{where} holds a lone surrogate, which has no UTF-8 form"
-            )
-    return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
+    text = _NEEDS_ESCAPE.sub(_escape_char, _as_utf16(text))
+    # JSON.stringify (ES2019) writes a lone surrogate as a lowercase \udxxx escape
+    return '"' + _SURROGATE.sub(_escape_char, text) + '"'
 
 
 def _utf16_key(key: str) -> bytes:
@@ -209,8 +219,6 @@ def canonical_bytes(value: Any) -> bytes:
 def sha256_hex(data: str | bytes) -> str:
     """Return the lowercase hex SHA-256 of ``data`` (a ``str`` is hashed as UTF-8)."""
     if isinstance(data, str):
-        try:
-            data = data.encode("utf-8")
-        except UnicodeEncodeError:
-            raise PxpError("canonical_invalid", "the text to hash holds a lone surrogate") from None
+        # as Node's hash.update(string): UTF-8, a lone surrogate becomes U+FFFD
+        data = _SURROGATE.sub("\ufffd", _as_utf16(data)).encode("utf-8")
     return hashlib.sha256(data).hexdigest()

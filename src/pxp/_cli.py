@@ -110,12 +110,15 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise PxpError("file_unreadable", f"cannot read {path}: {exc.strerror}") from None
-    except ValueError:
+    except (ValueError, RecursionError):
         raise PxpError("json_invalid", f"{path} is not valid JSON") from None
 
 
 def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    if any("\ud800" <= char <= "\udfff" for char in text):
+        text = json.dumps(value, indent=2)  # a lone surrogate cannot be printed as UTF-8
+    print(text)
 
 
 def _seal(args: argparse.Namespace) -> int:

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 __all__ = ["import_room", "load_room"]
 
 
+_POST_HASH = ("answer", "answer_via")
+
+
 def _bad(message: str, reason: str) -> PxpError:
     return PxpError("import_invalid", message, reason=reason)
 
@@ -39,7 +42,7 @@ def load_room(value: Any) -> Room:
     if isinstance(value, str | bytes):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise _bad("the room export is not valid JSON", "json") from None
     return Room.from_export(value)
 
@@ -100,10 +103,15 @@ def import_room(cls: type[Room], data: Any, *, head: str | None = None) -> Room:
     used: set[int] = set()
     for index, entry in enumerate(entries[1:], start=1):
         _replay(room, index, entry, cards, answers_left, by_seq, used)
-    if room._replay_outcome is not None:
+    # The reference appends ``agreement`` only after an await (it maps authority first) and
+    # ``turn_limit`` on the next pass of its loop: a crash in between leaves a room whose
+    # last envelope agreed, or used the last turn, without that entry (its "finalise gap").
+    # Both entries carry nothing the envelopes do not determine, so the import completes
+    # them below; a missing ``escalation`` entry cannot arise that way and stays an error.
+    finish = room._replay_outcome
+    if finish not in (None, "agree", "turn_limit"):
         raise _bad(
-            f"the ledger ends before the {room._replay_outcome} entry its last event requires",
-            "truncated",
+            f"the ledger ends before the {finish} entry its last event requires", "truncated"
         )
     for seat in SEATS:
         record = seats.get(seat)
@@ -113,12 +121,61 @@ def import_room(cls: type[Room], data: Any, *, head: str | None = None) -> Room:
                 room._do_join(seat, agent, mode if isinstance(mode, str) else None)
             elif isinstance(mode, str):
                 room._seats[seat].mode = mode
+    if room._late_answers:
+        raise _bad("an envelope carries an answer the ledger does not record", "answer_unrecorded")
     if used != set(by_seq):
         raise _bad("the export holds envelopes the ledger does not record", "extra_envelope")
     room.ledger = Ledger(
         LedgerEntry(e["n"], e["type"], e["at"], e["data"], e["prev"], e["hash"]) for e in entries
     )
+    room._replay_outcome = None
+    at = entries[-1]["at"]
+    if finish == "agree":
+        agreement = room._agreement
+        assert agreement is not None
+        room.ledger.append(
+            "agreement",
+            at,
+            {
+                "proposal_hash": agreement["proposal_hash"],
+                "proposed_by": agreement["proposed_by"],
+                "accepted_by": agreement["accepted_by"],
+            },
+        )
+        room._move("send", "agree")
+    elif finish == "turn_limit":
+        room.ledger.append("turn_limit", at, {"turns": room.turns, "max_turns": room.max_turns})
+        room.status, room.turn = "ended", None
     return room
+
+
+def _check_agreeing(room: Room, env: Mapping[str, Any], where: str) -> None:
+    """An imported ``agree`` must be one enforcement lets through (ours and the reference's
+    alike): it accepts the other side's latest proposal by its hash, carries no conflict
+    review, and that proposal depends on no claim this seat disputed without a principal's
+    answer since."""
+    seat = env["from"]["seat"]
+    theirs = room._proposals.get("B" if seat == "A" else "A")
+    accepts = env["accepts"]
+    if (
+        theirs is None
+        or accepts.get("proposal_hash") != theirs["proposal_hash"]
+        or accepts.get("seq", theirs["seq"]) != theirs["seq"]
+    ):
+        raise _bad(
+            f"{where}: the envelope accepts a proposal that is not the other side's latest",
+            "agreement",
+        )
+    verdicts = [r.get("verdict") for r in env["reviews"]]
+    if "conflict" in verdicts:
+        raise _bad(f"{where}: the envelope agrees while raising a conflict", "agreement")
+    disputing = {r.get("claim_id") for r in env["reviews"] if r.get("verdict") != "accept"}
+    for dep in theirs["depends_on"]:
+        if dep in disputing or room.disputed(seat, dep):
+            raise _bad(
+                f"{where}: the accepted proposal depends on {dep}, which this seat disputed",
+                "agreement_disputed",
+            )
 
 
 def _seat_of(data: Mapping[str, Any], where: str) -> str:
@@ -139,10 +196,10 @@ def _replay(
 ) -> None:
     kind, data = entry["type"], entry["data"]
     where = f"ledger entry {index} ({kind})"
+    late: dict[int, dict[str, Any]] = room._late_answers
     if kind == "agent_joined":
         seat = _seat_of(data, where)
-        if room.status not in ("open", "active", "paused"):
-            raise _bad(f"{where} comes after the room closed", "order")
+        # the reference lets an external seat's agent rename itself at any time
         agent = data.get("agent", data.get("name"))
         if not isinstance(agent, str):
             agent = "unknown agent"
@@ -167,7 +224,12 @@ def _replay(
         room._after_seal()
     elif kind == "envelope":
         seq = data.get("seq")
-        if room.status != "active" or type(seq) is not int or seq != len(room._envelopes) + 1:
+        if (
+            room.status != "active"
+            or room._replay_outcome is not None  # the last envelope's entry is still owed
+            or type(seq) is not int
+            or seq != len(room._envelopes) + 1
+        ):
             raise _bad(f"{where} is out of order", "order")
         env = by_seq.get(seq)
         if env is None:
@@ -177,9 +239,18 @@ def _replay(
         except PxpError as exc:
             raise _bad(f"{where}: {exc.message}", "envelope") from None
         if envelope_hash(env) != data.get("envelope_hash"):
-            raise _bad(
-                f"{where}: envelope {seq} does not hash to the recorded hash", "envelope_hash"
-            )
+            # The reference writes the principal's answer onto the escalating envelope
+            # (``answer``, ``answer_via``) after hashing it: those two members are not
+            # covered by the recorded hash, and are checked against the answer entry instead.
+            bare = {k: v for k, v in env.items() if k not in _POST_HASH}
+            if len(bare) == len(env) or envelope_hash(bare) != data.get("envelope_hash"):
+                raise _bad(
+                    f"{where}: envelope {seq} does not hash to the recorded hash", "envelope_hash"
+                )
+            late[seq] = {k: env[k] for k in _POST_HASH if k in env}
+            # keep the envelope as hashed: the answer is the principal's private word (it is
+            # sealed into the card), and a view must not show it to the other side's proxy
+            stored = {k: v for k, v in stored.items() if k not in _POST_HASH}
         seat = stored["from"]["seat"]
         if seat != data.get("seat") or seat != room.turn or stored["status"] != data.get("status"):
             raise _bad(f"{where} disagrees with envelope {seq}", "envelope")
@@ -189,6 +260,8 @@ def _replay(
             )
         if stored["intent_hash"] != room._seats[seat].card_hash:
             raise _bad(f"{where}: envelope {seq} names a card hash its seat did not hold", "intent")
+        if stored["status"] == "agree":
+            _check_agreeing(room, stored, where)
         used.add(seq)
         result = room._apply_envelope(dict(stored), ledger_n=index + 1)
         room._replay_outcome = None if result == "continue" else result
@@ -222,6 +295,14 @@ def _replay(
         if sha256_hex(amendment.answer) != data.get("answer_hash"):
             raise _bad(f"{where}: the answer does not hash to answer_hash", "answer_hash")
         via = data.get("via")
+        written = late.pop(pending.seq, None)
+        if written is not None and (
+            written.get("answer") != amendment.answer or written.get("answer_via", via) != via
+        ):
+            raise _bad(
+                f"{where}: envelope {pending.seq} carries another answer than the ledger's",
+                "answer_mismatch",
+            )
         answers_left[seat] -= 1
         room._do_answer(
             seat,

@@ -21,9 +21,17 @@ FLAG_SENTENCES: dict[str, str] = {
         "Claim {claim} was tagged sourced but its source is the other side, so it is recorded "
         "as assumed: the other proxy is not a source."
     ),
+    "stated_cites_missing_clause": (
+        "Claim {claim} was tagged stated but cites {clause}, which its card does not hold, so "
+        "it is recorded as assumed."
+    ),
     "stated_cites_assumption": (
         "Claim {claim} was tagged stated but cites {cited}, an assumed claim, so it is recorded "
         "as assumed: citing an assumption does not make it stated."
+    ),
+    "sourced_cites_assumption": (
+        "Claim {claim} was tagged sourced but cites {cited}, an assumed claim of its own side, "
+        "so it is recorded as assumed: an assumption is not a source."
     ),
     "restated_other_side": (
         "Claim {claim} repeats a claim of the other side, so it is recorded as assumed: "
@@ -36,6 +44,10 @@ FLAG_SENTENCES: dict[str, str] = {
     "unreviewed_claim": (
         "Claim {claim} of the other side was not reviewed before replying, so it is recorded "
         "as challenged."
+    ),
+    "propose_must_never": (
+        "This envelope proposed a term that is {clause} of its own card, so the proposal is "
+        "not recorded: crossing a must_never needs the principal."
     ),
     "agree_with_counter_proposal": (
         "This envelope agreed while carrying its own proposal, so its status is recorded as "

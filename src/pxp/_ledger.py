@@ -252,7 +252,15 @@ def verify_ledger(entries: Any, *, head: str | None = None) -> str:
                 f"ledger entry {index} has a prev that is not the previous entry's hash",
                 index=index,
             )
-        digest = sha256((prev + _body(n, type_, at, data)).encode("utf-8")).hexdigest()
+        try:
+            body = _body(n, type_, at, data)
+        except PxpError as exc:  # data JSON cannot carry faithfully (NaN, unsafe integer)
+            raise LedgerError(
+                "malformed_entry",
+                f"ledger entry {index} cannot be hashed: {exc.message}",
+                index=index,
+            ) from None
+        digest = sha256((prev + body).encode("utf-8")).hexdigest()
         if entry["hash"] != digest:
             raise _malformed(entry, index) or LedgerError(
                 "hash_mismatch",
@@ -282,7 +290,7 @@ def load_ledger(value: Any, *, head: str | None = None) -> Ledger:
     if isinstance(value, str | bytes):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise PxpError("ledger_json", "the ledger is not valid JSON") from None
     if isinstance(value, Mapping):
         if "ledger" not in value:

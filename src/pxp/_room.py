@@ -73,6 +73,17 @@ VIAS = ("web", "mcp")
 _MODES = ("builtin", "external")
 _WS = re.compile(r"\s+")
 _ROOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_CLAUSE_SHAPE = re.compile(
+    r"^(?:goal|(?:must_haves|may_agree_to|must_never|escalate_when|known_facts|amendments)"
+    r"\[[0-9]+\])$"
+)
+_CLAIM_TOKEN = re.compile(r"(?<![A-Za-z0-9])[ABab][1-9][0-9]*\.[1-8](?![0-9])")
+_OTHER_WORDS = re.compile(
+    r"^\s*(?:the\s+)?(?:other|their|theirs|counterpart|counter-party|counterparty)\b"
+    r"|\b(?:counterpart|counter-party|counterparty)"
+    r"|\b(?:other|their)\s+(?:side|proxy|party|seat|agent|principal|claim|message)",
+    re.I,
+)
 
 
 def other_seat(seat: str) -> str:
@@ -194,6 +205,18 @@ class RoomView:
         }
 
 
+def _no_amendments(card: IntentCard) -> None:
+    # Amendments are a principal's answers, and a room writes them only from an answered
+    # escalation (with its ledger entry); a card that arrives carrying some would let its
+    # drafter put words in the principal's mouth that the brief then cites as authority.
+    if card.amendments:
+        raise PxpError(
+            "card_invalid",
+            "a card to seal may not carry amendments; they come only from answered escalations",
+            reason="amendments_at_seal",
+        )
+
+
 def _check_seat(seat: Any) -> str:
     if seat not in SEATS:
         raise PxpError("seat_invalid", f"seat {seat!r} does not exist; a v0 room has A and B")
@@ -224,6 +247,8 @@ class Room:
         self._agreement: dict[str, Any] | None = None
         self._flag_log: list[dict[str, Any]] = []
         self._replay_outcome: str | None = None
+        # import only: answers the reference wrote onto escalating envelopes after hashing
+        self._late_answers: dict[int, dict[str, Any]] = {}
 
     # ----------------------------------------------------------------- construction
 
@@ -259,6 +284,8 @@ class Room:
             if not isinstance(token, str) or len(token) < 16:
                 raise PxpError("room_invalid", f"the token of seat {seat!r} is too short")
             room._seats[_check_seat(seat)].token = token
+        if room._seats["A"].token is not None and room._seats["A"].token == room._seats["B"].token:
+            raise PxpError("room_invalid", "the two seats must have different tokens")
         room.ledger.append("room_opened", at, {"topic": topic, "protocol": "PXP/0"})
         return room
 
@@ -342,6 +369,7 @@ class Room:
         if self._seats[seat].card is not None:
             raise PxpError("card_sealed", f"seat {seat} has already sealed its card")
         parsed = card if isinstance(card, IntentCard) else seal_card(card).card
+        _no_amendments(parsed)
         self._seats[seat].draft = parsed
         self._move("draft", "drafted")
         return parsed
@@ -372,6 +400,7 @@ class Room:
                 raise PxpError("card_missing", f"seat {seat} has no drafted card to confirm")
             card = record.draft
         sealed = seal_card(card)
+        _no_amendments(sealed.card)
         self._do_seal(seat, sealed, via)
         self.ledger.append(
             "card_sealed",
@@ -458,21 +487,42 @@ class Room:
         return SendResult(copy.deepcopy(envelope), tuple(flags), self.status, digest)
 
     def _cites_other(self, ref: str, other: str) -> bool:
-        for token in re.findall(r"[AB][1-9][0-9]*\.[1-8]", ref):
-            parsed = parse_claim_id(token)
+        for token in _CLAIM_TOKEN.findall(ref):
+            parsed = parse_claim_id(token.upper())
             if parsed is not None and parsed[0] == other:
                 return True
+        # the reference's test (a ref opening with other, their, counterpart or a seat
+        # letter), narrowed to the other seat's letter, plus "seat B" / "side B" anywhere
+        if _OTHER_WORDS.search(ref) is not None:
+            return True
+        if re.search(rf"^{other}\b|\b(?:seat|side|proxy)\s+{other}\b", ref, re.I) is not None:
+            return True
         name = self._seats[other].name
         if not name or not _norm(name):
             return False
         return re.search(rf"(?<!\w){re.escape(_norm(name))}(?!\w)", _norm(ref)) is not None
 
-    def _cited_assumption(self, ref: str, seat: str) -> str | None:
-        """The first claim id of ``seat`` in ``ref`` that is an unbacked assumption."""
-        tokens: list[str] = re.findall(r"[AB][1-9][0-9]*\.[1-8]", ref)
-        for token in tokens:
+    def _cited_assumption(
+        self, ref: str, seat: str, seq: int, local: Mapping[str, bool]
+    ) -> str | None:
+        """The first claim id of ``seat`` in ``ref`` that is an unbacked assumption.
+
+        ``local`` holds the earlier claims of the envelope being built (id to verified); a
+        claim of that envelope not yet built (the citing claim itself or a later one)
+        backs nothing either.
+        """
+        found: list[str] = _CLAIM_TOKEN.findall(ref)
+        for text in found:
+            token = text.upper()
+            parsed = parse_claim_id(token)
+            if parsed is None or parsed[0] != seat:
+                continue
+            if parsed[1] == seq:
+                if not local.get(token, False):
+                    return token
+                continue
             cited = self._claims.get(token)
-            if cited is not None and cited.seat == seat and not cited.verified:
+            if cited is not None and not cited.verified:
                 return token
         return None
 
@@ -487,6 +537,7 @@ class Room:
         flags: list[str] = []
         other_texts = {_norm(c.text) for c in self._claims.values() if c.seat == other}
         claims: list[dict[str, Any]] = []
+        local: dict[str, bool] = {}
         new_ids: list[str] = []
         for index, raw in enumerate(draft["claims"], start=1):
             cid = claim_id(seat, seq, index)
@@ -504,9 +555,21 @@ class Room:
             elif origin == "sourced" and ref is not None and self._cites_other(ref, other):
                 flags.append(flag("sourced_cites_other_side", claim=cid))
                 origin = "assumed"
-            elif origin == "stated" and ref is not None and self._cited_assumption(ref, seat):
-                cited = self._cited_assumption(ref, seat)
-                flags.append(flag("stated_cites_assumption", claim=cid, cited=str(cited)))
+            elif (
+                origin == "stated"
+                and ref is not None
+                and _CLAUSE_SHAPE.match(ref.strip()) is not None
+                and card.clause(ref.strip()) is None
+            ):
+                flags.append(flag("stated_cites_missing_clause", claim=cid, clause=ref.strip()))
+                origin = "assumed"
+            elif (
+                origin != "assumed"
+                and ref is not None
+                and self._cited_assumption(ref, seat, seq, local)
+            ):
+                cited = self._cited_assumption(ref, seat, seq, local)
+                flags.append(flag(f"{origin}_cites_assumption", claim=cid, cited=str(cited)))
                 origin = "assumed"
             elif origin == "stated" and _norm(raw["text"]) in other_texts:
                 clause = card.clause(ref) if ref is not None else None
@@ -535,6 +598,7 @@ class Room:
                 if origin != "sourced":
                     flags.append(flag("backs_without_source", claim=cid))
             claims.append(stored)
+            local[cid] = origin != "assumed"
         reviews: list[dict[str, Any]] = []
         reviewed: set[str] = set()
         for review in draft["reviews"]:
@@ -574,6 +638,13 @@ class Room:
             proposal = {"terms": list(proposal["terms"])}
             if "depends_on" in draft["proposal"]:
                 proposal["depends_on"] = resolved
+            never = {_norm(text): i for i, text in enumerate(card.must_never)}
+            crossing = [never[_norm(t)] for t in proposal["terms"] if _norm(t) in never]
+            if crossing:
+                # a proposal binds its proxy: offering a must_never needs the principal
+                for hit in crossing:
+                    flags.append(flag("propose_must_never", clause=f"must_never[{hit}]"))
+                proposal = None
         status = draft["status"]
         accepts: dict[str, Any] | None = None
         if status == "agree":

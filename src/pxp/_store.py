@@ -53,7 +53,7 @@ class RoomStore(Protocol):
 def _snapshot(room: Room) -> tuple[str, list[dict[str, Any]]]:
     export = room.export()
     ledger = export.pop("ledger")
-    return json.dumps(export, sort_keys=True, ensure_ascii=False), ledger
+    return json.dumps(export, sort_keys=True), ledger
 
 
 def _restore(snapshot: str, ledger: list[dict[str, Any]]) -> Room:
@@ -202,13 +202,21 @@ class SqliteRoomStore:
                 self._db.executemany(
                     "INSERT INTO pxp_ledger (room_id, n, hash, prev, entry) VALUES (?, ?, ?, ?, ?)",
                     [
-                        (room.id, e["n"], e["hash"], e["prev"], json.dumps(e, ensure_ascii=False))
+                        (room.id, e["n"], e["hash"], e["prev"], json.dumps(e))
                         for e in ledger[len(stored) :]
                     ],
                 )
                 for seat in SEATS:
                     token = room._seats[seat].token
                     if token is not None:
+                        bound = self._db.execute(
+                            "SELECT room_id, seat FROM pxp_seat_tokens WHERE token = ?", (token,)
+                        ).fetchone()
+                        if bound is not None and tuple(bound) != (room.id, seat):
+                            raise PxpError(
+                                "store_conflict",
+                                f"seat {seat}'s token already opens another seat or room",
+                            )
                         self._db.execute(
                             "INSERT OR IGNORE INTO pxp_seat_tokens (token, room_id, seat) "
                             "VALUES (?, ?, ?)",
@@ -235,13 +243,19 @@ class SqliteRoomStore:
             ).fetchone()
             if row is None:
                 raise PxpError("room_unknown", f"no room has id {room_id!r}")
-            entries = [
-                json.loads(text)
+            texts = [
+                text
                 for (text,) in self._db.execute(
                     "SELECT entry FROM pxp_ledger WHERE room_id = ? ORDER BY n", (room_id,)
                 )
             ]
-        room = _restore(row[0], entries)
+        try:
+            entries = [json.loads(text) for text in texts]
+            room = _restore(row[0], entries)
+        except PxpError:
+            raise
+        except (ValueError, TypeError):  # a damaged row (bad JSON, or not a room snapshot)
+            raise PxpError("store_corrupt", f"room {room_id}'s stored rows are not JSON") from None
         if room.head != row[1]:
             raise PxpError("store_corrupt", f"room {room_id}'s ledger does not end at its head")
         return room

@@ -64,7 +64,7 @@ def test_canonical_examples(value: Any, text: str) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    [float("nan"), float("inf"), 2**53, {1: "x"}, {"a": {2: 1}}, "\ud800", {"k": b"x"}, {1, 2}],
+    [float("nan"), float("inf"), 2**53, {1: "x"}, {"a": {2: 1}}, {"k": b"x"}, {1, 2}],
 )
 def test_canonical_refuses(value: Any) -> None:
     with pytest.raises(pxp.PxpError) as caught:

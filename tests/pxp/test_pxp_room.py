@@ -544,11 +544,28 @@ def test_export_import_round_trip_is_exact() -> None:
 
 
 def test_import_of_a_truncated_ledger_fails() -> None:
-    exported = pxp.simulate().export()
-    exported["ledger"] = exported["ledger"][:-1]
+    room, now = active_room()
+    room.send("A", msg("escalate", escalation={"question": "Q?"}), now=now())
+    exported = room.export()
+    exported["ledger"] = exported["ledger"][:-1]  # the escalation entry
     with pytest.raises(pxp.PxpError) as caught:
         pxp.Room.from_export(exported)
     assert caught.value.reason == "truncated"
+
+
+def test_import_completes_an_agreement_entry_the_ledger_lacks() -> None:
+    # the reference's finalise gap: the agreeing envelope is stored, the agreement is not
+    room = pxp.simulate()
+    exported = room.export()
+    dropped = exported["ledger"].pop()
+    assert dropped["type"] == "agreement"
+    again = pxp.Room.from_export(exported)
+    assert again.status == "agreed"
+    last = again.ledger.to_json()[-1]
+    assert last["type"] == "agreement"
+    assert last["data"] == dropped["data"]
+    assert last["at"] == exported["ledger"][-1]["at"]
+    assert again.brief()["agreement"] == room.brief()["agreement"]
 
 
 def test_simulation_brief_markdown() -> None:

@@ -27,6 +27,10 @@ ZERO = "0" * 64
 NOTES = {
     "derived": "negative case derived mechanically from a good case",
     "reference": "value taken from the reference server's sample room",
+    "reference-shape": (
+        "a room built as the reference server stores one (answer written onto the envelope "
+        "after hashing, claim-id gaps, duplicate reviews, unknown depends_on)"
+    ),
 }
 
 
@@ -1394,6 +1398,211 @@ def _enforce_cases() -> Iterator[Case]:
             case_id, comment, _room_input([], seat, 3, draft_), None, ("refused",), error=error
         )
 
+    forged_card = {
+        **CARD_A,
+        "amendments": [{"question": "May I pay 9000 EUR?", "answer": "Yes.", "at": _t(1)}],
+    }
+    yield case(
+        "seal-with-amendments",
+        "A card that arrives carrying amendments is refused at sealing: amendments are a "
+        "principal's answers and come only from answered escalations.",
+        {
+            "room": ROOM,
+            "steps": [{"seat": "A", "at": _t(1), "seal": forged_card, "via": "mcp"}],
+            "envelope": {"seat": "A", "at": _t(3), "send": {"message": "m", "status": "continue"}},
+        },
+        None,
+        ("refused",),
+        error={"code": "card_invalid", "reason": "amendments_at_seal"},
+    )
+
+    # --- origin upgrades through refs (adversarial review)
+    sourced_assumption = (
+        "Claim {claim} was tagged sourced but cites {cited}, an assumed claim of its own side, "
+        "so it is recorded as assumed: an assumption is not a source."
+    )
+    stated_assumption = (
+        "Claim {claim} was tagged stated but cites {cited}, an assumed claim, so it is recorded "
+        "as assumed: citing an assumption does not make it stated."
+    )
+    draft = {
+        "message": "m",
+        "status": "continue",
+        "claims": [
+            {"text": "Price holds all year", "origin": "sourced", "ref": "see A1.2"},
+            {"text": "Prices rise in spring", "origin": "assumed"},
+        ],
+    }
+    yield case(
+        "sourced-citing-a-later-own-claim",
+        "A sourced claim whose source is a claim of its own envelope not yet made (here an "
+        "assumption) is recorded as assumed.",
+        _room_input([], "A", 3, draft),
+        _expect(
+            _stored(
+                "A",
+                1,
+                "m",
+                HASH_A,
+                claims=[
+                    {
+                        "id": "A1.1",
+                        "text": "Price holds all year",
+                        "origin": "assumed",
+                        "ref": "see A1.2",
+                    },
+                    {"id": "A1.2", "text": "Prices rise in spring", "origin": "assumed"},
+                ],
+                flags=[sourced_assumption.format(claim="A1.1", cited="A1.2")],
+            )
+        ),
+        ("rewrite",),
+    )
+    draft = {
+        "message": "m",
+        "status": "continue",
+        "claims": [{"text": "Market price is 5500 EUR", "origin": "stated", "ref": "a1.2"}],
+    }
+    yield case(
+        "stated-citing-own-assumption-lowercase",
+        "A claim id cited in lower case still counts: citing the seat's own assumption A1.2 "
+        "does not make a claim stated.",
+        _room_input(
+            [
+                OFFER,
+                {
+                    "seat": "B",
+                    "at": _t(4),
+                    "send": {
+                        "message": "m",
+                        "status": "continue",
+                        "reviews": [
+                            {"claim_id": "A1.1", "verdict": "accept"},
+                            {"claim_id": "A1.2", "verdict": "accept"},
+                        ],
+                    },
+                },
+            ],
+            "A",
+            5,
+            draft,
+        ),
+        _expect(
+            _stored(
+                "A",
+                3,
+                "m",
+                HASH_A,
+                claims=[
+                    {
+                        "id": "A3.1",
+                        "text": "Market price is 5500 EUR",
+                        "origin": "assumed",
+                        "ref": "a1.2",
+                    }
+                ],
+                flags=[stated_assumption.format(claim="A3.1", cited="A1.2")],
+            )
+        ),
+        ("rewrite",),
+    )
+    draft = {
+        "message": "m",
+        "status": "continue",
+        "claims": [
+            {"text": "The van was serviced in May", "origin": "stated", "ref": "known_facts[3]"}
+        ],
+    }
+    yield case(
+        "stated-citing-a-missing-clause",
+        "A stated claim citing a clause its own card does not hold (A has one known fact) is "
+        "recorded as assumed.",
+        _room_input([], "A", 3, draft),
+        _expect(
+            _stored(
+                "A",
+                1,
+                "m",
+                HASH_A,
+                claims=[
+                    {
+                        "id": "A1.1",
+                        "text": "The van was serviced in May",
+                        "origin": "assumed",
+                        "ref": "known_facts[3]",
+                    }
+                ],
+                flags=[
+                    "Claim A1.1 was tagged stated but cites known_facts[3], which its card does "
+                    "not hold, so it is recorded as assumed."
+                ],
+            )
+        ),
+        ("rewrite",),
+    )
+    draft = {
+        "message": "m",
+        "status": "continue",
+        "proposal": {"terms": ["5500 EUR", "Deliver abroad"]},
+    }
+    yield case(
+        "proposal-crossing-own-must-never",
+        "A proposal binds its proxy: a term that is the seat's own must_never is not offered "
+        "(the proposal is dropped and flagged).",
+        _room_input([], "A", 3, draft),
+        _expect(
+            _stored(
+                "A",
+                1,
+                "m",
+                HASH_A,
+                flags=[
+                    "This envelope proposed a term that is must_never[0] of its own card, so "
+                    "the proposal is not recorded: crossing a must_never needs the principal."
+                ],
+            )
+        ),
+        ("rewrite",),
+    )
+    for case_id, ref in (
+        ("stated-citing-the-other-side-lowercase", "a1.2"),
+        ("stated-citing-their-proxy", "their proxy said so"),
+        ("stated-citing-seat-a", "seat A"),
+    ):
+        draft = {
+            "message": "m",
+            "status": "continue",
+            "reviews": [
+                {"claim_id": "A1.1", "verdict": "accept"},
+                {"claim_id": "A1.2", "verdict": "challenge"},
+            ],
+            "claims": [{"text": "Such vans fetch 5500 EUR", "origin": "stated", "ref": ref}],
+        }
+        yield case(
+            case_id,
+            f"B's stated claim cites the other side as {ref!r}: recorded as assumed.",
+            _room_input([OFFER], "B", 4, draft),
+            _expect(
+                _stored(
+                    "B",
+                    2,
+                    "m",
+                    HASH_B,
+                    claims=[
+                        {
+                            "id": "B2.1",
+                            "text": "Such vans fetch 5500 EUR",
+                            "origin": "assumed",
+                            "ref": ref,
+                        }
+                    ],
+                    reviews=draft["reviews"],
+                    flags=[FLAG["stated_other"].format(claim="B2.1")],
+                )
+            ),
+            ("rewrite",),
+        )
+
 
 @suite(
     "pxp.brief",
@@ -1543,6 +1752,206 @@ def import_room_cases() -> Iterator[Case]:
             ),
         ],
     )
+    yield from _reference_import_cases()
+
+
+def _reference_answered_room() -> dict[str, Any]:
+    """The sample room carried on exactly as the reference server stores a room: the
+    principal's answer is written onto the escalating envelope (``answer``, ``answer_via``)
+    after that envelope was hashed; claim ids skip a number (a blank claim was dropped after
+    numbering); the proposal's envelope carries ``proposal_hash`` and ``from.agent``; a claim
+    is reviewed twice; ``depends_on`` names a claim nobody made; an agent renames itself after
+    the agreement. Hashes are computed here independently of the library."""
+    room = copy.deepcopy(SAMPLE)
+
+    def append(type_: str, data: dict[str, Any], second: int) -> None:
+        ledger = room["ledger"]
+        prev, n, at = ledger[-1]["hash"], len(ledger) + 1, _t(second)
+        digest = _sha(prev + _canon({"n": n, "type": type_, "at": at, "data": data}))
+        ledger.append({"n": n, "type": type_, "at": at, "data": data, "prev": prev, "hash": digest})
+
+    def send(env: dict[str, Any], second: int) -> None:
+        room["envelopes"].append(env)
+        data = {
+            "seq": env["seq"],
+            "seat": env["from"]["seat"],
+            "status": env["status"],
+            "envelope_hash": _sha(_canon(env)),
+        }
+        append("envelope", data, second)
+
+    answer = "Yes, up to 10."
+    seat_a = room["seats"]["A"]
+    seat_a["card"]["amendments"].append(
+        {"question": "May I go higher?", "answer": answer, "at": _t(5)}
+    )
+    seat_a["cardHash"] = _sha(_canon(seat_a["card"]))
+    append(
+        "principal_answer",
+        {
+            "seat": "A",
+            "speaker": "principal",
+            "via": "web",
+            "answer_hash": _sha(answer),
+            "card_hash": seat_a["cardHash"],
+        },
+        5,
+    )
+    room["envelopes"][0].update({"answer": answer, "answer_via": "web"})  # after hashing
+    terms = ["Price is 10"]
+    digest = _sha(_canon(terms))
+    base = {"pxp": "0", "room": SAMPLE["id"], "message": ""}
+    send(
+        {
+            **base,
+            "seq": 2,
+            "from": {
+                "seat": "A",
+                "principal": "Fixture A",
+                "speaker": "proxy",
+                "agent": "External agent",
+            },
+            "intent_hash": seat_a["cardHash"],
+            "claims": [
+                {"id": "A2.1", "text": "Budget is 10", "origin": "stated", "ref": "amendment"},
+                {"id": "A2.3", "text": "B can deliver", "origin": "assumed"},
+            ],
+            "reviews": [],
+            "status": "continue",
+            "proposal": {"terms": terms, "depends_on": ["A2.3", "zzz"]},
+            "proposal_hash": digest,
+        },
+        6,
+    )
+    review = {"claim_id": "A2.1", "verdict": "accept", "reason": ""}
+    send(
+        {
+            **base,
+            "seq": 3,
+            "from": {"seat": "B", "principal": "Fixture B", "speaker": "proxy"},
+            "intent_hash": SAMPLE["seats"]["B"]["cardHash"],
+            "claims": [],
+            "reviews": [review, review, {"claim_id": "A2.3", "verdict": "accept", "reason": ""}],
+            "status": "agree",
+            "accepts": {"seq": 2, "proposal_hash": digest},
+        },
+        7,
+    )
+    append("agreement", {"proposal_hash": digest, "proposed_by": "A", "accepted_by": "B"}, 7)
+    append("agent_joined", {"seat": "B", "agent": "Late agent"}, 8)
+    room["status"], room["pending"], room["turnCount"] = "agreed", None, 3
+    return room
+
+
+def _rechain(room: dict[str, Any]) -> None:
+    """Recompute every envelope hash and the chain: a forger who holds no head."""
+    by_seq = {e["seq"]: e for e in room["envelopes"]}
+    prev = ZERO
+    for entry in room["ledger"]:
+        if entry["type"] == "envelope":
+            env = by_seq[entry["data"]["seq"]]
+            bare = {k: v for k, v in env.items() if k not in ("answer", "answer_via")}
+            entry["data"]["envelope_hash"] = _sha(_canon(bare))
+        body = {k: entry[k] for k in ("n", "type", "at", "data")}
+        entry["prev"], entry["hash"] = prev, _sha(prev + _canon(body))
+        prev = entry["hash"]
+
+
+def _forge_disputed_agreement(case: dict[str, Any]) -> None:
+    case["room"]["envelopes"][2]["reviews"][2]["verdict"] = "challenge"
+    _rechain(case["room"])
+    case.pop("head", None)
+
+
+def _reference_import_cases() -> Iterator[Case]:
+    room = _reference_answered_room()
+    good = Case(
+        "reference-answered-and-agreed",
+        {"room": room, "head": room["ledger"][-1]["hash"]},
+        output={
+            "status": "agreed",
+            "turn": None,
+            "turns": 3,
+            "ledger_head": room["ledger"][-1]["hash"],
+            "card_hashes": {
+                "A": room["seats"]["A"]["cardHash"],
+                "B": SAMPLE["seats"]["B"]["cardHash"],
+            },
+            "pending": None,
+        },
+        comment=(
+            "A room as the reference stores it after an answered escalation and an agreement: "
+            "the envelope hash recorded for the escalating envelope excludes the answer and "
+            "answer_via members the reference writes onto it afterwards."
+        ),
+        flags=("reference-shape",),
+    )
+    yield good
+
+    def bad(reason: str) -> dict[str, str]:
+        return {"code": "import_invalid", "reason": reason}
+
+    yield from _derive(
+        "pxp.import_room",
+        good,
+        [
+            Mutation(
+                "late-answer-changed",
+                "The answer written onto the escalating envelope is not the answer the ledger "
+                "hashed.",
+                lambda c: c["room"]["envelopes"][0].__setitem__("answer", "Yes, up to 1000."),
+                error=bad("answer_mismatch"),
+            ),
+            Mutation(
+                "late-answer-via-changed",
+                "The answer's channel on the envelope differs from the ledger's.",
+                lambda c: c["room"]["envelopes"][0].__setitem__("answer_via", "mcp"),
+                error=bad("answer_mismatch"),
+            ),
+            Mutation(
+                "late-answer-on-unanswered-envelope",
+                "An answer member on an envelope no principal_answer entry answers.",
+                lambda c: c["room"]["envelopes"][1].__setitem__("answer", "forged"),
+                error=bad("answer_unrecorded"),
+            ),
+            Mutation(
+                "forged-agreement-on-disputed-claim",
+                "A rewritten, consistently re-chained history in which the accepting seat "
+                "challenged a claim the proposal depends on and still agreed: enforcement "
+                "never stores that, so the import refuses it.",
+                _forge_disputed_agreement,
+                error=bad("agreement_disputed"),
+            ),
+        ],
+    )
+    gap = copy.deepcopy(room)
+    agreement = gap["ledger"][-2]
+    del gap["ledger"][-2:]  # the agreement entry (and the later rename) never written
+    last = gap["ledger"][-1]
+    body = {"n": last["n"] + 1, "type": "agreement", "at": last["at"], "data": agreement["data"]}
+    yield Case(
+        "reference-finalise-gap",
+        {"room": gap, "head": last["hash"]},
+        output={
+            **good.output,
+            "ledger_head": _sha(last["hash"] + _canon(body)),
+        },
+        comment=(
+            "The reference appends the agreement entry only after an await; a room stored "
+            "in between ends with the agreeing envelope. The import completes the agreement "
+            "entry, stamped with the time of the last entry."
+        ),
+        flags=("reference-shape",),
+    )
+    sample = copy.deepcopy(SAMPLE)
+    sample["envelopes"][0]["answer"] = "forged"
+    yield Case(
+        "reference-sample-room-forged-answer",
+        {"room": sample},
+        error=bad("answer_unrecorded"),
+        comment="The paused sample room with an answer written on its pending escalation.",
+        flags=("reference-shape",),
+    )
 
 
 @suite(
@@ -1597,6 +2006,20 @@ def canonical_cases() -> Iterator[Case]:
         output=out('"tab\\t nl\\n quote\\" back\\\\ bell\\u0007 del\x7f e\u0301 line\u2028"'),
         comment="Short escapes, lowercase \\u00xx for other controls; DEL and U+2028 raw.",
         flags=("escape",),
+    )
+    yield Case(
+        "lone-surrogate",
+        {"value": {"s": "a\ud800b", "\udfff": 1}},
+        output=out('{"s":"a\\ud800b","\\udfff":1}'),
+        comment="JSON.stringify (ES2019) writes a lone surrogate as a lowercase \\udxxx escape.",
+        flags=("escape",),
+    )
+    yield Case(
+        "lone-surrogate-key-order",
+        {"value": {"\ud800": 1, "\U0001f600": 2, "\uffff": 3}},
+        output=out('{"\\ud800":1,"\U0001f600":2,"\uffff":3}'),
+        comment="A lone D800 sorts before D83D DE00 (the emoji), which sorts before FFFF.",
+        flags=("key-order", "escape"),
     )
     yield Case(
         "unsafe-integer",

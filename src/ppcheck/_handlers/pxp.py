@@ -25,6 +25,12 @@ def _time(value: Any, where: str) -> datetime:
     return parsed
 
 
+def _need(input_: Mapping[str, Any], key: str) -> Any:
+    if not isinstance(input_, Mapping) or key not in input_:
+        raise pxp.PxpError("input_invalid", f"the input has no {key!r} member")
+    return input_[key]
+
+
 def _obj(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise pxp.PxpError("input_invalid", f"{where} is not a JSON object")
@@ -34,34 +40,34 @@ def _obj(value: Any, where: str) -> Mapping[str, Any]:
 @handler("pxp.card_hash")
 def card_hash(input_: dict[str, Any]) -> dict[str, Any]:
     """Validate a card exactly as given and hash it."""
-    return {"card_hash": pxp.card_hash(input_["card"])}
+    return {"card_hash": pxp.card_hash(_need(input_, "card"))}
 
 
 @handler("pxp.seal_card")
 def seal_card(input_: dict[str, Any]) -> dict[str, Any]:
     """Seal a confirmed card (filling what the seal tool may leave out)."""
-    sealed = pxp.seal_card(input_["card"])
+    sealed = pxp.seal_card(_need(input_, "card"))
     return {"card": sealed.card.to_json(), "card_hash": sealed.hash}
 
 
 @handler("pxp.envelope_hash")
 def envelope_hash(input_: dict[str, Any]) -> dict[str, Any]:
     """Validate a stored envelope and hash it."""
-    envelope = pxp.validate_envelope(input_["envelope"])
+    envelope = pxp.validate_envelope(_need(input_, "envelope"))
     return {"envelope_hash": pxp.envelope_hash(envelope)}
 
 
 @handler("pxp.proposal_hash")
 def proposal_hash(input_: dict[str, Any]) -> dict[str, Any]:
     """Hash a proposal's terms."""
-    return {"proposal_hash": pxp.proposal_hash(input_["terms"])}
+    return {"proposal_hash": pxp.proposal_hash(_need(input_, "terms"))}
 
 
 @handler("pxp.verify_ledger")
 def verify_ledger(input_: dict[str, Any]) -> dict[str, Any]:
     """Verify a ledger; a failed check is an output naming the first bad entry."""
     try:
-        head = pxp.verify_ledger(input_["entries"], head=input_.get("head"))
+        head = pxp.verify_ledger(_need(input_, "entries"), head=input_.get("head"))
     except pxp.LedgerError as exc:
         return {"valid": False, "index": exc.index, "reason": str(exc.reason)}
     return {"valid": True, "head": head}
@@ -75,7 +81,10 @@ def _play(input_: Mapping[str, Any]) -> pxp.Room:
         now=_time(spec.get("opened_at"), "room.opened_at"),
         max_turns=spec.get("max_turns", 10),
     )
-    for i, step in enumerate(input_.get("steps", [])):
+    steps = input_.get("steps", [])
+    if not isinstance(steps, list):
+        raise pxp.PxpError("input_invalid", "steps is not a list")
+    for i, step in enumerate(steps):
         step = _obj(step, f"steps[{i}]")
         at = _time(step.get("at"), f"steps[{i}].at")
         seat: Any = step.get("seat")
@@ -119,7 +128,7 @@ def brief(input_: dict[str, Any]) -> dict[str, Any]:
 @handler("pxp.import_room")
 def import_room(input_: dict[str, Any]) -> dict[str, Any]:
     """Import a room export (ours or the reference's) and report what the replay derived."""
-    room = pxp.Room.from_export(input_["room"], head=input_.get("head"))
+    room = pxp.Room.from_export(_need(input_, "room"), head=input_.get("head"))
     pending = room.pending
     return {
         "status": room.status,
@@ -138,5 +147,5 @@ def import_room(input_: dict[str, Any]) -> dict[str, Any]:
 @handler("pxp.canonical")
 def canonical(input_: dict[str, Any]) -> dict[str, Any]:
     """Canonical JSON text of a value and the SHA-256 of its UTF-8 bytes."""
-    text = pxp.canonical(input_["value"])
+    text = pxp.canonical(_need(input_, "value"))
     return {"text": text, "sha256": pxp.sha256_hex(text)}
