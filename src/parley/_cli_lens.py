@@ -30,10 +30,16 @@ def _read(source: str) -> Any:
         raise ParleyError(
             "bad_frame", f"cannot read {source}: {exc.strerror}", reason="io"
         ) from exc
+    except UnicodeDecodeError as exc:
+        raise ParleyError("bad_frame", f"{source} is not UTF-8 text", reason="not_json") from exc
     try:
         return json.loads(text)
     except ValueError as exc:
         raise ParleyError("bad_frame", f"{source} is not JSON ({exc})", reason="not_json") from exc
+    except RecursionError:
+        raise ParleyError(
+            "bad_frame", f"{source} is nested too deeply to read", reason="too_deep"
+        ) from None
 
 
 def _lens_command(args: argparse.Namespace) -> int:

@@ -10,7 +10,6 @@ tests prove both return identical results.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +18,10 @@ from ._errors import ParleyError
 from ._estimate import estimate
 from ._lean import (
     compact_json,
+    copy_json,
     depth_guard,
     is_scalar,
+    js_keys,
     js_number,
     lean_key,
     quote,
@@ -73,6 +74,21 @@ class _Suffix:
     tok_sums: list[int] = field(default_factory=list)
 
 
+@dataclass
+class _Kids:
+    """The best candidate of each member of an object, in ECMAScript property order.
+
+    Kept per object so that a cut re-measures one member and finds the new best with two
+    C-level scans (``max`` and ``index``) instead of re-walking every member in Python: a
+    reply with tens of thousands of members would otherwise cost seconds to fit.
+    """
+
+    keys: list[Any]
+    sizes: list[int]  # -1 when the member holds no candidate
+    paths: list[Path]
+    positions: dict[Any, int] | None = None
+
+
 class _Meter:
     """Memoized token estimates and JSON sizes of lean renderings of sub-values.
 
@@ -92,7 +108,7 @@ class _Meter:
         self.sigs: dict[int, tuple[Any, tuple[str, ...] | None]] = {}
         self.sizes: dict[int, tuple[Any, int]] = {}
         self.str_size: dict[str, int] = {}
-        self.best_cache: dict[int, tuple[Any, tuple[int, Path] | None]] = {}
+        self.kids: dict[int, tuple[Any, _Kids]] = {}
         self.suffixes: dict[int, tuple[Any, _Suffix]] = {}
 
     # -------------------------------------------------------- token estimates
@@ -139,7 +155,16 @@ class _Meter:
         if is_scalar(value):
             return head + 1 + self.tok(value)
         if isinstance(value, dict):
-            return head + (3 if not value else 1 + self.dict_body(value))
+            if not value:
+                return head + 3
+            # dict_body inlined: one stack frame per level, as deep as lean() renders.
+            cached = self.body.get(id(value))
+            if cached is None or cached[0] is not value:
+                total = 0
+                for key, item in value.items():
+                    total += self.entry(self.key(key), item, 1)
+                cached = self.body[id(value)] = (value, total)
+            return head + 1 + cached[1]
         if isinstance(value, list):
             return head + (3 if not value else self.list_tail(value))
         raise _not_json(value)
@@ -162,7 +187,7 @@ class _Meter:
             return cached[1]
         result: tuple[str, ...] | None = None
         if isinstance(item, dict) and item and all(is_scalar(v) for v in item.values()):
-            result = tuple(item)
+            result = tuple(js_keys(item))
         self.sigs[id(item)] = (item, result)
         return result
 
@@ -185,7 +210,16 @@ class _Meter:
         if cached is not None and cached[0] is item:
             return cached[1]
         if isinstance(item, dict):
-            total = 4 if not item else self.dict_body(item) + 1
+            if not item:
+                total = 4
+            else:  # dict_body inlined (stack depth)
+                body = self.body.get(id(item))
+                if body is None or body[0] is not item:
+                    inner = 0
+                    for key, value in item.items():
+                        inner += self.entry(self.key(key), value, 1)
+                    body = self.body[id(item)] = (item, inner)
+                total = body[1] + 1
         elif isinstance(item, list):
             if all(is_scalar(x) for x in item):
                 total = 4 + sum(self.tok(x) for x in item) + max(len(item) - 1, 0)
@@ -213,7 +247,9 @@ class _Meter:
                 total = 5 + self.est(str(count)) + self._table_head(first)
                 total += sum(self.row(x) for x in value)
             else:
-                total = 3 + self.est(str(count)) + sum(self.item(x) for x in value)
+                total = 3 + self.est(str(count))
+                for item in value:  # a loop, not a generator: one frame less per level
+                    total += self.item(item)
         self.lists[id(value)] = (value, total)
         return total
 
@@ -320,7 +356,9 @@ class _Meter:
         if cached is not None and cached[0] is value:
             return cached[1]
         if isinstance(value, list):
-            total = 2 + max(len(value) - 1, 0) + sum(self.size(x) for x in value)
+            total = 2 + max(len(value) - 1, 0)
+            for item in value:  # a loop, not a generator: one frame less per level
+                total += self.size(item)
         elif isinstance(value, dict):
             total = 2 + max(len(value) - 1, 0)
             for key, item in value.items():
@@ -347,16 +385,49 @@ class _Meter:
             return (self.size(value), ()) if value else None
         if not isinstance(value, dict):
             return None
-        cached = self.best_cache.get(id(value))
+        cached = self.kids.get(id(value))
         if cached is not None and cached[0] is value:
-            return cached[1]
-        found: tuple[int, Path] | None = None
-        for key, item in value.items():
-            inner = self.best(item)
-            if inner is not None and (found is None or inner[0] > found[0]):
-                found = (inner[0], (key, *inner[1]))
-        self.best_cache[id(value)] = (value, found)
-        return found
+            kids = cached[1]
+        else:  # built here, not in a helper: one stack frame per level of nesting
+            keys = js_keys(value)
+            sizes: list[int] = []
+            paths: list[Path] = []
+            for key in keys:
+                inner = self.best(value[key])
+                if inner is None:
+                    sizes.append(-1)
+                    paths.append(())
+                else:
+                    sizes.append(inner[0])
+                    paths.append(inner[1])
+            kids = _Kids(keys, sizes, paths)
+            self.kids[id(value)] = (value, kids)
+        if not kids.sizes:
+            return None
+        top = max(kids.sizes)
+        if top < 0:
+            return None
+        index = kids.sizes.index(top)  # the first of equals: the walk's tie-break
+        return top, (kids.keys[index], *kids.paths[index])
+
+    def moved(self, old: dict[Any, Any], new: dict[Any, Any], key: Any, was: Any) -> None:
+        """Carry the caches of ``old`` over to ``new``, a copy whose member ``key`` changed
+        from ``was`` to ``new[key]``: constant work instead of re-measuring every member."""
+        body = self.body.get(id(old))
+        if body is not None and body[0] is old:
+            key_text = self.key(key)
+            total = body[1] - self.entry(key_text, was, 1) + self.entry(key_text, new[key], 1)
+            self.body[id(new)] = (new, total)
+        cached = self.kids.pop(id(old), None)
+        if cached is not None and cached[0] is old:
+            kids = cached[1]
+            if kids.positions is None:
+                kids.positions = {k: i for i, k in enumerate(kids.keys)}
+            index = kids.positions[key]
+            inner = self.best(new[key])
+            kids.sizes[index] = -1 if inner is None else inner[0]
+            kids.paths[index] = () if inner is None else inner[1]
+            self.kids[id(new)] = (new, kids)
 
 
 # ------------------------------------------------------------ paths
@@ -374,13 +445,24 @@ def _get(root: Any, path: Path) -> tuple[bool, Any]:
     return True, node
 
 
-def _replace(node: Any, path: Path, value: Any) -> Any:
-    """Return a copy of ``node`` with ``path`` set to ``value``, copying only the path."""
+def _replace(node: Any, path: Path, value: Any, meter: _Meter) -> Any:
+    """Return a copy of ``node`` with ``path`` set to ``value``, copying only the path.
+
+    Each copied object hands its measurements to its copy (``_Meter.moved``), deepest
+    first, so the next round does not re-measure its unchanged members.
+    """
     if not path:
         return value
     step = path[0]
-    copied: Any = list(node) if isinstance(node, list) else dict(node)
-    copied[step] = _replace(node[step], path[1:], value)
+    was = node[step]
+    changed = _replace(was, path[1:], value, meter)
+    if isinstance(node, list):
+        copied: Any = list(node)
+        copied[step] = changed
+    else:
+        copied = dict(node)
+        copied[step] = changed
+        meter.moved(node, copied, step, was)
     return copied
 
 
@@ -415,6 +497,23 @@ def _list_root(reply: dict[str, Any]) -> Path | None:
 # ------------------------------------------------------------ the loop
 
 
+@dataclass
+class _Proposals:
+    """The last measurement of a PROPOSALS list: per-proposal estimates and candidates.
+
+    A cut inside one proposal's ``data`` changes only that proposal (the attributes, and
+    so the shared header, do not depend on ``data``); updating one slot keeps a round
+    from re-measuring thousands of proposals.
+    """
+
+    proposals: list[Any]
+    shared: list[bool]
+    head: int
+    ests: list[int]
+    sizes: list[int]  # the best candidate size in each proposal's data, -1 for none
+    paths: list[Path]
+
+
 class _Fitter:
     def __init__(self, reply: dict[str, Any]) -> None:
         self.original = reply
@@ -425,8 +524,9 @@ class _Fitter:
         self.rest_est: dict[tuple[Path, int], int] = {}
         self.more_est: dict[tuple[Path, int], int] = {}
         self.attrs: dict[int, tuple[Any, list[str | None]]] = {}
-        self.proposal_est: dict[tuple[int, tuple[bool, ...]], tuple[Any, int]] = {}
+        self.proposal_est_cache: dict[tuple[int, tuple[bool, ...]], tuple[Any, int]] = {}
         self.capability_est: dict[int, tuple[Any, int]] = {}
+        self.state: _Proposals | None = None
 
     def entries(self, work: dict[str, Any]) -> list[tuple[Path, int, int]]:
         """``(path, kept length, remaining)`` of every cut still visible in ``work``."""
@@ -456,6 +556,14 @@ class _Fitter:
         return found
 
     def pick(self, work: dict[str, Any]) -> Path | None:
+        state = self.state
+        if state is not None and state.proposals is work.get("proposals"):
+            if state.sizes:
+                top = max(state.sizes)
+                if top >= 0:
+                    index = state.sizes.index(top)  # the first of equals
+                    return ("proposals", index, "data", *state.paths[index])
+            return ("proposals",) if state.proposals else None
         best: tuple[int, Path] | None = None
         for root in _deep_roots(work):
             found = self.meter.best(_get(work, root)[1])
@@ -470,8 +578,33 @@ class _Fitter:
                 return list_root
         return None
 
-    def proposals_total(self, proposals: list[dict[str, Any]]) -> int:
+    def proposal_est(self, proposal: Any, shared: list[bool]) -> int:
+        """Estimate of one proposal's lines, given which attributes the header shares."""
+        cached = self.attrs.get(id(proposal))
+        if cached is None or cached[0] is not proposal:
+            cached = (proposal, proposal_attributes(proposal))
+            self.attrs[id(proposal)] = cached
+        key = (id(proposal), tuple(shared))
+        found = self.proposal_est_cache.get(key)
+        if found is None or found[0] is not proposal:
+            segments: list[Segment] = []
+            proposal_segments(proposal, cached[1], shared, segments)
+            found = (proposal, self.meter.segments(segments))
+            self.proposal_est_cache[key] = found
+        return found[1]
+
+    def proposal_best(self, proposal: Any) -> tuple[int, Path]:
+        """The best candidate in one proposal's ``data`` (size -1 when there is none)."""
+        if not isinstance(proposal, dict) or "data" not in proposal:
+            return -1, ()
+        found = self.meter.best(proposal["data"])
+        return (-1, ()) if found is None else found
+
+    def proposals_total(self, proposals: list[Any]) -> int:
         """Estimate of a PROPOSALS body, re-measuring only the proposals that changed."""
+        state = self.state
+        if state is not None and state.proposals is proposals:
+            return state.head + sum(state.ests)
         attributes: list[list[str | None]] = []
         for proposal in proposals:
             cached = self.attrs.get(id(proposal))
@@ -483,17 +616,28 @@ class _Fitter:
         shared_text = (
             [a for a, s in zip(attributes[0], shared, strict=True) if s and a] if attributes else []
         )
-        total = self.meter.est(proposals_header(len(proposals), shared_text))
-        key = tuple(shared)
-        for proposal, attrs in zip(proposals, attributes, strict=True):
-            found = self.proposal_est.get((id(proposal), key))
-            if found is None or found[0] is not proposal:
-                segments: list[Segment] = []
-                proposal_segments(proposal, attrs, shared, segments)
-                found = (proposal, self.meter.segments(segments))
-                self.proposal_est[(id(proposal), key)] = found
-            total += found[1]
-        return total
+        head = self.meter.est(proposals_header(len(proposals), shared_text))
+        ests = [self.proposal_est(proposal, shared) for proposal in proposals]
+        bests = [self.proposal_best(proposal) for proposal in proposals]
+        self.state = _Proposals(
+            proposals, shared, head, ests, [b[0] for b in bests], [b[1] for b in bests]
+        )
+        return head + sum(ests)
+
+    def proposal_changed(self, before: Any, after: Any, index: int) -> None:
+        """Carry the PROPOSALS measurement over a cut inside proposal ``index``'s data."""
+        state = self.state
+        if state is None or state.proposals is not before or not isinstance(after, list):
+            self.state = None
+            return
+        proposal = after[index]
+        old = before[index]
+        cached = self.attrs.get(id(old))
+        if cached is not None and cached[0] is old:
+            self.attrs[id(proposal)] = (proposal, cached[1])
+        state.proposals = after
+        state.ests[index] = self.proposal_est(proposal, state.shared)
+        state.sizes[index], state.paths[index] = self.proposal_best(proposal)
 
     def brief_total(self, work: dict[str, Any]) -> int:
         """Estimate of a BRIEF body, measuring each capability line once."""
@@ -529,7 +673,7 @@ class _Fitter:
         meter = self.meter
         for _ in range(MAX_ROUNDS):
             if work.get("kind") == "PROPOSALS":
-                total = self.proposals_total(work["proposals"])
+                total = self.proposals_total(work.get("proposals") or [])
             elif work.get("kind") == "BRIEF":
                 total = self.brief_total(work)
             else:
@@ -546,15 +690,18 @@ class _Fitter:
             value = _get(work, path)[1]
             if path not in self.full:
                 self.full[path] = _get(self.original, path)[1]
+            before = work.get("proposals")
             if isinstance(value, list):
-                work = _replace(work, path, value[: len(value) // 2])
+                work = _replace(work, path, value[: len(value) // 2], meter)
             else:
                 text = value[:-1] if path in self.cut_strings and value.endswith("…") else value
                 keep = max(_LONG, u16_len(text) // 2)
                 if keep >= u16_len(text):
                     break
-                work = _replace(work, path, u16_slice(text, 0, keep) + "…")
+                work = _replace(work, path, u16_slice(text, 0, keep) + "…", meter)
                 self.cut_strings.add(path)
+            if path[0] == "proposals" and len(path) > 2 and isinstance(path[1], int):
+                self.proposal_changed(before, work.get("proposals"), path[1])
             if path not in self.cuts:
                 self.cuts.append(path)
         return work
@@ -607,7 +754,7 @@ def fit(
     if existing is not None and not isinstance(existing, list):
         raise ParleyError("bad_frame", "the reply's `more` is not a list", reason="bad_more")
     if reply.get("kind") not in _FITTED:
-        return copy.deepcopy(reply), {}
+        return copy_json(reply), {}
     fitter = _Fitter(reply)
     work = fitter.run(dict(reply), budget, list(existing or []))
     parked: dict[str, Any] = {}
@@ -633,4 +780,4 @@ def fit(
         )
     if entries:
         work = {**work, "more": [*(existing or []), *entries]}
-    return copy.deepcopy(work), parked
+    return copy_json(work), parked

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._estimate import estimate
-from ._lean import compact_json, lean, u16_len, u16_slice
+from ._lean import compact_json, js_items, lean, u16_len, u16_slice
 from ._lens import lens
 
 __all__ = ["PLACEHOLDER", "fit_oracle"]
@@ -83,7 +83,7 @@ def _walk(value: Any, path: Path, found: list[tuple[int, Path]]) -> None:
         for index, item in enumerate(value):
             _walk(item, (*path, index), found)
     elif isinstance(value, dict):
-        for key, item in value.items():
+        for key, item in js_items(value):
             _walk(item, (*path, key), found)
 
 

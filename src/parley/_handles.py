@@ -9,6 +9,9 @@ expiry answers ``not_found``, so a wrong key learns nothing about whether a hand
 
 from __future__ import annotations
 
+import bisect
+import heapq
+import re
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable
@@ -16,9 +19,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ._errors import ParleyError
-from ._estimate import estimate
+from ._estimate import _TOKEN, estimate
 from ._fit import PLACEHOLDER, _check_budget, _Meter
-from ._lean import compact_json, depth_guard, scalar_text, u16_len
+from ._lean import _NEEDS_ESCAPE as _ESCAPED
+from ._lean import _NUMBER, _RESERVED, compact_json, copy_json, depth_guard, quote, u16_len
+from ._lean import _escape_char as _escape
 from ._lens import more_line
 
 __all__ = [
@@ -50,10 +55,20 @@ def new_handle(randbytes: Callable[[int], bytes] = secrets.token_bytes) -> str:
     (True, 26)
     """
     letters: list[str] = []
-    while len(letters) < _HANDLE_LETTERS:
-        for byte in randbytes(32):
+    for _ in range(64):  # a fair source needs one chunk, very rarely two
+        if len(letters) >= _HANDLE_LETTERS:
+            break
+        chunk = randbytes(32)
+        if not isinstance(chunk, (bytes, bytearray, memoryview)) or len(chunk) != 32:
+            # A source that runs dry would otherwise loop here for ever.
+            raise ParleyError(
+                "internal", "the randomness source returned too few bytes", reason="bad_random"
+            )
+        for byte in chunk:
             if byte < 208 and len(letters) < _HANDLE_LETTERS:  # 208 = 4 * 52
                 letters.append(_LETTERS[byte % 52])
+    if len(letters) < _HANDLE_LETTERS:
+        raise ParleyError("internal", "the randomness source looks constant", reason="bad_random")
     return "h_" + "".join(letters)
 
 
@@ -83,6 +98,13 @@ class _Parked:
     key: str | None
     expires: int
     size: int
+    sequence: int
+
+
+@depth_guard
+def _snapshot(value: Any) -> Any:
+    """Return a copy of a JSON value that shares no list or object with it."""
+    return copy_json(value)
 
 
 class MemoryHandleStore:
@@ -101,6 +123,10 @@ class MemoryHandleStore:
         self.max_chars = max_chars
         self._entries: OrderedDict[str, _Parked] = OrderedDict()
         self._chars = 0
+        # Expiry order for sweeping without scanning every entry on every put: entries of
+        # (expires, sequence, handle); one whose sequence no longer matches is stale.
+        self._expiry: list[tuple[int, int, str]] = []
+        self._sequence = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -114,6 +140,18 @@ class MemoryHandleStore:
         parked = self._entries.pop(handle)
         self._chars -= parked.size
 
+    def _sweep(self, now: int) -> None:
+        """Drop every expired handle (amortized logarithmic, not a scan of the store)."""
+        heap = self._expiry
+        while heap and heap[0][0] <= now:
+            _expires, sequence, handle = heapq.heappop(heap)
+            parked = self._entries.get(handle)
+            if parked is not None and parked.sequence == sequence:
+                self._drop(handle)
+        if len(heap) > 2 * len(self._entries) + 64:  # forget stale expiry entries
+            self._expiry = [(p.expires, p.sequence, h) for h, p in self._entries.items()]
+            heapq.heapify(self._expiry)
+
     def put(self, handle: str, value: Any, *, key: str | None, now: int, ttl: int) -> None:
         """Park ``value`` under ``handle``; evicts expired, then oldest, to stay bounded."""
         if not isinstance(handle, str) or not handle:
@@ -123,15 +161,18 @@ class MemoryHandleStore:
             raise ParleyError(
                 "limit", "the remainder is larger than the handle store holds", reason="too_large"
             )
+        value = _snapshot(value)  # the caller may change its own objects later
         if handle in self._entries:
             self._drop(handle)
-        for old in [h for h, p in self._entries.items() if p.expires <= now]:
-            self._drop(old)
+        self._sweep(now)
         while self._entries and (
             len(self._entries) >= self.max_entries or self._chars + size > self.max_chars
         ):
             self._drop(next(iter(self._entries)))
-        self._entries[handle] = _Parked(value, key, now + ttl, size)
+        self._sequence += 1
+        expires = now + ttl
+        self._entries[handle] = _Parked(value, key, expires, size, self._sequence)
+        heapq.heappush(self._expiry, (expires, self._sequence, handle))
         self._chars += size
 
     def get(self, handle: str, *, key: str | None, now: int) -> Any:
@@ -156,6 +197,80 @@ def park(
     """Put every remainder that :func:`parley.fit` returned into ``store``, bound to ``key``."""
     for handle, value in parked.items():
         store.put(handle, value, key=key, now=now, ttl=ttl)
+
+
+_NOT_BARE = re.compile(r"[^A-Za-z0-9_@./+\-:() '!?&%$#*=<>~^]")
+_DIGIT_RUN = re.compile(r"[0-9]+")
+
+
+class _Matches:
+    """Where the section 8 pattern matches in one text, to estimate its prefixes and
+    suffixes without scanning them again (EXPAND probes dozens of cut points)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        spans = [m.span() for m in _TOKEN.finditer(text)]
+        self.starts = [start for start, _ in spans]
+        self.ends = [end for _, end in spans]
+
+    def prefix(self, cut: int) -> int:
+        """``estimate(text[:cut])``: matches before the cut, plus a match it shortens."""
+        index = bisect.bisect_right(self.ends, cut)
+        count = index
+        if index < len(self.starts) and self.starts[index] < cut:
+            start = self.starts[index]
+            if self.text[start] != "\n" or cut - start >= 3:  # an indent needs two spaces
+                count += 1
+        return count
+
+    def suffix(self, cut: int) -> int:
+        """``estimate(text[cut:])``: matches after the cut, plus what a cut match leaves."""
+        total = len(self.starts)
+        index = bisect.bisect_right(self.starts, cut) - 1
+        if index >= 0 and self.starts[index] < cut < self.ends[index]:
+            first = self.text[self.starts[index]]
+            if first == "\n":  # inside an indentation run: its spaces match nothing
+                return total - index - 1
+            if "0" <= first <= "9":  # the rest of the digit run regroups in threes
+                run = _DIGIT_RUN.match(self.text, cut)
+                end = run.end() if run is not None else cut
+                return -(-(end - cut) // 3) + total - bisect.bisect_left(self.starts, end)
+            return 1 + total - index - 1  # the rest of a letter run
+        return total - bisect.bisect_left(self.starts, cut)
+
+
+class _TextSlices:
+    """Estimates of ``text: <prefix>`` and of the remainder for every cut of one string."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.raw = _Matches(text)
+        self.quoted = _Matches(quote(text))
+        bad = _NOT_BARE.search(text)
+        self.bare_until = len(text) if bad is None else bad.start()
+        self.escapes: list[int] = []  # positions of escaped characters
+        self.extra: list[int] = [0]  # extra quoted length before each of them, cumulated
+        for match in _ESCAPED.finditer(text):
+            self.escapes.append(match.start())
+            self.extra.append(self.extra[-1] + len(_escape(match)) - 1)
+
+    def scalar(self, k: int) -> int:
+        """``estimate(scalar_text(text[:k]))`` for ``0 < k``."""
+        text = self.text
+        if (
+            k <= self.bare_until
+            and text[0] != " "
+            and text[k - 1] != " "
+            and text[:k] not in _RESERVED
+            and _NUMBER.fullmatch(text, 0, k) is None
+        ):
+            return self.raw.prefix(k)
+        escaped = k + self.extra[bisect.bisect_left(self.escapes, k)]
+        return self.quoted.prefix(1 + escaped) + 1  # the closing quote
+
+    def rest(self, k: int) -> int:
+        """``estimate(text[k:])``."""
+        return self.raw.suffix(k)
 
 
 def _slice_reply(name: str, part: Any, more: dict[str, Any] | None) -> dict[str, Any]:
@@ -195,11 +310,13 @@ def expand_slice(
     count = len(value)
     meter = _Meter()
     path = f"data.{name}"
+    text = _TextSlices(value) if isinstance(value, str) and count else None
 
     def rest_est(k: int) -> int:
         if isinstance(value, list):
             return meter.rest_top(value, k)
-        return estimate(value[k:])
+        assert text is not None
+        return text.rest(k)
 
     def remaining(k: int) -> int:
         return count - k if isinstance(value, list) else u16_len(value[k:])
@@ -208,7 +325,8 @@ def expand_slice(
         if isinstance(value, list):
             total = meter.entry("items", value[:k], 0)
         else:
-            total = meter.est("text") + 1 + estimate(scalar_text(value[:k]))
+            assert text is not None
+            total = meter.est("text") + 1 + text.scalar(k)
         if k < count:
             line = more_line(
                 {"handle": PLACEHOLDER, "path": path, "remaining": remaining(k), "est": rest_est(k)}

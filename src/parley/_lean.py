@@ -17,10 +17,13 @@ from ._errors import ParleyError
 
 __all__ = [
     "compact_json",
+    "copy_json",
     "depth_guard",
     "entry_lines",
     "is_scalar",
     "item_lines",
+    "js_items",
+    "js_keys",
     "js_number",
     "lean",
     "lean_key",
@@ -72,6 +75,54 @@ def depth_guard(fn: _F) -> _F:
             ) from None
 
     return cast(_F, guarded)
+
+
+# ---------------------------------------------------------------- property order
+
+_INDEX_MAX = 2**32 - 2
+
+
+def _is_index(key: object) -> bool:
+    """Whether ``key`` is an ECMAScript array index (``"0"`` .. ``"4294967294"``)."""
+    return (
+        type(key) is str
+        and 0 < len(key) <= 10
+        and key.isascii()
+        and key.isdigit()
+        and (key[0] != "0" or len(key) == 1)
+        and int(key) <= _INDEX_MAX
+    )
+
+
+def js_keys(obj: dict[Any, Any]) -> list[Any]:
+    """Return the keys of ``obj`` in ECMAScript property order.
+
+    A JavaScript object (what ``JSON.parse`` returns, so what the reference renders)
+    lists its array-index keys (``"0"`` to ``"4294967294"``, no leading zeros) first, in
+    ascending numeric order, and every other key after them in insertion order. So
+    ``{"b": 1, "2": 2, "1": 3}`` iterates ``1, 2, b`` there, in ``Object.keys`` and in
+    ``JSON.stringify`` alike.
+    """
+    keys = list(obj)
+    for key in keys:
+        if type(key) is str and "0" <= key[:1] <= "9":
+            break
+    else:
+        return keys
+    index = sorted((k for k in keys if _is_index(k)), key=int)
+    if not index:
+        return keys
+    return index + [k for k in keys if not _is_index(k)]
+
+
+def js_items(obj: dict[Any, Any]) -> Any:
+    """Return the ``(key, value)`` pairs of ``obj`` in ECMAScript property order."""
+    for key in obj:
+        if type(key) is str and "0" <= key[:1] <= "9" and _is_index(key):
+            break
+    else:
+        return obj.items()
+    return [(k, obj[k]) for k in js_keys(obj)]
 
 
 # ---------------------------------------------------------------- numbers
@@ -195,7 +246,7 @@ def _compact(value: Any, out: Callable[[str], None]) -> None:
     if isinstance(value, dict):
         out("{")
         first = True
-        for key, item in value.items():
+        for key, item in js_items(value):
             if not isinstance(key, str):
                 raise _not_json(key, "an object key")
             if not first:
@@ -223,6 +274,25 @@ def _compact(value: Any, out: Callable[[str], None]) -> None:
         out("null" if text is None else text)
     else:
         raise _not_json(value, "a value")
+
+
+def copy_json(value: Any) -> Any:
+    """Return a copy of a JSON value that shares no list or object with it.
+
+    Unlike ``copy.deepcopy`` it takes one stack frame per level of nesting, so it copies
+    whatever :func:`lean` can render. Wrap calls in :func:`depth_guard`.
+    """
+    if isinstance(value, dict):
+        copied: dict[Any, Any] = {}
+        for key, item in value.items():
+            copied[key] = copy_json(item) if isinstance(item, (dict, list)) else item
+        return copied
+    if isinstance(value, list):
+        items: list[Any] = []
+        for item in value:
+            items.append(copy_json(item) if isinstance(item, (dict, list)) else item)
+        return items
+    return value
 
 
 # ---------------------------------------------------------------- UTF-16
@@ -256,9 +326,11 @@ def table_keys(items: list[Any]) -> list[str] | None:
     first = items[0] if items else None
     if not isinstance(first, dict) or not first:
         return None
-    keys = list(first)
+    keys = js_keys(first)
+    # Without array-index keys, JavaScript order is insertion order for every row alike.
+    order = js_keys if any(_is_index(k) for k in keys) else list
     for item in items:
-        if not isinstance(item, dict) or list(item) != keys:
+        if not isinstance(item, dict) or order(item) != keys:
             return None
         for value in item.values():
             if not is_scalar(value):
@@ -289,7 +361,7 @@ def entry_lines(key_text: str, value: Any, indent: int, out: list[str]) -> None:
             out.append(f"{pad}{key_text}: {{}}")
             return
         out.append(f"{pad}{key_text}:")
-        for key, item in value.items():
+        for key, item in js_items(value):
             entry_lines(_check_key(key), item, indent + 1, out)
     elif isinstance(value, list):
         _list_lines(key_text, value, indent, out)
@@ -311,7 +383,7 @@ def _list_lines(key_text: str, value: list[Any], indent: int, out: list[str]) ->
         out.append(f"{pad}{key_text}[{len(value)}]{{{header}}}:")
         row_pad = pad + "  "
         for row in value:
-            out.append(row_pad + ",".join(scalar_text(cell) for cell in row.values()))
+            out.append(row_pad + ",".join(scalar_text(row[k]) for k in keys))
         return
     out.append(f"{pad}{key_text}[{len(value)}]:")
     for item in value:
@@ -328,7 +400,7 @@ def item_lines(item: Any, indent: int, out: list[str]) -> None:
             out.append(f"{pad}- {{}}")
             return
         start = len(out)
-        for key, value in item.items():
+        for key, value in js_items(item):
             entry_lines(_check_key(key), value, indent + 1, out)
         out[start] = f"{pad}- " + out[start][2 * (indent + 1) :]
     elif isinstance(item, list):
@@ -348,7 +420,7 @@ def lean_lines(value: Any, out: list[str]) -> None:
         if not value:
             out.append("{}")
             return
-        for key, item in value.items():
+        for key, item in js_items(value):
             entry_lines(_check_key(key), item, 0, out)
     elif isinstance(value, list):
         _list_lines("items", value, 0, out)

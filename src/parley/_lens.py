@@ -18,6 +18,7 @@ from ._lean import (
     depth_guard,
     entry_lines,
     is_scalar,
+    js_items,
     js_number,
     lean_lines,
     scalar_text,
@@ -39,7 +40,7 @@ __all__ = [
 
 ZERO_DECIMAL = frozenset({"JPY", "KRW", "VND", "CLP", "ISK", "UGX", "XAF", "XOF"})
 _SYMBOLS = {"create": "+", "update": "~", "delete": "-", "send": ">", "charge": "$", "other": "*"}
-_MAX_DAYS = 100_000_000  # the ECMAScript time range is +-8.64e15 ms
+_MAX_MILLIS = 8_640_000_000_000_000  # the ECMAScript time value range (+-1e8 days)
 
 
 @dataclass(frozen=True)
@@ -114,13 +115,12 @@ def time_text(value: Any) -> str:
     """
     if not _is_number(value):
         return text_of(value)
-    if not math.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value):
         return "-"
     millis = math.trunc(value * 1000) if isinstance(value, float) else value * 1000
-    seconds_total = millis // 1000
-    days, rest = divmod(seconds_total, 86400)
-    if abs(days) > _MAX_DAYS:
+    if abs(millis) > _MAX_MILLIS:
         raise _bad(f"the time {_num(value)} is outside the ECMAScript date range", "bad_time")
+    days, rest = divmod(millis // 1000, 86400)
     year, month, day = _civil(days)
     hour, rest = divmod(rest, 3600)
     minute, second = divmod(rest, 60)
@@ -149,16 +149,31 @@ def duration_text(value: Any) -> str:
     return _num(value) + "s"
 
 
+def _integral(value: Any) -> int | None:
+    """The integer a JSON number holds in JavaScript, or None when it holds no finite integer.
+
+    ``1250.0`` is the integer 1250 there (JSON cannot tell them apart), and an integer
+    beyond 2**53 is the double it parses to.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, int) and -(2**53) <= value <= 2**53:
+        return int(value)
+    number = _double(value)
+    return int(number) if math.isfinite(number) and number.is_integer() else None
+
+
 def money_text(cost: Any) -> str:
     """Render a cost: ``free`` for null, ``12.50 USD``, ``-0.05 EUR``, ``500 JPY``."""
     if cost is None:
         return "free"
     if not isinstance(cost, dict):
         return text_of(cost)
-    amount = cost.get("amount")
+    raw = cost.get("amount")
     currency = text_of(cost.get("currency"))
-    if not isinstance(amount, int) or isinstance(amount, bool):
-        return f"{text_of(amount)} {currency}"
+    amount = _integral(raw)
+    if amount is None:
+        return f"{text_of(raw)} {currency}"
     if currency in ZERO_DECIMAL:
         return f"{amount} {currency}"
     sign = "-" if amount < 0 else ""
@@ -228,7 +243,7 @@ def _param_type(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_param_type(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k}: {_param_type(v)}" for k, v in js_items(value)) + "}"
     if isinstance(value, list) and len(value) == 1:
         return "[" + _param_type(value[0]) + "]"
     if is_scalar(value):
@@ -242,7 +257,7 @@ def capability_line(cap: Any) -> str:
         raise _bad("a capability is not an object", "bad_capability")
     params = cap.get("params")
     if isinstance(params, dict):
-        inner = ", ".join(f"{k}: {_param_type(v)}" for k, v in params.items())
+        inner = ", ".join(f"{k}: {_param_type(v)}" for k, v in js_items(params))
     elif params is None:
         inner = ""
     else:
@@ -394,6 +409,14 @@ def _error(reply: dict[str, Any], out: list[Segment]) -> None:
         out.append(f"  retry in: {duration_text(retry)}")
 
 
+def _double(value: int | float) -> float:
+    """The IEEE double JavaScript holds for a JSON number (huge integers become infinite)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def _js_round(value: float) -> float:
     low = math.floor(value)
     return low + 1 if value - low >= 0.5 else low
@@ -402,8 +425,8 @@ def _js_round(value: float) -> float:
 def _event(reply: dict[str, Any], out: list[Segment]) -> None:
     line = f"… {text_of(reply.get('message'))}"
     progress = reply.get("progress")
-    if isinstance(progress, (int, float)) and _is_number(progress):
-        scaled = progress * 100
+    if isinstance(progress, (int, float)) and not isinstance(progress, bool):
+        scaled = _double(progress) * 100
         if math.isfinite(scaled):
             line += f" ({_num(_js_round(scaled))}%)"
     out.append(line)

@@ -213,6 +213,28 @@ def _lean_value_cases() -> Iterator[tuple[str, Any, str, str, tuple[str, ...]]]:
         ("top-list",),
     )
     yield (
+        "lean-key-order-index-first",
+        {"b": 1, "10": 2, "2": 3, "01": 4, "-1": 5},
+        '"2": 3\n"10": 2\nb: 1\n01: 4\n"-1": 5',
+        "JavaScript property order: array-index keys first, ascending, then the rest"
+        " in insertion order (01 and -1 are not array indexes)",
+        ("key-order",),
+    )
+    yield (
+        "lean-key-order-table",
+        {"t": [{"b": 1, "1": 2}, {"1": 3, "b": 4}]},
+        't[2]{"1",b}:\n  2,1\n  3,4',
+        "both rows have the key order 1, b in JavaScript, so they form a table",
+        ("table", "key-order"),
+    )
+    yield (
+        "lean-key-order-compact-json",
+        {"t": [[{"b": 1, "0": 2}]]},
+        't[1]:\n  - [{"0":2,"b":1}]',
+        "compact JSON (JSON.stringify) uses the same property order",
+        ("mixed", "key-order"),
+    )
+    yield (
         "lean-top-quoted-string",
         "true",
         '"true"',
@@ -235,6 +257,7 @@ def _lean_value_cases() -> Iterator[tuple[str, Any, str, str, tuple[str, ...]]]:
         "mixed": "mixed-list form with - items",
         "nested": "objects nested inside list items",
         "top-list": "a top-level list renders under items",
+        "key-order": "ECMAScript property order (array-index keys first)",
     },
 )
 def lean_cases() -> Iterator[Case]:
@@ -438,6 +461,21 @@ def _lens_reply_cases() -> Iterator[tuple[str, dict[str, Any], str, str, tuple[s
         ("effects", "money"),
     )
     yield (
+        "lens-money-integral-float",
+        _frame(
+            "PROPOSALS",
+            proposals=[
+                _proposal("p_f", effects=[], cost={"amount": 1250.0, "currency": "USD"}),
+                _proposal("p_g", effects=[], cost={"amount": -700.0, "currency": "KRW"}),
+            ],
+        ),
+        "2 proposals: — risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z\n"
+        '[p_f] Move "1:1 with Ana" to Thu 15:00\n  cost: 12.50 USD\n'
+        '[p_g] Move "1:1 with Ana" to Thu 15:00\n  cost: -700 KRW',
+        "an amount written 1250.0 is the integer 1250 to a JSON reader such as JavaScript",
+        ("proposals", "money"),
+    )
+    yield (
         "lens-clarify",
         _frame(
             "CLARIFY",
@@ -572,6 +610,7 @@ LENS_NOTES = {
     "receipt-not-object": "the receipt is not an object",
     "more-not-list": "more is not a list",
     "more-entry-not-object": "a more entry is not an object",
+    "time-out-of-range": "a time JavaScript's Date cannot represent (toISOString throws)",
 }
 
 
@@ -611,6 +650,12 @@ def lens_cases() -> Iterator[Case]:
                 lambda i: i["reply"].update(more={"handle": "h"}),
                 error={**bad, "reason": "bad_reply"},
                 extra_flags=("malformed",),
+            ),
+            Mutation(
+                "time-out-of-range",
+                "undo.until is one second past the last ECMAScript date (8.64e15 ms)",
+                lambda i: i["reply"]["receipt"].update(undo={"until": 8_640_000_000_001}),
+                error={**bad, "reason": "bad_time"},
             ),
             Mutation(
                 "more-entry-not-object",
@@ -750,6 +795,21 @@ def _fit_cases() -> Iterator[tuple[str, dict[str, Any], int, str, tuple[str, ...
         _frame("EVENT", message="x" * 900),
         5,
         "EVENT is never fitted",
+        ("fits",),
+    )
+    yield (
+        "fit-answer-key-order",
+        _frame("ANSWER", data={"a": list(range(30)), "1": list(range(30))}),
+        60,
+        "two candidates of equal size: the walk visits the array-index key 1 before a,"
+        " as JavaScript does, so data.1 is cut first",
+        ("deep", "nested"),
+    )
+    yield (
+        "fit-proposals-no-list",
+        _frame("PROPOSALS"),
+        0,
+        "a PROPOSALS reply without a proposals list renders 0 proposals: nothing to cut",
         ("fits",),
     )
     yield (
