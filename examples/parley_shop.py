@@ -86,6 +86,12 @@ def build_service(
             options = [(i["name"], {"item": i["sku"]}) for i in found[:5]]
             return parley.clarify(f"Which {params['item'][:40]}?", options)
         item, qty = found[0], params.get("qty") or 1
+        if not 1 <= qty <= 99:
+            raise parley.ServiceError(
+                "invalid_params",
+                "`qty` must be between 1 and 99",
+                fix=[{"say": "order one", "params": {"qty": 1}}],
+            )
         offers = []
         for ship, fee, when in (("pickup", 0, "in 10 min"), ("delivery", 300, "in 40 min")):
             if params.get("ship") not in (None, ship):
@@ -128,6 +134,12 @@ def build_service(
         risk="medium",
     )
     def gift(params: dict[str, Any], ctx: parley.Context) -> Any:
+        if not 1 <= params["usd"] <= 500:
+            raise parley.ServiceError(
+                "invalid_params",
+                "`usd` must be between 1 and 500",
+                fix=[{"say": "send 25 USD", "params": {"usd": 25}}],
+            )
         cents = params["usd"] * 100
         return [
             parley.offer(

@@ -32,6 +32,9 @@ from ._proof import proof_target, sign_proof
 
 __all__ = ["Agent", "Client", "Result"]
 
+MAX_SHOWN = 1000
+"""**Ours:** proposals the agent remembers for consent requests (oldest forgotten first)."""
+
 
 @dataclass
 class Result:
@@ -200,7 +203,10 @@ class Agent:
         elif kind == "PROPOSALS":
             for proposal in reply.get("proposals") or []:
                 if isinstance(proposal, dict) and isinstance(proposal.get("id"), str):
+                    self.shown.pop(proposal["id"], None)
                     self.shown[proposal["id"]] = proposal
+            while len(self.shown) > MAX_SHOWN:  # a chatty service cannot grow it forever
+                del self.shown[next(iter(self.shown))]
         elif kind == "ERROR" and reply.get("code") == "consent_required":
             shown = self.shown.get(str(result.request.get("proposal")))
             if shown is not None and self.service is not None:
@@ -249,6 +255,7 @@ class Client:
         self._close = close
         self.on_event = on_event
         self._waiting: dict[str, asyncio.Future[Result]] = {}
+        self.closed = False
 
     def deliver(self, data: bytes | str | dict[str, Any]) -> None:
         """Feed one received frame (from the transport)."""
@@ -258,14 +265,22 @@ class Client:
             return
         if frame.get("kind") == "EVENT" and self.on_event is not None:
             self.on_event(frame)
-        result = self.agent.receive(frame)
+        try:
+            result = self.agent.receive(frame)
+        except ParleyError:  # a request-shaped frame from the peer: ignored, not fatal
+            return
         if result is not None:
             future = self._waiting.pop(result.request["id"], None)
             if future is not None and not future.done():
                 future.set_result(result)
 
     def lost(self, exc: BaseException | None = None) -> None:
-        """The connection ended: fail every pending request with ``unavailable``."""
+        """The connection ended: fail every pending request with ``unavailable``.
+
+        Later requests fail at once with ``unavailable`` (reason ``closed``) instead of
+        waiting for a reply that can never come; connect again to continue.
+        """
+        self.closed = True
         for ident, future in list(self._waiting.items()):
             if not future.done():
                 future.set_exception(
@@ -276,6 +291,9 @@ class Client:
 
     async def request(self, frame: dict[str, Any]) -> Result:
         """Send a frame built by :attr:`agent` and wait for its final reply."""
+        if self.closed:
+            self.agent.pending.pop(frame["id"], None)
+            raise ParleyError("unavailable", "the connection is closed", reason="closed")
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
         self._waiting[frame["id"]] = future
         try:

@@ -13,6 +13,7 @@ import contextlib
 import importlib
 import importlib.util
 import json
+import os
 import ssl
 import sys
 from pathlib import Path
@@ -91,8 +92,30 @@ def _json_arg(text: str | None, what: str) -> Any:
         raise ParleyError("invalid_params", f"{what} is not JSON", reason="not_json") from None
 
 
+def _seed(args: argparse.Namespace) -> bytes | None:
+    """The agent seed: ``--seed-file``, else ``$PARLEY_AGENT_SEED``, else ``--seed``."""
+    text = args.seed
+    if args.seed_file:
+        try:
+            text = Path(args.seed_file).read_text(encoding="utf-8")
+        except OSError:
+            raise ParleyError("invalid_params", "cannot read --seed-file", reason="io") from None
+    elif os.environ.get("PARLEY_AGENT_SEED"):
+        text = os.environ["PARLEY_AGENT_SEED"]
+    if not text:
+        return None
+    try:
+        seed = bytes.fromhex(text.strip())
+    except ValueError:
+        seed = b""
+    if len(seed) != 32:
+        raise ParleyError("invalid_params", "the agent seed is 64 hex digits", reason="bad_seed")
+    return seed
+
+
 async def _call_async(args: argparse.Namespace) -> int:
-    key = key_from_seed(bytes.fromhex(args.seed)) if args.seed else generate_key()
+    seed = _seed(args)
+    key = key_from_seed(seed) if seed is not None else generate_key()
     agent = Agent(key, list(args.grant), service=args.service)
     context = None
     if args.cafile:
@@ -157,7 +180,16 @@ def register(sub: Any) -> None:
     call.add_argument("--auto", action="store_true", help="INTENT with auto-commit")
     call.add_argument("--budget", type=int, help="token budget of the reply")
     call.add_argument("--grant", action="append", default=[], help="a grant token to present")
-    call.add_argument("--seed", help="the agent key seed, 64 hex digits (default: a new key)")
+    call.add_argument(
+        "--seed-file",
+        help="file holding the agent key seed, 64 hex digits (or set $PARLEY_AGENT_SEED;"
+        " default: a new key)",
+    )
+    call.add_argument(
+        "--seed",
+        help="the agent key seed on the command line (visible to other local users in the"
+        " process list: prefer --seed-file or $PARLEY_AGENT_SEED)",
+    )
     call.add_argument("--service", help="the service id (default: learned from HELLO)")
     call.add_argument("--cafile", help="CA certificate to trust for parleys:// and https://")
     call.add_argument("--json", action="store_true", help="print frames as JSON, not Lens")

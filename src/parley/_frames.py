@@ -10,6 +10,8 @@ turns that into the ``ERROR`` frame a peer gets. Unknown fields are kept and ign
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -80,8 +82,28 @@ def _constant(name: str) -> Any:
     raise _bad(f"the frame holds {name}, which is not JSON", "not_json")
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 would become inf, which no JSON peer can carry
+        raise _bad(f"the frame holds the number {text[:40]}, too large to be finite", "not_json")
+    return value
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= char <= "\udfff" for char in value)
+    if isinstance(value, dict):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_lone_surrogate(item) for item in value)
+    return False
 
 
 def _depth_ok(text: str) -> bool:
@@ -139,6 +161,10 @@ def parse_frame(data: bytes | str, *, limit: int = MAX_FRAME) -> dict[str, Any]:
         raise
     except (ValueError, RecursionError):
         raise _bad("the frame is not one JSON value", "not_json") from None
+    if (isinstance(data, str) or _ESCAPED_SURROGATE.search(text)) and _lone_surrogate(value):
+        # "\ud800" alone is JSON text but no Unicode string: it could not be sent back
+        # (not even as the `re` of an error), so it is refused here
+        raise _bad("the frame holds a lone UTF-16 surrogate", "not_json")
     try:
         return check_envelope(value)
     except ParleyError as exc:
@@ -248,6 +274,17 @@ class LineBuffer:
         self.limit = limit
         self._buf = bytearray()
         self._skipping = False
+
+    @property
+    def pending(self) -> bool:
+        """True while part of a line (or an oversized line being skipped) is held."""
+        return self._skipping or bool(self._buf)
+
+    def rest(self) -> bytes | None:
+        """At end of stream: the unterminated last line still held, or ``None``."""
+        if self._skipping or not self._buf.strip():
+            return None
+        return bytes(self._buf)
 
     def feed(self, data: bytes) -> list[bytes | None]:
         """Add bytes; return the lines completed (``None`` for each oversized line)."""

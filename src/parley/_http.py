@@ -38,7 +38,14 @@ def _too_large() -> bytes:
     return _encoded(error_reply("h0", None, "bad_frame", message, reason="too_large"))
 
 
-def asgi_app(service: Service, *, endpoint: str = "/") -> ASGIApp:
+BODY_TIMEOUT = 30.0
+"""**Ours:** seconds a client may take to send a request body (a slowloris body is
+answered ``408`` and dropped)."""
+
+
+def asgi_app(
+    service: Service, *, endpoint: str = "/", body_timeout: float | None = BODY_TIMEOUT
+) -> ASGIApp:
     """Return the ASGI application bridging HTTP to ``service`` at path ``endpoint``."""
 
     async def respond(send: Send, status: int, kind: bytes, body: bytes) -> None:
@@ -141,7 +148,11 @@ def asgi_app(service: Service, *, endpoint: str = "/") -> ASGIApp:
                 body = json.dumps(brief[-1], ensure_ascii=False, separators=(",", ":"))
                 await respond(send, 200, b"application/json", body.encode())
             elif method == "POST" and path == endpoint:
-                data = await read_body(scope, receive)
+                try:
+                    data = await asyncio.wait_for(read_body(scope, receive), body_timeout)
+                except TimeoutError:
+                    await respond(send, 408, b"text/plain", b"the request body came too slowly\n")
+                    return
                 if data is None:
                     return
                 if not data:
@@ -166,6 +177,7 @@ async def serve_http(
     endpoint: str = "/",
     ssl_certfile: str | None = None,
     ssl_keyfile: str | None = None,
+    body_timeout: float | None = BODY_TIMEOUT,
 ) -> Any:
     """Start uvicorn serving the bridge in the background; return the started server.
 
@@ -176,12 +188,15 @@ async def serve_http(
     import uvicorn
 
     config = uvicorn.Config(
-        asgi_app(service, endpoint=endpoint),
+        asgi_app(service, endpoint=endpoint, body_timeout=body_timeout),
         host=host,
         port=port,
         log_level="warning",
         lifespan="on",
         access_log=False,
+        http="h11",  # bounded header size (below), whichever parsers are installed
+        h11_max_incomplete_event_size=64 * 1024,
+        limit_concurrency=1024,
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
     )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import ssl as _ssl
 from collections.abc import Callable
 from typing import Any
@@ -16,12 +15,15 @@ from urllib.parse import urlsplit
 
 from ._agent import Agent, Client
 from ._errors import ParleyError
-from ._frames import MAX_FRAME, LineBuffer, encode_frame
+from ._frames import MAX_FRAME, LineBuffer, encode_frame, parse_frame
 from ._http import WELL_KNOWN
 
 __all__ = ["connect_http", "discover", "http_request"]
 
 MAX_RESPONSE = 64 * 1024 * 1024
+
+MAX_HEADERS = 100
+"""**Ours:** response header lines the client reads before giving up."""
 
 
 def _unavailable(message: str) -> ParleyError:
@@ -85,10 +87,12 @@ async def _read_response(
         raise ValueError("bad status line")
     status = int(fields[1])
     headers: dict[str, str] = {}
-    while True:
+    for count in range(MAX_HEADERS + 1):
         line = await reader.readline()
         if line in (b"\r\n", b"\n", b""):
             break
+        if count == MAX_HEADERS:
+            raise ValueError("too many response headers")
         name, _, value = line.decode("latin-1").partition(":")
         headers[name.strip().lower()] = value.strip()
     if headers.get("transfer-encoding", "").lower() == "chunked":
@@ -132,9 +136,9 @@ async def discover(url: str, *, ssl: _ssl.SSLContext | None = None) -> dict[str,
     if status != 200:
         raise _unavailable(f"discovery answered HTTP {status}")
     try:
-        brief: dict[str, Any] = json.loads(body)
-    except ValueError:
-        raise _unavailable("discovery did not answer JSON") from None
+        brief: dict[str, Any] = parse_frame(body)
+    except ParleyError:  # not JSON, too deep, too large, not a frame: never a raw exception
+        raise _unavailable("discovery did not answer a Parley frame") from None
     return brief
 
 

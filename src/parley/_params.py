@@ -10,6 +10,7 @@ the request's params) wherever one can be computed mechanically.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ _DATETIME = re.compile(
 )
 _MAX_DEPTH = 16
 _MAX_FIXES = 3
+_MAX_FIX = 16 * 1024  # **Ours:** a fix resending a bigger array is left out
 
 
 class ParamsError(ParleyError):
@@ -240,9 +242,31 @@ def check_params(schema: Mapping[str, Any] | None, params: object) -> dict[str, 
         if not isinstance(params, dict):
             raise ParamsError("params must be an object", reason="bad_type")
         return params
-    _check(schema, params, (), 0)
+    try:
+        _check(schema, params, (), 0)
+    except ParamsError as exc:
+        # RFC 7396 cannot patch one array element: a fix for `items.1.n` must resend the
+        # whole `items` array with that element repaired, or applying it would turn the
+        # array into an object
+        fixes = [{**f, "params": _whole_arrays(params, f["params"])} for f in exc.fix]
+        exc.fix = [f for f in fixes if len(json.dumps(f["params"], default=str)) <= _MAX_FIX]
+        raise
     assert isinstance(params, dict)
     return params
+
+
+def _whole_arrays(actual: Any, patch: Any) -> Any:
+    """Rewrite a patch whose path steps into arrays by index into a valid merge patch."""
+    if not isinstance(patch, dict):
+        return patch
+    if isinstance(actual, list):
+        items = list(actual)
+        for index, sub in patch.items():
+            at = int(index)
+            items[at] = merge_patch(items[at], _whole_arrays(items[at], sub))
+        return items
+    base = actual if isinstance(actual, dict) else {}
+    return {key: _whole_arrays(base.get(key), sub) for key, sub in patch.items()}
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

@@ -424,12 +424,12 @@ class Service:
                     request_id(data) if isinstance(data, dict) else getattr(exc, "request_id", None)
                 )
             final = self._error(re, exc)
-        except Exception:  # the capability's code crashed: no internals leave
+        except (Exception, SystemExit):  # the capability's code crashed: no internals leave
             final = error_reply("", re, "internal", "the service failed to handle the request")
         events = [reply(self._next_id(), re, "EVENT", **e) for e in ctx_events]
         final["id"] = self._next_id()
         if self.lens and final.get("kind") != "EVENT":
-            with contextlib.suppress(ParleyError):
+            with contextlib.suppress(Exception):  # a rendering problem never costs the reply
                 final["lens"] = render_lens(final)
         return [*events, final]
 
@@ -460,7 +460,17 @@ class Service:
     def _fit(
         self, body: dict[str, Any], frame: dict[str, Any], key: str | None, now: int
     ) -> dict[str, Any]:
-        fitted, parked = fit(body, self._budget(frame), handles=lambda: new_handle(self.rand))
+        budget = self._budget(frame)
+        try:
+            fitted, parked = fit(body, budget, handles=lambda: new_handle(self.rand))
+        except ParleyError as exc:
+            if exc.code != "bad_frame":
+                raise
+            # the capability returned something JSON cannot carry: the service's bug, not
+            # the peer's frame, and the type names stay inside
+            raise ParleyError(
+                "internal", "the service produced a reply it cannot send", reason="bad_reply"
+            ) from None
         if parked:
             park(self.store.handles, parked, key=key, now=now)
         fitted.pop("kind", None)
@@ -577,8 +587,13 @@ class Service:
             "undo": None if undo is None else {"window": undo},
             "expires": math.ceil((now + int(ttl)) / 60) * 60,
         }
-        ProposalFacts.from_json({**proposal, "hash": ""})  # risk and cost are well-formed
-        proposal["hash"] = proposal_hash(proposal)
+        try:  # risk and cost well-formed, effects hashable: the service's bug, not the peer's
+            ProposalFacts.from_json({**proposal, "hash": ""})
+            proposal["hash"] = proposal_hash(proposal)
+        except ParleyError:
+            raise ParleyError(
+                "internal", "the capability made a malformed offer", reason="bad_offer"
+            ) from None
         if item.get("data") is not None:
             proposal["data"] = item["data"]
         return proposal, item.get("plan")
@@ -593,7 +608,10 @@ class Service:
         target = proof_target("INTENT", capability=cap.name, auto=auto, frame_id=frame["id"])
         ctx = GrantContext(self.id, "INTENT", cap.name, now)
         auth = self._auth(frame, "INTENT", target, now, need_grants=False, ctx=ctx)
-        if not (auto and auth.key is not None):
+        if not (auto and auth.key is not None and auth.check is not None):
+            # Without a verified grant nothing can be auto-committed, so there is nothing to
+            # dedupe: such requests never take a replay-memory slot (a flood of self-made
+            # keys cannot fill it and shut auto-commit off for everybody).
             return self._intent_body(cap, frame, now, events, auth, auto=False)
         claim = self.store.begin_auto(auth.key, frame["id"], now=now)
         if claim == "busy":
@@ -624,8 +642,9 @@ class Service:
             keep = {k: v for k, v in err.items() if k not in ("parley", "id", "re")}
             self.store.finish_auto(auth.key, frame["id"], keep, now=now)
             raise
-        except Exception:
-            keep = {"kind": "ERROR", "code": "internal", "message": "the service failed"}
+        except BaseException:  # never leave the claim "busy" behind
+            message = "the service failed to handle the request"
+            keep = {"kind": "ERROR", "code": "internal", "message": message}
             self.store.finish_auto(auth.key, frame["id"], keep, now=now)
             raise
         self.store.finish_auto(auth.key, frame["id"], {"kind": kind, **body}, now=now)
@@ -665,6 +684,8 @@ class Service:
                     if exc.code != "consent_required":
                         raise
                 else:
+                    if receipt is None:  # cannot happen for a proposal made just now
+                        raise ParleyError("internal", "the commit raced", reason="race")
                     return "RECEIPT", {"receipt": receipt, "auto": True}
         proposals = {"kind": "PROPOSALS", "proposals": [r.proposal for r in records]}
         return "PROPOSALS", self._fit(proposals, frame, auth.key, now)
@@ -741,6 +762,11 @@ class Service:
         if not check.ok:
             raise self._check_fail(check, record)
         receipt = self._execute(record, key, check, now, frame, events)
+        if receipt is None:  # a concurrent COMMIT of this key finished first: a replay
+            done = self.store.receipt_for(record.id)
+            if done is None or done.key != key:
+                raise unknown
+            return self._replay(done)
         return "RECEIPT", {"receipt": receipt}
 
     def _check_fail(self, check: GrantCheck, record: ProposalRecord) -> _RefusalError:
@@ -759,7 +785,8 @@ class Service:
         now: int,
         frame: dict[str, Any],
         events: list[dict[str, Any]],
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | None:
+        """Reserve, run the commit callable, store the receipt; ``None``: already done."""
         proposal = record.proposal
         cost = proposal.get("cost")
         amount = cost["amount"] if isinstance(cost, dict) else 0
@@ -780,12 +807,7 @@ class Service:
                 "conflict", "this proposal is being committed", reason="busy", retry=1
             )
         if claim == "done":
-            done = self.store.receipt_for(record.id)
-            if done is None or done.key != key:
-                raise ParleyError(
-                    "not_found", "no such proposal is open", reason="unknown_proposal"
-                )
-            return dict(done.receipt)
+            return None
         cap = self.capabilities.get(proposal["capability"])
         try:
             if cap is None or cap.commit is None:
@@ -837,6 +859,10 @@ class Service:
         )
         check = verify_grant(frame["grants"], trusted=self.trusted, proof_key=key, ctx=ctx)
         if not check.ok:
+            if key != record.key and check.principal != record.principal:
+                # a stranger (untrusted root or another principal) learns nothing, not even
+                # that the receipt exists: the same answer as for an unknown id
+                raise ParleyError("not_found", "no such receipt", reason="unknown_receipt")
             raise _grant_fail(check)
         if record.undo is not None:
             return self._undo_replay(record, key)

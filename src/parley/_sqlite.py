@@ -5,8 +5,8 @@ spend check and the reservation happen under SQLite's write lock: several servic
 processes sharing one database file never let concurrent commits pass a ``spend`` cap
 together. Within a process one connection is shared behind a lock. Maps are bounded the
 same way as :class:`~parley._state.MemoryStore` (expiry, then size caps; live replay
-memory is never dropped: a full store answers ``limit``). **Ours:** a reservation whose
-process died mid-commit stays counted (conservative).
+memory and undoable receipts are never dropped: a full store answers ``limit``). **Ours:**
+a reservation whose process died mid-commit stays counted (conservative).
 """
 
 from __future__ import annotations
@@ -44,6 +44,16 @@ CREATE TABLE IF NOT EXISTS replay (key TEXT NOT NULL, frame TEXT NOT NULL,
 CREATE TABLE IF NOT EXISTS handles (handle TEXT PRIMARY KEY, key TEXT,
     expires INTEGER NOT NULL, value TEXT NOT NULL);
 """
+
+
+_COLUMNS = {
+    "proposals": ("id", "expires", "record"),
+    "receipts": ("id", "proposal", "keep_until", "undoing", "record"),
+    "inflight": ("proposal", "amount", "blocks"),
+    "totals": ("block", "amount"),
+    "replay": ("key", "frame", "until", "reply"),
+    "handles": ("handle", "key", "expires", "value"),
+}
 
 
 def _dump(value: Any) -> str:
@@ -122,14 +132,39 @@ class SQLiteStore:
         self._db = sqlite3.connect(
             path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
+        try:
+            wrong = self._open(timeout)
+        except sqlite3.OperationalError:  # busy, read-only, …: not a question of shape
+            self._db.close()
+            raise
+        except sqlite3.DatabaseError:  # not a database at all (or a corrupt one)
+            wrong = ["the file"]
+        if wrong:  # a tampered or foreign database: refuse it rather than misread it
+            self._db.close()
+            raise ParleyError(
+                "internal",
+                f"the database is not a Parley store ({wrong[0]} has another shape)",
+                reason="bad_store",
+            )
+        self.handles = _Handles(self)
+
+    def _open(self, timeout: float) -> list[str]:
+        """Set the pragmas, create missing tables; return the tables of another shape."""
         self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
         self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = NORMAL")
+        # FULL: a receipt, reservation or replay entry that was reported done survives a
+        # power cut too (with NORMAL the last ones could vanish and a spend be counted twice
+        # against nothing, or an auto INTENT run again).
+        self._db.execute("PRAGMA synchronous = FULL")
         with self._tx() as db:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
-        self.handles = _Handles(self)
+            return [
+                f"table {table}"
+                for table, columns in _COLUMNS.items()
+                if tuple(row[1] for row in db.execute(f"PRAGMA table_info({table})")) != columns
+            ]
 
     def close(self) -> None:
         """Close the connection."""
@@ -158,6 +193,13 @@ class SQLiteStore:
                     "DELETE FROM proposals WHERE expires + ? <= ?"
                     " AND id NOT IN (SELECT proposal FROM inflight)",
                     (PROPOSAL_GRACE, now),
+                )
+                (count,) = db.execute("SELECT COUNT(*) FROM proposals").fetchone()
+            if count >= self.max_proposals:  # forget the oldest open ones (see MemoryStore)
+                db.execute(
+                    "DELETE FROM proposals WHERE rowid IN (SELECT rowid FROM proposals"
+                    " WHERE id NOT IN (SELECT proposal FROM inflight) ORDER BY rowid LIMIT ?)",
+                    (count - self.max_proposals + 1,),
                 )
                 (count,) = db.execute("SELECT COUNT(*) FROM proposals").fetchone()
                 if count >= self.max_proposals:
@@ -242,6 +284,10 @@ class SQLiteStore:
                 return "done"
             wanted = [cap.block for cap in caps]
             blocks = check_caps(caps, self._totals(db, wanted), amount, currency)
+            if not amount:  # nothing to count: a free commit creates no spend total
+                blocks = ()
+            if not self._room_for_receipt(db, now):
+                raise _limit("receipts still inside their undo window")
             for block in blocks:
                 db.execute(
                     "INSERT INTO totals VALUES (?, ?)"
@@ -270,14 +316,6 @@ class SQLiteStore:
                 )
             db.execute("DELETE FROM inflight WHERE proposal = ?", (record.proposal,))
             db.execute("DELETE FROM proposals WHERE id = ?", (record.proposal,))
-            db.execute("DELETE FROM receipts WHERE keep_until <= ? AND undoing = 0", (now,))
-            (count,) = db.execute("SELECT COUNT(*) FROM receipts").fetchone()
-            if count >= self.max_receipts:
-                db.execute(
-                    "DELETE FROM receipts WHERE id IN (SELECT id FROM receipts WHERE undoing = 0"
-                    " ORDER BY keep_until LIMIT ?)",
-                    (count - self.max_receipts + 1,),
-                )
             at = int(record.receipt.get("at", now))
             undo = record.receipt.get("undo")
             until = int(undo["until"]) if isinstance(undo, dict) else at
@@ -290,6 +328,30 @@ class SQLiteStore:
                     _dump(record.as_json()),
                 ),
             )
+
+    def _room_for_receipt(self, db: sqlite3.Connection, now: int) -> bool:
+        """Make room for one receipt (see ``MemoryStore``); False when full of undoable ones."""
+
+        def used() -> int:
+            (receipts,) = db.execute("SELECT COUNT(*) FROM receipts").fetchone()
+            (inflight,) = db.execute("SELECT COUNT(*) FROM inflight").fetchone()
+            return int(receipts) + int(inflight)
+
+        count = used()
+        if count < self.max_receipts:
+            return True
+        db.execute("DELETE FROM receipts WHERE keep_until <= ? AND undoing = 0", (now,))
+        count = used()
+        if count >= self.max_receipts:
+            db.execute(
+                "DELETE FROM receipts WHERE id IN (SELECT id FROM receipts WHERE undoing = 0"
+                " AND (json_extract(record, '$.undo') IS NOT NULL"
+                " OR COALESCE(json_extract(record, '$.receipt.undo.until'), 0) <= ?)"
+                " ORDER BY rowid LIMIT ?)",
+                (now, count - self.max_receipts + 1),
+            )
+            count = used()
+        return count < self.max_receipts
 
     def abort_commit(self, proposal_id: str) -> None:
         """Release the claim and the reservation."""
@@ -350,14 +412,14 @@ class SQLiteStore:
             row = db.execute(
                 "SELECT until, reply FROM replay WHERE key = ? AND frame = ?", (key, frame_id)
             ).fetchone()
-            if row is not None and row[0] > now:
+            if row is not None and row[0] >= now:  # kept through `until` inclusive
                 if row[1] is None:
                     return "busy"
                 stored: dict[str, Any] = json.loads(row[1])
                 return stored
             (count,) = db.execute("SELECT COUNT(*) FROM replay").fetchone()
             if count >= self.max_replay:
-                db.execute("DELETE FROM replay WHERE until <= ?", (now,))
+                db.execute("DELETE FROM replay WHERE until < ?", (now,))
                 (count,) = db.execute("SELECT COUNT(*) FROM replay").fetchone()
                 if count >= self.max_replay:
                     raise _limit("remembered auto requests")

@@ -6,8 +6,10 @@ the ``(proof key, frame id)`` memory of auto ``INTENT``\\ s, ``EXPAND`` handles 
 totals. Every change is one atomic transaction (``begin_*`` claims, ``finish_*`` makes
 final, ``abort_*`` undoes the claim), so nothing SQLite-specific leaks into the runtime and
 a store over another database can implement the same methods. Everything is bounded: by
-expiry first, then by size caps; a store that is full of live entries it must not forget
-refuses new work with ``limit`` rather than forgetting (forgetting would re-open replays).
+expiry first, then by size caps. What is safe to forget goes when a cap is reached (the
+oldest open proposals; receipts that can no longer be undone); what is not (live replay
+memory, receipts still inside their undo window) is never forgotten: a store full of it
+refuses new work with ``limit`` (forgetting would re-open replays or take away an undo).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ __all__ = [
 ]
 
 REPLAY_TTL = 600
-"""Seconds the ``(proof.key, frame id)`` memory of auto INTENTs is kept (twice the 300 s
-proof window: a proof dated up to 300 s ahead stays valid for 600 s)."""
+"""Seconds the ``(proof.key, frame id)`` memory of auto INTENTs is kept, counted from the
+first sighting and inclusive of the last second (twice the 300 s proof window: a proof
+dated 300 s ahead of the service clock is still accepted exactly 600 s later)."""
 
 PROPOSAL_GRACE = 600
 """**Ours:** seconds an expired proposal is still known (answered ``expired``, not
@@ -172,8 +175,10 @@ class Store(Protocol):
     ) -> Claim:
         """Claim a proposal for commit and reserve its cost against every cap, atomically.
 
-        Raises ``consent_required``/``spend_exceeded`` when a cap would be exceeded (nothing
-        is reserved then).
+        Raises ``consent_required``/``spend_exceeded`` when a cap would be exceeded, and
+        ``limit``/``store_full`` when there is no room for the receipt without forgetting
+        one that can still be undone (nothing is reserved then). A free commit (``amount``
+        0) reserves nothing and creates no spend total.
         """
         ...
 
@@ -298,10 +303,22 @@ class MemoryStore:
                 del self._proposals[pid]
 
     def add_proposal(self, record: ProposalRecord, *, now: int) -> None:
-        """Keep a new proposal (see :class:`Store`)."""
+        """Keep a new proposal (see :class:`Store`).
+
+        When full, expired proposals go first, then the oldest open ones: forgetting a
+        proposal only makes its ``COMMIT`` answer ``not_found`` (never a second effect),
+        whereas refusing would let anyone with a fresh key shut INTENT off for everybody.
+        Only a proposal being committed right now is never forgotten.
+        """
         with self._lock:
             if len(self._proposals) >= self.max_proposals:
                 self._prune_proposals(now)
+            if len(self._proposals) >= self.max_proposals:
+                for pid in list(self._proposals):
+                    if len(self._proposals) < self.max_proposals:
+                        break
+                    if pid not in self._inflight:
+                        del self._proposals[pid]
             if len(self._proposals) >= self.max_proposals:
                 raise _limit("open proposals")
             self._proposals[record.id] = record
@@ -335,11 +352,24 @@ class MemoryStore:
         until = int(undo["until"]) if isinstance(undo, dict) else at
         return max(at + self.receipt_ttl, until)
 
-    def _prune_receipts(self, now: int) -> None:
+    def _room_for_receipt(self, now: int) -> bool:
+        """Make room for one more receipt (counting commits in flight); False when full.
+
+        Receipts past their keep time go first, then the oldest whose undo window has
+        closed (or that were undone): those only serve idempotent replays. A receipt that
+        can still be undone is never forgotten; a store full of them refuses new commits.
+        """
+        if len(self._receipts) + len(self._inflight) < self.max_receipts:
+            return True
         for rid in [r for r, rec in self._receipts.items() if self._keep_until(rec) <= now]:
             self._drop_receipt(rid)
-        while len(self._receipts) >= self.max_receipts:
-            self._drop_receipt(next(iter(self._receipts)))
+        for rid, rec in list(self._receipts.items()):
+            if len(self._receipts) + len(self._inflight) < self.max_receipts:
+                break
+            undo = rec.receipt.get("undo")
+            if rec.undo is not None or not isinstance(undo, dict) or int(undo["until"]) <= now:
+                self._drop_receipt(rid)
+        return len(self._receipts) + len(self._inflight) < self.max_receipts
 
     def _drop_receipt(self, rid: str) -> None:
         if rid in self._undoing:
@@ -382,9 +412,13 @@ class MemoryStore:
             if proposal_id in self._by_proposal:
                 return "done"
             blocks = check_caps(caps, self._totals, amount, currency)
+            if not amount:  # nothing to count: a free commit never takes a totals slot
+                blocks = ()
             new = [b for b in blocks if b not in self._totals]
             if new and len(self._totals) + len(new) > self.max_blocks:
                 raise _limit("spend totals")
+            if not self._room_for_receipt(now):
+                raise _limit("receipts still inside their undo window")
             for block in blocks:
                 self._totals[block] = self._totals.get(block, 0) + amount
             self._inflight[proposal_id] = (amount, blocks)
@@ -394,7 +428,6 @@ class MemoryStore:
         """Store the receipt and make the reservation final (see :class:`Store`)."""
         with self._lock:
             amount, blocks = self._inflight.pop(record.proposal, (record.amount, record.blocks))
-            self._prune_receipts(now)
             self._receipts[record.id] = replace(record, amount=amount, blocks=blocks)
             self._by_proposal[record.proposal] = record.id
             self._proposals.pop(record.proposal, None)
@@ -442,10 +475,10 @@ class MemoryStore:
         """Claim ``(key, frame_id)`` (see :class:`Store`)."""
         with self._lock:
             entry = self._replay.get((key, frame_id))
-            if entry is not None and entry[0] > now:
+            if entry is not None and entry[0] >= now:  # kept through `until` inclusive
                 return "busy" if entry[1] is None else entry[1]
             if len(self._replay) >= self.max_replay:
-                for old in [k for k, (until, _) in self._replay.items() if until <= now]:
+                for old in [k for k, (until, _) in self._replay.items() if until < now]:
                     del self._replay[old]
             if len(self._replay) >= self.max_replay:
                 raise _limit("remembered auto requests")
@@ -486,11 +519,12 @@ class _LockedHandles:
 def load_state(store: Store, state: dict[str, Any], *, now: int) -> None:
     """Put a JSON description of service state into an empty store (vectors, fixtures).
 
-    ``state`` may hold ``proposals`` (:meth:`ProposalRecord.as_json` objects),
-    ``receipts`` (:meth:`ReceiptRecord.as_json`), ``spent`` (block id to amount),
-    ``replay`` (``{"key", "id", "reply"}``; a null reply is a request still running) and
-    ``handles`` (``{"handle", "key", "value", "expires"}``). Only the store's transactions
-    are used, so any :class:`Store` can be loaded.
+        ``state`` may hold ``proposals`` (:meth:`ProposalRecord.as_json` objects),
+        ``receipts`` (:meth:`ReceiptRecord.as_json`), ``spent`` (block id to amount),
+        ``replay`` (``{"key", "id", "reply", "at"?}``; a null reply is a request still running,
+    ``at`` when it was first seen, default ``now``) and
+        ``handles`` (``{"handle", "key", "value", "expires"}``). Only the store's transactions
+        are used, so any :class:`Store` can be loaded.
     """
     for raw in state.get("proposals", []):
         store.add_proposal(ProposalRecord.from_json(raw), now=now)
@@ -515,9 +549,10 @@ def load_state(store: Store, state: dict[str, Any], *, now: int) -> None:
             store.begin_undo(record.id)
             store.finish_undo(record.id, record.undo, record.undo_key or "")
     for raw in state.get("replay", []):
-        store.begin_auto(raw["key"], raw["id"], now=now)
+        seen = int(raw.get("at", now))
+        store.begin_auto(raw["key"], raw["id"], now=seen)
         if raw.get("reply") is not None:
-            store.finish_auto(raw["key"], raw["id"], raw["reply"], now=now)
+            store.finish_auto(raw["key"], raw["id"], raw["reply"], now=seen)
     for raw in state.get("handles", []):
         ttl = int(raw["expires"]) - now
         store.handles.put(raw["handle"], raw["value"], key=raw.get("key"), now=now, ttl=ttl)

@@ -20,7 +20,7 @@ from ._agent import Agent, Client
 from ._errors import ParleyError
 from ._frames import MAX_FRAME, LineBuffer, error_reply
 from ._service import Service
-from ._transport_tcp import _encoded, client_over
+from ._transport_tcp import MAX_INFLIGHT, _encoded, client_over
 
 __all__ = ["connect_stdio", "serve_stdio"]
 
@@ -37,6 +37,7 @@ def serve_stdio(
     sink = stdout if stdout is not None else sys.stdout.buffer
     lock = threading.Lock()
     lines = LineBuffer(limit=MAX_FRAME)
+    slots = threading.BoundedSemaphore(MAX_INFLIGHT)  # a flood waits, it is not queued
 
     def write(frames: list[dict[str, object]]) -> None:
         with lock:
@@ -48,14 +49,19 @@ def serve_stdio(
                 pass
 
     def run(line: bytes) -> None:
-        write(service.handle(line, emit=lambda frame: write([frame])))
+        try:
+            write(service.handle(line, emit=lambda frame: write([frame])))
+        finally:
+            slots.release()
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         refused = 0
         while True:
             data = source.read1(64 * 1024) if hasattr(source, "read1") else source.read(65536)
             if not data:
-                break
+                if lines.rest() is None:  # else: answer a last frame ended by EOF
+                    break
+                data = b"\n"
             for line in lines.feed(data):
                 if line is None:
                     refused += 1
@@ -64,6 +70,7 @@ def serve_stdio(
                         [error_reply(f"x{refused}", None, "bad_frame", message, reason="too_large")]
                     )
                 else:
+                    slots.acquire()
                     pool.submit(run, line)
 
 

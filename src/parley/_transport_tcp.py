@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from ._agent import Agent, Client
 from ._errors import ParleyError
-from ._frames import MAX_FRAME, LineBuffer, encode_frame, error_reply
+from ._frames import MAX_FRAME, LineBuffer, encode_frame, error_reply, reply
 from ._service import Service
 
 __all__ = [
@@ -35,6 +35,18 @@ DEFAULT_PORTS = {"parley": 7447, "parleys": 7448}
 
 MAX_INFLIGHT = 64
 """**Ours:** concurrent requests handled per connection; further lines wait."""
+
+IDLE_TIMEOUT = 3600.0
+"""**Ours:** seconds a connection may sit with nothing in flight and no partial frame
+before it is closed (an agent between turns keeps its connection; a forgotten one goes)."""
+
+FRAME_TIMEOUT = 60.0
+"""**Ours:** seconds from the first byte of a frame to its newline while no request of the
+connection is running (a slowloris trickling a frame is cut off), and the longest wait
+for a peer that stops reading its replies."""
+
+MAX_CONNECTIONS = 1024
+"""**Ours:** concurrent connections per server; more are closed at once."""
 
 _CHUNK = 64 * 1024
 
@@ -59,10 +71,18 @@ def _encoded(frame: dict[str, Any]) -> bytes:
     try:
         return encode_frame(frame)
     except ParleyError as exc:
+        if frame.get("kind") == "EVENT":  # an EVENT never ends its request early
+            message = "the service sent progress that could not be encoded"
+            return encode_frame(
+                reply(str(frame.get("id", "s0")), frame.get("re"), "EVENT", message=message)
+            )
         fallback = error_reply(
             str(frame.get("id", "s0")), frame.get("re"), exc.code, exc.message, reason=exc.reason
         )
-        return encode_frame(fallback)
+        try:
+            return encode_frame(fallback)
+        except ParleyError:  # even the id or re cannot be sent: an error naming nothing
+            return encode_frame(error_reply("s0", None, exc.code, exc.message, reason=exc.reason))
 
 
 async def serve_connection(
@@ -71,11 +91,16 @@ async def serve_connection(
     writer: asyncio.StreamWriter,
     *,
     limit: int = MAX_FRAME,
+    idle_timeout: float | None = IDLE_TIMEOUT,
+    frame_timeout: float = FRAME_TIMEOUT,
 ) -> None:
     """Serve one stream connection with ``handle`` (usually ``Service.handle``).
 
     ``handle(line, emit=…)`` returns the final reply; EVENTs go to ``emit`` and are
-    written as soon as they are sent.
+    written as soon as they are sent. While none of its requests is running, the
+    connection is closed when a frame takes longer than ``frame_timeout`` seconds from its
+    first byte to its newline, or when it sits empty for ``idle_timeout`` seconds
+    (``None``: forever); a peer that stops reading replies for ``frame_timeout`` is dropped.
     """
     lock = asyncio.Lock()
     lines = LineBuffer(limit=limit)
@@ -87,8 +112,12 @@ async def serve_connection(
         async with lock:
             for frame in frames:
                 send_now(_encoded(frame))
-            with contextlib.suppress(ConnectionError, OSError):
-                await writer.drain()
+            try:
+                await asyncio.wait_for(writer.drain(), frame_timeout)
+            except TimeoutError:  # the peer stopped reading: drop it, not the server
+                writer.transport.abort()
+            except (ConnectionError, OSError):
+                pass
 
     loop = asyncio.get_running_loop()
 
@@ -108,12 +137,40 @@ async def serve_connection(
         finally:
             slots.release()
 
+    partial_since: float | None = None  # when the frame now being received began
+    last_seen = loop.time()
+
+    def deadline() -> float | None:
+        if tasks:  # the peer is waiting for us: only wake up to look again later
+            return loop.time() + frame_timeout
+        if partial_since is not None:
+            return partial_since + frame_timeout
+        return None if idle_timeout is None else last_seen + idle_timeout
+
     try:
         while True:
-            data = await reader.read(_CHUNK)
+            until = deadline()
+            try:
+                read = reader.read(_CHUNK)
+                if until is None:
+                    data = await read
+                else:
+                    data = await asyncio.wait_for(read, max(0.0, until - loop.time()))
+            except TimeoutError:
+                if tasks:
+                    continue
+                break  # idle too long, or trickling a frame that never ends
             if not data:
-                break
-            for line in lines.feed(data):
+                if lines.rest() is None:  # else: a last frame ended by EOF, not newline
+                    break
+                data = b"\n"
+            last_seen = loop.time()
+            completed = lines.feed(data)
+            if not lines.pending:
+                partial_since = None
+            elif completed or partial_since is None:
+                partial_since = last_seen
+            for line in completed:
                 if line is None:
                     refused += 1
                     message = f"the frame is over the limit of {limit} bytes"
@@ -141,17 +198,37 @@ async def serve_tcp(
     port: int = DEFAULT_PORTS["parley"],
     *,
     ssl: _ssl.SSLContext | None = None,
+    idle_timeout: float | None = IDLE_TIMEOUT,
+    frame_timeout: float = FRAME_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> asyncio.Server:
     """Start serving ``service`` over TCP (or TLS with an ``ssl`` server context).
 
     Returns the started :class:`asyncio.Server`; ``port=0`` picks a free port (read it
-    from ``server.sockets[0].getsockname()[1]``).
+    from ``server.sockets[0].getsockname()[1]``). ``idle_timeout`` and ``frame_timeout``
+    are passed to :func:`serve_connection`; connections beyond ``max_connections`` are
+    closed at once.
     """
+    open_connections = 0
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        # A connection still open when the loop shuts down ends quietly.
-        with contextlib.suppress(asyncio.CancelledError):
-            await serve_connection(service.handle, reader, writer)
+        nonlocal open_connections
+        if open_connections >= max_connections:
+            writer.transport.abort()
+            return
+        open_connections += 1
+        try:
+            # A connection still open when the loop shuts down ends quietly.
+            with contextlib.suppress(asyncio.CancelledError):
+                await serve_connection(
+                    service.handle,
+                    reader,
+                    writer,
+                    idle_timeout=idle_timeout,
+                    frame_timeout=frame_timeout,
+                )
+        finally:
+            open_connections -= 1
 
     return await asyncio.start_server(on_connect, host, port, ssl=ssl, limit=_CHUNK)
 
@@ -216,5 +293,16 @@ async def connect_stream(url: str, agent: Agent, *, ssl: _ssl.SSLContext | None 
     context = None
     if scheme == "parleys":
         context = ssl if ssl is not None else _ssl.create_default_context()
-    reader, writer = await asyncio.open_connection(host, port, ssl=context, limit=_CHUNK)
+    try:
+        reader, writer = await asyncio.open_connection(host, port, ssl=context, limit=_CHUNK)
+    except _ssl.SSLError as exc:  # e.g. a certificate the context does not trust
+        raise ParleyError(
+            "unavailable", f"TLS with {host}:{port} failed: {type(exc).__name__}", reason="tls"
+        ) from None
+    except OSError as exc:
+        raise ParleyError(
+            "unavailable",
+            f"cannot connect to {host}:{port}: {type(exc).__name__}",
+            reason="connect",
+        ) from None
     return client_over(agent, reader, writer)

@@ -398,8 +398,12 @@ def test_undo_window_principal_and_replay() -> None:
     receipt = rig.send(rig.commit(proposal))["receipt"]
     other = grant(INTRUDER, OTHER_PRINCIPAL, now=NOW, nonce="x")
     reply = rig.send(rig.undo(receipt["id"], key=INTRUDER, grants=[other]))
-    assert reply["code"] == "forbidden"
-    assert reply["reason"] == "principal_mismatch"
+    # another principal's key learns nothing, not even that the receipt exists
+    assert (reply["code"], reply["reason"]) == ("not_found", "unknown_receipt")
+    assert reply["message"] == rig.send(rig.undo("r_none", key=INTRUDER, grants=[other]))["message"]
+    # the committing key under another principal's grant is told why
+    mixed = rig.send(rig.undo(receipt["id"], grants=[grant(AGENT, OTHER_PRINCIPAL, now=NOW)]))
+    assert (mixed["code"], mixed["reason"]) == ("forbidden", "principal_mismatch")
     undone = rig.send(rig.undo(receipt["id"]))
     assert undone["receipt"]["undoes"] == receipt["id"]
     again = rig.send(rig.undo(receipt["id"]))
@@ -524,10 +528,13 @@ def test_brief_fits_small_budgets() -> None:
 
 def test_state_maps_are_bounded() -> None:
     rig = Rig(max_proposals=4, max_replay=2)
+    first = rig.proposals()
     rig.proposals()
-    rig.proposals()
-    reply = rig.send(rig.intent({"item": "latte"}))
-    assert reply["code"] == "limit"
+    # Full of open proposals: the oldest are forgotten (refusing would let anyone with a
+    # fresh key shut INTENT off for everybody); a forgotten one is simply not found.
+    assert rig.send(rig.intent({"item": "latte"}))["kind"] == "PROPOSALS"
+    assert rig.store.sizes()["proposals"] == 4
+    assert rig.send(rig.commit(first[0]))["code"] == "not_found"
     rig.now += 600 + 700  # past expiry and grace: old proposals are forgotten
     assert rig.send(rig.intent({"item": "latte"}, ts=rig.now))["kind"] == "PROPOSALS"
     g = grant(now=rig.now)

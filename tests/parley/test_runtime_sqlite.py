@@ -199,5 +199,66 @@ def test_sqlite_maps_are_bounded(tmp_path: Path) -> None:
     svc = SHOP.build_service(trusted=[PRINCIPAL.public], store=store, clock=lambda: NOW)
     g = [grant(now=NOW)]
     assert svc.handle(intent("a", g, {"item": "latte"}))[-1]["kind"] == "PROPOSALS"
-    assert svc.handle(intent("b", g, {"item": "latte"}))[-1]["code"] == "limit"
+    # full: the oldest open proposals are forgotten, new INTENTs are not refused
+    assert svc.handle(intent("b", g, {"item": "latte"}))[-1]["kind"] == "PROPOSALS"
     assert store.sizes()["proposals"] == 2
+
+
+CRASHER = textwrap.dedent(
+    """
+    import json, sys
+    sys.path.insert(0, sys.argv[3])
+    import parley
+    from tests.parley.runtime_harness import PRINCIPAL, load_shop
+    store = parley.SQLiteStore(sys.argv[1])
+    svc = load_shop().build_service(
+        trusted=[PRINCIPAL.public], store=store, clock=lambda: 1_790_000_000
+    )
+    def stuck(proposal, ctx):
+        print("committing", flush=True)
+        sys.stdin.readline()  # the parent kills this process here, mid-commit
+    svc.capabilities["shop.order"].commit = stuck
+    svc.handle(json.loads(sys.argv[2]))
+    """
+)
+
+
+def test_a_process_killed_mid_commit_leaves_its_spend_counted(tmp_path: Path) -> None:
+    db = tmp_path / "crash.db"
+    svc = service(db)
+    spend = [grant(now=NOW, extra=[{"spend": {"max": 1000, "currency": "USD"}}], nonce="k")]
+    block = parley.decode_grant(spend[0]).block_ids[-1]
+    params = {"item": "espresso", "ship": "pickup"}
+    victim, *rest = [
+        svc.handle(intent(f"i{n}", spend, params))[-1]["proposals"][0] for n in range(8)
+    ]
+    price = victim["cost"]["amount"]
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            CRASHER,
+            str(db),
+            json.dumps(commit("c0", victim, spend)),
+            str(ROOT),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "committing"
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)  # reaps it and closes the pipes
+    # a fresh process on the same file: the dead commit's reservation still counts
+    # (conservative: its effect may have happened), its proposal stays claimed, and the
+    # cap holds for everything else
+    again = service(db)
+    assert again.store.spent([block])[block] == price
+    busy = again.handle(commit("c1", victim, spend))[-1]
+    assert (busy["code"], busy["reason"], busy["retry"]) == ("conflict", "busy", 1)
+    kinds = [again.handle(commit(f"c{n + 2}", p, spend))[-1]["kind"] for n, p in enumerate(rest)]
+    assert kinds.count("RECEIPT") == 1000 // price - 1
+    assert again.store.spent([block])[block] <= 1000

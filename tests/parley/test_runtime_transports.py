@@ -116,9 +116,12 @@ def test_over_tls(tmp_path: Path) -> None:
             client = await parley.connect(f"parleys://127.0.0.1:{port}", agent(), ssl=client_ctx)
             async with client:
                 await scenario(client)
-            # A client that does not trust the certificate cannot connect.
-            with pytest.raises(ssl.SSLCertVerificationError):
+            # A client that does not trust the certificate cannot connect (verification is
+            # on by default); the failure is a ParleyError like every other one.
+            with pytest.raises(parley.ParleyError) as exc:
                 await parley.connect(f"parleys://127.0.0.1:{port}", agent())
+            assert (exc.value.code, exc.value.reason) == ("unavailable", "tls")
+            assert "SSLCertVerificationError" in exc.value.message
 
     asyncio.run(run())
 

@@ -53,6 +53,8 @@ def _line(value: dict[str, Any]) -> str:
         "verb-number": "the verb is not a string",
         "duplicate-key": "a key appears twice (refused, never last-wins)",
         "nan": "a non-finite number",
+        "infinite-number": "a number literal too large to be a finite double (1e999)",
+        "lone-surrogate": "an escaped lone UTF-16 surrogate, which no UTF-8 reply can carry",
         "too-deep": "nesting deeper than 64 levels",
         "two-frames": "two JSON values on one line",
     },
@@ -75,6 +77,13 @@ def frame_cases() -> Iterator[Case]:
         {"line": _line({**hello, "verb": "DANCE"})},
         output={"frame": {**hello, "verb": "DANCE"}},
         comment="whether a verb is known is the receiver's business (it answers bad_frame)",
+    )
+    pair = {**hello, "x": "\U0001f600"}
+    yield Case(
+        "escaped-surrogate-pair",
+        {"line": _line(hello)[:-1] + ',"x":"\\ud83d\\ude00"}'},
+        output={"frame": pair},
+        comment="an escaped surrogate pair is one character and fine",
     )
     yield Case(
         "trailing-newline",
@@ -174,6 +183,18 @@ def frame_cases() -> Iterator[Case]:
                 "nan",
                 "NaN is not JSON",
                 lambda i: i.update(line=i["line"][:-1] + ',"x":NaN}'),
+                error={"code": "bad_frame", "reason": "not_json"},
+            ),
+            bad(
+                "infinite-number",
+                "1e999 is JSON text but no finite number: it would reach a capability as inf",
+                lambda i: i.update(line=i["line"][:-1] + ',"x":1e999}'),
+                error={"code": "bad_frame", "reason": "not_json"},
+            ),
+            bad(
+                "lone-surrogate",
+                "an escaped lone UTF-16 surrogate is no Unicode string (no reply could carry it)",
+                lambda i: i.update(line=i["line"].replace('"id":"1"', '"id":"\\ud800"')),
                 error={"code": "bad_frame", "reason": "not_json"},
             ),
             bad(
@@ -326,6 +347,7 @@ def _proposal(pid: str, offer: dict[str, Any], capability: str = "shop.order") -
 
 P_LATTE = _proposal("p_latte", LATTE)
 P_GIFT = _proposal("p_gift", GIFT, "shop.gift")
+P_LATTE_2 = _proposal("p_latte2", LATTE)
 
 
 def _record(
@@ -460,6 +482,7 @@ def _case(
     watch: list[str] | None = None,
     flags: tuple[str, ...] = (),
     now: int = NOW,
+    replay: bool = False,
 ) -> Case:
     data: dict[str, Any] = {"service": spec or SPEC, "now": now, "frame": frame}
     if state:
@@ -473,6 +496,8 @@ def _case(
     wanted = (expect[0], expect[1], expect[2] if expect[2] is not None else got[2])
     if got != wanted:
         raise RuntimeError(f"runtime vector {cid}: expected {wanted}, library gave {got}")
+    if replay and final.get("replay") is not True:
+        raise RuntimeError(f"runtime vector {cid}: expected an idempotent replay")
     return Case(cid, data, comment=comment, flags=flags)
 
 
@@ -652,10 +677,11 @@ def _runtime_cases() -> Iterator[Case]:
         "auto is a boolean",
     )
     yield _case(
-        "intent-limit",
+        "intent-forgets-oldest",
         _intent("i1", {"item": "latte", "ship": "pickup"}),
-        ("ERROR", "limit", "store_full"),
-        "the proposal store is full of live proposals",
+        ("PROPOSALS", None, None),
+        "the proposal store is full of open proposals: the oldest is forgotten (it can then"
+        " only be not_found, never committed twice), new INTENTs are not refused",
         spec={**SPEC, "limits": {"max_proposals": 1}},
         state={"proposals": [_record(P_GIFT, principal=PRINCIPAL.public)]},
         flags=("bounded",),
@@ -700,6 +726,28 @@ def _runtime_cases() -> Iterator[Case]:
         flags=("auto", "replay"),
     )
     yield _case(
+        "auto-replay-at-window-edge",
+        _intent(
+            "auto-1", {"item": "latte", "ship": "pickup"}, auto=True, grants=[GRANT], ts=NOW - 300
+        ),
+        ok,
+        "first seen 600 s ago with a proof dated 300 s ahead of the service clock: the proof"
+        " is still valid at exactly 300 s, so the memory must be too (the original reply, replay"
+        " true, never a second commit)",
+        state={
+            "replay": [
+                {
+                    "key": AGENT.public,
+                    "id": "auto-1",
+                    "at": NOW - 600,
+                    "reply": {"kind": "RECEIPT", "receipt": _receipt(P_LATTE)["receipt"]},
+                }
+            ]
+        },
+        flags=("auto", "replay", "seed-finding"),
+        replay=True,
+    )
+    yield _case(
         "auto-in-progress",
         auto,
         ("ERROR", "conflict", "busy"),
@@ -717,6 +765,26 @@ def _runtime_cases() -> Iterator[Case]:
         "already committed: the original receipt, replay true",
         state={"receipts": [_receipt(P_LATTE)]},
         flags=("replay",),
+    )
+    yield _case(
+        "commit-receipts-full-undoable",
+        _commit(P_LATTE_2),
+        ("ERROR", "limit", "store_full"),
+        "the receipt store is full of receipts that can still be undone: the commit is refused"
+        " before anything runs (forgetting one would take away its undo)",
+        spec={**SPEC, "limits": {"max_receipts": 1}},
+        state={"receipts": [_receipt(P_LATTE)], "proposals": [_record(P_LATTE_2)]},
+        flags=("bounded",),
+    )
+    yield _case(
+        "commit-receipts-full-closed",
+        _commit(P_LATTE_2),
+        ok,
+        "the receipt store is full, but the oldest receipt can no longer be undone: it is"
+        " forgotten to make room",
+        spec={**SPEC, "limits": {"max_receipts": 1}},
+        state={"receipts": [_receipt(P_GIFT)], "proposals": [_record(P_LATTE_2)]},
+        flags=("bounded",),
     )
     yield _case(
         "commit-replay-other-key",
@@ -843,6 +911,17 @@ def _runtime_cases() -> Iterator[Case]:
         watch=[SPEND_BLOCK],
         flags=("spend",),
     )
+    p_eur = _proposal("p_eur", {**LATTE, "cost": {"amount": 275, "currency": "EUR"}})
+    yield _case(
+        "commit-spend-other-currency",
+        _commit(p_eur, grants=[SPEND_GRANT]),
+        ("ERROR", "consent_required", "caveat_failed"),
+        "a cost in EUR against caps in USD is never converted or ignored: consent, and"
+        " nothing is counted",
+        state={"proposals": [_record(p_eur)]},
+        watch=[SPEND_BLOCK],
+        flags=("spend",),
+    )
     broken = _proposal("p_broken", LATTE, "shop.broken")
     yield _case(
         "commit-crash",
@@ -890,8 +969,17 @@ def _runtime_cases() -> Iterator[Case]:
     yield _case(
         "undo-other-principal",
         _undo(rid, key=STRANGER, grants=[STRANGER_GRANT]),
+        ("ERROR", "not_found", "unknown_receipt"),
+        "UNDO needs a grant rooted in the committing principal; another principal's key is"
+        " answered exactly as for an unknown receipt (it learns nothing, not even existence)",
+        state=done,
+        flags=("seed-finding",),
+    )
+    yield _case(
+        "undo-committer-other-principal",
+        _undo(rid, grants=[OTHER_GRANT]),
         ("ERROR", "forbidden", "principal_mismatch"),
-        "UNDO needs a grant rooted in the committing principal",
+        "the committing key itself, under a grant of another principal, is told why",
         state=done,
     )
     yield _case(
@@ -956,7 +1044,7 @@ def _runtime_cases() -> Iterator[Case]:
         "replay": "an idempotent replay",
         "spend": "spend caps: output.spent shows the watched block totals afterwards",
         "seed-finding": "regression for a finding of the security review",
-        "bounded": "a bounded store refuses instead of forgetting",
+        "bounded": "a full store forgets what is safe to forget and refuses the rest",
     },
 )
 def runtime_cases() -> Iterator[Case]:
