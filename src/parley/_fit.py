@@ -56,7 +56,9 @@ Path = tuple[str | int, ...]
 
 def _not_json(value: object) -> ParleyError:
     return ParleyError(
-        "bad_frame", f"a {type(value).__name__} is not a JSON value", reason="not_json"
+        "bad_frame",
+        f"the reply holds a Python {type(value).__name__} value, which JSON cannot carry",
+        reason="not_json",
     )
 
 
