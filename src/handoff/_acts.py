@@ -11,6 +11,7 @@ state document shows (docs/spec/handoff-extensions.md).
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -35,6 +36,12 @@ ACTS_REASONS = frozenset({"no_longer_needed", "done_elsewhere", "superseded", "r
 """Why a requester may withdraw an act."""
 
 
+_UNSHOWABLE = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
+)
+"""Control characters (tab aside) and bidirectional formatting characters."""
+
+
 def _bad_terms(where: str, message: str, reason: str) -> HandoffError:
     return HandoffError("record", f"{where}: {message}", reason=reason)
 
@@ -57,14 +64,23 @@ def check_due(value: Any, where: str) -> None:
 def check_act_terms(terms: Mapping[str, Any], where: str = "the act") -> None:
     """Apply the Acts rules the schema cannot express to ``terms``.
 
-    ``text`` has no surrounding whitespace and no ``<!--`` (the Markdown binding's
-    marker); ``amount`` and ``currency`` come together; ``due`` is a real date.
+    ``text`` has no surrounding whitespace, no ``<!--`` (the Markdown binding's
+    marker) and no control or bidirectional formatting character (tab aside);
+    ``amount`` and ``currency`` come together; ``due`` is a real date.
     """
     text = terms.get("text")
     if not isinstance(text, str) or text != text.strip() or not text:
         raise _bad_terms(where, "terms.text is empty or has surrounding spaces", "text_invalid")
     if "<!--" in text or "-->" in text:
         raise _bad_terms(where, "terms.text may not hold an HTML comment marker", "text_invalid")
+    if _UNSHOWABLE.search(text) is not None:
+        # a control character would make the state document unreadable (NUL) or show the
+        # person other text than is recorded (bidirectional overrides)
+        raise _bad_terms(
+            where,
+            "terms.text holds a control or bidirectional formatting character",
+            "text_invalid",
+        )
     if ("amount" in terms) != ("currency" in terms):
         raise _bad_terms(where, "terms.amount and terms.currency come together", "amount_currency")
     if "due" in terms:

@@ -8,6 +8,7 @@ stages run in a fixed order and the first failing one names the error ``code``:
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +59,8 @@ def check_record(
     The object is first checked to be I-JSON (no lone surrogates, safe integers, only
     JSON types), as :func:`handoff.parse_record` guarantees for text.
     """
+    if not isinstance(record, Mapping):
+        raise _reject("parse", "not_object", "a record must be a JSON object")
     check_json_value(record)
     if not isinstance(record, dict):
         record = dict(record)
@@ -271,11 +274,18 @@ def _authority(record: dict[str, Any], roles: Roles) -> None:
                 "and evidence",
             )
         return
-    if decider == roles.principal:
+    if _looks_like(decider, roles.principal):
         raise _reject(
             "authority",
             "delegate_is_principal",
-            f"{_where(record)}: a settlement of kind {kind} cannot name the principal as decider",
+            f"{_where(record)}: a settlement of kind {kind} cannot name the principal "
+            "(or an identifier that reads like it) as decider",
+        )
+    if kind == "attested" and decider not in roles.principal_side:
+        raise _reject(
+            "authority",
+            "attester_not_principal_side",
+            f"{_where(record)}: an attested settlement is decided by the principal side itself",
         )
     if kind == "delegated":
         chain = authority["chain"]
@@ -285,9 +295,24 @@ def _authority(record: dict[str, Any], roles: Roles) -> None:
                 "chain_broken",
                 f"{_where(record)}: authority.chain must run from the principal to the decider",
             )
-        if len(set(chain)) != len(chain):
+        if any(_looks_like(party, roles.principal) for party in chain[1:]):
+            raise _reject(
+                "authority",
+                "chain_broken",
+                f"{_where(record)}: authority.chain returns to the principal",
+            )
+        if len({_fold_id(party) for party in chain}) != len(chain):
             raise _reject(
                 "authority",
                 "chain_broken",
                 f"{_where(record)}: authority.chain names a party twice",
             )
+
+
+def _fold_id(party: str) -> str:
+    return unicodedata.normalize("NFKC", party).casefold()
+
+
+def _looks_like(party: str, principal: str) -> bool:
+    """Whether ``party`` is the principal identifier or reads the same (case, NFKC)."""
+    return party == principal or _fold_id(party) == _fold_id(principal)

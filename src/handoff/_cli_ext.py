@@ -16,17 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from ._acts import ACTS
-from ._canonical import canonical, presented_digest
+from ._canonical import canonical
 from ._config import ExtensionRegistry, Roles
 from ._conformance import (
     EXTENSIONS,
     PrincipalSide,
     check_principal_side_record,
     make_settlement,
+    presentation_for,
 )
 from ._decisions import DECISIONS
 from ._errors import HandoffError
-from ._evidence import attach_proof, presentation
+from ._evidence import attach_proof
 from ._fold import Registry
 from ._json import parse_line
 from ._markdown import sync_state_document
@@ -138,6 +139,22 @@ def _now(value: str | None) -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _showable(text: str) -> str:
+    """Escape what a terminal would not show as itself (controls, bidi overrides) as \\uXXXX.
+
+    Terms come from agents: printed raw, a C1 control or a right-to-left override could
+    make the confirmation screen show the principal something other than what is signed.
+    """
+    return "".join(
+        c
+        if c.isprintable() or c == " "
+        else f"\\u{ord(c):04x}"
+        if ord(c) < 0x10000
+        else f"\\U{ord(c):08x}"
+        for c in text
+    )
+
+
 def _cmd_settle(args: argparse.Namespace) -> int:
     roles, extensions, side = _config(args.config)
     registry = _registry(args.records, roles, extensions)
@@ -145,25 +162,6 @@ def _cmd_settle(args: argparse.Namespace) -> int:
     state = registry.state(ItemId(ext.name, args.project, args.key))
     if state.terms is None or state.terms_rev is None:
         raise HandoffError("settle", f"no need record is held for {args.key!r}", reason="unknown")
-    shown = presentation(
-        ext=ext.ext,
-        project=args.project,
-        key=args.key,
-        terms_rev=state.terms_rev,
-        terms=state.terms,
-        proposal=args.proposal,
-    )
-    digest = presented_digest(shown)
-    print("Presented to the principal (exactly these bytes are digested):")
-    print(canonical(shown).decode("utf-8"))
-    print(f"evidence.presented = {digest}")
-    if state.need_withdrawn:
-        print("note: the requester has withdrawn this need")
-    if not args.yes:
-        answer = input(f"Settle {args.key} as {args.outcome!r}? [y/N] ")
-        if answer.strip().lower() not in {"y", "yes"}:
-            print("not settled")
-            return 1
     record = make_settlement(
         registry,
         ItemId(ext.name, args.project, args.key),
@@ -174,6 +172,22 @@ def _cmd_settle(args: argparse.Namespace) -> int:
         proposal=args.proposal,
         answer=args.answer,
     )
+    # show exactly the presentation whose digest the record carries
+    shown = presentation_for(registry, record)
+    if shown is None:  # pragma: no cover - make_settlement refuses this case
+        raise HandoffError("settle", "the settled terms are not held", reason="unknown")
+    print("Presented to the principal (exactly these bytes are digested):")
+    print(_showable(canonical(shown).decode("utf-8")))
+    print(f"evidence.presented = {record['evidence']['presented']}")
+    if any(c.kind != "same_id" and c.register == "need" for c in state.conflicts):
+        print("warning: the requester's need register has several heads; check the terms")
+    if state.need_withdrawn:
+        print("note: the requester has withdrawn this need")
+    if not args.yes:
+        answer = input(f"Settle {args.key} as {args.outcome!r}? [y/N] ")
+        if answer.strip().lower() not in {"y", "yes"}:
+            print("not settled")
+            return 1
     key = parse_line(_read(args.principal_key, "principal key"), where="the principal key")
     signed = attach_proof(record, key)
     check_principal_side_record(signed, registry, side)

@@ -79,10 +79,28 @@ class Roles:
     def __post_init__(self) -> None:
         if not isinstance(self.principal, str) or not self.principal:
             raise _bad_config("the principal identifier is missing")
+        groups = [("principal_side", self.principal_side)]
+        if not isinstance(self.requesters, Mapping) or not isinstance(self.roles, Mapping):
+            raise _bad_config("requesters and roles must map names to sets of parties")
+        groups += [(f"requesters[{p!r}]", v) for p, v in self.requesters.items()]
+        groups += [(f"roles[{r!r}]", v) for r, v in self.roles.items()]
+        for where, parties in groups:
+            # a plain string would make membership a substring test
+            if not isinstance(parties, frozenset | set) or not all(
+                isinstance(p, str) for p in parties
+            ):
+                raise _bad_config(f"{where} is not a set of party identifiers")
         if not self.principal_side:
             raise _bad_config("the principal side must hold at least one party")
-        if self.principal in self.requesters.get("*", frozenset()):
-            raise _bad_config("the principal cannot hold the requester role")
+        # the two registers have distinct owners (§3): neither the principal nor a party of
+        # the principal side may hold a requester role, for any project
+        owners = self.principal_side | {self.principal}
+        for project, parties in self.requesters.items():
+            if not owners.isdisjoint(parties):
+                raise _bad_config(
+                    f"requesters[{project!r}]: the principal and the principal side cannot "
+                    "hold the requester role"
+                )
 
     def is_requester(self, party: str, project: str) -> bool:
         """Whether ``party`` holds the requester role of ``project``."""

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ._acts import ACTS
-from ._canonical import canonical, presented_digest
+from ._canonical import canonical, digest, presented_digest
 from ._check import check_record
 from ._config import ExtensionRegistry
 from ._decisions import DECISIONS, check_decision_outcome, option_status
@@ -106,14 +106,23 @@ def _item(record: Mapping[str, Any]) -> ItemId:
 def terms_at(registry: Registry, item: ItemId, rev: int) -> Mapping[str, Any] | None:
     """Return the terms of ``item`` at revision ``rev`` as held, or ``None``.
 
-    When several need records carry that revision (a conflict), the one first in the
-    order of record ids is used, so the answer does not depend on arrival order.
+    When several need records carry that revision (a conflict), the current need's terms
+    are used if it is one of them (they are what a principal side presents), and otherwise
+    those of the record with the lowest digest, the fold's own tie-break; either way the
+    answer does not depend on arrival order.
     """
-    for record in registry.records(item):
-        if record["type"] in ("raised", "amended") and record.get("terms_rev") == rev:
-            terms: Mapping[str, Any] = record["terms"]
-            return terms
-    return None
+    state = registry.state(item)
+    candidates = [
+        record
+        for record in registry.records(item)
+        if record["type"] in ("raised", "amended") and record.get("terms_rev") == rev
+    ]
+    if not candidates:
+        return None
+    current = [c for c in candidates if c["id"] == state.need]
+    chosen = current[0] if current else min(candidates, key=digest)
+    terms: Mapping[str, Any] = chosen["terms"]
+    return terms
 
 
 def presentation_for(registry: Registry, record: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -121,6 +130,17 @@ def presentation_for(registry: Registry, record: Mapping[str, Any]) -> dict[str,
 
     ``None`` when the need record at the settlement's ``terms_rev`` is not held.
     """
+    rev = record.get("terms_rev") if isinstance(record, Mapping) else None
+    if (
+        isinstance(rev, bool)
+        or not isinstance(rev, int)
+        or not all(isinstance(record.get(m), str) for m in ("ext", "project", "key"))
+    ):
+        raise HandoffError(
+            "evidence",
+            "a presentation needs a settlement with ext, project, key and terms_rev",
+            reason="presentation",
+        )
     item = _item(record)
     terms = terms_at(registry, item, int(record["terms_rev"]))
     if terms is None:
@@ -309,20 +329,21 @@ def _check_settlement(
 def _check_proposal(
     record: Mapping[str, Any], registry: Registry, item: ItemId, proposal: str
 ) -> None:
-    for held in registry.records(item):
-        if held["id"] == proposal and held["type"] == "claimed":
-            if held["outcome"] != record["outcome"]:
-                raise _fail(
-                    "evidence",
-                    "proposal_mismatch",
-                    "the confirmed claim asserts another outcome than the settlement",
-                )
-            same_answer = held.get("answer") == record.get("answer")
-            if not same_answer:
-                raise _fail(
-                    "evidence", "proposal_mismatch", "the confirmed claim gives another answer"
-                )
-            return
+    # several claimants may reuse one id (id_reused): the settlement must agree with one
+    claims = [h for h in registry.records(item) if h["id"] == proposal and h["type"] == "claimed"]
+    if not claims:
+        return
+    if not any(h["outcome"] == record["outcome"] for h in claims):
+        raise _fail(
+            "evidence",
+            "proposal_mismatch",
+            "the confirmed claim asserts another outcome than the settlement",
+        )
+    if not any(
+        h["outcome"] == record["outcome"] and h.get("answer") == record.get("answer")
+        for h in claims
+    ):
+        raise _fail("evidence", "proposal_mismatch", "the confirmed claim gives another answer")
 
 
 def _evidence_report(
@@ -378,7 +399,11 @@ def _observed(
     shown = state.to_json()
     if state.state != "settled" or state.settlement is None:
         return shown
-    settlement = next(r for r in registry.records(item) if r["id"] == state.settlement)
+    settlement = next(
+        r
+        for r in registry.records(item)
+        if r["id"] == state.settlement and r["type"] in ("settled", "reopened")
+    )
     shown["evidence"] = _evidence_report(settlement, registry, jwks)
     if item.ext == DECISIONS.name:
         chosen = terms_at(registry, item, settlement["terms_rev"])

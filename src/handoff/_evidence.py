@@ -158,6 +158,47 @@ def _import_jwk(jwk: Mapping[str, Any], where: str) -> ECKey | OKPKey:
     return key
 
 
+_P = 2**255 - 19
+_D = (-121665 * pow(121666, _P - 2, _P)) % _P
+_SQRT_M1 = pow(2, (_P - 1) // 4, _P)
+
+
+def _ed25519_weak(x: str) -> bool:
+    """Whether an Ed25519 public key is not a canonical point of large order.
+
+    A key of small order (the identity and the other seven torsion points) lets anyone
+    forge a signature that verifies for every message, so a JWKS holding one is refused.
+    Decoding follows RFC 8032 §5.1.3; the point is multiplied by the cofactor 8.
+    """
+    try:
+        raw = _unb64(x)
+    except (ValueError, binascii.Error):
+        return True
+    if len(raw) != 32:
+        return True
+    y = int.from_bytes(raw, "little") & ((1 << 255) - 1)
+    sign = raw[31] >> 7
+    if y >= _P:
+        return True
+    u, v = (y * y - 1) % _P, (_D * y * y + 1) % _P
+    x2 = u * pow(v, _P - 2, _P) % _P
+    xr = pow(x2, (_P + 3) // 8, _P)
+    if (xr * xr - x2) % _P != 0:
+        xr = xr * _SQRT_M1 % _P
+    if (xr * xr - x2) % _P != 0 or (xr == 0 and sign == 1):
+        return True
+    if xr % 2 != sign:
+        xr = _P - xr
+    px, py = xr, y
+    for _ in range(3):  # [8]P by three doublings (twisted Edwards, a = -1)
+        t = _D * px * px * py * py % _P
+        px, py = (
+            2 * px * py * pow(1 + t, _P - 2, _P) % _P,
+            (py * py + px * px) * pow(1 - t, _P - 2, _P) % _P,
+        )
+    return px == 0 and py == 1
+
+
 def _alg_for(key: ECKey | OKPKey) -> str:
     return "Ed25519" if isinstance(key, OKPKey) else "ES256"
 
@@ -183,11 +224,21 @@ def sign_proof(record: Mapping[str, Any], private_jwk: Mapping[str, Any]) -> str
 
 
 def attach_proof(record: Mapping[str, Any], private_jwk: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a copy of ``record`` with ``evidence.proof`` set by :func:`sign_proof`."""
-    proof = sign_proof(record, private_jwk)
+    """Return a copy of ``record`` with ``evidence.proof`` set by :func:`sign_proof`.
+
+    The proof covers the record as returned (with ``evidence.proof`` removed), so a record
+    that had no ``evidence`` is signed with the ``evidence`` object that now carries it.
+    """
+    if not isinstance(record, Mapping):
+        raise HandoffError("proof", "the signed record must be an object", reason="record")
     out = dict(record)
     evidence = out.get("evidence")
-    out["evidence"] = {**(dict(evidence) if isinstance(evidence, Mapping) else {}), "proof": proof}
+    # sign the record as it will be sent: an evidence object added here to carry the proof
+    # is part of what the proof covers (it stays, empty, when the proof is removed)
+    if not isinstance(evidence, Mapping | None):
+        raise HandoffError("proof", "the record's evidence is not an object", reason="record")
+    out["evidence"] = {k: v for k, v in dict(evidence or {}).items() if k != "proof"}
+    out["evidence"]["proof"] = sign_proof(out, private_jwk)
     return out
 
 
@@ -246,6 +297,8 @@ def _parse_jwks(jwks: Mapping[str, Any]) -> dict[str, ECKey | OKPKey]:
             key = _import_jwk(jwk, f"key {index} of the JWKS")
         except HandoffError:
             raise _fail("jwks_invalid", f"key {index} of the JWKS is not a usable key") from None
+        if isinstance(key, OKPKey) and _ed25519_weak(str(jwk.get("x", ""))):
+            raise _fail("jwks_invalid", f"key {index} of the JWKS is a small-order Ed25519 point")
         thumb = key.thumbprint()
         declared = jwk.get("kid")
         if declared is not None and declared != thumb:

@@ -30,7 +30,8 @@ class Conflict:
     ``kind`` is ``same_id`` (one id, different contents: the lowest digest is kept),
     ``multiple_heads`` (several unsuperseded records in one register: one was chosen),
     ``supersedes_cycle`` (every record of a register is superseded: one was chosen), or
-    ``id_reused`` (one id in several items; each item keeps its own). ``register`` is
+    ``id_reused`` (one id in several items, or used by several owners within one item:
+    each keeps its own record). ``register`` is
     ``need``, ``settlement``, ``relation`` or ``None``; ``ids`` lists the record ids (or,
     for ``same_id``, the digests of the versions) and ``chosen`` the one kept.
     """
@@ -144,6 +145,27 @@ _NEED = frozenset({"raised", "amended", "withdrawn"})
 _SETTLEMENT = frozenset({"settled", "reopened"})
 
 
+_REGISTER_SLOT = dict.fromkeys(_NEED, "need") | dict.fromkeys(_SETTLEMENT, "settlement")
+
+
+def _slot(obj: Mapping[str, Any]) -> str:
+    """Who owns a record's id within its item: a register, or a claimant's or author's own.
+
+    Versions of one id compete (lowest digest kept) only within one slot, so a record of
+    another owner that reuses an id (a requester's need, an agent's claim or note reusing
+    a settlement's id) never displaces the owner's record: both are held, and the reuse is
+    reported as ``id_reused``.
+    """
+    type_ = obj["type"]
+    if type_ in _NEED:
+        return "need"
+    if type_ in _SETTLEMENT:
+        return "settlement"
+    if type_ == "related":
+        return f"related/{obj['origin']}"
+    return f"{type_}/{obj['by']}"
+
+
 def _version(extension: Extension) -> tuple[int, ...]:
     try:
         return tuple(int(part) for part in extension.version.split("."))
@@ -175,6 +197,10 @@ class _Held:
             self._body = parse_line(self.source)
         return self._body
 
+    def slot(self) -> tuple[str, str]:
+        """``(id, slot)``: the key under which versions of this record compete."""
+        return (self.id, _REGISTER_SLOT.get(self.type) or _slot(self.body()))
+
     def same_as(self, other: _Held) -> bool:
         if self.source is not None and self.source == other.source:
             return True
@@ -183,29 +209,52 @@ class _Held:
 
 
 class _Item:
-    __slots__ = ("extension", "records", "variants")
+    """The records of one item.
+
+    ``records`` maps each id to the record of the first owner that used it (the common
+    case, and the bulk path's only lookup); ``others`` holds, by ``(id, slot)``, the records
+    of other owners reusing a held id. Which of two owners lands in which mapping depends on
+    arrival order, but every reader takes both together, so state does not.
+    """
+
+    __slots__ = ("extension", "others", "records", "variants")
 
     def __init__(self, extension: Extension) -> None:
         self.extension = extension
         self.records: dict[str, _Held] = {}
-        self.variants: dict[str, dict[str, _Held]] = {}
+        self.others: dict[tuple[str, str], _Held] = {}
+        self.variants: dict[tuple[str, str], dict[str, _Held]] = {}
+
+    def held(self) -> list[_Held]:
+        """Every record held (the kept version of each (id, slot))."""
+        return [*self.records.values(), *self.others.values()]
 
     def put(self, record: _Held) -> str:
         rid = record.id
-        held = self.records.get(rid)
-        if held is None:
+        first = self.records.get(rid)
+        if first is None:
             self.records[rid] = record
             return "accepted"
+        key = record.slot()
+        if first.slot() == key:
+            return self._version(key, first, record, self.records, rid)
+        other = self.others.get(key)
+        if other is None:
+            self.others[key] = record
+            return "accepted"
+        return self._version(key, other, record, self.others, key)
+
+    def _version(self, key: tuple[str, str], held: _Held, record: _Held, into: Any, at: Any) -> str:
         if held is record or held.same_as(record):
             return "duplicate"
-        versions = self.variants.get(rid)
+        versions = self.variants.get(key)
         if versions is None:
-            versions = self.variants[rid] = {digest(held.body()): held}
+            versions = self.variants[key] = {digest(held.body()): held}
         new = digest(record.body())
         if new in versions:
             return "duplicate"
         versions[new] = record
-        self.records[rid] = versions[min(versions)]
+        into[at] = versions[min(versions)]
         return "conflict"
 
 
@@ -278,7 +327,7 @@ def _compute(item: ItemId, data: _Item) -> ItemState:
     claims: list[str] = []
     notes: list[str] = []
     relations: dict[tuple[str, str], list[_Held]] = {}
-    for record in data.records.values():
+    for record in data.held():
         type_ = record.type
         if type_ in _NEED:
             need.append(record)
@@ -292,9 +341,11 @@ def _compute(item: ItemId, data: _Item) -> ItemState:
             rel = record.body()["relation"]
             relations.setdefault((rel["kind"], _target_key(rel["target"])), []).append(record)
     conflicts: list[Conflict] = []
-    for rid in sorted(data.variants):
-        versions = data.variants[rid]
+    for slot in sorted(data.variants):
+        versions = data.variants[slot]
         conflicts.append(Conflict("same_id", item, None, tuple(sorted(versions)), min(versions)))
+    for rid in sorted({rid for rid, _ in data.others}):
+        conflicts.append(Conflict("id_reused", item, None, (rid,), None))
     current_need = _choose(item, "need", need, _need_key, conflicts)
     current_settlement = _choose(item, "settlement", settlement, _settlement_key, conflicts)
     active: list[RelationState] = []
@@ -346,10 +397,10 @@ def _compute(item: ItemId, data: _Item) -> ItemState:
         terms_rev=terms_body.get("terms_rev") if terms_body else None,
         held_terms_rev=held_rev,
         settled_terms_rev=settled_rev,
-        claims=tuple(sorted(claims)),
+        claims=tuple(sorted(set(claims))),
         adopted=adopted,
         relations=tuple(active),
-        notes=tuple(sorted(notes)),
+        notes=tuple(sorted(set(notes))),
         conflicts=tuple(conflicts),
     )
 
@@ -534,11 +585,15 @@ class Registry:
         return dict(sorted(self._ignored.items()))
 
     def records(self, item: ItemId) -> list[dict[str, Any]]:
-        """The records held for ``item`` (the kept version of each id), sorted by id."""
+        """The records held for ``item`` (the kept version of each id), sorted by id.
+
+        Records of different owners that reuse one id are all held (see ``id_reused``).
+        """
         data = self._items.get(item)
         if data is None:
             return []
-        return [copy_json(data.records[rid].body()) for rid in sorted(data.records)]
+        held = sorted(data.held(), key=_Held.slot)
+        return [copy_json(record.body()) for record in held]
 
     def __len__(self) -> int:
         return sum(len(d.records) for d in self._items.values())

@@ -93,12 +93,13 @@ def parse_state_document(text: str, *, section: str = "Acts") -> StateDocument:
     end = len(lines)
     fenced = False
     for index, line in enumerate(lines):
-        if _FENCE.match(line):
+        if _FENCE.match(line[1:] if index == 0 and line.startswith("\ufeff") else line):
             fenced = not fenced
             continue
         if fenced:
             continue
-        match = _HEADING.match(line)
+        # a byte order mark opening the file is not part of the first heading
+        match = _HEADING.match(line[1:] if index == 0 and line.startswith("\ufeff") else line)
         if match is None:
             continue
         if start is None and match.group(2) == section:
@@ -395,6 +396,8 @@ def write_state_document(
     written += [k for k in states if k not in written]
     if written:
         block.append(f"<!-- acts:listed {' '.join(sorted(written))} -->")
+    if lines and all(line.endswith("\r") for line in lines[:-1] or lines):
+        block = [line + "\r" for line in block]  # a CRLF document stays CRLF
     body: list[str] = []
     at: int | None = None
     for index in range(start, end):

@@ -12,6 +12,7 @@ nothing SQLite-specific in them, so a shared database can implement it later.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -139,7 +140,20 @@ CREATE TRIGGER IF NOT EXISTS handoff_records_no_update BEFORE UPDATE ON handoff_
 BEGIN SELECT RAISE(ABORT, 'handoff_records is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS handoff_records_no_delete BEFORE DELETE ON handoff_records
 BEGIN SELECT RAISE(ABORT, 'handoff_records is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS handoff_records_no_replace_seq BEFORE INSERT ON handoff_records
+WHEN EXISTS (SELECT 1 FROM handoff_records WHERE seq = NEW.seq)
+BEGIN SELECT RAISE(ABORT, 'handoff_records is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS handoff_records_no_replace BEFORE INSERT ON handoff_records
+WHEN EXISTS (SELECT 1 FROM handoff_records WHERE id = NEW.id AND digest = NEW.digest)
+BEGIN SELECT RAISE(IGNORE); END;
 """
+
+
+def _body_digest(body: str) -> str:
+    try:
+        return "sha-256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
+    except UnicodeEncodeError:
+        return ""
 
 
 class SQLiteStore(_Folding):
@@ -147,7 +161,9 @@ class SQLiteStore(_Folding):
 
     Each append is one ``BEGIN IMMEDIATE`` transaction in WAL mode with a busy timeout, so
     concurrent writers (threads or processes) serialise and none loses a record. The
-    table is append-only (triggers refuse UPDATE and DELETE); bodies are stored in JCS.
+    table is append-only (triggers refuse UPDATE, DELETE and the row replacement of
+    ``INSERT OR REPLACE``); bodies are stored in JCS and checked against their digest on
+    every read.
     """
 
     def __init__(
@@ -232,16 +248,31 @@ class SQLiteStore(_Folding):
         return [parse_line(body) for body in self._bodies(item)]
 
     def _bodies(self, item: ItemId | None) -> list[str]:
-        with self._lock:
-            if item is None:
-                rows = self._db.execute("SELECT body FROM handoff_records ORDER BY seq").fetchall()
-            else:
-                rows = self._db.execute(
-                    "SELECT body FROM handoff_records WHERE ext = ? AND project = ? AND key = ?"
-                    " ORDER BY seq",
-                    (item.ext, item.project, item.key),
-                ).fetchall()
-        return [body for (body,) in rows]
+        try:
+            with self._lock:
+                if item is None:
+                    rows = self._db.execute(
+                        "SELECT digest, body FROM handoff_records ORDER BY seq"
+                    ).fetchall()
+                else:
+                    rows = self._db.execute(
+                        "SELECT digest, body FROM handoff_records"
+                        " WHERE ext = ? AND project = ? AND key = ? ORDER BY seq",
+                        (item.ext, item.project, item.key),
+                    ).fetchall()
+        except sqlite3.Error as exc:
+            raise HandoffError(
+                "store", f"cannot read {self.path}: {exc}", reason="store_read"
+            ) from None
+        for dig, body in rows:
+            # a body edited behind the store's back no longer matches its digest
+            if not isinstance(body, str) or dig != _body_digest(body):
+                raise HandoffError(
+                    "store",
+                    f"{self.path}: a stored record does not match its digest",
+                    reason="store_tampered",
+                )
+        return [body for _, body in rows]
 
     def __len__(self) -> int:
         with self._lock:

@@ -132,7 +132,14 @@ def test_sqlite_tampering_is_caught_on_read(tmp_path: Path) -> None:
     db = sqlite3.connect(path)
     db.execute(
         "INSERT INTO handoff_records (id, digest, ext, project, key, body) VALUES (?,?,?,?,?,?)",
-        ("s9", "sha-256:" + "00" * 32, "demo-keep", "house", "k1", json.dumps(forged)),
+        (
+            "s9",
+            handoff.digest(forged),
+            "demo-keep",
+            "house",
+            "k1",
+            handoff.canonical(forged).decode(),
+        ),
     )
     db.commit()
     db.close()

@@ -247,8 +247,12 @@ SCHEMA_PAIR = _err("schema", "pair_schema")
                 "representative-missing",
                 "ext-role-other",
                 "relation-active-missing",
+                "decider-principal-case",
+                "chain-cycle-case",
+                "attester-requester",
             )
         },
+        "config": "the deployment configuration itself is refused",
     },
 )
 def validate_cases() -> Iterator[Case]:
@@ -260,6 +264,17 @@ def validate_cases() -> Iterator[Case]:
         flags=("valid",),
     )
     yield good_raised
+    for who, party in (("principal", "alice"), ("principal-side", "alice-pa")):
+        both = cfg(record=raised())
+        both["roles"]["requesters"]["house"] = ["bot-1", party]
+        yield Case(
+            f"config-{who}-as-requester",
+            both,
+            error=_err("config", "config_invalid"),
+            comment=f"the {who.replace('-', ' ')} listed as a project's requester: the two "
+            "registers would have one owner",
+            flags=("config",),
+        )
     yield from derive(
         good_raised,
         [
@@ -539,6 +554,23 @@ def validate_cases() -> Iterator[Case]:
                 error=_err("authority", "delegate_is_principal"),
                 extra_flags=("authority",),
             ),
+            Mutation(
+                "decider-principal-case",
+                "a delegate named like the principal in other letter case is refused",
+                lambda inp: (
+                    _set("authority.decider", "ALICE")(inp),
+                    _set("authority.chain", ["alice", "ALICE"])(inp),
+                ),
+                error=_err("authority", "delegate_is_principal"),
+                extra_flags=("authority",),
+            ),
+            Mutation(
+                "chain-cycle-case",
+                "the chain returns to the principal (spelled in full-width letters)",
+                _set("authority.chain", ["alice", "\uff41lice", "bot-boss"]),
+                error=_err("authority", "chain_broken"),
+                extra_flags=("authority",),
+            ),
         ],
     )
     good_attested = Case(
@@ -557,7 +589,14 @@ def validate_cases() -> Iterator[Case]:
                 "attested says what the evidence was",
                 _drop("evidence"),
                 error=_err("record", "basis_missing"),
-            )
+            ),
+            Mutation(
+                "attester-requester",
+                "only the principal side itself attests, never a requester",
+                _set("authority.decider", "bot-1"),
+                error=_err("authority", "attester_not_principal_side"),
+                extra_flags=("authority",),
+            ),
         ],
     )
     org = cfg(record=settled("s1", kind="confirmed", evidence={"proposal": "c1"}))
@@ -1208,6 +1247,62 @@ def fold_cases() -> Iterator[Case]:
         [state],
         "the same two versions in the other order: same result",
         ("same-id", "order"),
+    )
+    # an agent reuses the principal side's settlement id, its content ground so that its
+    # digest is the lower one: it must not displace the settlement (different owners)
+    s1 = settled("s1")
+    spoof = next(
+        c for c in (claimed("s1", context=f"grind {n}") for n in range(10_000)) if dig(c) < dig(s1)
+    )
+    reuse = conflict("id_reused", None, ["s1"], None)
+    reuse_state = item(
+        state="settled",
+        outcome="done",
+        authority="principal",
+        settled_terms_rev=1,
+        need="n1",
+        settlement="s1",
+        terms_rev=1,
+        held_terms_rev=1,
+        terms=T1,
+        claims=["s1"],
+        conflicts=[reuse],
+    )
+    for suffix, order in (("", [raised(), s1, spoof]), ("-reversed", [raised(), spoof, s1])):
+        yield fold_case(
+            "id-reused-by-claim" + suffix,
+            order,
+            ok("accepted", "accepted", "accepted"),
+            [reuse_state],
+            "a claim reusing the settlement's id (lower digest) is held beside it, never instead",
+            ("same-id", "ownership") + (("order",) if suffix else ()),
+        )
+    need_spoof = next(
+        r
+        for r in (amended("s1", 2, ["n1"], text=f"Pay invoice 42 v{n}") for n in range(10_000))
+        if dig(r) < dig(s1)
+    )
+    yield fold_case(
+        "id-reused-by-need",
+        [raised(), s1, need_spoof],
+        ok("accepted", "accepted", "accepted"),
+        [
+            item(
+                state="settled",
+                outcome="done",
+                authority="principal",
+                settled_terms_rev=1,
+                stale=True,
+                need="s1",
+                settlement="s1",
+                terms_rev=2,
+                held_terms_rev=2,
+                terms=need_spoof["terms"],
+                conflicts=[reuse],
+            )
+        ],
+        "a requester's amendment reusing the settlement's id: both registers keep their record",
+        ("same-id", "ownership"),
     )
     yield fold_case(
         "claim-alone",

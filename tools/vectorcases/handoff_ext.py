@@ -183,6 +183,10 @@ def settled(
     return out
 
 
+def _dig(record: dict[str, Any]) -> str:
+    return hashlib.sha256(rfc8785.dumps(record)).hexdigest()
+
+
 def _set(path: str, value: Any) -> Any:
     def apply(obj: dict[str, Any]) -> None:
         *parents, last = path.split(".")
@@ -312,6 +316,20 @@ def acts_check() -> Iterator[Case]:
                 "text-html-comment",
                 "text may not carry the binding's marker syntax",
                 _set("record.terms.text", "Pay <!-- act:k9 -->"),
+                error={"code": "record", "reason": "text_invalid"},
+                extra_flags=("terms",),
+            ),
+            Mutation(
+                "text-nul",
+                "a NUL in the text would make the state document unreadable",
+                _set("record.terms.text", "Pay the\u0000invoice"),
+                error={"code": "record", "reason": "text_invalid"},
+                extra_flags=("terms",),
+            ),
+            Mutation(
+                "text-bidi-override",
+                "a right-to-left override would show the person other text than is recorded",
+                _set("record.terms.text", "Pay \u202e00.021 EUR"),
                 error={"code": "record", "reason": "text_invalid"},
                 extra_flags=("terms",),
             ),
@@ -841,6 +859,15 @@ def evidence_sign() -> Iterator[Case]:
         comment="an existing proof is not signed over; it is replaced",
         flags=("ed25519",),
     )
+    bare = {k: v for k, v in SIGNED_ACT.items() if k != "evidence"}
+    yield Case(
+        "record-without-evidence",
+        {"record": bare, "key": ED_KEY},
+        output={"record": with_proof({**bare, "evidence": {}}, ED_KEY)},
+        comment="the evidence object added to carry the proof is covered by it (it stays, "
+        "empty, when the proof is removed), so the proof verifies",
+        flags=("ed25519",),
+    )
     yield Case(
         "public-key-only",
         {"record": SIGNED_ACT, "key": public(ED_KEY)},
@@ -862,6 +889,17 @@ def _reheader(header: dict[str, Any]) -> Any:
         obj["record"]["evidence"]["proof"] = f"{_b64(json.dumps(header).encode())}..{signature}"
 
     return apply
+
+
+_IDENTITY = {"kty": "OKP", "crv": "Ed25519", "x": _b64(bytes([1]) + bytes(31))}
+
+
+def _forge_small_order(obj: dict[str, Any]) -> None:
+    kid = thumbprint(_IDENTITY)
+    header = {"alg": "Ed25519", "kid": kid, "typ": "ph-proof+jws"}
+    forged = _b64(bytes([1]) + bytes(31) + bytes(32))
+    obj["record"]["evidence"]["proof"] = f"{_b64(json.dumps(header).encode())}..{forged}"
+    obj["jwks"] = {"keys": [{**_IDENTITY, "kid": kid}]}
 
 
 @suite(
@@ -964,6 +1002,14 @@ def evidence_verify() -> Iterator[Case]:
                 "jwks-other-key-claiming-kid",
                 "another key labelled with the principal's kid",
                 _set("jwks", {"keys": [{**public(OTHER_KEY), "kid": thumbprint(ED_KEY)}]}),
+                error={"code": "proof", "reason": "jwks_invalid"},
+                extra_flags=("wrong-key", "jwks"),
+            ),
+            Mutation(
+                "jwks-small-order-key",
+                "a small-order Ed25519 key (the identity point) verifies a forged proof "
+                "(R = identity, S = 0) on every message, so the JWKS holding it is refused",
+                _forge_small_order,
                 error={"code": "proof", "reason": "jwks_invalid"},
                 extra_flags=("wrong-key", "jwks"),
             ),
@@ -1540,6 +1586,32 @@ def conformance_principal_side() -> Iterator[Case]:
                 extra_flags=("proof",),
             ),
         ],
+    )
+
+    # two rev-2 amendments (the requester forgot to chain them): the current need is the one
+    # with the lower digest, and what is presented is its terms, not those of the lower id
+    def rival_of(n: int) -> dict[str, Any]:
+        terms = {**ACT_TERMS, "amount": "9999.00", "text": f"Pay the hosting invoice ({n})"}
+        return rec(
+            "n0", "amended", "requester", "agent-1", terms=terms, terms_rev=2, supersedes=["n1"]
+        )
+
+    rival = next(r for r in map(rival_of, range(1000)) if _dig(r) > _dig(AMENDED))
+    forked = {**base, "held": [RAISED, AMENDED, rival]}
+    yield Case(
+        "presented-of-current-head",
+        {**forked, "record": good},
+        output=CONFORMS,
+        comment="several heads at revision 2: presented digests the current need's terms",
+        flags=("presented",),
+    )
+    yield Case(
+        "presented-of-other-head",
+        {**forked, "record": settled(rev=2, terms=rival["terms"])},
+        error={"code": "evidence", "reason": "presented_mismatch"},
+        comment="several heads at revision 2: the terms of the head not chosen (the lower id) "
+        "were not what the principal side presents",
+        flags=("presented",),
     )
     yield Case(
         "principal-with-valid-proof",
