@@ -29,7 +29,11 @@ from pxp._store import SqliteRoomStore
 from ._mcp_harness import free_socket, mcp_client, refused, running
 
 SNAPSHOT = (
-    Path(__file__).resolve().parents[3] / "shared" / "reference" / "pxp" / "mcp-tools.snapshot.json"
+    Path(__file__).resolve().parents[2]
+    / "vectors"
+    / "third_party"
+    / "pxp"
+    / "mcp-tools.snapshot.json"
 )
 KEY = "k-" + "7" * 40
 

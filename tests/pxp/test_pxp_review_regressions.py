@@ -22,7 +22,7 @@ import pxp
 from pxp._envelope import envelope_hash, proposal_hash
 from pxp._ledger import entry_hash
 
-SAMPLE = Path(__file__).resolve().parents[2].parent / "shared/reference/pxp/sample-room.json"
+SAMPLE = Path(__file__).resolve().parents[2] / "vectors/third_party/pxp/sample-room.json"
 TOP = Path(__file__).resolve().parents[2]
 
 CARD_A = {
