@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,11 +46,18 @@ FINAL_STATES = ("succeeded", "failed", "cancelled", "expired", "unknown")
 
 APPROVAL_METHODS = ("agent_asserted", "user_signed")
 _HASH = re.compile(r"sha-256:[A-Za-z0-9_-]{43}")
+_TIME_MS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z")
 
 
 def parse_time(value: object, where: str) -> datetime:
     """Parse an RFC 3339 UTC time ``YYYY-MM-DDThh:mm:ss[.fff]Z`` (``Z`` required)."""
+    if type(value) is str and _TIME_MS.fullmatch(value) is not None:
+        # the common millisecond form: fromisoformat reads it as written (Z = UTC)
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            pass  # not a real calendar time: the full path below says so
     if not isinstance(value, str) or _TIME.fullmatch(value) is None:
         raise VxpError("statement_malformed", f"{where} is not an RFC 3339 UTC time", reason="time")
     text = value[:-1]
@@ -132,12 +139,26 @@ def _bad(kind: str, message: str) -> VxpError:
 def _fields(body: object, kind: str, required: Sequence[str], optional: Sequence[str] = ()) -> None:
     if not isinstance(body, dict):
         raise _bad(kind, "is not a JSON object")
+    if not optional and len(body) == len(required) and body.keys() >= _as_set(required):
+        return  # exactly the required members
     missing = [k for k in required if k not in body]
     if missing:
         raise _bad(kind, f"lacks {', '.join(missing)}")
     extra = sorted(set(body) - set(required) - set(optional))
     if extra:
         raise _bad(kind, f"has unknown members {', '.join(extra)}")
+
+
+_SETS: dict[tuple[str, ...], frozenset[str]] = {}
+
+
+def _as_set(names: Sequence[str]) -> frozenset[str]:
+    """The member names of a constant tuple as a set, built once per tuple."""
+    key = tuple(names)
+    found = _SETS.get(key)
+    if found is None:
+        found = _SETS[key] = frozenset(key)
+    return found
 
 
 def _str(body: Mapping[str, Any], name: str, kind: str) -> str:
@@ -540,4 +561,22 @@ def step(
         changes = _check_correction(state, body, seq, at)
     else:
         changes = _check_revocation(state, body)
-    return replace(state, count=seq + 1, last_time=at, **changes)
+    return _replace(state, count=seq + 1, last_time=at, **changes)
+
+
+def _replace(state: ChainState, **changes: Any) -> ChainState:
+    """``dataclasses.replace`` for :class:`ChainState` without re-running ``__init__``.
+
+    ChainState has no ``__post_init__`` and every change names one of its fields (checked
+    below), so copying the instance dictionary gives the same object, several times faster.
+    """
+    if not changes.keys() <= _STATE_FIELDS:  # pragma: no cover - internal callers only
+        return replace(state, **changes)
+    new = object.__new__(ChainState)
+    values = new.__dict__
+    values.update(state.__dict__)
+    values.update(changes)
+    return new
+
+
+_STATE_FIELDS = frozenset(f.name for f in fields(ChainState))

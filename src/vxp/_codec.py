@@ -6,6 +6,7 @@ import binascii
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +29,9 @@ _UNUSED_BITS = {2: 0b1111, 3: 0b11}
 _PADDING = {0: b"", 2: b"==", 3: b"="}
 _TO_STANDARD = bytes.maketrans(b"-_", b"+/")
 _TO_URL = bytes.maketrans(b"+/", b"-_")
+_FAST = bytes.maketrans(b"-_+/=", b"+/!!!")
 _HASH_PREFIX = "sha-256:"
+_HASH_TEXT = re.compile(r"sha-256:[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]")
 
 
 def b64url_encode(data: bytes) -> str:
@@ -43,6 +46,20 @@ def b64url_decode(text: object, where: str, *, code: str = "malformed_base64url"
     standard-alphabet characters), a length that is not 1 modulo 4, and zero unused
     trailing bits, so that every byte string has exactly one accepted encoding.
     """
+    if type(text) is str:
+        # Fast path: '+', '/' and '=' become '!', which strict mode refuses like any other
+        # character outside the alphabet; every refusal is re-examined below for its message.
+        rest = len(text) & 3
+        if rest != 1:
+            try:
+                data = binascii.a2b_base64(
+                    text.encode("ascii").translate(_FAST) + _PADDING[rest], strict_mode=True
+                )
+            except (binascii.Error, UnicodeEncodeError, ValueError):
+                pass
+            else:
+                if not rest or not _VALUE[text[-1]] & _UNUSED_BITS[rest]:
+                    return data
     if not isinstance(text, str):
         raise VxpError(code, f"{where} is not a base64url string")
     outside = f"{where} holds a character outside the unpadded base64url alphabet"
@@ -148,6 +165,9 @@ def encode_hash(digest: bytes) -> str:
 
 def decode_hash(text: object, where: str = "hash") -> bytes:
     """Parse ``sha-256:<base64url>`` into its 32 digest bytes (strictly)."""
+    if type(text) is str and _HASH_TEXT.fullmatch(text) is not None:
+        # canonical: 43 alphabet characters, the last with its two unused bits clear
+        return binascii.a2b_base64(text[8:].encode("ascii").translate(_TO_STANDARD) + b"=")
     if not isinstance(text, str) or not text.startswith(_HASH_PREFIX):
         raise VxpError("malformed_hash", f"{where} is not a 'sha-256:' prefixed digest")
     raw = b64url_decode(text[len(_HASH_PREFIX) :], where, code="malformed_hash")

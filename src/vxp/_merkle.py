@@ -241,6 +241,79 @@ def verify_inclusion(
         raise VxpError("root_mismatch", "the inclusion proof leads to a different root")
 
 
+class InclusionBatch:
+    """Verify many inclusion proofs against one tree head, sharing the work between them.
+
+    :meth:`verify` gives exactly the result of :func:`verify_inclusion` for each proof.
+    The RFC 9162 §2.1.3.2 walk is a pure function of its state ``(fn, sn, r)`` and the
+    proof elements still to consume; once a walk has reached the root, each of its states
+    is remembered with its remaining elements. A later walk that reaches a remembered state
+    with the same remaining elements would repeat that accepted computation step for step,
+    so it is accepted there. Anything else is walked to the end, and every failure is
+    re-run through :func:`verify_inclusion` for its precise error. Nothing outlives the
+    batch object (one verification).
+    """
+
+    def __init__(self, tree_size: int, root: bytes) -> None:
+        self.tree_size = tree_size
+        self.root = root
+        # ill-typed heads are left to verify_inclusion, which reports them
+        self._usable = type(tree_size) is int and type(root) is bytes and len(root) == _HASH_SIZE
+        self._done: dict[tuple[int, int, bytes], list[bytes]] = {}
+
+    def verify(self, leaf: bytes, index: int, proof: Sequence[bytes]) -> None:
+        """Check one inclusion proof; raise :class:`VxpError` exactly as
+        :func:`verify_inclusion` would."""
+        size = self.tree_size
+        if type(proof) is not list or not all(
+            type(p) is bytes and len(p) == _HASH_SIZE for p in proof
+        ):
+            verify_inclusion(leaf, index, size, proof, self.root)  # e.g. a tuple proof
+            return
+        self.verify_hashes(leaf, index, proof)
+
+    def verify_hashes(self, leaf: bytes, index: int, proof: list[bytes]) -> None:
+        """:meth:`verify` for a proof already known to be a list of 32-byte ``bytes``."""
+        size = self.tree_size
+        if (
+            not self._usable
+            or type(leaf) is not bytes
+            or len(leaf) != _HASH_SIZE
+            or type(index) is not int
+            or not 0 <= index < size
+        ):
+            verify_inclusion(leaf, index, size, proof, self.root)
+            return
+        done = self._done
+        sha = hashlib.sha256
+        fn, sn, r = index, size - 1, leaf
+        states: list[tuple[tuple[int, int, bytes], int]] = []
+        for i, p in enumerate(proof):
+            state = (fn, sn, r)
+            rest = done.get(state)
+            if rest is not None and rest == proof[i:]:
+                break
+            if sn == 0:
+                verify_inclusion(leaf, index, size, proof, self.root)
+                return  # pragma: no cover - the call above raises
+            states.append((state, i))
+            if fn & 1 or fn == sn:
+                r = sha(b"\x01" + p + r).digest()
+                while not fn & 1 and fn != 0:
+                    fn >>= 1
+                    sn >>= 1
+            else:
+                r = sha(b"\x01" + r + p).digest()
+            fn >>= 1
+            sn >>= 1
+        else:
+            if sn != 0 or r != self.root:
+                verify_inclusion(leaf, index, size, proof, self.root)
+                return  # pragma: no cover - the call above raises
+        for state, i in states:
+            done[state] = proof[i:]
+
+
 def verify_consistency(
     size1: int, size2: int, root1: bytes, root2: bytes, proof: Sequence[bytes]
 ) -> None:

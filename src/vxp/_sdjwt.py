@@ -8,6 +8,7 @@ every check of RFC 9901 §7.1 and §7.3 and fails closed with one precise code p
 
 from __future__ import annotations
 
+import binascii
 import copy
 import hashlib
 import math
@@ -17,7 +18,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._codec import b64url_decode, b64url_encode, canonical_json, parse_json
+from ._codec import (
+    _FAST,
+    _PADDING,
+    _SCAN,
+    _UNUSED_BITS,
+    _VALUE,
+    b64url_decode,
+    b64url_encode,
+    canonical_json,
+    parse_json,
+)
 from ._errors import VxpError
 from ._jws import check_algorithms, check_header, parse_compact, sign_compact
 from ._keys import KeyLike, ResolvedKey, resolve_key
@@ -48,6 +59,8 @@ _DIGEST_SIZES = {"sha-256": 32}
 # of which has its two unused low bits clear.
 _DIGEST_TEXT = {"sha-256": re.compile(r"[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]")}
 _RESERVED = frozenset({"_sd", "..."})
+_b2a = binascii.b2a_base64
+_a2b = binascii.a2b_base64
 _SALT_BYTES = 16
 MAX_DEPTH = 64
 """Deepest nesting of claims accepted when issuing or verifying (**Ours**)."""
@@ -363,16 +376,18 @@ class _Processor:
     def __init__(self, disclosures: Sequence[Disclosure], sd_alg: str) -> None:
         self.sd_alg = sd_alg
         self.size = _DIGEST_SIZES[sd_alg]
-        self.by_digest: dict[str, Disclosure] = {}
+        by_digest: dict[str, Disclosure] = {}
         hash_fn = _HASHES[sd_alg]
         for d in disclosures:
             digest = b64url_encode(hash_fn(d.encoded.encode("ascii")).digest())
-            if digest in self.by_digest:
+            if digest in by_digest:
                 raise VxpError("disclosure_repeated", "the same disclosure is included twice")
-            self.by_digest[digest] = d
+            by_digest[digest] = d
+        self.by_digest = by_digest
         self.seen: set[str] = set()
         self.used: list[Disclosure] = []
         self.paths: dict[str, tuple[str | int, ...]] = {}
+        self._text = _DIGEST_TEXT[sd_alg].fullmatch
 
     def digest(self, value: object, context: str, path: tuple[str | int, ...]) -> Disclosure | None:
         found = self.by_digest.get(value) if isinstance(value, str) else None
@@ -386,7 +401,7 @@ class _Processor:
         if not isinstance(value, str):
             where = f"{context} at {_where(path)}"
             raise VxpError("digest_malformed", f"a digest in {where} is not a string")
-        if _DIGEST_TEXT[self.sd_alg].fullmatch(value) is None:
+        if self._text(value) is None:
             where = f"{context} at {_where(path)}"
             # the slow path only to name the fault precisely
             raw = b64url_decode(value, f"a digest in {where}", code="digest_malformed")
@@ -417,17 +432,31 @@ class _Processor:
         out: dict[str, Any] = {}
         walk = self.walk
         for name, value in node.items():
-            if name == "_sd" or (top and name == "_sd_alg"):
-                continue
-            out[name] = walk(value, (*path, name)) if isinstance(value, dict | list) else value
+            if isinstance(value, _CONTAINERS):
+                if name == "_sd" or (top and name == "_sd_alg"):
+                    continue
+                out[name] = walk(value, (*path, name))
+            elif name != "_sd" and (not top or name != "_sd_alg"):
+                out[name] = value
         if "_sd" in node:
             digests = node["_sd"]
             if not isinstance(digests, list):
                 raise VxpError("sd_array_invalid", f"_sd at {_where(path)} is not an array")
+            by_digest, seen, text = self.by_digest, self.seen, self._text
             for value in digests:
-                found = self.digest(value, "_sd", path)
+                found = by_digest.get(value) if type(value) is str else None
                 if found is None:
-                    continue
+                    if type(value) is str and text(value) is not None and value not in seen:
+                        seen.add(value)  # a well-formed digest of no disclosure: a decoy
+                        continue
+                    found = self.digest(value, "_sd", path)
+                    if found is None:  # pragma: no cover - digest() raised or was a decoy
+                        continue
+                elif value in seen:
+                    raise VxpError("digest_duplicate", f"the digest {value} appears more than once")
+                else:
+                    seen.add(value)
+                    self.used.append(found)
                 claim = found.name
                 if claim is None:
                     raise VxpError(
@@ -446,11 +475,16 @@ class _Processor:
                     )
                 inner = (*path, claim)
                 self.paths[found.encoded] = inner
-                out[claim] = walk(found.value, inner)
+                item = found.value
+                # walk() of a scalar only checks the depth
+                if isinstance(item, _CONTAINERS) or len(inner) > MAX_DEPTH:
+                    item = walk(item, inner)
+                out[claim] = item
         return out
 
     def _array(self, node: list[Any], path: tuple[str | int, ...]) -> Any:
         out: list[Any] = []
+        by_digest, seen, text = self.by_digest, self.seen, self._text
         for item in node:
             if isinstance(item, dict) and "..." in item:
                 if len(item) != 1:
@@ -458,9 +492,20 @@ class _Processor:
                         "array_placeholder_invalid",
                         f"an array element at {_where(path)} has '...' beside other members",
                     )
-                found = self.digest(item["..."], "an array element", path)
+                value = item["..."]
+                found = by_digest.get(value) if type(value) is str else None
                 if found is None:
-                    continue
+                    if type(value) is str and text(value) is not None and value not in seen:
+                        seen.add(value)  # a well-formed digest of no disclosure: a decoy
+                        continue
+                    found = self.digest(value, "an array element", path)
+                    if found is None:  # pragma: no cover - digest() raised or was a decoy
+                        continue
+                elif value in seen:
+                    raise VxpError("digest_duplicate", f"the digest {value} appears more than once")
+                else:
+                    seen.add(value)
+                    self.used.append(found)
                 if found.name is not None:
                     raise VxpError(
                         "disclosure_kind_mismatch",
@@ -470,11 +515,14 @@ class _Processor:
                 inner = (*path, len(out))
                 self.paths[found.encoded] = inner
                 out.append(self.walk(found.value, inner))
-            elif isinstance(item, dict | list):
+            elif isinstance(item, _CONTAINERS):
                 out.append(self.walk(item, (*path, len(out))))
             else:
                 out.append(item)
         return out
+
+
+_CONTAINERS = (dict, list)
 
 
 def _where(path: tuple[str | int, ...]) -> str:
@@ -648,6 +696,98 @@ def _verify_kb(
     return kb
 
 
+_ES256_ONLY = ("ES256",)
+_ES256_SET = frozenset(_ES256_ONLY)
+_TO_URL = bytes.maketrans(b"+/", b"-_")
+
+
+def _verify_plain(
+    token: object,
+    issuer_keys: KeyLike | Sequence[KeyLike],
+    typ: str | None,
+    now: float,
+    algs: frozenset[str],
+    leeway: int,
+    require_exp: bool,
+) -> VerifiedSdJwt | None:
+    """The verification of a token without key binding, done in one pass.
+
+    It runs the same checks as the general path below and returns its exact result when
+    every one of them passes; on anything else it returns ``None`` and the general path
+    runs from the start, so every refusal keeps its precise code and message.
+    """
+    if type(token) is not str or not token.isascii() or token[-1:] != "~":
+        return None
+    parts = token.split("~")
+    segments = parts[0].split(".")
+    if len(segments) != 3:
+        return None
+    try:
+        header = parse_json(b64url_decode(segments[0], "h"), "h")
+        payload = parse_json(b64url_decode(segments[1], "p"), "p")
+        signature = b64url_decode(segments[2], "s")
+        if type(header) is not dict or type(payload) is not dict:
+            return None
+        alg = check_header(header, algs, "issuer-signed JWT", typ=typ)
+        key = _pick_key(header, _keys_of(issuer_keys), alg)
+    except VxpError:
+        return None
+    if payload.get("_sd_alg", SD_ALG) != "sha-256":
+        return None
+    by_digest: dict[str, Disclosure] = {}
+    sha256, b2a, a2b, scan = hashlib.sha256, _b2a, _a2b, _SCAN
+    try:
+        for encoded in parts[1:-1]:
+            # b64url_decode's and parse_json's fast paths, inline; any refusal or
+            # exception here sends the token to the general path
+            rest = len(encoded) & 3
+            if rest == 1 or (rest and _VALUE[encoded[-1]] & _UNUSED_BITS[rest]):
+                return None
+            text = a2b(
+                encoded.encode().translate(_FAST) + _PADDING[rest], strict_mode=True
+            ).decode()
+            array, end = scan(text, 0)
+            if end != len(text) or type(array) is not list:
+                return None
+            if len(array) == 3:
+                salt, name, value = array
+                if type(name) is not str:
+                    return None
+            elif len(array) == 2:
+                salt, value = array
+                name = None
+            else:
+                return None
+            if type(salt) is not str:
+                return None
+            digest = b2a(sha256(encoded.encode()).digest(), newline=False)
+            key_text = digest.translate(_TO_URL)[:-1].decode()
+            if key_text in by_digest:
+                return None
+            by_digest[key_text] = Disclosure(encoded, salt, name, value)
+    except Exception:
+        return None
+    if not key.verify((segments[0] + "." + segments[1]).encode(), signature):
+        return None
+    processor = _Processor((), "sha-256")
+    processor.by_digest = by_digest
+    try:
+        claims = processor.walk(payload, (), top=True)
+        if len(processor.used) != len(by_digest):
+            return None
+        _check_times(claims, now, leeway, require_exp)
+    except VxpError:
+        return None
+    return VerifiedSdJwt(
+        header=header,
+        claims=claims,
+        kid=key.kid,
+        disclosures=tuple(processor.used),
+        key_binding=None,
+        payload=payload,
+    )
+
+
 def verify_sd_jwt(
     token: str,
     issuer_keys: KeyLike | Sequence[KeyLike],
@@ -674,6 +814,10 @@ def verify_sd_jwt(
         raise VxpError("now_invalid", "now is a finite number of seconds since the epoch")
     if not isinstance(leeway, int) or isinstance(leeway, bool) or not 0 <= leeway <= MAX_SPAN:
         raise VxpError("leeway_invalid", f"leeway is an integer from 0 to {MAX_SPAN} seconds")
+    if key_binding is None:
+        fast = _verify_plain(token, issuer_keys, typ, now, algs, leeway, require_exp)
+        if fast is not None:
+            return fast
     sd = SdJwt.parse(token)
     parsed = parse_compact(sd.jws, "issuer-signed JWT")
     alg = check_header(parsed.header, algs, "issuer-signed JWT", typ=typ)

@@ -8,10 +8,11 @@ keys, chain and rules, operation summary, assurance. The first failure ends the 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from joserfc.jwk import ECKey, OKPKey
 
@@ -23,15 +24,16 @@ from ._errors import VxpError
 from ._metadata import TrustMaterial, load_trust
 from ._statements import (
     ParsedStatement,
+    StatementBatch,
     check_user_approval,
     split_statement,
-    verify_statement,
 )
 from ._verdict import Evidence, Verdict, derive_assurance
 
 __all__ = ["leaf_data", "verify"]
 
 _PACKAGE_MEMBERS = frozenset({"v", "company", "op", "statements", "log"})
+_ENTRY_MEMBERS = frozenset({"index", "logged_at", "proof"})
 
 
 _PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*")
@@ -107,19 +109,26 @@ def _witnesses(signed: SignedCheckpoint, trust: TrustMaterial, seen: set[str]) -
 
 
 def _entry(value: object, index: int, memo: dict[str, bytes]) -> tuple[int, str, list[bytes]]:
-    if not isinstance(value, dict) or set(value) != {"index", "logged_at", "proof"}:
+    if not isinstance(value, dict) or value.keys() != _ENTRY_MEMBERS:
         raise _malformed(f"log entry {index} is not {{index, logged_at, proof}}", "log_entries")
     leaf_index, logged_at, proof = value["index"], value["logged_at"], value["proof"]
     if not isinstance(leaf_index, int) or isinstance(leaf_index, bool) or leaf_index < 0:
         raise _malformed(f"log entry {index} has no leaf index", "log_entries")
     if not isinstance(logged_at, str) or not isinstance(proof, list) or len(proof) > 64:
         raise _malformed(f"log entry {index} has no logged_at or proof list", "log_entries")
+    try:
+        found: list[bytes | None] = list(map(memo.get, proof))
+    except TypeError:  # an unhashable element: the loop below names it
+        found = [None]
+    if None not in found:
+        return leaf_index, logged_at, cast(list[bytes], found)
     hashes = []
+    where = f"log entry {index} proof"
     for h in proof:
         raw = memo.get(h) if isinstance(h, str) else None
         if raw is None:
             try:
-                raw = decode_hash(h, f"log entry {index} proof")
+                raw = decode_hash(h, where)
             except VxpError as exc:
                 raise _malformed(exc.message, "log_entries") from exc
             memo[h] = raw
@@ -260,13 +269,17 @@ def _run(
     stamp = now.timestamp()
     parsed: list[ParsedStatement] = []
     used: dict[str, set[str]] = {}
+    batch = StatementBatch(candidates, stamp)
+    roles_ok: set[tuple[str, str]] = set()
     for i, token in enumerate(tokens):
-        st = verify_statement(token, candidates, where=f"statement {i}", now=stamp)
+        st = batch.verify(token, f"statement {i}")
         if st.kind not in KIND_SIGNER:
             raise VxpError(
                 "statement_malformed", f"statement {i} has unknown kind {st.kind!r}", reason="kind"
             )
-        _key_role(st, saved, live_trust)
+        if (st.kid, st.kind) not in roles_ok:
+            _key_role(st, saved, live_trust)  # a pure check of (kid, kind) and the material
+            roles_ok.add((st.kid, st.kind))
         used.setdefault(KIND_SIGNER[st.kind], set()).add(st.kid)
         parsed.append(st)
     # --- chain and rules
@@ -304,6 +317,7 @@ def _run(
     size, root = signed.checkpoint.tree_size, signed.checkpoint.root
     indexes: set[int] = set()
     last_index = -1
+    inclusion = _merkle.InclusionBatch(size, root)
     for i, st in enumerate(parsed):
         leaf_index, logged_at, proof = entries[i]
         if times[i] > now:
@@ -313,9 +327,9 @@ def _run(
         if leaf_index in indexes:
             raise _log_error(f"two statements claim leaf {leaf_index}", "leaf_reused")
         indexes.add(leaf_index)
-        leaf = _merkle.leaf_hash(leaf_data(st.digest, logged_at))
+        leaf = hashlib.sha256(b"\x00" + leaf_data(st.digest, logged_at)).digest()  # leaf_hash
         try:
-            _merkle.verify_inclusion(leaf, leaf_index, size, proof, root)
+            inclusion.verify_hashes(leaf, leaf_index, proof)  # decode_hash gave 32-byte bytes
         except VxpError as exc:
             raise _log_error(
                 f"statement {i} is not included in the packaged checkpoint ({exc.message})",
