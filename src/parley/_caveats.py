@@ -9,7 +9,7 @@ not a time, ``"toString"`` is not a risk level, ``{"svc": "a.example"}`` is not 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from ._canonical import MAX_SAFE_INTEGER
@@ -74,14 +74,65 @@ class Money(NamedTuple):
     currency: str
 
 
-def _is_int(value: object) -> bool:
-    return type(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+_caveat: Callable[[type[Caveat], tuple[str, Any]], Caveat] = tuple.__new__
+"""Builds a :class:`Caveat` from its pair, as its constructor does, without a Python frame."""
+_money_of: Callable[[type[Money], tuple[int, str]], Money] = tuple.__new__
 
 
-def _strings(kind: str, value: object) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+def _strings(kind: str, value: object) -> Caveat:
+    if type(value) is not list and not isinstance(value, list):
         raise CaveatError(f"caveat {kind!r} must be a list of strings")
-    return tuple(value)
+    for item in value:
+        if not isinstance(item, str):
+            raise CaveatError(f"caveat {kind!r} must be a list of strings")
+    return _caveat(Caveat, (kind, tuple(value)))
+
+
+def _time(kind: str, value: object) -> Caveat:
+    if type(value) is not int or not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        raise CaveatError(f"caveat {kind!r} must be an integer of unix seconds")
+    return _caveat(Caveat, (kind, value))
+
+
+def _money(kind: str, value: object) -> Caveat:
+    if isinstance(value, dict) and len(value) == 2 and "max" in value and "currency" in value:
+        cap, currency = value["max"], value["currency"]
+        if (
+            type(cap) is int
+            and 0 <= cap <= MAX_SAFE_INTEGER
+            and isinstance(currency, str)
+            and currency
+        ):
+            return _caveat(Caveat, (kind, _money_of(Money, (cap, currency))))
+    raise CaveatError(
+        f"caveat {kind!r} must be {{max: non-negative safe integer, currency: string}}"
+    )
+
+
+def _risk(kind: str, value: object) -> Caveat:
+    if not isinstance(value, str) or value not in RISK_LEVELS:
+        raise CaveatError("caveat 'risk' must be one of low, medium, high")
+    return _caveat(Caveat, (kind, value))
+
+
+def _only(kind: str, value: object) -> Caveat:
+    if not isinstance(value, str):
+        raise CaveatError("caveat 'only' must be a proposal hash string")
+    return _caveat(Caveat, (kind, value))
+
+
+_PARSERS: Mapping[str, Callable[[str, object], Caveat]] = {
+    "svc": _strings,
+    "verbs": _strings,
+    "can": _strings,
+    "exp": _time,
+    "nbf": _time,
+    "per": _money,
+    "spend": _money,
+    "risk": _risk,
+    "only": _only,
+}
+"""The value check of each kind, looked up by the caveat's (exact ``str``) key."""
 
 
 def parse_caveat(raw: object) -> Caveat:
@@ -95,34 +146,23 @@ def parse_caveat(raw: object) -> Caveat:
     if len(raw) != 1:
         raise CaveatError(f"a caveat must have exactly one member, got {len(raw)}")
     ((kind, value),) = raw.items()
-    if kind in ("svc", "verbs", "can"):
-        return Caveat(kind, _strings(kind, value))
-    if kind in ("exp", "nbf"):
-        if not _is_int(value):
-            raise CaveatError(f"caveat {kind!r} must be an integer of unix seconds")
-        return Caveat(kind, value)
-    if kind in ("per", "spend"):
-        if (
-            not isinstance(value, dict)
-            or set(value) != {"max", "currency"}
-            or not _is_int(value["max"])
-            or value["max"] < 0
-            or not isinstance(value["currency"], str)
-            or not value["currency"]
-        ):
-            raise CaveatError(
-                f"caveat {kind!r} must be {{max: non-negative safe integer, currency: string}}"
-            )
-        return Caveat(kind, Money(value["max"], value["currency"]))
-    if kind == "risk":
-        if not isinstance(value, str) or value not in RISK_LEVELS:
-            raise CaveatError("caveat 'risk' must be one of low, medium, high")
-        return Caveat(kind, value)
-    if kind == "only":
-        if not isinstance(value, str):
-            raise CaveatError("caveat 'only' must be a proposal hash string")
-        return Caveat(kind, value)
+    parser = _PARSERS.get(kind)
+    if parser is not None:
+        return parser(kind, value)
     raise CaveatError(f"caveat {kind!r} is not known to Parley v1", reason="caveat_unknown")
+
+
+def _parse_many(raws: Iterable[object]) -> tuple[Caveat, ...]:
+    """``tuple(map(parse_caveat, raws))``, with the common case inlined."""
+    out = []
+    for raw in raws:
+        parser = None
+        if type(raw) is dict and len(raw) == 1:
+            ((kind, value),) = raw.items()
+            parser = _PARSERS.get(kind)
+        # parse_caveat raises the error naming what is wrong with anything else.
+        out.append(parse_caveat(raw) if parser is None else parser(kind, value))
+    return tuple(out)
 
 
 def _type_name(value: object) -> str:

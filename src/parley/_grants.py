@@ -11,14 +11,15 @@ returns a :class:`GrantCheck` whose ``code`` is the wire code of section 7 and w
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._b64 import b64url_decode, b64url_encode
 from ._canonical import MAX_SAFE_INTEGER, canonical, canonical_bytes, sha256_b64url
@@ -29,6 +30,7 @@ from ._caveats import (
     Caveat,
     CaveatError,
     Money,
+    _parse_many,
     effective_caveats,
     matches,
     parse_caveat,
@@ -214,6 +216,32 @@ def _no_constant(text: str) -> Any:
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_scan_once: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+
+
+def _check_block_shape(block: object, index: int) -> None:
+    """Raise the ``bad_token`` error naming what is wrong with a block's ``{p, s}`` shape."""
+    if not isinstance(block, dict) or set(block) != {"p", "s"}:
+        raise _bad_token(f"block {index} must be an object with exactly 'p' and 's'")
+    if not isinstance(block["p"], dict) or not isinstance(block["s"], str):
+        raise _bad_token(f"block {index} needs an object 'p' and a string 's'")
+
+
+_encode_string = json.encoder.encode_basestring
+"""The string encoder :data:`_ENCODER` uses (``ensure_ascii=False``)."""
+
+_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+if _C_ENCODER is not None:  # CPython: the C encoder, built once instead of on every call
+    _encode_decoded = _C_ENCODER(
+        None, _ENCODER.default, _encode_string, None, ":", ",", True, False, True
+    )
+
+    def _dumps_decoded(value: Any) -> str:
+        """:func:`_dumps` of a value just parsed from JSON (so it has no cycles)."""
+        return "".join(_encode_decoded(value, 0))
+
+else:  # pragma: no cover - other interpreters
+    _dumps_decoded = _dumps
 
 
 def decode_grant(token: object) -> Grant:
@@ -229,7 +257,12 @@ def decode_grant(token: object) -> Grant:
         raise _bad_token(f"the grant token is longer than {MAX_TOKEN_LENGTH} characters")
     try:
         text = b64url_decode(token[len(TOKEN_PREFIX) :], what="the grant token").decode("utf-8")
-        blocks = _DECODER.decode(text)
+        try:  # a canonical token is one JSON value with nothing around it
+            blocks, end = _scan_once(text, 0)
+        except StopIteration:
+            end = -1
+        if end != len(text):  # decode as usual; the canonical check below refuses it
+            blocks = _DECODER.decode(text)
     except (ParleyError, ValueError, RecursionError):
         raise _bad_token("the grant token is not base64url of canonical UTF-8 JSON") from None
     if not isinstance(blocks, list) or not blocks:
@@ -238,38 +271,46 @@ def decode_grant(token: object) -> Grant:
         raise _bad_token(f"the grant has more than {MAX_BLOCKS} blocks")
     decoded: list[Block] = []
     signed: list[str] = []
+    parts: list[str] = []
     for index, block in enumerate(blocks):
-        where = f"block {index}"
-        if not isinstance(block, dict) or set(block) != {"p", "s"}:
-            raise _bad_token(f"{where} must be an object with exactly 'p' and 's'")
+        if (
+            type(block) is not dict
+            or len(block) != 2
+            or "p" not in block
+            or "s" not in block
+            or type(block["p"]) is not dict
+            or type(block["s"]) is not str
+        ):
+            _check_block_shape(block, index)  # raises, naming what is wrong
         payload, sig = block["p"], block["s"]
-        if not isinstance(payload, dict) or not isinstance(sig, str):
-            raise _bad_token(f"{where} needs an object 'p' and a string 's'")
-        _check_key(payload.get("sub"), f"{where} sub")
+        key = payload.get("sub")
+        if type(key) is not str or _KEY_TEXT.fullmatch(key) is None:
+            _check_key(key, f"block {index} sub")
         if index == 0:
-            _check_key(payload.get("iss"), f"{where} iss")
+            key = payload.get("iss")
+            if type(key) is not str or _KEY_TEXT.fullmatch(key) is None:
+                _check_key(key, f"block {index} iss")
             if not isinstance(payload.get("nonce"), str):
-                raise _bad_token(f"{where} needs a string nonce")
+                raise _bad_token(f"block {index} needs a string nonce")
         elif not isinstance(payload.get("prev"), str):
-            raise _bad_token(f"{where} needs a string prev")
+            raise _bad_token(f"block {index} needs a string prev")
         if not isinstance(payload.get("caveats"), list):
-            raise _bad_token(f"{where} needs a list of caveats")
+            raise _bad_token(f"block {index} needs a list of caveats")
         iat = payload.get("iat")
-        if type(iat) is not int or abs(iat) > MAX_SAFE_INTEGER:
-            raise _bad_token(f"{where} needs an integer iat")
+        if type(iat) is not int or not -MAX_SAFE_INTEGER <= iat <= MAX_SAFE_INTEGER:
+            raise _bad_token(f"block {index} needs an integer iat")
         decoded.append(Block(payload, sig))
         try:
-            signed.append(_dumps(payload))
+            payload_text = _dumps_decoded(payload)
         except (RecursionError, ValueError):
-            raise _bad_token(f"{where} payload nests too deeply") from None
+            raise _bad_token(f"block {index} payload nests too deeply") from None
+        signed.append(payload_text)
+        parts.append(f'{{"p":{payload_text},"s":{_encode_string(sig)}}}')
     # **Ours:** the token must be exactly the canonical text of its blocks, as section 6.2
     # encodes it. One comparison refuses duplicate members, escaped lone surrogates,
     # whitespace and any re-spelled JSON: every token has one spelling. The canonical text
     # of each payload, built for the comparison, is kept as the bytes its signature covers.
-    again = ",".join(
-        f'{{"p":{p},"s":{_dumps(b.sig)}}}' for p, b in zip(signed, decoded, strict=True)
-    )
-    if f"[{again}]" != text:
+    if f"[{','.join(parts)}]" != text:
         # A lenient signer (the reference's JavaScript) spells a non-integer number the
         # way ECMAScript does (1e-7, 1e+21), which Python spells differently (1e-07).
         # Such a token still verifies and then fails closed on the caveat holding it.
@@ -585,48 +626,84 @@ def _fail(
     )
 
 
-def _caveat_ok(caveat: Caveat, block: str, ctx: GrantContext) -> bool:
-    kind, value = caveat.kind, caveat.value
-    if kind in COMMIT_ONLY and ctx.verb != "COMMIT":
-        return True
-    if kind == "svc":
-        return ctx.service in value
-    if kind == "verbs":
-        return ctx.verb in value
-    if kind == "can":
-        cap = ctx.capability
-        return cap is not None and any(matches(p, cap) for p in value)
-    if kind == "exp":
-        return bool(ctx.now < value)
-    if kind == "nbf":
-        return bool(ctx.now >= value)
+def _ok_svc(value: tuple[str, ...], block: str, ctx: GrantContext) -> bool:
+    return ctx.service in value
+
+
+def _ok_verbs(value: tuple[str, ...], block: str, ctx: GrantContext) -> bool:
+    return ctx.verb in value
+
+
+def _ok_can(value: tuple[str, ...], block: str, ctx: GrantContext) -> bool:
+    cap = ctx.capability
+    return cap is not None and any(matches(p, cap) for p in value)
+
+
+def _ok_exp(value: int, block: str, ctx: GrantContext) -> bool:
+    return bool(ctx.now < value)
+
+
+def _ok_nbf(value: int, block: str, ctx: GrantContext) -> bool:
+    return bool(ctx.now >= value)
+
+
+# The COMMIT-only kinds: a COMMIT check without the proposal cannot satisfy them (hard).
+
+
+def _ok_per(ceiling: Money, block: str, ctx: GrantContext) -> bool:
     proposal = ctx.proposal
     if proposal is None:
-        return False  # a COMMIT check without the proposal cannot satisfy these (hard)
+        return False
     cost = proposal.cost
-    if kind == "per":
-        ceiling: Money = value
-        return cost is None or (cost.currency == ceiling.currency and cost.amount <= ceiling.max)
-    if kind == "spend":
-        limit: Money = value
-        already = ctx.spent.get(block, 0)
-        if cost is None:
-            return already <= limit.max
-        return cost.currency == limit.currency and already + cost.amount <= limit.max
-    if kind == "risk":
-        return RISK_LEVELS[proposal.risk] <= RISK_LEVELS[value]
-    if kind == "only":
-        return bool(proposal.hash == value)
-    raise AssertionError(kind)  # pragma: no cover - parse_caveat knows every kind
+    return cost is None or (cost.currency == ceiling.currency and cost.amount <= ceiling.max)
 
 
-def _check_one(
-    token: object, trusted: frozenset[str], proof_key: str | None, ctx: GrantContext, at: int
-) -> GrantCheck:
-    try:
-        grant = decode_grant(token)
-    except ParleyError as exc:
-        return _fail("unauthorized", "bad_token", exc.message, index=at)
+def _ok_spend(limit: Money, block: str, ctx: GrantContext) -> bool:
+    proposal = ctx.proposal
+    if proposal is None:
+        return False
+    cost = proposal.cost
+    already = ctx.spent.get(block, 0)
+    if cost is None:
+        return already <= limit.max
+    return cost.currency == limit.currency and already + cost.amount <= limit.max
+
+
+def _ok_risk(value: str, block: str, ctx: GrantContext) -> bool:
+    proposal = ctx.proposal
+    return proposal is not None and RISK_LEVELS[proposal.risk] <= RISK_LEVELS[value]
+
+
+def _ok_only(value: str, block: str, ctx: GrantContext) -> bool:
+    proposal = ctx.proposal
+    return proposal is not None and bool(proposal.hash == value)
+
+
+_CAVEAT_CHECKS: dict[str, Any] = {
+    "svc": _ok_svc,
+    "verbs": _ok_verbs,
+    "can": _ok_can,
+    "exp": _ok_exp,
+    "nbf": _ok_nbf,
+    "per": _ok_per,
+    "spend": _ok_spend,
+    "risk": _ok_risk,
+    "only": _ok_only,
+}
+
+
+def _caveat_ok(caveat: Caveat, block: str, ctx: GrantContext) -> bool:
+    kind, value = caveat
+    if kind in COMMIT_ONLY and ctx.verb != "COMMIT":
+        return True
+    ok: bool = _CAVEAT_CHECKS[kind](value, block, ctx)
+    return ok
+
+
+def _check_chain(
+    grant: Grant, trusted: frozenset[str], proof_key: str | None, ctx: GrantContext, at: int
+) -> GrantCheck | None:
+    """Steps 2 to 5 of section 6.4 (and the rooting check): the failure, or ``None``."""
     # Step 2: every signature, against iss for the root and the previous sub after it.
     signer = grant.principal
     for index, block in enumerate(grant.blocks):
@@ -675,6 +752,121 @@ def _check_one(
             grant,
             index=at,
         )
+    return None
+
+
+class _Prepared(NamedTuple):
+    """A decoded, shape-checked token and its parsed caveats (never handed to callers)."""
+
+    grant: Grant
+    caveats: tuple[tuple[str, tuple[Caveat, ...]], ...] | None
+    """``(block id, parsed caveats)`` per block; ``None`` when a caveat is malformed/unknown."""
+    authorized: dict[str, Any]
+    """The fields of an ``ok`` result but ``spend_caps`` (strings and tuples only)."""
+
+
+TOKEN_CACHE_SIZE = 256
+"""**Ours:** how many decoded tokens :func:`verify_grant` remembers (by exact token text).
+
+Only the token's decoding, shape checks and caveat parsing are remembered: every call still
+verifies every signature and evaluates every caveat against its request. Nothing cached is
+handed out: a result that would show a caveat (``need``) is built from a fresh decoding."""
+
+MAX_CACHED_TOKEN_LENGTH = 4096
+"""**Ours:** longer tokens are never remembered, which bounds the cache's memory (a 3-block
+chain with a few caveats each is about 1,500 characters)."""
+
+
+@functools.lru_cache(maxsize=TOKEN_CACHE_SIZE)
+def _prepare(token: str) -> _Prepared:
+    """Decode ``token`` and parse its caveats (raises :class:`ParleyError` like decode_grant)."""
+    grant = decode_grant(token)
+    parsed: list[tuple[str, tuple[Caveat, ...]]] = []
+    ids = grant.block_ids
+    authorized = {
+        **_CHECK_DEFAULTS,
+        "ok": True,
+        "grant": ids[0],
+        "blocks": ids,
+        "principal": grant.principal,
+        "holder": grant.holder,
+        "message": "authorized",
+    }
+    try:
+        for block in grant.blocks:
+            parsed.append((block.id, _parse_many(block.raw_caveats)))
+    except CaveatError:
+        return _Prepared(grant, None, authorized)
+    return _Prepared(grant, tuple(parsed), authorized)
+
+
+def _check_one(
+    token: object, trusted: frozenset[str], proof_key: str | None, ctx: GrantContext, at: int
+) -> GrantCheck:
+    if type(token) is not str or len(token) > MAX_CACHED_TOKEN_LENGTH:
+        return _check_plain(token, trusted, proof_key, ctx, at)
+    try:
+        prepared = _prepare(token)
+    except ParleyError as exc:
+        return _fail("unauthorized", "bad_token", exc.message, index=at)
+    grant = prepared.grant
+    failed = _check_chain(grant, trusted, proof_key, ctx, at)
+    if failed is not None:
+        return failed
+    if prepared.caveats is None:
+        return _check_caveats(decode_grant(token), ctx, at)
+    caps: list[SpendCap] = []
+    for bid, parsed in prepared.caveats:
+        for caveat in parsed:
+            kind, value = caveat
+            if kind == "spend":
+                caps.append(SpendCap(bid, value.max, value.currency))
+            if not _caveat_ok(caveat, bid, ctx):
+                # A failure shows caveats in ``need``: report it from a fresh decoding
+                # (steps 1 to 5 already passed on the same text), so no result ever
+                # holds the cached token's objects.
+                return _check_caveats(decode_grant(token), ctx, at)
+    # The ``ok`` result, built as GrantCheck's own __init__ would build it, in one step.
+    result: GrantCheck = object.__new__(GrantCheck)
+    fields = result.__dict__
+    fields.update(prepared.authorized)
+    fields["index"] = at
+    fields["spend_caps"] = tuple(caps)
+    return result
+
+
+_CHECK_DEFAULTS = {f.name: f.default for f in dataclasses.fields(GrantCheck)}
+
+
+def _authorized(grant: Grant, caps: list[SpendCap], at: int) -> GrantCheck:
+    return GrantCheck(
+        True,
+        grant=grant.id,
+        blocks=grant.block_ids,
+        index=at,
+        principal=grant.principal,
+        holder=grant.holder,
+        spend_caps=tuple(caps),
+        message="authorized",
+    )
+
+
+def _check_plain(
+    token: object, trusted: frozenset[str], proof_key: str | None, ctx: GrantContext, at: int
+) -> GrantCheck:
+    """Section 6.4 on a fresh decoding of ``token`` (no cache)."""
+    try:
+        grant = decode_grant(token)
+    except ParleyError as exc:
+        return _fail("unauthorized", "bad_token", exc.message, index=at)
+    failed = _check_chain(grant, trusted, proof_key, ctx, at)
+    if failed is not None:
+        return failed
+    return _check_caveats(grant, ctx, at)
+
+
+def _check_caveats(grant: Grant, ctx: GrantContext, at: int) -> GrantCheck:
+    """Step 6 of section 6.4 on a grant whose steps 1 to 5 passed."""
     # Step 6: every caveat of every block; malformed or unknown ones fail hard.
     hard: list[tuple[str, dict[str, Any] | Any]] = []
     soft: list[Any] = []
@@ -729,16 +921,7 @@ def _check_one(
             holder=grant.holder,
             index=at,
         )
-    return GrantCheck(
-        True,
-        grant=ids[0],
-        blocks=ids,
-        index=at,
-        principal=grant.principal,
-        holder=grant.holder,
-        spend_caps=tuple(caps),
-        message="authorized",
-    )
+    return _authorized(grant, caps, at)
 
 
 MAX_NEED_DEPTH = 16
