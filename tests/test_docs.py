@@ -74,3 +74,17 @@ def test_all_names_exist(package: str) -> None:
     assert len(module.__all__) == len(set(module.__all__))
     for name in module.__all__:
         assert hasattr(module, name), f"{package}.__all__ names missing {name}"
+
+
+_FENCE = re.compile(r"^[ \t]*```[ \t]*(py|python|pycon|python3)\b.*$", re.MULTILINE | re.IGNORECASE)
+
+
+@pytest.mark.parametrize("path", DOC_FILES, ids=[str(p.relative_to(TOP)) for p in DOC_FILES])
+def test_no_python_block_is_silently_skipped(path: Path) -> None:
+    # An indented fence, ```py or a typo would otherwise never run and never fail.
+    text = path.read_text(encoding="utf-8")
+    fences = [m.group(0) for m in _FENCE.finditer(text)]
+    odd = [f for f in fences if f.rstrip() not in {"```python", "```python no-run"}]
+    assert not odd, f"{path.name}: use ```python (run) or ```python no-run, not {odd}"
+    runnable = sum(1 for f in fences if f.rstrip() == "```python")
+    assert len(python_blocks(path)) == runnable

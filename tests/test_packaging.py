@@ -74,6 +74,9 @@ vectors, schemas = ppcheck.data_root()
 assert "site-packages" in str(vectors), vectors
 counts["suites"] = len(ppcheck.load_suites())
 ppcheck.vectors_schema()
+ppcheck.Adapter([sys.executable], timeout=1)  # loads the shipped response schema
+for name in ("request", "response"):
+    assert (schemas / "conformance" / f"{name}.schema.json").is_file(), name
 print(json.dumps(counts))
 """
     done = subprocess.run(

@@ -8,6 +8,7 @@ value, on a copy of vectors/, never on the real folder.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -83,3 +84,77 @@ def test_first_difference_names_the_path() -> None:
     assert ppcheck.first_difference({"a": 1}, {"a": 1}) is None
     assert ppcheck.first_difference({"a": 1}, {"a": True}) is not None
     assert ppcheck.first_difference({"a": 1}, {}) == "$.a: missing (expected 1)"
+    # One JSON number type: 2 and 2.0 agree, a boolean is not a number, 2^53+1 is exact.
+    assert ppcheck.first_difference({"a": 2.0}, {"a": 2}) is None
+    assert ppcheck.first_difference({"a": 0}, {"a": False}) is not None
+    assert ppcheck.first_difference({"a": 2**53 + 1}, {"a": float(2**53 + 1)}) is not None
+
+
+def _check_copy(copy: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(TOP / "tools" / "gen_vectors.py"), "--check", "--vectors", str(copy)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **env},
+    )
+
+
+def test_a_deleted_or_renamed_suite_is_drift(tmp_path: Path) -> None:
+    copy = tmp_path / "vectors"
+    shutil.copytree(TOP / "vectors", copy)
+    victim = ppcheck.load_suites(copy)[0].path
+    (copy / victim).rename(copy / victim.replace(".json", "-renamed.json"))
+    done = _check_copy(copy)
+    assert done.returncode == 1
+    assert f"{victim}: missing (run make vectors)" in done.stderr
+    assert f"{victim.replace('.json', '-renamed.json')}: not written by" in done.stderr
+
+
+def test_third_party_files_are_all_checksummed(tmp_path: Path) -> None:
+    sums = sorted((TOP / "vectors" / "third_party").rglob("SHA256SUMS"))
+    assert sums, "vectors/third_party holds no SHA256SUMS"
+    copy = tmp_path / "vectors"
+    shutil.copytree(TOP / "vectors", copy)
+    folder = copy / sums[0].parent.relative_to(TOP / "vectors")
+    listed = [
+        line.split("  ", 1)[1]
+        for line in (folder / "SHA256SUMS").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    tampered = folder / listed[0]
+    tampered.write_bytes(tampered.read_bytes() + b" ")
+    (folder / "unlisted.json").write_text("{}\n", encoding="utf-8")
+    (folder / listed[-1]).unlink()
+    done = _check_copy(copy)
+    assert done.returncode == 1
+    rel = folder.relative_to(copy)
+    assert f"{rel / listed[0]}: differs from its {rel / 'SHA256SUMS'} entry" in done.stderr
+    assert f"{rel / 'unlisted.json'}: vendored but listed in no SHA256SUMS" in done.stderr
+    assert f"{rel / listed[-1]}: listed in {rel / 'SHA256SUMS'} but missing" in done.stderr
+
+
+def test_generation_does_not_depend_on_hash_randomization() -> None:
+    # Byte stability: set iteration order changes with PYTHONHASHSEED; the output may not.
+    for seed in ("0", "4242"):
+        done = _check_copy(TOP / "vectors", PYTHONHASHSEED=seed)
+        assert done.returncode == 0, done.stderr
+
+
+def test_every_registered_suite_is_loaded_by_the_runner() -> None:
+    # The runner (and tests/test_vectors.py) must see every suite gen_vectors writes;
+    # a suite in a folder the loader skips would otherwise go untested.
+    probe = (
+        "import json, gen_vectors, vectorlib; gen_vectors._load_cases(); "
+        "print(json.dumps(sorted(s.file for s in vectorlib.SUITES.values())))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=TOP / "tools",
+    )
+    written = set(json.loads(done.stdout))
+    assert written
+    assert written == {s.path for s in ppcheck.load_suites()}

@@ -104,17 +104,49 @@ def _owned(root: Path) -> set[str]:
 
 
 def _check_third_party(root: Path) -> list[str]:
+    """Every vendored file matches its SHA256SUMS entry, and every one has an entry.
+
+    A SHA256SUMS file covers the files of its folder and below (``sha256sum`` format,
+    text ``<hex>  <name>`` or binary ``<hex> *<name>``). Only ORIGIN.md, our own note on
+    where the files came from, may go unlisted.
+    """
     problems: list[str] = []
-    for sums in sorted((root / "third_party").rglob("SHA256SUMS")):
-        for line in sums.read_text(encoding="utf-8").splitlines():
+    third = root / "third_party"
+    listed: set[Path] = set()
+    for sums in sorted(third.rglob("SHA256SUMS")):
+        where = sums.relative_to(root)
+        for number, line in enumerate(sums.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
-            digest, _, name = line.partition("  ")
-            target = sums.parent / name
+            digest, sep, name = line[:64], line[64:66], line[66:]
+            if (
+                len(digest) != 64
+                or any(c not in "0123456789abcdef" for c in digest)
+                or sep not in {"  ", " *"}
+                or not name
+            ):
+                problems.append(f"{where}:{number}: not a sha256sum line: {line[:100]!r}")
+                continue
+            target = (sums.parent / name).resolve()
+            if not target.is_relative_to(sums.parent.resolve()):
+                problems.append(f"{where}:{number}: {name!r} is outside its folder")
+                continue
+            listed.add(target)
             if not target.is_file():
-                problems.append(f"{target.relative_to(root)}: listed in SHA256SUMS but missing")
+                problems.append(
+                    f"{target.relative_to(root.resolve())}: listed in {where} but missing"
+                )
             elif hashlib.sha256(target.read_bytes()).hexdigest() != digest:
-                problems.append(f"{target.relative_to(root)}: differs from its SHA256SUMS entry")
+                problems.append(
+                    f"{target.relative_to(root.resolve())}: differs from its {where} entry"
+                )
+    for path in sorted(third.rglob("*")):
+        if (
+            path.is_file()
+            and path.name not in {"SHA256SUMS", "ORIGIN.md"}
+            and path.resolve() not in listed
+        ):
+            problems.append(f"{path.relative_to(root)}: vendored but listed in no SHA256SUMS")
     return problems
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from ._runner import failure_count, junit_xml, run_suites, summary_line, table
 from ._vectors import load_suites
@@ -64,11 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="mark one case as a known failure (repeatable)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=30.0, help="seconds allowed per case (default 30)"
+        "--timeout",
+        type=_positive(float),
+        default=30.0,
+        help="seconds allowed per case (default 30)",
     )
     parser.add_argument(
         "--jobs",
-        type=int,
+        type=_positive(int),
         default=os.cpu_count() or 2,
         help="suites run in parallel (default: CPU count)",
     )
@@ -78,6 +83,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--list", action="store_true", help="list the selected suites and exit")
     return parser
+
+
+def _positive(kind: type[float] | type[int]) -> Any:
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a positive finite number: {text!r}")
+        return value
+
+    return parse
 
 
 def _known(args: argparse.Namespace) -> set[str]:
@@ -93,13 +111,25 @@ def _known(args: argparse.Namespace) -> set[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the selected suites; print the table, each failure and a closing total."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    impl: list[str] | None = None
+    if args.impl is not None:
+        try:
+            impl = shlex.split(args.impl)
+        except ValueError as exc:
+            parser.error(f"--impl: {exc}")
+        if not impl:
+            parser.error("--impl: the adapter command line is empty")
     try:
         suites = load_suites(args.vectors)
         known = _known(args)
     except (OSError, ValueError) as exc:
         print(f"ppcheck: {exc}", file=sys.stderr)
         return 2
+    everything = {f"{s.suite}::{c['id']}" for s in suites for c in s.tests}
+    for entry in sorted(known - everything):
+        print(f"ppcheck: warning: known failure {entry!r} names no vector", file=sys.stderr)
     if args.suite:
         suites = [s for s in suites if any(fnmatch.fnmatchcase(s.suite, p) for p in args.suite)]
     if not suites:
@@ -109,9 +139,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for s in suites:
             print(f"{s.suite}  ({len(s.tests)} cases, {s.path})")
         return 0
-    reports = run_suites(suites, args.impl, jobs=args.jobs, timeout=args.timeout, known=known)
+    reports = run_suites(suites, impl, jobs=args.jobs, timeout=args.timeout, known=known)
     print(table(reports))
-    if args.junit is not None:
-        args.junit.write_text(junit_xml(reports), encoding="utf-8")
     print(summary_line(reports))
+    if args.junit is not None:
+        try:
+            args.junit.write_text(junit_xml(reports), encoding="utf-8")
+        except OSError as exc:
+            print(f"ppcheck: cannot write the JUnit report: {exc}", file=sys.stderr)
+            return 2
     return 1 if failure_count(reports) else 0

@@ -4,13 +4,21 @@ An adapter is started once per suite; it reads one JSON request per line on stan
 and answers one JSON line per request on standard output, in order. This module owns the
 child process: it sends a request, waits for the answer up to a per-case timeout, and
 restarts the adapter after it crashed or hung, so one bad case never hides the others.
+
+The runner must never hang or crash because of an adapter: requests are written by a
+writer thread (an adapter that never reads its input cannot block the runner), answers are
+read by a reader thread with a bounded line length, standard error goes to a temporary file
+(it can never fill a pipe), and on POSIX the adapter runs in its own session so that a
+timeout kills the whole process group, children of a wrapper script included.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import queue
+import signal
 import subprocess
 import tempfile
 import threading
@@ -19,14 +27,20 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 
 from ._vectors import data_root
 
-__all__ = ["Adapter", "AdapterError", "Answer"]
+__all__ = ["MAX_LINE", "Adapter", "AdapterError", "Answer", "printable"]
+
+MAX_LINE = 16 * 1024 * 1024
+"""The longest response line (in bytes, newline included) the runner reads."""
+
+_STDERR_TAIL = 600
 
 
 class AdapterError(Exception):
-    """The adapter broke the harness protocol or died; the message says how."""
+    """The adapter could not be started; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,29 @@ class Answer:
     fault: str | None = None
 
 
+def printable(text: str) -> str:
+    r"""Return ``text`` with control characters and lone surrogates shown as escapes.
+
+    Newlines and tabs are kept; everything else below U+0020, U+007F to U+009F,
+    U+D800 to U+DFFF, U+FFFE and U+FFFF become ``\xNN`` or ``\uNNNN``, so adapter
+    output can neither drive a terminal nor make a JUnit report invalid XML.
+    """
+    out: list[str] = []
+    for char in text:
+        code = ord(char)
+        if (
+            char in "\n\t"
+            or (0x20 <= code < 0x7F)
+            or (code >= 0xA0 and not 0xD800 <= code < 0xE000 and code not in (0xFFFE, 0xFFFF))
+        ):
+            out.append(char)
+        elif code < 0x100:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out)
+
+
 def _response_validator() -> Draft202012Validator:
     schema = json.loads(
         (data_root()[1] / "conformance" / "response.schema.json").read_text(encoding="utf-8")
@@ -44,126 +81,285 @@ def _response_validator() -> Draft202012Validator:
     return Draft202012Validator(schema)
 
 
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate member {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_line(raw: bytes) -> Any:
+    """Parse one response line strictly: UTF-8, one JSON value, no duplicate members."""
+    text = raw.decode("utf-8")
+    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 _EOF = object()
+_CLOSE = object()
+
+
+class _Process:
+    """One running adapter process with its reader and writer threads."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in reap()
+        options: dict[str, Any] = {"start_new_session": True} if os.name == "posix" else {}
+        try:
+            self.popen = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, **options
+            )
+        except (OSError, ValueError) as exc:
+            self.stderr.close()
+            raise AdapterError(f"cannot start the adapter {argv[0]!r}: {exc}") from exc
+        self.lines: queue.Queue[object] = queue.Queue()
+        self._outbox: queue.Queue[object] = queue.Queue()
+        stdin, stdout = self.popen.stdin, self.popen.stdout
+        assert stdin is not None
+        assert stdout is not None
+        threading.Thread(target=self._read, args=(stdout,), daemon=True).start()
+        threading.Thread(target=self._write, args=(stdin,), daemon=True).start()
+
+    def _read(self, stdout: IO[bytes]) -> None:
+        # This thread alone touches stdout (closing it from another thread could block on
+        # the buffer lock while this one is stuck in a read).
+        try:
+            while True:
+                raw = stdout.readline(MAX_LINE + 1)
+                if not raw:
+                    break
+                self.lines.put(raw)
+                if len(raw) > MAX_LINE:
+                    break
+        except (OSError, ValueError):
+            pass
+        finally:
+            self.lines.put(_EOF)
+            with contextlib.suppress(OSError, ValueError):
+                stdout.close()
+
+    def _write(self, stdin: IO[bytes]) -> None:
+        # This thread alone touches stdin: an adapter that never reads blocks only it.
+        try:
+            while True:
+                item = self._outbox.get()
+                if item is _CLOSE:
+                    break
+                assert isinstance(item, bytes)
+                stdin.write(item)
+                stdin.flush()
+        except (OSError, ValueError):
+            pass
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                stdin.close()
+
+    def send(self, data: bytes) -> None:
+        self._outbox.put(data)
+
+    def close_input(self) -> None:
+        self._outbox.put(_CLOSE)
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait for the exit status; ``None`` if the process is still running."""
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        """Kill the adapter and, on POSIX, every process left in its group."""
+        if os.name == "posix":
+            with contextlib.suppress(OSError):
+                os.killpg(self.popen.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            self.popen.kill()
+
+    def reap(self) -> int:
+        """Kill what is left, collect the exit status, release the streams."""
+        self.kill()
+        status = self.popen.wait()
+        self.close_input()
+        self.stderr.close()
+        return status
+
+    def stderr_tail(self) -> str:
+        try:
+            size = self.stderr.seek(0, os.SEEK_END)
+            self.stderr.seek(max(0, size - _STDERR_TAIL))
+            tail = self.stderr.read().decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
+        return f"; its stderr ends: {printable(tail)}" if tail else ""
 
 
 class Adapter:
-    """One adapter process for one suite, restarted on demand after a fault."""
+    """One adapter process for one suite, restarted on demand after a fault.
+
+    :meth:`ask` never raises for anything the adapter does: a fault of one case becomes
+    that case's :class:`Answer`; a fault between cases (output nobody asked for, an exit
+    before its input closed, a non-zero exit status at the end) is added to
+    :attr:`faults`, the adapter's faults for the suite as a whole.
+    """
 
     def __init__(self, argv: Sequence[str], *, timeout: float) -> None:
+        if not argv:
+            raise ValueError("the adapter command line is empty")
+        if not timeout > 0:
+            raise ValueError("the timeout must be a positive number of seconds")
         self._argv = list(argv)
         self._timeout = timeout
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._lines: queue.Queue[object] = queue.Queue()
-        self._stderr: IO[bytes] | None = None
+        self._proc: _Process | None = None
+        self._last: str | None = None
         self._validator = _response_validator()
+        self.faults: list[str] = []
+        """Faults of the adapter not tied to one case, in the order they were seen."""
 
-    def _start(self) -> subprocess.Popen[bytes]:
-        # Kept open for the life of the process; closed in _kill.
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
-        try:
-            proc = subprocess.Popen(
-                self._argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._stderr,
+    def _after(self) -> str:
+        return f"after answering {self._last!r}" if self._last is not None else "at start"
+
+    def _check_between_cases(self, proc: _Process) -> _Process | None:
+        """Notice output or an exit nobody asked for; return the process if still usable."""
+        stray: list[bytes] = []
+        ended = False
+        while True:
+            try:
+                item = proc.lines.get_nowait()
+            except queue.Empty:
+                break
+            if item is _EOF:
+                ended = True
+                break
+            assert isinstance(item, bytes)
+            stray.append(item)
+        if stray:
+            self.faults.append(
+                f"wrote {len(stray)} line(s) nobody asked for {self._after()}, "
+                f"the first: {_clip(repr(stray[0]))}"
             )
-        except OSError as exc:
-            raise AdapterError(f"cannot start the adapter {self._argv[0]!r}: {exc}") from exc
-        lines: queue.Queue[object] = queue.Queue()
-        stdout = proc.stdout
-        assert stdout is not None
-
-        def pump() -> None:
-            for raw in stdout:
-                lines.put(raw)
-            lines.put(_EOF)
-
-        threading.Thread(target=pump, daemon=True).start()
-        self._lines = lines
-        self._proc = proc
+        status = proc.popen.poll()
+        if ended or status is not None:
+            status = proc.wait(self._timeout) if status is None else status
+            tail = proc.stderr_tail()
+            proc.reap()
+            what = "closed its output" if status is None else f"exited with status {status}"
+            self.faults.append(f"{what} {self._after()}, before its input closed{tail}")
+            return None
         return proc
 
-    def _stderr_tail(self) -> str:
-        if self._stderr is None:
-            return ""
-        self._stderr.seek(0)
-        tail = self._stderr.read()[-600:].decode("utf-8", "replace").strip()
-        return f"; its stderr ends: {tail}" if tail else ""
-
-    def _kill(self) -> None:
-        if self._proc is not None:
-            if self._proc.poll() is None:
-                self._proc.kill()
-            self._proc.wait()
-            for stream in (self._proc.stdin, self._proc.stdout):
-                if stream is not None:
-                    stream.close()
-            self._proc = None
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
+    def _fail(self, proc: _Process, message: str, *, tail: bool = False) -> Answer:
+        text = message + (proc.stderr_tail() if tail else "")
+        proc.reap()
+        self._proc = None
+        return Answer(None, f"{text} (adapter restarted)")
 
     def ask(self, request: dict[str, Any]) -> Answer:
         """Send one request; return the validated response or a fault (never raises it)."""
-        proc = self._proc if self._proc is not None and self._proc.poll() is None else None
+        proc = self._proc
+        if proc is not None:
+            proc = self._check_between_cases(proc)
         if proc is None:
-            self._kill()
+            self._proc = None
             try:
-                proc = self._start()
+                proc = _Process(self._argv)
             except AdapterError as exc:
                 return Answer(None, str(exc))
-        assert proc.stdin is not None
+            self._proc = proc
         line = json.dumps(request, ensure_ascii=True, separators=(",", ":")) + "\n"
+        proc.send(line.encode("ascii"))
         try:
-            proc.stdin.write(line.encode("utf-8"))
-            proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            return self._died("while reading the request")
-        try:
-            raw = self._lines.get(timeout=self._timeout)
+            raw = proc.lines.get(timeout=self._timeout)
         except queue.Empty:
-            self._kill()
-            return Answer(None, f"no answer within {self._timeout:g} s (adapter restarted)")
+            return self._fail(proc, f"no answer within {self._timeout:g} s")
         if raw is _EOF:
-            return self._died("before answering")
+            status = proc.wait(self._timeout)
+            what = "closed its output" if status is None else f"exited with status {status}"
+            return self._fail(proc, f"the adapter {what} before answering", tail=True)
         assert isinstance(raw, bytes)
+        if len(raw) > MAX_LINE:
+            return self._fail(proc, f"answered a line longer than {MAX_LINE} bytes")
+        if not raw.endswith(b"\n"):
+            return self._fail(
+                proc, f"answered a line without a final newline: {_clip(repr(raw))}", tail=True
+            )
         try:
-            response = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            self._kill()
-            return Answer(None, f"answered a line that is not JSON: {raw[:200]!r}")
-        errors = sorted(self._validator.iter_errors(response), key=lambda e: list(e.path))
-        if errors:
-            return Answer(None, f"answered a malformed response: {errors[0].message}")
-        if response.get("id") != request["id"]:
-            self._kill()
-            return Answer(None, f"answered id {response.get('id')!r} to request {request['id']!r}")
+            response = _parse_line(raw)
+        except UnicodeDecodeError as exc:
+            return self._fail(
+                proc, f"answered a line that is not UTF-8 ({exc.reason}): {_clip(repr(raw))}"
+            )
+        except (ValueError, RecursionError) as exc:
+            return self._fail(
+                proc,
+                f"answered a line that is not JSON ({_clip(str(exc), 80)}): {_clip(repr(raw))}",
+            )
+        error = best_match(self._validator.iter_errors(response))
+        if error is not None:
+            where = "".join(f"[{p!r}]" for p in error.absolute_path)
+            return Answer(
+                None,
+                f"answered a malformed response (at ${where}: {_clip(error.message)}): "
+                f"{_clip(repr(raw))}",
+            )
+        if response["id"] != request["id"]:
+            return self._fail(
+                proc,
+                f"answered id {_clip(repr(response['id']))} to request {request['id']!r} "
+                "(a second answer to an earlier request, or answers out of order)",
+            )
+        self._last = request["id"]
         return Answer(response)
 
-    def _died(self, when: str) -> Answer:
-        code = self._proc.wait() if self._proc is not None else None
-        tail = self._stderr_tail()
-        self._kill()
-        return Answer(None, f"the adapter exited with status {code} {when}{tail}")
+    def abort(self) -> None:
+        """Kill the adapter (and its process group) now, without judging it."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.reap()
 
     def close(self) -> int | None:
-        """Close standard input, let the adapter finish, and return its exit status."""
-        if self._proc is None:
+        """Close standard input, let the adapter finish, and return its exit status.
+
+        Anything the adapter wrote after its last answer, an exit status other than 0 and
+        an adapter that does not exit within the timeout are added to :attr:`faults`.
+        """
+        proc, self._proc = self._proc, None
+        if proc is None:
             return None
-        proc = self._proc
-        if proc.stdin is not None:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
+        proc.close_input()
+        stray: list[bytes] = []
+        status: int | None = None
         try:
-            status = proc.wait(timeout=self._timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            status = proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
-        self._proc = None
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
+            while True:
+                item = proc.lines.get(timeout=self._timeout)
+                if item is _EOF:
+                    break
+                assert isinstance(item, bytes)
+                stray.append(item)
+            status = proc.wait(self._timeout)
+        except queue.Empty:
+            pass
+        if stray:
+            self.faults.append(
+                f"wrote {len(stray)} line(s) nobody asked for {self._after()}, "
+                f"the first: {_clip(repr(stray[0]))}"
+            )
+        tail = proc.stderr_tail()
+        if status is None:
+            self.faults.append(
+                f"did not exit within {self._timeout:g} s after its input closed (killed)"
+            )
+            proc.reap()
+            return None
+        proc.reap()
+        if status != 0:
+            self.faults.append(f"exited with status {status} at the end of the suite{tail}")
         return status

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -46,17 +47,19 @@ def handler(suite: str) -> Callable[[Handler], Handler]:
 
 
 _loaded = False
+_loading = threading.Lock()
 
 
 def handlers() -> Mapping[str, Handler]:
     """Return every registered handler, importing the handler modules on first use."""
     global _loaded
-    if not _loaded:
-        from . import _handlers
+    with _loading:  # suites run in threads: one of them imports, the others wait
+        if not _loaded:
+            from . import _handlers
 
-        for info in pkgutil.iter_modules(_handlers.__path__):
-            importlib.import_module(f"{_handlers.__name__}.{info.name}")
-        _loaded = True
+            for info in pkgutil.iter_modules(_handlers.__path__):
+                importlib.import_module(f"{_handlers.__name__}.{info.name}")
+            _loaded = True
     return _HANDLERS
 
 

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from xml.etree import ElementTree as ET
 
-from ._harness import Adapter
+from ._harness import Adapter, printable
 from ._registry import run
 from ._vectors import SuiteFile, check_result
 
@@ -57,6 +57,7 @@ class SuiteReport:
 
 
 def _judge(known: bool, problem: str | None, unsupported: bool) -> tuple[str, str | None]:
+    problem = None if problem is None else printable(problem)
     if unsupported:
         return "unsupported", None
     if known:
@@ -77,29 +78,43 @@ def run_suite(
     started = time.perf_counter()
     outcomes: list[CaseOutcome] = []
     adapter = Adapter(impl, timeout=timeout) if impl is not None else None
+    try:
+        for case in suite.tests:
+            t0 = time.perf_counter()
+            is_known = f"{suite.suite}::{case['id']}" in known
+            if adapter is None:
+                try:
+                    result = run(suite.suite, case["input"]).as_json()
+                except Exception as exc:  # a library bug fails this case only
+                    raised = f"the library raised {type(exc).__name__}: {exc}"
+                    status, detail = _judge(is_known, raised, False)
+                    outcomes.append(
+                        CaseOutcome(case["id"], status, detail, time.perf_counter() - t0)
+                    )
+                    continue
+            else:
+                request = {"suite": suite.suite, "id": case["id"], "input": case["input"]}
+                answer = adapter.ask(request)
+                if answer.response is None:
+                    status, detail = _judge(is_known, f"adapter fault: {answer.fault}", False)
+                    outcomes.append(
+                        CaseOutcome(case["id"], status, detail, time.perf_counter() - t0)
+                    )
+                    continue
+                result = answer.response
+            unsupported = result.get("unsupported") is True
+            problem = None if unsupported else check_result(case, result)
+            status, detail = _judge(is_known, problem, unsupported)
+            outcomes.append(CaseOutcome(case["id"], status, detail, time.perf_counter() - t0))
+    except BaseException:
+        if adapter is not None:  # interrupted: leave no adapter process behind
+            adapter.abort()
+        raise
     fault: str | None = None
-    for case in suite.tests:
-        t0 = time.perf_counter()
-        is_known = f"{suite.suite}::{case['id']}" in known
-        if adapter is None:
-            result = run(suite.suite, case["input"]).as_json()
-            detail = None
-        else:
-            request = {"suite": suite.suite, "id": case["id"], "input": case["input"]}
-            answer = adapter.ask(request)
-            if answer.response is None:
-                status, detail = _judge(is_known, f"adapter fault: {answer.fault}", False)
-                outcomes.append(CaseOutcome(case["id"], status, detail, time.perf_counter() - t0))
-                continue
-            result = answer.response
-        unsupported = result.get("unsupported") is True
-        problem = None if unsupported else check_result(case, result)
-        status, detail = _judge(is_known, problem, unsupported)
-        outcomes.append(CaseOutcome(case["id"], status, detail, time.perf_counter() - t0))
     if adapter is not None:
-        status_code = adapter.close()
-        if status_code not in (None, 0):
-            fault = f"the adapter exited with status {status_code} at the end of the suite"
+        adapter.close()
+        if adapter.faults:
+            fault = "the adapter " + "; then it ".join(adapter.faults)
     return SuiteReport(
         suite.suite, suite.path, tuple(outcomes), fault, time.perf_counter() - started
     )
@@ -168,16 +183,27 @@ def summary_line(reports: Sequence[SuiteReport]) -> str:
     )
 
 
+def _xml(text: str) -> str:
+    """Return ``text`` holding only characters XML 1.0 allows (others become escapes)."""
+    return printable(text)
+
+
 def junit_xml(reports: Sequence[SuiteReport]) -> str:
-    """Return a JUnit XML report: one testsuite per suite, one testcase per vector."""
+    """Return a JUnit XML report: one testsuite per suite, one testcase per vector.
+
+    An adapter fault of a suite is one more testcase, ``(adapter)``, with an ``error``.
+
+    Every text is reduced to the characters XML 1.0 allows, so a report stays parseable
+    whatever an adapter wrote.
+    """
     root = ET.Element("testsuites", name="ppcheck")
     for r in reports:
         failed = r.count("failed") + r.count("fixed")
         suite_el = ET.SubElement(
             root,
             "testsuite",
-            name=r.suite,
-            tests=str(len(r.cases)),
+            name=_xml(r.suite),
+            tests=str(len(r.cases) + (1 if r.fault else 0)),
             failures=str(failed),
             errors="1" if r.fault else "0",
             skipped=str(r.count("unsupported") + r.count("known")),
@@ -185,15 +211,24 @@ def junit_xml(reports: Sequence[SuiteReport]) -> str:
         )
         for c in r.cases:
             case_el = ET.SubElement(
-                suite_el, "testcase", classname=r.suite, name=c.id, time=f"{c.seconds:.3f}"
+                suite_el,
+                "testcase",
+                classname=_xml(r.suite),
+                name=_xml(c.id),
+                time=f"{c.seconds:.3f}",
             )
             if c.status in {"failed", "fixed"}:
-                ET.SubElement(case_el, "failure", message=c.detail or "")
+                ET.SubElement(case_el, "failure", message=_xml(c.detail or ""))
             elif c.status == "unsupported":
                 ET.SubElement(case_el, "skipped", message="unsupported by the implementation")
             elif c.status == "known":
-                ET.SubElement(case_el, "skipped", message=f"known failure: {c.detail}")
+                ET.SubElement(case_el, "skipped", message=_xml(f"known failure: {c.detail}"))
         if r.fault:
-            ET.SubElement(suite_el, "error", message=r.fault)
+            # JUnit has no suite-level error: the adapter's own fault is one more testcase
+            # (its name cannot clash with a vector id, which is kebab-case).
+            fault_el = ET.SubElement(
+                suite_el, "testcase", classname=_xml(r.suite), name="(adapter)", time="0.000"
+            )
+            ET.SubElement(fault_el, "error", message=_xml(r.fault))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

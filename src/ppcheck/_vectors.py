@@ -15,6 +15,9 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
 __all__ = [
     "PROTOCOLS",
     "SuiteFile",
@@ -59,8 +62,13 @@ class SuiteFile:
 
 
 def load_suites(root: Traversable | None = None) -> list[SuiteFile]:
-    """Load every suite file under ``root`` (default: :func:`data_root`), sorted by path."""
+    """Load every suite file under ``root`` (default: :func:`data_root`), sorted by path.
+
+    Each file is checked against :func:`vectors_schema`; a file that is not JSON or not a
+    suite raises ``ValueError`` naming it.
+    """
     vectors = data_root()[0] if root is None else root
+    validator = Draft202012Validator(vectors_schema())
     found: list[SuiteFile] = []
     for protocol in PROTOCOLS:
         folder = vectors / protocol
@@ -68,8 +76,22 @@ def load_suites(root: Traversable | None = None) -> list[SuiteFile]:
             continue
         for entry in folder.iterdir():
             if entry.is_file() and entry.name.endswith(".json"):
-                data = json.loads(entry.read_text(encoding="utf-8"))
-                found.append(SuiteFile(f"{protocol}/{entry.name}", data))
+                path = f"{protocol}/{entry.name}"
+                try:
+                    data = json.loads(entry.read_text(encoding="utf-8"))
+                except ValueError as exc:
+                    raise ValueError(f"vectors/{path}: not a JSON file: {exc}") from exc
+                error = best_match(validator.iter_errors(data))
+                if error is not None:
+                    where = "".join(f"[{p!r}]" for p in error.absolute_path)
+                    raise ValueError(
+                        f"vectors/{path}: not a suite file (at ${where}: {error.message[:200]})"
+                    )
+                if not data["suite"].startswith(f"{protocol}."):
+                    raise ValueError(
+                        f"vectors/{path}: suite {data['suite']!r} is in another folder"
+                    )
+                found.append(SuiteFile(path, data))
     return sorted(found, key=lambda s: s.path)
 
 
@@ -118,9 +140,19 @@ def first_difference(expected: Any, actual: Any, path: str = "$") -> str | None:
         if len(expected) != len(actual):
             return f"{path}: expected {len(expected)} items, got {len(actual)}"
         return None
+    if _is_number(expected) and _is_number(actual):
+        # JSON has one number type: 2 and 2.0 are the same value (a JavaScript port
+        # cannot tell them apart), while a boolean is never a number.
+        if expected != actual:
+            return f"{path}: expected {_short(expected)}, got {_short(actual)}"
+        return None
     if type(expected) is not type(actual) or expected != actual:
         return f"{path}: expected {_short(expected)}, got {_short(actual)}"
     return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _short(value: Any, limit: int = 120) -> str:
