@@ -127,7 +127,11 @@ def admit_fast(
     _record_rules(record, type_, extension)
     if extension.hook is not None:
         extension.hook(record)
-    _ownership(record, type_, origin, roles)
+    by = record["by"]
+    if (type_ == "claimed" and (by in roles.principal_side or by == roles.principal)) or (
+        not roles.holds(by, origin, record["project"])
+    ):
+        _ownership(record, type_, origin, roles)  # raises, naming the rule broken
     if type_ == "settled":
         _authority(record, roles)
     return extension

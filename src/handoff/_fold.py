@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from types import MappingProxyType
 from typing import Any
 
@@ -145,6 +146,7 @@ _NEED = frozenset({"raised", "amended", "withdrawn"})
 _SETTLEMENT = frozenset({"settled", "reopened"})
 
 
+_TYPE_NAMES = {t: t for t in (*_NEED, *_SETTLEMENT, "claimed", "note", "related")}
 _REGISTER_SLOT = dict.fromkeys(_NEED, "need") | dict.fromkeys(_SETTLEMENT, "settlement")
 
 
@@ -185,7 +187,9 @@ class _Held:
 
     def __init__(self, obj: dict[str, Any], source: str | bytes | None) -> None:
         self.id: str = obj["id"]
-        self.type: str = obj["type"]
+        # one shared string per record type: a million held records keep no copies
+        type_ = obj["type"]
+        self.type: str = _TYPE_NAMES.get(type_, type_)
         self.supersedes: list[str] | None = obj.get("supersedes")
         self.terms_rev: int | None = obj.get("terms_rev")
         self.source = source
@@ -261,10 +265,7 @@ class _Item:
 def _heads(records: list[_Held]) -> tuple[list[_Held], bool]:
     # ids of other registers or items in supersedes never match a record of this list,
     # so they need no filtering.
-    superseded: set[str] = set()
-    for r in records:
-        if r.supersedes:
-            superseded.update(r.supersedes)
+    superseded = set(chain.from_iterable([r.supersedes for r in records if r.supersedes]))
     heads = [r for r in records if r.id not in superseded]
     if not heads:
         return list(records), True

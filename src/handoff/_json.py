@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._errors import HandoffError
@@ -60,6 +60,7 @@ def _constant(text: str) -> Any:
 _DECODER = json.JSONDecoder(
     object_pairs_hook=_pairs, parse_int=_int, parse_float=_float, parse_constant=_constant
 )
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -94,7 +95,14 @@ def parse_line(line: str | bytes, *, where: str = "the record") -> dict[str, Any
     else:
         raise HandoffError("parse", f"{where} is not text", reason="json_syntax")
     try:
-        value = _DECODER.decode(text)
+        try:
+            # the decoder's scanner directly (what ``decode`` runs for text that starts and
+            # ends with a value); anything else takes ``decode`` itself, for its errors
+            value, end = _SCAN(text, 0)
+        except StopIteration:
+            end = -1
+        if end != len(text):
+            value = _DECODER.decode(text)
     except _RefusedError as exc:
         raise HandoffError("parse", f"{where}: {exc}", reason=exc.reason) from None
     except (ValueError, RecursionError) as exc:

@@ -291,7 +291,9 @@ class _CodeGen:
         if "const" in schema:
             const = schema["const"]
             if isinstance(const, str):
-                test = f"isinstance({var}, str) and {var} == {self.const(const)}"
+                test = f"{var} == {self.const(const)}"
+                if kind != {"string"}:
+                    test = f"isinstance({var}, str) and {test}"
             else:
                 test = f"_json_equal({var}, {self.const(const)})"
             out.append(f"{pad}if not ({test}):")
@@ -299,7 +301,9 @@ class _CodeGen:
         if "enum" in schema:
             options = list(schema["enum"])
             if all(isinstance(o, str) for o in options):
-                test = f"isinstance({var}, str) and {var} in {self.const(frozenset(options))}"
+                test = f"{var} in {self.const(frozenset(options))}"
+                if kind != {"string"}:
+                    test = f"isinstance({var}, str) and {test}"
             else:
                 opts = self.const(options)
                 test = f"any(_json_equal({var}, o) for o in {opts})"
@@ -312,8 +316,18 @@ class _CodeGen:
             if shortcut is not None:
                 # a cheaper test that implies the pattern matches; the regex decides otherwise
                 guard += f"not ({shortcut.format(v=var)}) and "
-            out.append(f"{pad}if {guard}{search}({var}) is None:")
-            out.append(f"{pad}    return {at} + ' does not match ' + {repr(schema['pattern'])!r}")
+            # strings already seen to match, per site (bounded): feeds repeat most values
+            seen = self.const(set())
+            out.append(f"{pad}if type({var}) is not str or {var} not in {seen}:")
+            out.append(f"{pad}    if {guard}{search}({var}) is None:")
+            out.append(
+                f"{pad}        return {at} + ' does not match ' + {repr(schema['pattern'])!r}"
+            )
+            out.append(
+                f"{pad}    if type({var}) is str and len({var}) <= {_SEEN_LENGTH}"
+                f" and len({seen}) < {_SEEN_SIZE}:"
+            )
+            out.append(f"{pad}        {seen}.add({var})")
         object_checks: list[str] = []
         if "required" in schema:
             for name in schema["required"]:
@@ -365,6 +379,11 @@ class _CodeGen:
                 self.stack.pop()
         return out
 
+
+_SEEN_SIZE = 256
+"""How many matching strings each ``pattern`` site of a compiled validator remembers."""
+_SEEN_LENGTH = 64
+"""The longest string a ``pattern`` site remembers."""
 
 _IDENTIFIER = (
     "^[^\\u0009-\\u000d\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029"

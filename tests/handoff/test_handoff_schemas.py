@@ -213,3 +213,54 @@ def test_strict_differs_from_plain_only_on_documented_points(instance: Any) -> N
         assert not strict
         text = json.dumps(instance)
         assert ".0" in text or "\\n" in text or "e" in text.lower()
+
+
+# --- the compiled validator's memo of matching strings ----------------------------------
+
+
+@settings(max_examples=200)
+@given(
+    name=st.sampled_from(CORE_SCHEMAS),
+    instances=st.lists(_near_records() | _values, min_size=1, max_size=4),
+)
+def test_compiled_validator_memo_never_changes_a_verdict(name: str, instances: Any) -> None:
+    """Pattern sites remember strings that matched; a fresh validator must agree with it."""
+    from handoff._validate import _generate
+
+    fresh = _generate(name)
+    for instance in [*instances, *instances]:
+        strict = boundary_validator(name).is_valid(instance)
+        assert (fresh(instance) is None) == strict, (name, instance)
+        assert (compiled_validator(name)(instance) is None) == strict, (name, instance)
+
+
+def test_compiled_validator_memo_ignores_str_subclasses() -> None:
+    """A str subclass that claims equality with a remembered value is still checked."""
+
+    class Liar(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+    check = compiled_validator("record.schema.json")
+    good = raised()
+    assert check(good) is None
+    assert check(good) is None  # now remembered
+    bad = {**good, "ts": Liar("not a time"), "ext": Liar("NOT/AN/EXT")}
+    assert check(bad) is not None
+    assert not boundary_validator("record.schema.json").is_valid(bad)
+
+
+def test_compiled_validator_memo_is_bounded() -> None:
+    """The memo of a pattern site stops growing at its size and length limits."""
+    from handoff._validate import _SEEN_LENGTH, _SEEN_SIZE, _generate
+
+    check = _generate("def.timestamp.json")
+    for n in range(_SEEN_SIZE + 50):
+        assert check(f"2026-10-27T10:00:00.{n:06d}Z") is None
+    assert check("2026-10-27T10:00:00." + "1" * (_SEEN_LENGTH + 10) + "Z") is None
+    sets = [v for v in check.__globals__.values() if isinstance(v, set)]
+    assert max(len(s) for s in sets) == _SEEN_SIZE
+    assert all(len(x) <= _SEEN_LENGTH for s in sets for x in s)
+    assert check("2026-10-27T10:00:00.000001Z\n") is not None
