@@ -68,13 +68,15 @@ def build() -> dict[str, str]:
     files: dict[str, str] = {}
     for name in sorted(vectorlib.SUITES):
         spec = vectorlib.SUITES[name]
-        tests = [_case_json(name, case) for case in spec.cases()]
+        cases = list(spec.cases())
+        tests = [_case_json(name, case) for case in cases]
+        notes = {k: v for case in cases for k, v in case.notes.items()} | spec.notes
         ids = [t["id"] for t in tests]
         if len(ids) != len(set(ids)):
             dupes = sorted({i for i in ids if ids.count(i) > 1})
             raise SystemExit(f"{name}: duplicate vector ids {dupes}")
         used = sorted({flag for t in tests for flag in t["flags"]})
-        missing = [flag for flag in used if flag not in spec.notes]
+        missing = [flag for flag in used if flag not in notes]
         if missing:
             raise SystemExit(f"{name}: flags without a note: {missing}")
         files[spec.file] = dumps(
@@ -82,7 +84,7 @@ def build() -> dict[str, str]:
                 "suite": name,
                 "version": 1,
                 "description": spec.description,
-                "notes": {k: spec.notes[k] for k in sorted(spec.notes)},
+                "notes": {k: notes[k] for k in sorted(notes)},
                 "tests": tests,
             }
         )

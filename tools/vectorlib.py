@@ -48,6 +48,8 @@ class Case:
     error: dict[str, str] | None = None
     comment: str = ""
     flags: tuple[str, ...] = ()
+    notes: dict[str, str] = field(default_factory=dict)
+    """Notes this case brings for its own flags; a note the suite declares wins."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,10 @@ def derive(good: Case, mutations: Iterable[Mutation]) -> Iterator[Case]:
             error=mutation.error,
             comment=mutation.comment,
             flags=("derived", mutation.name, *mutation.extra_flags),
+            notes={
+                "derived": "mechanically derived from a good vector",
+                mutation.name: mutation.comment,
+            },
         )
 
 

@@ -19,7 +19,6 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-import vectorlib
 from vectorlib import Case, Mutation, derive, flip_char, suite
 
 # --- fixtures -----------------------------------------------------------------------------------
@@ -212,15 +211,6 @@ def _drop(path: str) -> Any:
 ACCEPTED = {"status": "accepted"}
 
 
-def derived(suite_name: str, good: Case, mutations: list[Mutation]) -> Iterator[Case]:
-    """``derive`` that also gives each mutation class's flag its note (the comment)."""
-    notes = vectorlib.SUITES[suite_name].notes
-    notes.setdefault("derived", "mechanically derived from a good vector")
-    for mutation in mutations:
-        notes.setdefault(mutation.name, mutation.comment)
-    yield from derive(good, mutations)
-
-
 # --- Acts: admission -------------------------------------------------------------------------
 
 
@@ -273,8 +263,7 @@ def acts_check() -> Iterator[Case]:
         comment="no money involved: text alone",
         flags=("terms",),
     )
-    yield from derived(
-        "handoff.acts_check",
+    yield from derive(
         good,
         [
             Mutation(
@@ -466,8 +455,7 @@ def decisions_check() -> Iterator[Case]:
         flags=("terms",),
     )
     yield good
-    yield from derived(
-        "handoff.decisions_check",
+    yield from derive(
         good,
         [
             Mutation(
@@ -936,8 +924,7 @@ def evidence_verify() -> Iterator[Case]:
         comment="signed with the principal's P-256 key",
     )
     bad_sig = {"code": "proof", "reason": "bad_signature"}
-    yield from derived(
-        "handoff.evidence_verify",
+    yield from derive(
         good,
         [
             Mutation(
@@ -1536,8 +1523,7 @@ def conformance_principal_side() -> Iterator[Case]:
         comment="the principal settled what was shown at revision 2",
         flags=("authority",),
     )
-    yield from derived(
-        "handoff.conformance_principal_side",
+    yield from derive(
         Case("principal", {**base, "record": good}),
         [
             Mutation(
@@ -1680,8 +1666,7 @@ def conformance_principal_side() -> Iterator[Case]:
         comment="pa-bot paid under a mandate the side holds",
         flags=("authority",),
     )
-    yield from derived(
-        "handoff.conformance_principal_side",
+    yield from derive(
         Case("delegated", {**base, "record": delegated}),
         [
             Mutation(
@@ -1813,8 +1798,7 @@ def conformance_verifiable_principal_side() -> Iterator[Case]:
         output=CONFORMS,
         comment="signed with the principal's P-256 key",
     )
-    yield from derived(
-        "handoff.conformance_verifiable_principal_side",
+    yield from derive(
         good,
         [
             Mutation(
