@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pytest
@@ -29,19 +30,14 @@ def test_suite_file_is_valid(suite_file: ppcheck.SuiteFile) -> None:
 
 
 def _validate_part(suite: str, part: str, value: Any) -> None:
-    schema = ppcheck.operation_schema(suite, part)
-    assert schema is not None, f"operation {suite} has no {part} schema"
-    import importlib
-
-    module = importlib.import_module(suite.split(".")[0])
-    from referencing import Registry, Resource
-
-    registry: Registry[Any] = Registry().with_resources(
-        (name, Resource.from_contents(module.load_schema(name))) for name in module.schema_names()
+    """Validate with the package's own validator, so `$ref`s resolve exactly as in use."""
+    package, _, operation = suite.partition(".")
+    name = f"vectors/{operation}.{part}.json"
+    assert ppcheck.operation_schema(suite, part) is not None, (
+        f"operation {suite} has no {part} schema"
     )
-    base = dict(schema)
-    base.setdefault("$id", f"vectors/{suite.split('.', 1)[1]}.{part}.json")
-    Draft202012Validator(base, registry=registry).validate(value)
+    schemas = importlib.import_module(f"{package}._schemas")
+    schemas.validator(name).validate(value)
 
 
 @pytest.mark.parametrize(
