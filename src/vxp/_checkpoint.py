@@ -194,14 +194,20 @@ def verify_checkpoint(
 ) -> Checkpoint:
     """Verify the log's signature on ``signed`` (and its origin if given); return the checkpoint."""
     sc = _as_signed(signed)
-    key = resolve_key(log_key, "log key")
-    if sc.kid != key.kid or sc.alg != key.alg:
-        raise VxpError("checkpoint_key_mismatch", "the checkpoint is not signed by this log key")
-    if not key.verify(sc.checkpoint.signing_input(), sc.signature):
+    key, message = _log_signature(sc, log_key)
+    if not key.verify(message, sc.signature):
         raise VxpError("checkpoint_signature_invalid", "the checkpoint signature does not verify")
     if origin is not None and sc.checkpoint.origin != origin:
         raise VxpError("checkpoint_origin_mismatch", f"the checkpoint is not from log {origin!r}")
     return sc.checkpoint
+
+
+def _log_signature(sc: SignedCheckpoint, log_key: KeyLike) -> tuple[ResolvedKey, bytes]:
+    """The log key and the bytes its signature on ``sc`` must cover (checks the kid/alg)."""
+    key = resolve_key(log_key, "log key")
+    if sc.kid != key.kid or sc.alg != key.alg:
+        raise VxpError("checkpoint_key_mismatch", "the checkpoint is not signed by this log key")
+    return key, sc.checkpoint.signing_input()
 
 
 def cosign_checkpoint(

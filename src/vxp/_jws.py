@@ -82,6 +82,27 @@ def check_header(
 
 def check_algorithms(algorithms: object) -> frozenset[str]:
     """Validate a verifier's allow-list: a non-empty collection of implemented algorithms."""
+    memo = type(algorithms) in _MEMO_TYPES
+    if memo:
+        try:
+            known = _CHECKED.get(algorithms)
+        except TypeError:  # an unhashable member: the full check below refuses it
+            memo, known = False, None
+        if known is not None:
+            return known
+    algs = _check_algorithms(algorithms)
+    if memo and len(_CHECKED) < 64:
+        _CHECKED[algorithms] = algs
+    return algs
+
+
+# Allow-lists already checked, by value: tuples and frozensets of strings only (immutable,
+# so a later change cannot slip past the check).
+_MEMO_TYPES = (tuple, frozenset)
+_CHECKED: dict[object, frozenset[str]] = {}
+
+
+def _check_algorithms(algorithms: object) -> frozenset[str]:
     if isinstance(algorithms, str) or not hasattr(algorithms, "__iter__"):
         raise VxpError("algorithms_invalid", "algorithms is a list of JWS algorithm names")
     try:

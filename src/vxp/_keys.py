@@ -15,10 +15,7 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
-from cryptography.hazmat.primitives.asymmetric.utils import (
-    decode_dss_signature,
-    encode_dss_signature,
-)
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, OKPKey
 
@@ -68,12 +65,24 @@ class ResolvedKey:
             if isinstance(self.public, ed25519.Ed25519PublicKey):
                 self.public.verify(signature, message)
             else:
-                r = int.from_bytes(signature[:32], "big")
-                s = int.from_bytes(signature[32:], "big")
-                self.public.verify(encode_dss_signature(r, s), message, _SIG_ES256)
+                self.public.verify(_der(signature), message, _SIG_ES256)
         except (InvalidSignature, ValueError):
             return False
         return True
+
+
+def _der_integer(value: bytes) -> bytes:
+    """DER INTEGER of an unsigned big-endian value (minimal length, sign byte if needed)."""
+    value = value.lstrip(b"\0") or b"\0"
+    if value[0] & 0x80:
+        value = b"\0" + value
+    return b"\x02" + bytes((len(value),)) + value
+
+
+def _der(signature: bytes) -> bytes:
+    """The DER ``ECDSA-Sig-Value`` of a raw ``r || s`` P-256 signature (RFC 7518 §3.4)."""
+    body = _der_integer(signature[:32]) + _der_integer(signature[32:])
+    return b"\x30" + bytes((len(body),)) + body
 
 
 # Public JWK objects (as dicts) seen recently, by their key members: a verifier sees the
@@ -114,6 +123,9 @@ def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
     Only P-256 (``ES256``) and Ed25519 (``EdDSA``) keys are accepted; an Ed25519 key of
     small order or with a non-canonical encoding is refused (it would accept forgeries).
     """
+    cached = _CACHE.get(id(key))
+    if cached is not None and cached[0]() is key:
+        return cached[1]
     public_id: tuple[Any, ...] | None = None
     if isinstance(key, Mapping) and "d" not in key:
         members = tuple(key.get(m) for m in ("kty", "crv", "x", "y"))

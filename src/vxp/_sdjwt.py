@@ -19,11 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._codec import (
-    _FAST,
-    _PADDING,
-    _SCAN,
-    _UNUSED_BITS,
-    _VALUE,
     b64url_decode,
     b64url_encode,
     canonical_json,
@@ -32,6 +27,7 @@ from ._codec import (
 from ._errors import VxpError
 from ._jws import check_algorithms, check_header, parse_compact, sign_compact
 from ._keys import KeyLike, ResolvedKey, resolve_key
+from ._sdjwt_fast import Raw, decode_disclosures, process_claims
 
 __all__ = [
     "Disclosure",
@@ -716,76 +712,86 @@ def _verify_plain(
     every one of them passes; on anything else it returns ``None`` and the general path
     runs from the start, so every refusal keeps its precise code and message.
     """
-    if type(token) is not str or not token.isascii() or token[-1:] != "~":
+    if type(token) is not str or token[-1:] != "~" or not token.isascii():
         return None
     parts = token.split("~")
     segments = parts[0].split(".")
     if len(segments) != 3:
         return None
     try:
-        header = parse_json(b64url_decode(segments[0], "h"), "h")
+        header, alg = _header(segments[0], algs, typ)
         payload = parse_json(b64url_decode(segments[1], "p"), "p")
         signature = b64url_decode(segments[2], "s")
-        if type(header) is not dict or type(payload) is not dict:
+        if type(payload) is not dict:
             return None
-        alg = check_header(header, algs, "issuer-signed JWT", typ=typ)
         key = _pick_key(header, _keys_of(issuer_keys), alg)
     except VxpError:
         return None
     if payload.get("_sd_alg", SD_ALG) != "sha-256":
         return None
-    by_digest: dict[str, Disclosure] = {}
-    sha256, b2a, a2b, scan = hashlib.sha256, _b2a, _a2b, _SCAN
-    try:
-        for encoded in parts[1:-1]:
-            # b64url_decode's and parse_json's fast paths, inline; any refusal or
-            # exception here sends the token to the general path
-            rest = len(encoded) & 3
-            if rest == 1 or (rest and _VALUE[encoded[-1]] & _UNUSED_BITS[rest]):
-                return None
-            text = a2b(
-                encoded.encode().translate(_FAST) + _PADDING[rest], strict_mode=True
-            ).decode()
-            array, end = scan(text, 0)
-            if end != len(text) or type(array) is not list:
-                return None
-            if len(array) == 3:
-                salt, name, value = array
-                if type(name) is not str:
-                    return None
-            elif len(array) == 2:
-                salt, value = array
-                name = None
-            else:
-                return None
-            if type(salt) is not str:
-                return None
-            digest = b2a(sha256(encoded.encode()).digest(), newline=False)
-            key_text = digest.translate(_TO_URL)[:-1].decode()
-            if key_text in by_digest:
-                return None
-            by_digest[key_text] = Disclosure(encoded, salt, name, value)
-    except Exception:
+    by_digest = decode_disclosures(parts[1:-1])
+    if by_digest is None or not key.verify((segments[0] + "." + segments[1]).encode(), signature):
         return None
-    if not key.verify((segments[0] + "." + segments[1]).encode(), signature):
+    processed = process_claims(payload, by_digest)
+    if processed is None:
         return None
-    processor = _Processor((), "sha-256")
-    processor.by_digest = by_digest
+    claims, used = processed
     try:
-        claims = processor.walk(payload, (), top=True)
-        if len(processor.used) != len(by_digest):
-            return None
         _check_times(claims, now, leeway, require_exp)
     except VxpError:
         return None
-    return VerifiedSdJwt(
-        header=header,
+    # VerifiedSdJwt(...) and Disclosure(...) without the frozen __init__'s setattr calls
+    result = object.__new__(VerifiedSdJwt)
+    result.__dict__.update(
+        header=dict(header),
         claims=claims,
         kid=key.kid,
-        disclosures=tuple(processor.used),
+        disclosures=tuple(map(_disclosure, used)),
         key_binding=None,
         payload=payload,
     )
+    return result
+
+
+def _disclosure(raw: Raw) -> Disclosure:
+    d = object.__new__(Disclosure)
+    _D_ENCODED(d, raw[0])
+    _D_SALT(d, raw[1])
+    _D_NAME(d, raw[2])
+    _D_VALUE(d, raw[3])
+    return d
+
+
+_D_ENCODED = Disclosure.__dict__["encoded"].__set__
+_D_SALT = Disclosure.__dict__["salt"].__set__
+_D_NAME = Disclosure.__dict__["name"].__set__
+_D_VALUE = Disclosure.__dict__["value"].__set__
+
+# Checked JOSE headers by (segment, allow-list, typ): an issuer's tokens share one header,
+# so each distinct one is decoded and checked once. Only headers of scalar members are
+# kept, and each caller gets its own copy.
+_HEADERS: dict[tuple[str, frozenset[str], str | None], tuple[dict[str, Any], str]] = {}
+_HEADERS_MAX = 256
+
+
+def _header(segment: str, algs: frozenset[str], typ: str | None) -> tuple[dict[str, Any], str]:
+    """Decode and check one header segment as the general path does (raises VxpError)."""
+    ident = (segment, algs, typ)
+    hit = _HEADERS.get(ident)
+    if hit is not None:
+        return hit
+    header = parse_json(b64url_decode(segment, "h"), "h")
+    if type(header) is not dict:
+        raise VxpError("malformed_jwt", "the header is not a JSON object")
+    alg = check_header(header, algs, "issuer-signed JWT", typ=typ)
+    if all(type(v) in _SCALARS for v in header.values()):
+        if len(_HEADERS) >= _HEADERS_MAX:
+            _HEADERS.clear()
+        _HEADERS[ident] = (header, alg)
+    return header, alg
+
+
+_SCALARS = (str, int, bool, type(None))
 
 
 def verify_sd_jwt(
@@ -818,6 +824,18 @@ def verify_sd_jwt(
         fast = _verify_plain(token, issuer_keys, typ, now, algs, leeway, require_exp)
         if fast is not None:
             return fast
+    elif type(token) is str and token.isascii():
+        # SD-JWT+KB: the one-pass path for the issuer-signed part, then the KB-JWT checks
+        # exactly as the general path runs them (same body, claims and _sd_alg)
+        cut = token.rfind("~")
+        kb_jwt = token[cut + 1 :]
+        if cut > 0 and "." in kb_jwt:
+            body = token[: cut + 1]
+            fast = _verify_plain(body, issuer_keys, typ, now, algs, leeway, require_exp)
+            if fast is not None:
+                bound = _verify_kb(kb_jwt, body, fast.claims, SD_ALG, key_binding, algs, now)
+                fast.__dict__["key_binding"] = bound  # a fresh result no one else holds yet
+                return fast
     sd = SdJwt.parse(token)
     parsed = parse_compact(sd.jws, "issuer-signed JWT")
     alg = check_header(parsed.header, algs, "issuer-signed JWT", typ=typ)

@@ -22,10 +22,12 @@ from ._errors import VxpError
 from ._jws import check_header, parse_compact, sign_compact
 from ._keys import KeyLike, ResolvedKey, resolve_key
 from ._sdjwt import Disclosure, RandomSource, Sd, SdJwt, issue_sd_jwt, verify_sd_jwt
+from ._sdjwt_fast import digest_index, process_claims
 
 __all__ = [
     "APPROVAL_TYP",
     "STATEMENT_TYP",
+    "Deferred",
     "ParsedStatement",
     "StatementBatch",
     "approval_payload",
@@ -273,34 +275,45 @@ def verify_statement(
     )
 
 
+Deferred = list[tuple[ResolvedKey, bytes, bytes]]
+"""Signature checks ``(key, signing input, signature)`` postponed by the caller, who runs
+them all before it trusts anything it concluded (see :class:`StatementBatch`)."""
+
+
 class StatementBatch:
     """Verify the statements of one package with :func:`verify_statement`'s exact results.
 
     Within one verification the statements share two or three JOSE headers: each distinct
     header segment is decoded, checked and matched to its key once (the checks of the full
-    path), and statements with the same segment skip straight to the payload and the
-    signature. Anything unusual (disclosures, a parse or signature fault, selective
-    disclosure markers) goes through :func:`verify_statement` itself, so failures carry
-    exactly its codes and messages. Nothing outlives the batch object.
+    path), and statements with the same segment skip straight to the payload, the
+    disclosures and the signature. Anything unusual (a parse or signature fault, selective
+    disclosure outside ``body.observed``, an escaped character) goes through
+    :func:`verify_statement` itself, so failures carry exactly its codes and messages.
+
+    With ``deferred`` (a list), the fast path appends each signature check to it instead
+    of running it: the caller must run every one of them and, if any fails, discard all
+    it concluded from these statements. Nothing outlives the batch object.
     """
 
-    def __init__(self, keys: Mapping[str, ECKey | OKPKey], now: float) -> None:
+    def __init__(
+        self, keys: Mapping[str, ECKey | OKPKey], now: float, deferred: Deferred | None = None
+    ) -> None:
         self.keys = keys
         self.now = now
+        self.deferred = deferred
         self._headers: dict[str, tuple[dict[str, Any], ResolvedKey] | tuple[()]] = {}
 
     def verify(self, token: SdJwt, where: str) -> ParsedStatement:
         """Verify one split statement (as :func:`verify_statement` with ``fast=True``)."""
-        if not token.disclosures:
-            parts = token.jws.split(".")
-            if len(parts) == 3:
-                known = self._headers.get(parts[0])
-                if known is None:
-                    known = self._learn(parts[0])
-                if known:
-                    st = self._fast(token.jws, parts, known)
-                    if st is not None:
-                        return st
+        parts = token.jws.split(".")
+        if len(parts) == 3:
+            known = self._headers.get(parts[0])
+            if known is None:
+                known = self._learn(parts[0])
+            if known:
+                st = self._fast(token, parts, known)
+                if st is not None:
+                    return st
         return verify_statement(token, self.keys, where=where, now=self.now)
 
     def _learn(self, segment: str) -> tuple[dict[str, Any], ResolvedKey] | tuple[()]:
@@ -321,7 +334,7 @@ class StatementBatch:
         return found
 
     def _fast(
-        self, jws: str, parts: list[str], known: tuple[dict[str, Any], ResolvedKey]
+        self, token: SdJwt, parts: list[str], known: tuple[dict[str, Any], ResolvedKey]
     ) -> ParsedStatement | None:
         key = known[1]
         try:
@@ -329,15 +342,13 @@ class StatementBatch:
             sig = b64url_decode(parts[2], "signature", code="malformed_jwt")
             payload = parse_json(raw, "payload", code="malformed_jwt")
         except VxpError:
-            payload = None
+            return None
         if (
             type(payload) is not dict
             or payload.keys() != _PAYLOAD_MEMBERS
             or payload["_sd_alg"] != "sha-256"
-            or b'"_sd"' in raw
             or b'"..."' in raw
             or b"\\" in raw
-            or not key.verify((parts[0] + "." + parts[1]).encode("ascii"), sig)
         ):
             return None
         seq, kind, signer, prev, body = (
@@ -355,6 +366,29 @@ class StatementBatch:
             or type(body) is not dict
         ):
             return None
+        hidden = 0
+        disclosed: tuple[str, ...] = ()
+        if b'"_sd"' in raw or token.disclosures:
+            # Without escapes, one '"_sd"' in the text that is the member of body.observed
+            # means selective disclosure is there and nowhere else (as verify_statement
+            # requires); the disclosures then go through the one-pass SD-JWT processing.
+            observed = body.get("observed")
+            if raw.count(b'"_sd"') != 1 or type(observed) is not dict or "_sd" not in observed:
+                return None
+            by_digest = digest_index(token.disclosures)
+            processed = None if by_digest is None else process_claims(payload, by_digest)
+            if processed is None:
+                return None
+            claims, used = processed
+            body = claims["body"]
+            hidden = len(observed["_sd"]) - len(used)
+            disclosed = tuple(d[2] for d in used if d[2] is not None)
+        signing_input = (parts[0] + "." + parts[1]).encode("ascii")
+        if self.deferred is not None:
+            self.deferred.append((key, signing_input, sig))
+        elif not key.verify(signing_input, sig):
+            return None
+        jws = token.jws
         # ParsedStatement(...) without the frozen __init__'s per-field setattr calls
         st = object.__new__(ParsedStatement)
         st.__dict__.update(
@@ -367,8 +401,8 @@ class StatementBatch:
             jws=jws,
             digest=_HASH_PREFIX
             + _b2a(_sha256(jws.encode()).digest(), newline=False).translate(_TO_URL)[:-1].decode(),
-            hidden=0,
-            disclosed=(),
+            hidden=hidden,
+            disclosed=disclosed,
         )
         return st
 

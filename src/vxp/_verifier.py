@@ -18,11 +18,12 @@ from joserfc.jwk import ECKey, OKPKey
 
 from . import _merkle
 from ._chain import KIND_SIGNER, ChainState, parse_time, step
-from ._checkpoint import SignedCheckpoint, verify_checkpoint, verify_cosignatures
+from ._checkpoint import SignedCheckpoint, _log_signature, verify_checkpoint, verify_cosignatures
 from ._codec import canonical_json, decode_hash, encode_hash, sha256
 from ._errors import VxpError
 from ._metadata import TrustMaterial, load_trust
 from ._statements import (
+    Deferred,
     ParsedStatement,
     StatementBatch,
     check_user_approval,
@@ -87,13 +88,21 @@ def _log_error(message: str, reason: str) -> VxpError:
     return VxpError("log_invalid", message, reason=reason)
 
 
-def _checkpoint(value: object, trust: TrustMaterial, where: str) -> SignedCheckpoint:
+def _checkpoint(
+    value: object, trust: TrustMaterial, where: str, deferred: Deferred | None
+) -> SignedCheckpoint:
     try:
         signed = SignedCheckpoint.from_json(value)
         log_key = trust.keys.get(trust.log_kid)
         if log_key is None:
             raise VxpError("checkpoint_key_mismatch", "the log key is not in the JWKS")
-        verify_checkpoint(signed, log_key, origin=trust.log_origin)
+        if deferred is None:
+            verify_checkpoint(signed, log_key, origin=trust.log_origin)
+        else:
+            key, message = _log_signature(signed, log_key)
+            if signed.checkpoint.origin != trust.log_origin:
+                raise VxpError("checkpoint_origin_mismatch", "another log's checkpoint")
+            deferred.append((key, message, signed.signature))
     except VxpError as exc:
         raise _log_error(f"{where}: {exc.message}", exc.code) from exc
     return signed
@@ -228,6 +237,7 @@ def _run(
     now: datetime,
     request_id: str | None,
     request: object,
+    deferred: Deferred | None,
 ) -> Verdict:
     op, raw_statements, log = _check_package(package)
     saved = load_trust(metadata, jwks)
@@ -269,7 +279,7 @@ def _run(
     stamp = now.timestamp()
     parsed: list[ParsedStatement] = []
     used: dict[str, set[str]] = {}
-    batch = StatementBatch(candidates, stamp)
+    batch = StatementBatch(candidates, stamp, deferred)
     roles_ok: set[tuple[str, str]] = set()
     for i, token in enumerate(tokens):
         st = batch.verify(token, f"statement {i}")
@@ -313,7 +323,7 @@ def _run(
         prev = st.digest
     # --- log: checkpoint, inclusion of every statement, live consistency
     log_trust = live_trust or saved
-    signed = _checkpoint(log["checkpoint"], log_trust, "the packaged checkpoint")
+    signed = _checkpoint(log["checkpoint"], log_trust, "the packaged checkpoint", deferred)
     size, root = signed.checkpoint.tree_size, signed.checkpoint.root
     indexes: set[int] = set()
     last_index = -1
@@ -348,7 +358,7 @@ def _run(
     consistency = "not_checked"
     if live is not None:
         assert live_trust is not None
-        fresh = _checkpoint(live["checkpoint"], live_trust, "the live checkpoint")
+        fresh = _checkpoint(live["checkpoint"], live_trust, "the live checkpoint", deferred)
         proof_raw = live["consistency"]
         if not isinstance(proof_raw, list):
             raise VxpError(
@@ -440,6 +450,13 @@ def _run(
     )
 
 
+def _all_verify(deferred: Deferred) -> bool:
+    for key, message, signature in deferred:  # noqa: SIM110 - a plain loop is the tight one
+        if not key.verify(message, signature):
+            return False
+    return True
+
+
 def verify(
     package: object,
     metadata: object,
@@ -464,7 +481,21 @@ def verify(
     try:
         if not isinstance(now, datetime) or now.tzinfo is None:
             raise VxpError("time_naive", "now must be a timezone-aware datetime")
-        return _run(package, metadata, jwks, live, now, request_id, request)
+        # First an optimistic run that postpones the signature checks it can and then runs
+        # them in one tight loop (far kinder to the CPU caches than one check between each
+        # statement's parsing); it counts only when it succeeds and every postponed
+        # signature verifies. Otherwise the strict run, every check in its place, decides
+        # and names the first failure exactly as if the optimistic one had never run.
+        deferred: Deferred = []
+        try:
+            verdict: Verdict | None = _run(
+                package, metadata, jwks, live, now, request_id, request, deferred
+            )
+        except VxpError:
+            verdict = None
+        if verdict is not None and _all_verify(deferred):
+            return verdict
+        return _run(package, metadata, jwks, live, now, request_id, request, None)
     except VxpError as exc:
         failure = {"code": exc.code, "message": exc.message}
         if exc.reason is not None:
