@@ -10,8 +10,8 @@ this one table of rules, so the issuer never signs what the verifier refuses.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -136,29 +136,53 @@ def _bad(kind: str, message: str) -> VxpError:
     return VxpError("statement_malformed", f"the {kind} body {message}", reason="body")
 
 
-def _fields(body: object, kind: str, required: Sequence[str], optional: Sequence[str] = ()) -> None:
+class _Shape:
+    """The exact member names of a body: in order (for messages) and as a set (to check)."""
+
+    __slots__ = ("names", "set")
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+        self.set = frozenset(names)
+
+
+def _fields(body: object, kind: str, shape: _Shape) -> None:
+    if type(body) is dict and body.keys() == shape.set:
+        return  # exactly the required members
     if not isinstance(body, dict):
         raise _bad(kind, "is not a JSON object")
-    if not optional and len(body) == len(required) and body.keys() >= _as_set(required):
-        return  # exactly the required members
-    missing = [k for k in required if k not in body]
+    if body.keys() == shape.set:
+        return
+    missing = [k for k in shape.names if k not in body]
     if missing:
         raise _bad(kind, f"lacks {', '.join(missing)}")
-    extra = sorted(set(body) - set(required) - set(optional))
-    if extra:
-        raise _bad(kind, f"has unknown members {', '.join(extra)}")
+    extra = sorted(set(body) - shape.set)
+    raise _bad(kind, f"has unknown members {', '.join(extra)}")
 
 
-_SETS: dict[tuple[str, ...], frozenset[str]] = {}
-
-
-def _as_set(names: Sequence[str]) -> frozenset[str]:
-    """The member names of a constant tuple as a set, built once per tuple."""
-    key = tuple(names)
-    found = _SETS.get(key)
-    if found is None:
-        found = _SETS[key] = frozenset(key)
-    return found
+_REQUEST = _Shape("channel", "client_id", "request_digest")
+_TERMS = _Shape(
+    "capability",
+    "commitment",
+    "company_review_required",
+    "expires_at",
+    "read_back_terms",
+    "revision",
+    "terms_digest",
+    "user_approval_required",
+)
+_COMMITMENT = frozenset({"mode", "requires"})
+_COUNTER = _Shape("counter_digest", "revision")
+_USER_SIGNED = _Shape("method", "revision", "terms_digest", "user_key", "user_signature")
+_AGENT_ASSERTED = _Shape("method", "revision", "terms_digest")
+_REVIEW = _Shape("decision", "revision", "reviewer_digest", "terms_digest")
+_EXECUTION = _Shape("attempt", "capability", "release", "revision", "terms_digest")
+_READ_BACK = _Shape("matches_terms", "method", "observed", "source")
+_OUTCOME = _Shape(
+    "claimed_assurance", "result_summary_digest", "revision", "state", "terms_digest", "third_party"
+)
+_CORRECTION = _Shape("corrects", "fact_digest", "revision", "state", "terms_digest")
+_REVOCATION = _Shape("reason_digest", "revokes")
 
 
 def _str(body: Mapping[str, Any], name: str, kind: str) -> str:
@@ -224,33 +248,24 @@ def _cites_latest(state: ChainState, body: Mapping[str, Any], kind: str) -> Term
     return latest
 
 
-def _check_request(state: ChainState, body: Any) -> dict[str, Any]:
-    _fields(body, "request", ("channel", "client_id", "request_digest"))
+def _check_request(
+    state: ChainState, body: Any, seq: int, at: datetime, hidden: int
+) -> dict[str, Any]:
+    _fields(body, "request", _REQUEST)
     _str(body, "channel", "request")
     _str(body, "client_id", "request")
     _hash(body, "request_digest", "request")
     return {"request": body}
 
 
-def _check_terms(state: ChainState, body: Any, seq: int, at: datetime) -> dict[str, Any]:
+def _check_terms(
+    state: ChainState, body: Any, seq: int, at: datetime, hidden: int
+) -> dict[str, Any]:
     kind = "terms"
-    _fields(
-        body,
-        kind,
-        (
-            "capability",
-            "commitment",
-            "company_review_required",
-            "expires_at",
-            "read_back_terms",
-            "revision",
-            "terms_digest",
-            "user_approval_required",
-        ),
-    )
+    _fields(body, kind, _TERMS)
     capability = _str(body, "capability", kind)
     commitment = body["commitment"]
-    if not isinstance(commitment, dict) or set(commitment) != {"mode", "requires"}:
+    if not isinstance(commitment, dict) or commitment.keys() != _COMMITMENT:
         raise _bad(kind, "member commitment is not {mode, requires}")
     _enum(commitment, "mode", kind, ("firm", "conditional"))
     requires = _strings(commitment["requires"], kind, "commitment.requires")
@@ -284,15 +299,17 @@ def _check_terms(state: ChainState, body: Any, seq: int, at: datetime) -> dict[s
         )
     if expires <= at:
         raise _rule("terms_expired_when_issued", "the terms expire before they were logged")
-    terms = Terms(
-        seq,
-        revision,
-        digest,
-        capability,
-        expires,
-        read_back,
-        approval_required,
-        review_required,
+    # Terms(...) without the frozen __init__'s setattr calls (every field given)
+    terms = object.__new__(Terms)
+    terms.__dict__.update(
+        seq=seq,
+        revision=revision,
+        terms_digest=digest,
+        capability=capability,
+        expires_at=expires,
+        read_back_terms=read_back,
+        user_approval_required=approval_required,
+        company_review_required=review_required,
     )
     return {
         "terms": terms,
@@ -303,8 +320,10 @@ def _check_terms(state: ChainState, body: Any, seq: int, at: datetime) -> dict[s
     }
 
 
-def _check_counter(state: ChainState, body: Any) -> dict[str, Any]:
-    _fields(body, "counter", ("counter_digest", "revision"))
+def _check_counter(
+    state: ChainState, body: Any, seq: int, at: datetime, hidden: int
+) -> dict[str, Any]:
+    _fields(body, "counter", _COUNTER)
     _hash(body, "counter_digest", "counter")
     if state.execution is not None:
         raise _rule("counter_after_execution", "a counter-proposal cannot follow the execution")
@@ -316,18 +335,20 @@ def _check_counter(state: ChainState, body: Any) -> dict[str, Any]:
     return {}
 
 
-def _check_approval(state: ChainState, body: Any, at: datetime) -> dict[str, Any]:
+def _check_approval(
+    state: ChainState, body: Any, seq: int, at: datetime, hidden: int
+) -> dict[str, Any]:
     kind = "user_approval"
     if not isinstance(body, dict):
         raise _bad(kind, "is not a JSON object")
     method = body.get("method")
     if method == "user_signed":
-        _fields(body, kind, ("method", "revision", "terms_digest", "user_key", "user_signature"))
+        _fields(body, kind, _USER_SIGNED)
         if not isinstance(body["user_key"], dict):
             raise _bad(kind, "member user_key is not a JWK object")
         _str(body, "user_signature", kind)
     else:
-        _fields(body, kind, ("method", "revision", "terms_digest"))
+        _fields(body, kind, _AGENT_ASSERTED)
     _enum(body, "method", kind, APPROVAL_METHODS)
     if state.execution is not None:
         raise _rule("approval_after_execution", "an approval cannot follow the execution")
@@ -339,9 +360,11 @@ def _check_approval(state: ChainState, body: Any, at: datetime) -> dict[str, Any
     return {"approval": body, "approval_revision": latest.revision}
 
 
-def _check_review(state: ChainState, body: Any) -> dict[str, Any]:
+def _check_review(
+    state: ChainState, body: Any, seq: int, at: datetime, hidden: int
+) -> dict[str, Any]:
     kind = "company_review"
-    _fields(body, kind, ("decision", "revision", "reviewer_digest", "terms_digest"))
+    _fields(body, kind, _REVIEW)
     _enum(body, "decision", kind, ("approved", "rejected"))
     _hash(body, "reviewer_digest", kind)
     if state.execution is not None:
@@ -352,9 +375,11 @@ def _check_review(state: ChainState, body: Any) -> dict[str, Any]:
     return {"review": body, "review_revision": latest.revision}
 
 
-def _check_execution(state: ChainState, body: Any, at: datetime) -> dict[str, Any]:
+def _check_execution(
+    state: ChainState, body: Any, seq: int, at: datetime, hidden: int
+) -> dict[str, Any]:
     kind = "execution"
-    _fields(body, kind, ("attempt", "capability", "release", "revision", "terms_digest"))
+    _fields(body, kind, _EXECUTION)
     _hash(body, "release", kind)
     capability = _str(body, "capability", kind)
     attempt = _int(body, "attempt", kind, 1)
@@ -378,9 +403,11 @@ def _check_execution(state: ChainState, body: Any, at: datetime) -> dict[str, An
     return {"execution": body, "execution_revision": latest.revision}
 
 
-def _check_read_back(state: ChainState, body: Any, hidden: int) -> dict[str, Any]:
+def _check_read_back(
+    state: ChainState, body: Any, seq: int, at: datetime, hidden: int
+) -> dict[str, Any]:
     kind = "read_back"
-    _fields(body, kind, ("matches_terms", "method", "observed", "source"))
+    _fields(body, kind, _READ_BACK)
     matches = _bool(body, "matches_terms", kind)
     _enum(body, "method", kind, ("system_read_back",))
     _enum(body, "source", kind, ("company_system",))
@@ -435,20 +462,11 @@ def _state_supported(state: ChainState, asserted: str, kind: str) -> None:
         raise _rule("executed_then_" + asserted, f"an executed operation is never {asserted}")
 
 
-def _check_outcome(state: ChainState, body: Any, seq: int, at: datetime) -> dict[str, Any]:
+def _check_outcome(
+    state: ChainState, body: Any, seq: int, at: datetime, hidden: int
+) -> dict[str, Any]:
     kind = "outcome"
-    _fields(
-        body,
-        kind,
-        (
-            "claimed_assurance",
-            "result_summary_digest",
-            "revision",
-            "state",
-            "terms_digest",
-            "third_party",
-        ),
-    )
+    _fields(body, kind, _OUTCOME)
     _strings(body["claimed_assurance"], kind, "claimed_assurance")
     _hash(body, "result_summary_digest", kind)
     asserted = _enum(body, "state", kind, FINAL_STATES)
@@ -468,9 +486,11 @@ def _check_outcome(state: ChainState, body: Any, seq: int, at: datetime) -> dict
     }
 
 
-def _check_correction(state: ChainState, body: Any, seq: int, at: datetime) -> dict[str, Any]:
+def _check_correction(
+    state: ChainState, body: Any, seq: int, at: datetime, hidden: int
+) -> dict[str, Any]:
     kind = "correction"
-    _fields(body, kind, ("corrects", "fact_digest", "revision", "state", "terms_digest"))
+    _fields(body, kind, _CORRECTION)
     _hash(body, "fact_digest", kind)
     asserted = _enum(body, "state", kind, FINAL_STATES)
     corrects = _int(body, "corrects", kind)
@@ -487,9 +507,11 @@ def _check_correction(state: ChainState, body: Any, seq: int, at: datetime) -> d
     return {"asserted_state": asserted, "assertion_seqs": (*state.assertion_seqs, seq)}
 
 
-def _check_revocation(state: ChainState, body: Any) -> dict[str, Any]:
+def _check_revocation(
+    state: ChainState, body: Any, seq: int, at: datetime, hidden: int
+) -> dict[str, Any]:
     kind = "revocation"
-    _fields(body, kind, ("reason_digest", "revokes"))
+    _fields(body, kind, _REVOCATION)
     _hash(body, "reason_digest", kind)
     if _int(body, "revokes", kind) != state.outcome_seq:
         raise _rule("revocation_target", "a revocation names the outcome's seq")
@@ -541,42 +563,37 @@ def step(
         )
     if state.outcome is None and kind in ("correction", "revocation"):
         raise _rule("p4_before_outcome", f"a {kind} needs the outcome before it (P4)")
-    if kind == "request":
-        changes = _check_request(state, body)
-    elif kind == "terms":
-        changes = _check_terms(state, body, seq, at)
-    elif kind == "counter":
-        changes = _check_counter(state, body)
-    elif kind == "user_approval":
-        changes = _check_approval(state, body, at)
-    elif kind == "company_review":
-        changes = _check_review(state, body)
-    elif kind == "execution":
-        changes = _check_execution(state, body, at)
-    elif kind == "read_back":
-        changes = _check_read_back(state, body, hidden)
-    elif kind == "outcome":
-        changes = _check_outcome(state, body, seq, at)
-    elif kind == "correction":
-        changes = _check_correction(state, body, seq, at)
-    else:
-        changes = _check_revocation(state, body)
-    return _replace(state, count=seq + 1, last_time=at, **changes)
+    changes = _CHECKS[kind](state, body, seq, at, hidden)
+    return _replace(state, seq + 1, at, changes)
 
 
-def _replace(state: ChainState, **changes: Any) -> ChainState:
+_Check = Callable[[ChainState, Any, int, datetime, int], dict[str, Any]]
+_CHECKS: dict[str, _Check] = {
+    "request": _check_request,
+    "terms": _check_terms,
+    "counter": _check_counter,
+    "user_approval": _check_approval,
+    "company_review": _check_review,
+    "execution": _check_execution,
+    "read_back": _check_read_back,
+    "outcome": _check_outcome,
+    "correction": _check_correction,
+    "revocation": _check_revocation,
+}
+"""Each kind's body and rule checks (the keys are exactly those of KIND_SIGNER)."""
+
+
+def _replace(state: ChainState, count: int, at: datetime, changes: dict[str, Any]) -> ChainState:
     """``dataclasses.replace`` for :class:`ChainState` without re-running ``__init__``.
 
-    ChainState has no ``__post_init__`` and every change names one of its fields (checked
-    below), so copying the instance dictionary gives the same object, several times faster.
+    ChainState has no ``__post_init__`` and every change names one of its fields (the
+    check functions above return only those), so copying the instance dictionary gives
+    the same object, several times faster.
     """
-    if not changes.keys() <= _STATE_FIELDS:  # pragma: no cover - internal callers only
-        return replace(state, **changes)
     new = object.__new__(ChainState)
     values = new.__dict__
     values.update(state.__dict__)
     values.update(changes)
+    values["count"] = count
+    values["last_time"] = at
     return new
-
-
-_STATE_FIELDS = frozenset(f.name for f in fields(ChainState))

@@ -8,7 +8,7 @@ deterministic (RFC 6979) and verification has no per-call key parsing.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ from joserfc.jwk import ECKey, OKPKey
 
 from ._errors import VxpError
 
-__all__ = ["KeyLike", "ResolvedKey", "key_thumbprint", "resolve_key"]
+__all__ = ["KeyLike", "ResolvedKey", "key_thumbprint", "resolve_key", "verify_all"]
 
 KeyLike = ECKey | OKPKey | Mapping[str, Any]
 """A signing or verification key: a joserfc ``ECKey`` (P-256) / ``OKPKey`` (Ed25519) or a JWK."""
@@ -80,9 +80,31 @@ def _der_integer(value: bytes) -> bytes:
 
 
 def _der(signature: bytes) -> bytes:
-    """The DER ``ECDSA-Sig-Value`` of a raw ``r || s`` P-256 signature (RFC 7518 §3.4)."""
+    """The DER ``ECDSA-Sig-Value`` of a raw 64-byte ``r || s`` P-256 signature (RFC 7518
+    §3.4)."""
     body = _der_integer(signature[:32]) + _der_integer(signature[32:])
     return b"\x30" + bytes((len(body),)) + body
+
+
+def verify_all(checks: Sequence[tuple[ResolvedKey, bytes, bytes]]) -> bool:
+    """Whether every ``(key, message, signature)`` verifies, as :meth:`ResolvedKey.verify`.
+
+    The ES256 checks run back to back straight on ``cryptography``, with nothing else in
+    between: far kinder to the CPU caches than one check between other work each.
+    """
+    ready = [
+        (key.public, _der(signature), message)
+        for key, message, signature in checks
+        if len(signature) == 64 and isinstance(key.public, ec.EllipticCurvePublicKey)
+    ]
+    if len(ready) != len(checks):
+        return all(key.verify(message, signature) for key, message, signature in checks)
+    try:
+        for public, der, message in ready:
+            public.verify(der, message, _SIG_ES256)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
 
 
 # Public JWK objects (as dicts) seen recently, by their key members: a verifier sees the

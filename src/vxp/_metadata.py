@@ -8,7 +8,7 @@ and which witnesses cosign it. A package never carries any of it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -64,10 +64,19 @@ class TrustMaterial:
     log_kid: str
     witness_kids: tuple[str, ...]
     quorum: int
+    _by_kid: Mapping[str, tuple[KeyRecord, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        index: dict[str, tuple[KeyRecord, ...]] = {}
+        for r in self.records:
+            index[r.kid] = (*index.get(r.kid, ()), r)
+        object.__setattr__(self, "_by_kid", index)
 
     def records_for(self, kid: str) -> list[KeyRecord]:
         """Every record of ``kid`` (a key may be listed once per role)."""
-        return [r for r in self.records if r.kid == kid]
+        return list(self._by_kid.get(kid, ()))
 
     def role_keys(self, role: str) -> list[ECKey | OKPKey]:
         """The JWKS keys that the metadata lists for ``role``."""
@@ -203,7 +212,7 @@ _IMPORTED_MAX = 1024
 
 def _import_public(jwk: dict[str, Any], i: int) -> ECKey | OKPKey | None:
     """Import a public JWK once per distinct key (verifiers see the same JWKS repeatedly)."""
-    ident = tuple(sorted((k, v) for k, v in jwk.items() if k in ("kty", "crv", "x", "y")))
+    ident: tuple[Any, ...] = (jwk.get("kty"), jwk.get("crv"), jwk.get("x"), jwk.get("y"))
     try:
         cached = _IMPORTED.get(ident)
     except TypeError:  # an unhashable member value: let the import below refuse it

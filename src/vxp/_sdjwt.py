@@ -153,6 +153,11 @@ class SdJwt:
             if not enc:
                 raise VxpError("disclosure_malformed", f"disclosure {i} is empty ('~~')")
             disclosures.append(Disclosure.parse(enc, f"disclosure {i}"))
+        if cls is SdJwt:
+            # SdJwt(...) without the frozen __init__'s setattr calls (every field given)
+            token = object.__new__(SdJwt)
+            token.__dict__.update(jws=parts[0], disclosures=tuple(disclosures), kb_jwt=kb)
+            return token
         return cls(parts[0], tuple(disclosures), kb)
 
 

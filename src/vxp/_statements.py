@@ -17,7 +17,16 @@ from typing import Any
 
 from joserfc.jwk import ECKey, OKPKey
 
-from ._codec import b64url_decode, encode_hash, parse_json
+from ._codec import (
+    _FAST,
+    _PADDING,
+    _SCAN,
+    _UNUSED_BITS,
+    _VALUE,
+    b64url_decode,
+    encode_hash,
+    parse_json,
+)
 from ._errors import VxpError
 from ._jws import check_header, parse_compact, sign_compact
 from ._keys import KeyLike, ResolvedKey, resolve_key
@@ -311,37 +320,74 @@ class StatementBatch:
             if known is None:
                 known = self._learn(parts[0])
             if known:
-                st = self._fast(token, parts, known)
+                st = self._fast(token.jws, token.disclosures, parts, known)
                 if st is not None:
                     return st
         return verify_statement(token, self.keys, where=where, now=self.now)
 
+    def verify_compact(self, statement: object, index: int) -> ParsedStatement:
+        """Split and verify statement ``index`` of a package (as :func:`split_statement`
+        then :meth:`verify`), without building the split form when it has no disclosure."""
+        if (
+            type(statement) is str
+            and statement.find("~") == len(statement) - 1
+            and statement.isascii()
+        ):
+            jws = statement[:-1]
+            parts = jws.split(".")
+            if len(parts) == 3:
+                known = self._headers.get(parts[0])
+                if known is None:
+                    known = self._learn(parts[0])
+                if known:
+                    st = self._fast(jws, (), parts, known)
+                    if st is not None:
+                        return st
+        where = f"statement {index}"
+        return self.verify(split_statement(statement, where), where)
+
     def _learn(self, segment: str) -> tuple[dict[str, Any], ResolvedKey] | tuple[()]:
         """Check a header segment once, exactly as the full path does; ``()`` if it fails."""
         found: tuple[dict[str, Any], ResolvedKey] | tuple[()] = ()
-        try:
-            header = parse_json(b64url_decode(segment, "header"), "header")
-            if isinstance(header, dict) and header.keys() == _HEADER_MEMBERS:
-                alg = check_header(header, _ES256, "issuer-signed JWT", typ=STATEMENT_TYP)
-                entry = self.keys.get(header["kid"])
-                if entry is not None:
+        header = _statement_header(segment)
+        if header is not None:
+            entry = self.keys.get(header["kid"])
+            if entry is not None:
+                try:
                     key = resolve_key(entry, "issuer key")
-                    if key.alg == alg:
+                except VxpError:
+                    pass
+                else:
+                    if key.alg == header["alg"]:
                         found = (header, key)
-        except VxpError:
-            pass
         self._headers[segment] = found
         return found
 
     def _fast(
-        self, token: SdJwt, parts: list[str], known: tuple[dict[str, Any], ResolvedKey]
+        self,
+        jws: str,
+        disclosures: tuple[Disclosure, ...],
+        parts: list[str],
+        known: tuple[dict[str, Any], ResolvedKey],
     ) -> ParsedStatement | None:
         key = known[1]
         try:
-            raw = b64url_decode(parts[1], "payload", code="malformed_jwt")
-            sig = b64url_decode(parts[2], "signature", code="malformed_jwt")
-            payload = parse_json(raw, "payload", code="malformed_jwt")
-        except VxpError:
+            # b64url_decode's and parse_json's fast paths, inline: anything they would not
+            # accept at once (a stranger, a BOM, whitespace, a repeated name) goes slow
+            seg, sig_seg = parts[1], parts[2]
+            rest = len(seg) & 3
+            if rest and _VALUE[seg[-1]] & _UNUSED_BITS[rest]:
+                return None
+            raw = _a2b(seg.encode().translate(_FAST) + _PADDING[rest], strict_mode=True)
+            rest = len(sig_seg) & 3
+            if rest and _VALUE[sig_seg[-1]] & _UNUSED_BITS[rest]:
+                return None
+            sig = _a2b(sig_seg.encode().translate(_FAST) + _PADDING[rest], strict_mode=True)
+            text = raw.decode()
+            payload, end = _SCAN(text, 0)
+            if end != len(text):
+                return None
+        except Exception:  # every fault here is named by the slow path
             return None
         if (
             type(payload) is not dict
@@ -368,14 +414,14 @@ class StatementBatch:
             return None
         hidden = 0
         disclosed: tuple[str, ...] = ()
-        if b'"_sd"' in raw or token.disclosures:
+        if b'"_sd"' in raw or disclosures:
             # Without escapes, one '"_sd"' in the text that is the member of body.observed
             # means selective disclosure is there and nowhere else (as verify_statement
             # requires); the disclosures then go through the one-pass SD-JWT processing.
             observed = body.get("observed")
             if raw.count(b'"_sd"') != 1 or type(observed) is not dict or "_sd" not in observed:
                 return None
-            by_digest = digest_index(token.disclosures)
+            by_digest = digest_index(disclosures)
             processed = None if by_digest is None else process_claims(payload, by_digest)
             if processed is None:
                 return None
@@ -388,7 +434,6 @@ class StatementBatch:
             self.deferred.append((key, signing_input, sig))
         elif not key.verify(signing_input, sig):
             return None
-        jws = token.jws
         # ParsedStatement(...) without the frozen __init__'s per-field setattr calls
         st = object.__new__(ParsedStatement)
         st.__dict__.update(
@@ -407,10 +452,35 @@ class StatementBatch:
         return st
 
 
+# Statement header segments already decoded and checked (a pure function of the text; an
+# issuer's statements share two or three): {alg: ES256, kid: <str>, typ} or absent.
+_STATEMENT_HEADERS: dict[str, dict[str, Any]] = {}
+_STATEMENT_HEADERS_MAX = 256
+
+
+def _statement_header(segment: str) -> dict[str, Any] | None:
+    """The decoded header if it is exactly ``{alg, kid, typ}`` and passes ``check_header``."""
+    header = _STATEMENT_HEADERS.get(segment)
+    if header is not None:
+        return header
+    try:
+        header = parse_json(b64url_decode(segment, "header"), "header")
+        if not isinstance(header, dict) or header.keys() != _HEADER_MEMBERS:
+            return None
+        check_header(header, _ES256, "issuer-signed JWT", typ=STATEMENT_TYP)
+    except VxpError:
+        return None
+    if len(_STATEMENT_HEADERS) >= _STATEMENT_HEADERS_MAX:
+        _STATEMENT_HEADERS.clear()
+    _STATEMENT_HEADERS[segment] = header
+    return header
+
+
 _HEADER_MEMBERS = frozenset({"alg", "kid", "typ"})
 _HASH_PREFIX = "sha-256:"
 _TO_URL = bytes.maketrans(b"+/", b"-_")
 _b2a = binascii.b2a_base64
+_a2b = binascii.a2b_base64
 _sha256 = hashlib.sha256
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, cast
 
@@ -21,7 +21,8 @@ from ._chain import KIND_SIGNER, ChainState, parse_time, step
 from ._checkpoint import SignedCheckpoint, _log_signature, verify_checkpoint, verify_cosignatures
 from ._codec import canonical_json, decode_hash, encode_hash, sha256
 from ._errors import VxpError
-from ._metadata import TrustMaterial, load_trust
+from ._keys import verify_all
+from ._metadata import KeyRecord, TrustMaterial, load_trust
 from ._statements import (
     Deferred,
     ParsedStatement,
@@ -33,6 +34,7 @@ from ._verdict import Evidence, Verdict, derive_assurance
 
 __all__ = ["leaf_data", "verify"]
 
+_START = ChainState()  # immutable, so one instance serves every verification
 _PACKAGE_MEMBERS = frozenset({"v", "company", "op", "statements", "log"})
 _ENTRY_MEMBERS = frozenset({"index", "logged_at", "proof"})
 
@@ -110,6 +112,8 @@ def _checkpoint(
 
 def _witnesses(signed: SignedCheckpoint, trust: TrustMaterial, seen: set[str]) -> None:
     """Add the trusted witnesses whose cosignature on ``signed`` verifies; a bad one fails."""
+    if not signed.cosignatures:
+        return  # nothing to add (every key of trust.keys already resolved in load_trust)
     keys = [trust.keys[k] for k in trust.witness_kids if k in trust.keys]
     try:
         seen.update(verify_cosignatures(signed, keys, quorum=0))
@@ -117,7 +121,7 @@ def _witnesses(signed: SignedCheckpoint, trust: TrustMaterial, seen: set[str]) -
         raise _log_error(f"a witness cosignature fails: {exc.message}", exc.code) from exc
 
 
-def _entry(value: object, index: int, memo: dict[str, bytes]) -> tuple[int, str, list[bytes]]:
+def _entry(value: object, index: int, memo: dict[str, bytes]) -> Entry:
     if not isinstance(value, dict) or value.keys() != _ENTRY_MEMBERS:
         raise _malformed(f"log entry {index} is not {{index, logged_at, proof}}", "log_entries")
     leaf_index, logged_at, proof = value["index"], value["logged_at"], value["proof"]
@@ -128,21 +132,66 @@ def _entry(value: object, index: int, memo: dict[str, bytes]) -> tuple[int, str,
     try:
         found: list[bytes | None] = list(map(memo.get, proof))
     except TypeError:  # an unhashable element: the loop below names it
-        found = [None]
+        found = [None] * len(proof)
     if None not in found:
         return leaf_index, logged_at, cast(list[bytes], found)
-    hashes = []
     where = f"log entry {index} proof"
-    for h in proof:
-        raw = memo.get(h) if isinstance(h, str) else None
+    for h, raw in zip(proof, found, strict=True):
         if raw is None:
             try:
-                raw = decode_hash(h, where)
+                memo[h] = decode_hash(h, where)
             except VxpError as exc:
                 raise _malformed(exc.message, "log_entries") from exc
-            memo[h] = raw
-        hashes.append(raw)
-    return leaf_index, logged_at, hashes
+    return leaf_index, logged_at, [memo[h] for h in proof]
+
+
+Entry = tuple[int, str, list[bytes]]
+
+
+def _statements_staged(
+    raw_statements: list[Any],
+    raw_entries: list[Any],
+    batch: StatementBatch,
+    check: Callable[[ParsedStatement, int], None],
+) -> tuple[list[ParsedStatement], list[Entry], list[datetime]]:
+    """Parse every statement and log entry, then verify the statements one by one, each
+    followed by ``check`` (the stage order that decides which failure is reported)."""
+    # --- parse: every statement and log entry (no crypto yet)
+    tokens = [split_statement(raw, f"statement {i}") for i, raw in enumerate(raw_statements)]
+    memo: dict[str, bytes] = {}
+    entries = [_entry(e, i, memo) for i, e in enumerate(raw_entries)]
+    times = [parse_time(e[1], f"log entry {i} logged_at") for i, e in enumerate(entries)]
+    # --- signatures, and each key listed for the role of its statement's kind
+    parsed = []
+    for i, token in enumerate(tokens):
+        st = batch.verify(token, f"statement {i}")
+        check(st, i)
+        parsed.append(st)
+    return parsed, entries, times
+
+
+def _statements_fused(
+    raw_statements: list[Any],
+    raw_entries: list[Any],
+    batch: StatementBatch,
+    check: Callable[[ParsedStatement, int], None],
+) -> tuple[list[ParsedStatement], list[Entry], list[datetime]]:
+    """:func:`_statements_staged` in one pass per statement, for the optimistic run: the
+    same checks and results when all pass (in another order, so a failure here only sends
+    the verification to the strict run)."""
+    memo: dict[str, bytes] = {}
+    parsed: list[ParsedStatement] = []
+    entries: list[Entry] = []
+    times: list[datetime] = []
+    verify = batch.verify_compact
+    for i, raw in enumerate(raw_statements):
+        st = verify(raw, i)
+        check(st, i)
+        entry = _entry(raw_entries[i], i, memo)
+        times.append(parse_time(entry[1], "a log entry's logged_at"))
+        parsed.append(st)
+        entries.append(entry)
+    return parsed, entries, times
 
 
 def _key_source(
@@ -263,12 +312,6 @@ def _run(
         raise VxpError(
             "company_mismatch", "the package names another company than the metadata's issuer"
         )
-    # --- parse: every statement and log entry (no crypto yet)
-    tokens = [split_statement(raw, f"statement {i}") for i, raw in enumerate(raw_statements)]
-    memo: dict[str, bytes] = {}
-    entries = [_entry(e, i, memo) for i, e in enumerate(log["entries"])]
-    times = [parse_time(e[1], f"log entry {i} logged_at") for i, e in enumerate(entries)]
-    # --- signatures, and each key listed for the role of its statement's kind
     all_keys: dict[str, ECKey | OKPKey] = dict(saved.keys)
     if live_trust is not None:
         all_keys.update(live_trust.keys)
@@ -276,24 +319,26 @@ def _run(
         {r.kid for r in live_trust.records} if live_trust is not None else set()
     )
     candidates = {k: all_keys[k] for k in sorted(signing_kids) if k in all_keys}
-    stamp = now.timestamp()
-    parsed: list[ParsedStatement] = []
+    batch = StatementBatch(candidates, now.timestamp(), deferred)
     used: dict[str, set[str]] = {}
-    batch = StatementBatch(candidates, stamp, deferred)
     roles_ok: set[tuple[str, str]] = set()
-    for i, token in enumerate(tokens):
-        st = batch.verify(token, f"statement {i}")
-        if st.kind not in KIND_SIGNER:
+
+    def signed_for_role(st: ParsedStatement, i: int) -> None:
+        """The statement's kind is known and its key is listed for that kind's role."""
+        role = KIND_SIGNER.get(st.kind)
+        if role is None:
             raise VxpError(
                 "statement_malformed", f"statement {i} has unknown kind {st.kind!r}", reason="kind"
             )
-        if (st.kid, st.kind) not in roles_ok:
-            _key_role(st, saved, live_trust)  # a pure check of (kid, kind) and the material
-            roles_ok.add((st.kid, st.kind))
-        used.setdefault(KIND_SIGNER[st.kind], set()).add(st.kid)
-        parsed.append(st)
+        if (st.kid, role) not in roles_ok:
+            _key_role(st, saved, live_trust)  # a pure check of (kid, role) and the material
+            roles_ok.add((st.kid, role))
+            used.setdefault(role, set()).add(st.kid)
+
+    split = _statements_staged if deferred is None else _statements_fused
+    parsed, entries, times = split(raw_statements, log["entries"], batch, signed_for_role)
     # --- chain and rules
-    state = ChainState()
+    state = _START
     prev: str | None = None
     for i, st in enumerate(parsed):
         if st.prev != prev:
@@ -379,7 +424,23 @@ def _run(
         live_size = fresh.checkpoint.tree_size
         consistency = "ok"
     # --- keys: each valid for its role when the log recorded the statement
-    sources = {_key_source(st, times[i], saved, live_trust) for i, st in enumerate(parsed)}
+    sources: set[str] = set()
+    role_records: dict[tuple[str, str], list[KeyRecord]] = {}
+    if live_trust is None:
+        for r in saved.records:
+            if r.kid in saved.keys:
+                role_records.setdefault((r.kid, r.role), []).append(r)
+    for i, st in enumerate(parsed):
+        at = times[i]
+        # the common case of _key_source: saved material lists and publishes the key for
+        # this role, and one of its periods covers the statement
+        mine = role_records.get((st.kid, KIND_SIGNER[st.kind]))
+        if mine is not None and any(
+            r.not_before <= at and (r.not_after is None or at < r.not_after) for r in mine
+        ):
+            sources.add("issuer_metadata_saved")
+        else:
+            sources.add(_key_source(st, at, saved, live_trust))
     if state.outcome is None:
         raise VxpError(
             "rule_violation", "the package has no outcome (P3)", reason="outcome_missing"
@@ -425,7 +486,9 @@ def _run(
         approval = str(approval_here["method"])
     else:
         approval = "none" if latest.user_approval_required else "not_required"
-    return Verdict(
+    # Verdict(...) without the frozen __init__'s twenty setattr calls (every field given)
+    verdict = object.__new__(Verdict)
+    verdict.__dict__.update(
         valid=True,
         final_state=state.final_state,
         revision=latest.revision,
@@ -447,14 +510,9 @@ def _run(
         consistency=consistency,
         witnesses=witnesses,
         operation="matches",
+        failure=None,
     )
-
-
-def _all_verify(deferred: Deferred) -> bool:
-    for key, message, signature in deferred:  # noqa: SIM110 - a plain loop is the tight one
-        if not key.verify(message, signature):
-            return False
-    return True
+    return verdict
 
 
 def verify(
@@ -493,7 +551,7 @@ def verify(
             )
         except VxpError:
             verdict = None
-        if verdict is not None and _all_verify(deferred):
+        if verdict is not None and verify_all(deferred):
             return verdict
         return _run(package, metadata, jwks, live, now, request_id, request, None)
     except VxpError as exc:
