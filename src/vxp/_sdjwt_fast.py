@@ -107,27 +107,47 @@ def process_claims(
     """Replace digests by their disclosures (RFC 9901 §7.1 step 3) in a signed payload.
 
     ``payload`` is parsed JSON whose top-level ``_sd_alg``, if present, is ``"sha-256"``.
-
     Returns ``(claims, used)``: the processed claims (``_sd``, ``_sd_alg`` and decoy
     placeholders removed) and the disclosures in the order the general path meets them;
     ``None`` when the general path must decide (any fault, or a disclosure left unused).
     """
-    used: list[Raw] = []
-    digests: list[str] = []  # every digest met, to prove each appears once
-    decoys: list[str] = []  # digests of no disclosure, to prove they are well formed
-    get = by_digest.get
+    walk = _Walk(by_digest)
+    try:
+        claims = walk.obj(payload, 0, True)
+    except (_BailError, RecursionError):
+        return None
+    used, digests, decoys = walk.used, walk.digests, walk.decoys
+    if len(used) != len(by_digest) or len(set(digests)) != len(digests):
+        return None
+    if decoys:
+        joined = ",".join(decoys)
+        if len(joined) != 44 * len(decoys) - 1 or _DIGESTS.fullmatch(joined) is None:
+            return None
+    return claims, used
 
-    def obj(node: dict[str, Any], depth: int, top: bool) -> dict[str, Any]:
+
+class _Walk:
+    """One walk over a payload: the disclosures met, and every digest (to check after)."""
+
+    __slots__ = ("decoys", "digests", "get", "used")
+
+    def __init__(self, by_digest: dict[str, Raw]) -> None:
+        self.used: list[Raw] = []
+        self.digests: list[str] = []  # every digest met, to prove each appears once
+        self.decoys: list[str] = []  # digests of no disclosure, to prove they are well formed
+        self.get = by_digest.get
+
+    def obj(self, node: dict[str, Any], depth: int, top: bool) -> dict[str, Any]:
         if "..." in node or depth > _DEPTH:
             raise _BailError
         out: dict[str, Any] = {}
         for name, value in node.items():
             kind = type(value)
             if kind is dict:
-                out[name] = obj(value, depth + 1, False)
+                out[name] = self.obj(value, depth + 1, False)
             elif kind is list:
                 if name != "_sd":
-                    out[name] = arr(value, depth + 1)
+                    out[name] = self.arr(value, depth + 1)
             else:
                 out[name] = value
         if top:
@@ -136,12 +156,13 @@ def process_claims(
             sd = node["_sd"]
             if type(sd) is not list:
                 raise _BailError
+            get, digests, used = self.get, self.digests, self.used
             for digest in sd:
                 found = get(digest) if type(digest) is str else None
                 if found is None:
                     if type(digest) is not str:
                         raise _BailError
-                    decoys.append(digest)
+                    self.decoys.append(digest)
                     digests.append(digest)
                     continue
                 digests.append(digest)
@@ -154,13 +175,13 @@ def process_claims(
                 value = found[3]
                 kind = type(value)
                 if kind is dict:
-                    value = obj(value, depth + 1, False)
+                    value = self.obj(value, depth + 1, False)
                 elif kind is list:
-                    value = arr(value, depth + 1)
+                    value = self.arr(value, depth + 1)
                 out[claim] = value
         return out
 
-    def arr(node: list[Any], depth: int) -> list[Any]:
+    def arr(self, node: list[Any], depth: int) -> list[Any]:
         if depth > _DEPTH:
             raise _BailError
         out: list[Any] = []
@@ -171,40 +192,28 @@ def process_claims(
                     if len(item) != 1:
                         raise _BailError
                     digest = item["..."]
-                    found = get(digest) if type(digest) is str else None
+                    found = self.get(digest) if type(digest) is str else None
                     if found is None:
                         if type(digest) is not str:
                             raise _BailError
-                        decoys.append(digest)
-                        digests.append(digest)
+                        self.decoys.append(digest)
+                        self.digests.append(digest)
                         continue
-                    digests.append(digest)
-                    used.append(found)
+                    self.digests.append(digest)
+                    self.used.append(found)
                     if found[2] is not None:
                         raise _BailError
                     value = found[3]
                     kind = type(value)
                     if kind is dict:
-                        value = obj(value, depth + 1, False)
+                        value = self.obj(value, depth + 1, False)
                     elif kind is list:
-                        value = arr(value, depth + 1)
+                        value = self.arr(value, depth + 1)
                     out.append(value)
                 else:
-                    out.append(obj(item, depth + 1, False))
+                    out.append(self.obj(item, depth + 1, False))
             elif kind is list:
-                out.append(arr(item, depth + 1))
+                out.append(self.arr(item, depth + 1))
             else:
                 out.append(item)
         return out
-
-    try:
-        claims = obj(payload, 0, True)
-    except (_BailError, RecursionError):
-        return None
-    if len(used) != len(by_digest) or len(set(digests)) != len(digests):
-        return None
-    if decoys:
-        joined = ",".join(decoys)
-        if len(joined) != 44 * len(decoys) - 1 or _DIGESTS.fullmatch(joined) is None:
-            return None
-    return claims, used

@@ -370,7 +370,11 @@ class StatementBatch:
         parts: list[str],
         known: tuple[dict[str, Any], ResolvedKey],
     ) -> ParsedStatement | None:
+        if not jws.isascii():
+            return None
         key = known[1]
+        jws_bytes = jws.encode()
+        start, stop = len(parts[0]) + 1, len(jws) - len(parts[2]) - 1  # the payload segment
         try:
             # b64url_decode's and parse_json's fast paths, inline: anything they would not
             # accept at once (a stranger, a BOM, whitespace, a repeated name) goes slow
@@ -378,11 +382,12 @@ class StatementBatch:
             rest = len(seg) & 3
             if rest and _VALUE[seg[-1]] & _UNUSED_BITS[rest]:
                 return None
-            raw = _a2b(seg.encode().translate(_FAST) + _PADDING[rest], strict_mode=True)
-            rest = len(sig_seg) & 3
-            if rest and _VALUE[sig_seg[-1]] & _UNUSED_BITS[rest]:
+            rest_sig = len(sig_seg) & 3
+            if rest_sig and _VALUE[sig_seg[-1]] & _UNUSED_BITS[rest_sig]:
                 return None
-            sig = _a2b(sig_seg.encode().translate(_FAST) + _PADDING[rest], strict_mode=True)
+            standard = jws_bytes.translate(_FAST)
+            raw = _a2b(standard[start:stop] + _PADDING[rest], strict_mode=True)
+            sig = _a2b(standard[stop + 1 :] + _PADDING[rest_sig], strict_mode=True)
             text = raw.decode()
             payload, end = _SCAN(text, 0)
             if end != len(text):
@@ -429,7 +434,7 @@ class StatementBatch:
             body = claims["body"]
             hidden = len(observed["_sd"]) - len(used)
             disclosed = tuple(d[2] for d in used if d[2] is not None)
-        signing_input = (parts[0] + "." + parts[1]).encode("ascii")
+        signing_input = jws_bytes[:stop]
         if self.deferred is not None:
             self.deferred.append((key, signing_input, sig))
         elif not key.verify(signing_input, sig):
@@ -445,7 +450,7 @@ class StatementBatch:
             kid=key.kid,
             jws=jws,
             digest=_HASH_PREFIX
-            + _b2a(_sha256(jws.encode()).digest(), newline=False).translate(_TO_URL)[:-1].decode(),
+            + _b2a(_sha256(jws_bytes).digest(), newline=False).translate(_TO_URL)[:-1].decode(),
             hidden=hidden,
             disclosed=disclosed,
         )

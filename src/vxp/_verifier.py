@@ -254,7 +254,7 @@ def _key_role(st: ParsedStatement, saved: TrustMaterial, live: TrustMaterial | N
             continue
         records = trust.records_for(st.kid)
         if records:
-            if not any(r.role == role for r in records):
+            if role not in [r.role for r in records]:
                 raise VxpError(
                     "key_untrusted",
                     f"statement {st.seq} ({st.kind}) is signed by a key listed for another role",
@@ -382,7 +382,11 @@ def _run(
         if leaf_index in indexes:
             raise _log_error(f"two statements claim leaf {leaf_index}", "leaf_reused")
         indexes.add(leaf_index)
-        leaf = hashlib.sha256(b"\x00" + leaf_data(st.digest, logged_at)).digest()  # leaf_hash
+        # leaf_hash(leaf_data(...)): the digest is ours and parse_time accepted logged_at,
+        # so neither holds anything JCS would escape
+        leaf = hashlib.sha256(
+            f'\x00{{"logged_at":"{logged_at}","statement":"{st.digest}"}}'.encode()
+        ).digest()
         try:
             inclusion.verify_hashes(leaf, leaf_index, proof)  # decode_hash gave 32-byte bytes
         except VxpError as exc:
@@ -434,11 +438,12 @@ def _run(
         at = times[i]
         # the common case of _key_source: saved material lists and publishes the key for
         # this role, and one of its periods covers the statement
-        mine = role_records.get((st.kid, KIND_SIGNER[st.kind]))
-        if mine is not None and any(
-            r.not_before <= at and (r.not_after is None or at < r.not_after) for r in mine
-        ):
-            sources.add("issuer_metadata_saved")
+        # (a loop, not any() over a generator: an early exit would close the generator
+        # with an exception on every statement)
+        for r in role_records.get((st.kid, KIND_SIGNER[st.kind]), ()):
+            if r.not_before <= at and (r.not_after is None or at < r.not_after):
+                sources.add("issuer_metadata_saved")
+                break
         else:
             sources.add(_key_source(st, at, saved, live_trust))
     if state.outcome is None:
