@@ -1,0 +1,554 @@
+"""The one-pass paths give exactly the results of the general ones, on hostile input too.
+
+* SD-JWT: ``verify_sd_jwt`` (one-pass disclosures and processing, with and without key
+  binding) against the general RFC 9901 path, on tokens whose payload and disclosures an
+  attacker chose and the issuer key then signed (so every check after the signature runs).
+* VXP statements: ``StatementBatch`` against ``verify_statement(..., fast=False)`` on
+  statements with selective disclosure in and out of ``body.observed``.
+* The verifier: ``vxp.verify`` (an optimistic run with postponed signature checks, then
+  the strict run on any failure) against the strict run alone, on broken packages.
+* The small pieces: hand-built DER, ``verify_all``, memoised allow-lists and headers.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from joserfc.jwk import ECKey, OKPKey
+
+import vxp
+from vxp import _sdjwt, _verifier
+from vxp._codec import b64url_encode
+from vxp._jws import check_algorithms, sign_compact
+from vxp._keys import _der, resolve_key, verify_all
+from vxp._metadata import load_trust
+from vxp._proof_demo import demo_key, demo_operation
+from vxp._statements import (
+    STATEMENT_TYP,
+    StatementBatch,
+    sign_statement,
+    split_statement,
+    verify_statement,
+)
+
+
+def _ex(n: int) -> int:
+    """Examples per property; VXP_PROOF_FUZZ=k multiplies them for a long local run."""
+    return n * int(os.environ.get("VXP_PROOF_FUZZ", "1"))
+
+
+KEY = ECKey.import_key(
+    {
+        "kty": "EC",
+        "crv": "P-256",
+        "x": "MKBCTNIcKUSDii11ySs3526iDZ8AiTo7Tu6KPAqv7D4",
+        "y": "4Etl6SRW2YiLUrN5vfvVHuhp7x8PxltmWWlbbM4IFyM",
+        "d": "870MB6gfuTJ4HtUnUvYMyJpr5eUZNP4Bk43bVdj3eAE",
+    }
+)
+TYP = "example+sd-jwt"
+NOW = 1_800_000_000
+HEADER = {"alg": "ES256", "kid": resolve_key(KEY).kid, "typ": TYP}
+
+
+def _outcome(fn: Callable[[], object]) -> object:
+    try:
+        return ("ok", fn())
+    except vxp.VxpError as exc:
+        return ("error", exc.code, exc.message, exc.reason)
+
+
+def _general(fn: Callable[[], object]) -> object:
+    """``fn`` with the one-pass SD-JWT path switched off."""
+    saved = _sdjwt._verify_plain
+    _sdjwt._verify_plain = lambda *a, **k: None  # type: ignore[assignment]
+    try:
+        return _outcome(fn)
+    finally:
+        _sdjwt._verify_plain = saved  # type: ignore[assignment]
+
+
+def _digest(encoded: str) -> str:
+    return b64url_encode(hashlib.sha256(encoded.encode()).digest())
+
+
+def _encode(value: object, *, spaced: bool = False) -> str:
+    text = json.dumps(value, separators=(", ", ": ") if spaced else (",", ":"))
+    return b64url_encode(text.encode())
+
+
+NAMES = ["a", "b", "c", "_sd", "...", "_sd_alg", "exp", "nbf"]
+
+
+def _containers(node: Any) -> list[Any]:
+    """Every dict and list inside ``node`` (``node`` included)."""
+    out = [node] if isinstance(node, dict | list) else []
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else []
+    for child in list(children):
+        out.extend(_containers(child))
+    return out
+
+
+def _add_digest(spot: Any, digest: object) -> None:
+    if isinstance(spot, list):
+        spot.append({"...": digest})
+    elif isinstance(spot.get("_sd"), list):
+        spot["_sd"].append(digest)
+    else:
+        spot["_sd"] = [digest]
+
+
+def _attack(data: st.DataObject, payload: dict[str, Any], disclosures: list[str]) -> None:
+    """One hostile change to a payload and its disclosure list, in place."""
+    spots = _containers(payload)
+    spot = data.draw(st.sampled_from(spots))
+    encoded_pool = disclosures or [_encode(["s", "a", 1])]
+    pick = data.draw(st.sampled_from(encoded_pool))
+    kind = data.draw(
+        st.sampled_from(
+            [
+                "duplicate_digest",
+                "dots_in_object",
+                "bad_decoy",
+                "new_disclosure",
+                "drop_disclosure",
+                "repeat_disclosure",
+                "malformed_disclosure",
+                "sd_not_list",
+                "placeholder_extra",
+                "sd_alg",
+                "deep",
+                "times",
+                "shuffle",
+            ]
+        )
+    )
+    if kind == "duplicate_digest":
+        _add_digest(spot, _digest(pick))
+    elif kind == "dots_in_object" and isinstance(spot, dict):
+        spot["..."] = data.draw(st.sampled_from([_digest(pick), 1, "x"]))
+    elif kind == "bad_decoy":
+        bad = data.draw(
+            st.sampled_from(
+                [
+                    _digest(pick)[:42],
+                    _digest(pick) + "A",
+                    _digest(pick)[:42] + "B",  # non-zero unused bits
+                    _digest(pick)[:21] + "," + _digest(pick)[:21],
+                    "a" * 43 + "," + "a" * 43,
+                    7,
+                    None,
+                    {"...": _digest(pick)},
+                ]
+            )
+        )
+        _add_digest(spot, bad)
+    elif kind == "new_disclosure":
+        name = data.draw(st.sampled_from([*NAMES, None]))
+        value = data.draw(st.sampled_from([1, "v", [1, {"...": "x"}], {"k": 1}, {"_sd": []}]))
+        array = ["salt", value] if name is None else ["salt", name, value]
+        encoded = _encode(array)
+        disclosures.append(encoded)
+        _add_digest(spot, _digest(encoded))
+    elif kind == "drop_disclosure" and disclosures:
+        disclosures.remove(pick)
+    elif kind == "repeat_disclosure" and disclosures:
+        disclosures.append(pick)
+    elif kind == "malformed_disclosure":
+        encoded = data.draw(
+            st.sampled_from(
+                [
+                    _encode(["salt"]),
+                    _encode(["salt", "a", 1, 2]),
+                    _encode([1, "a", 1]),
+                    _encode(["salt", 1, 1]),
+                    _encode({"salt": "a"}),
+                    _encode(["salt", "a", 1], spaced=True),
+                    b64url_encode(b' ["salt","a",1] '),
+                    b64url_encode(b"\xef\xbb\xbf" + b'["salt","a",1]'),
+                    b64url_encode(b'["salt","a",NaN]'),
+                    b64url_encode(b'["salt","a",{"k":1,"k":2}]'),
+                    "",
+                    "a",
+                    "ab=c",
+                ]
+            )
+        )
+        disclosures.append(encoded)
+        if data.draw(st.booleans()):
+            _add_digest(spot, _digest(encoded))
+    elif kind == "sd_not_list" and isinstance(spot, dict):
+        spot["_sd"] = data.draw(st.sampled_from([_digest(pick), {"x": 1}, None, 3]))
+    elif kind == "placeholder_extra" and isinstance(spot, list):
+        spot.append({"...": _digest(pick), "b": 1})
+    elif kind == "sd_alg":
+        if data.draw(st.booleans()):
+            payload["_sd_alg"] = data.draw(st.sampled_from(["sha-512", "SHA-256", 1]))
+        else:
+            payload.pop("_sd_alg", None)
+            if isinstance(spot, dict):
+                spot["_sd_alg"] = "sha-256"
+    elif kind == "deep":
+        deep: Any = 1
+        for _ in range(data.draw(st.integers(min_value=60, max_value=70))):
+            deep = [deep] if data.draw(st.booleans()) else {"a": deep}
+        encoded = _encode(["salt", "deep", deep])
+        disclosures.append(encoded)
+        _add_digest(payload, _digest(encoded))
+    elif kind == "times":
+        payload[data.draw(st.sampled_from(["exp", "nbf", "iat"]))] = data.draw(
+            st.sampled_from([NOW - 1, NOW, NOW + 1, "soon", 1.5e9, True])
+        )
+    elif kind == "shuffle":
+        disclosures.reverse()
+
+
+def _claims(data: st.DataObject) -> tuple[dict[str, Any], list[list[str | int]]]:
+    """A small claims object and the paths to make selectively disclosable."""
+    leaf = st.one_of(st.integers(-5, 5), st.sampled_from(["x", "", "é", "\u2028"]), st.none())
+    tree = st.recursive(
+        leaf,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3), st.dictionaries(st.sampled_from("abc"), inner, max_size=3)
+        ),
+        max_leaves=8,
+    )
+    claims = data.draw(st.dictionaries(st.sampled_from(["iss", "a", "b", "c"]), tree, max_size=4))
+    paths: list[list[str | int]] = []
+
+    def collect(node: Any, path: list[str | int]) -> None:
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            here = [*path, key]
+            paths.append(here)
+            if isinstance(value, dict | list):
+                collect(value, here)
+
+    collect(claims, [])
+    chosen = (
+        data.draw(st.lists(st.sampled_from(paths), unique_by=tuple, max_size=5)) if paths else []
+    )
+    return claims, chosen
+
+
+def _hostile_token(data: st.DataObject) -> str:
+    claims, paths = _claims(data)
+    seed = iter(range(100_000))
+    issued = vxp.issue_sd_jwt(
+        vxp.mark_disclosable(claims, paths),
+        KEY,
+        typ=TYP,
+        decoys=data.draw(st.integers(0, 2)),
+        rng=lambda n: bytes([next(seed) % 256]) * n,
+    )
+    disclosures = [d.encoded for d in issued.disclosures]
+    payload = json.loads(vxp.b64url_decode(issued.jws.split(".")[1], "payload").decode())
+    for _ in range(data.draw(st.integers(0, 3))):
+        _attack(data, payload, disclosures)
+    if data.draw(st.booleans()):
+        disclosures = data.draw(st.permutations(disclosures))
+    jws = sign_compact(HEADER, payload, resolve_key(KEY), deterministic=True)
+    return "~".join([jws, *disclosures]) + "~"
+
+
+@settings(
+    max_examples=_ex(400),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_one_pass_sd_jwt_equals_the_general_path_on_hostile_signed_tokens(
+    data: st.DataObject,
+) -> None:
+    token = _hostile_token(data)
+
+    def run() -> object:
+        return vxp.verify_sd_jwt(token, KEY, typ=TYP, now=NOW)
+
+    got = _outcome(run)
+    assert got == _general(run)
+    if got[0] == "ok":  # type: ignore[index]
+        # the result is the caller's own: changing it never reaches a later verification
+        got[1].header["alg"] = "none"  # type: ignore[index]
+        again = _outcome(run)
+        assert again[1].header["alg"] == "ES256"  # type: ignore[index]
+
+
+def _bound(token: str, data: st.DataObject) -> str:
+    """``token`` (with a cnf key) presented with a KB-JWT whose claims may be wrong."""
+    body = token
+    sd_hash = b64url_encode(hashlib.sha256(body.encode()).digest())
+    claims: dict[str, Any] = {"aud": "v", "iat": NOW, "nonce": "n", "sd_hash": sd_hash}
+    change = data.draw(st.sampled_from(["none", "aud", "nonce", "iat", "sd_hash", "typ", "drop"]))
+    header = {"alg": "ES256", "typ": "kb+jwt"}
+    if change == "typ":
+        header["typ"] = "jwt"
+    elif change == "drop":
+        claims.pop(data.draw(st.sampled_from(sorted(claims))))
+    elif change != "none":
+        claims[change] = data.draw(st.sampled_from(["w", NOW - 10_000, NOW + 5, "x" * 43]))
+    return body + sign_compact(header, claims, resolve_key(KEY), deterministic=True)
+
+
+@settings(
+    max_examples=_ex(200),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_key_bound_presentations_equal_the_general_path(data: st.DataObject) -> None:
+    claims, paths = _claims(data)
+    issued = vxp.issue_sd_jwt(vxp.mark_disclosable(claims, paths), KEY, typ=TYP, holder_key=KEY)
+    token = _bound(issued.serialize(), data)
+    if data.draw(st.booleans()):
+        j = data.draw(st.integers(0, len(token) - 1))
+        token = token[:j] + data.draw(st.sampled_from("Aa0-_.~é")) + token[j + 1 :]
+    policy = vxp.KeyBinding("v", "n")
+
+    def run() -> object:
+        return vxp.verify_sd_jwt(token, KEY, typ=TYP, now=NOW, key_binding=policy)
+
+    assert _outcome(run) == _general(run)
+
+
+# ---------------------------------------------------------------- VXP statements
+
+_TRUST = load_trust(demo_operation("succeeded").metadata, demo_operation("succeeded").jwks)
+_KEYS = dict(_TRUST.keys)
+
+
+def _statement(data: st.DataObject) -> str:
+    """A statement signed with the operator key whose body may misplace disclosures."""
+    personal = data.draw(
+        st.dictionaries(
+            st.sampled_from(["pedido", "nombre", "_sd", "..."]), st.just("v"), max_size=3
+        )
+    )
+    body: dict[str, Any] = {"observed": {"plain": 1}, "method": "system_read_back"}
+    token = sign_statement(
+        seq=4,
+        kind="read_back",
+        signer="operator",
+        prev="sha-256:" + "A" * 43,
+        body=body,
+        key=demo_key("operator"),
+        rng=lambda n: b"\x07" * n,
+        personal={k: v for k, v in personal.items() if k not in ("_sd", "...")},
+    )
+    jws, *disclosures, _ = token.split("~")
+    payload = json.loads(vxp.b64url_decode(jws.split(".")[1], "p").decode())
+    change = data.draw(
+        st.sampled_from(
+            ["none", "none", "sd_in_body", "sd_top", "dots", "escape", "withhold", "sd_value"]
+        )
+    )
+    if change == "sd_in_body":
+        payload["body"]["_sd"] = payload["body"]["observed"].get("_sd", ["A" * 43])
+    elif change == "sd_top":
+        payload["_sd"] = ["A" * 43]
+    elif change == "dots":
+        payload["body"]["note"] = "..."
+    elif change == "escape":
+        payload["body"]["note"] = "\u00e9\\"
+    elif change == "withhold" and disclosures:
+        disclosures = disclosures[1:]
+    elif change == "sd_value":
+        payload["body"]["note"] = "_sd"
+    new_jws = sign_compact(
+        {"alg": "ES256", "kid": resolve_key(demo_key("operator")).kid, "typ": STATEMENT_TYP},
+        payload,
+        resolve_key(demo_key("operator")),
+        deterministic=True,
+    )
+    return "~".join([new_jws, *disclosures]) + "~"
+
+
+@settings(max_examples=_ex(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), deferred=st.booleans())
+def test_statement_batch_with_disclosures_equals_verify_statement(
+    data: st.DataObject, deferred: bool
+) -> None:
+    text = _statement(data)
+    token = split_statement(text, "s")
+    expected = _outcome(lambda: verify_statement(token, _KEYS, where="s", now=1.0, fast=False))
+    postponed: list[Any] = []
+    batch = StatementBatch(_KEYS, 1.0, postponed if deferred else None)
+    assert _outcome(lambda: batch.verify(token, "s")) == expected
+    whole = _outcome(
+        lambda: verify_statement(text, _KEYS, where="statement 0", now=1.0, fast=False)
+    )
+    assert _outcome(lambda: StatementBatch(_KEYS, 1.0).verify_compact(text, 0)) == whole
+    assert verify_all(postponed)
+
+
+# ---------------------------------------------------------------- the verifier
+
+
+def _strict(package: Any, op: Any, live: Any) -> vxp.Verdict:
+    """vxp.verify's strict run alone (every signature checked in its place)."""
+    try:
+        return _verifier._run(package, op.metadata, op.jwks, live, op.now, None, None, None)
+    except vxp.VxpError as exc:
+        failure = {"code": exc.code, "message": exc.message}
+        if exc.reason is not None:
+            failure["reason"] = exc.reason
+        return vxp.Verdict(valid=False, failure=failure)
+
+
+OPS = {v: demo_operation(v) for v in ("succeeded", "reviewed", "corrected", "witnessed")}
+
+
+def _swap_signature(text: str, other: str) -> str:
+    jws, sep, rest = text.partition("~")
+    h, p, _ = jws.split(".")
+    return f"{h}.{p}.{other.partition('~')[0].split('.')[2]}{sep}{rest}"
+
+
+@settings(max_examples=_ex(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(variant=st.sampled_from(sorted(OPS)), data=st.data())
+def test_verify_equals_the_strict_run_on_broken_packages(variant: str, data: Any) -> None:
+    op = OPS[variant]
+    package = copy.deepcopy(op.package)
+    live = copy.deepcopy(op.live) if data.draw(st.booleans()) else None
+    statements = package["statements"]
+    i = data.draw(st.integers(0, len(statements) - 1))
+    change = data.draw(
+        st.sampled_from(["swap_sig", "char", "checkpoint_sig", "live_sig", "entry", "none"])
+    )
+    if change == "swap_sig":
+        statements[i] = _swap_signature(statements[i], statements[(i + 1) % len(statements)])
+    elif change == "char":
+        j = data.draw(st.integers(0, len(statements[i]) - 1))
+        statements[i] = (
+            statements[i][:j] + data.draw(st.sampled_from("A0_-.~")) + statements[i][j + 1 :]
+        )
+    elif change == "checkpoint_sig":
+        sig = package["log"]["checkpoint"]["signature"]
+        sig["sig"] = sig["sig"][::-1]
+    elif change == "live_sig" and live is not None:
+        sig = live["checkpoint"]["signature"]
+        sig["sig"] = sig["sig"][:-2] + ("AA" if sig["sig"][-2:] != "AA" else "AQ")
+    elif change == "entry":
+        package["log"]["entries"][i]["index"] = data.draw(st.sampled_from([-1, True, 10**9, "0"]))
+    got = vxp.verify(package, op.metadata, op.jwks, live=live, now=op.now)
+    assert got == _strict(package, op, live)
+
+
+def _forged(which: int) -> Any:
+    """The draft operation with statement ``which`` carrying a signature that does not
+    verify, built by the builder itself so that prev digests and the log are all intact."""
+    from vxp import _keys
+
+    real = _keys.ResolvedKey.sign
+    calls = [0]
+
+    def sign(self: Any, message: bytes, *, deterministic: bool = True) -> bytes:
+        signature = real(self, message, deterministic=deterministic)
+        calls[0] += 1
+        if calls[0] == which + 1 and b"." in message:
+            return real(self, message + b"!", deterministic=deterministic)  # another message's
+        return signature
+
+    _keys.ResolvedKey.sign = sign  # type: ignore[method-assign]
+    try:
+        return demo_operation("succeeded")
+    finally:
+        _keys.ResolvedKey.sign = real  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("which", [0, 2, 4, 5])
+def test_a_bad_signature_passes_the_optimistic_run_and_is_still_refused(which: int) -> None:
+    op = _forged(which)
+    postponed: list[Any] = []
+    optimistic = _verifier._run(
+        op.package, op.metadata, op.jwks, None, op.now, None, None, postponed
+    )
+    assert optimistic.valid  # nothing but the postponed check can see it
+    assert not verify_all(postponed)
+    verdict = vxp.verify(op.package, op.metadata, op.jwks, now=op.now)
+    assert verdict.valid is False
+    assert verdict.failure is not None
+    assert verdict.failure["code"] == "signature_invalid"
+    assert verdict == _strict(op.package, op, None)
+
+
+def test_intact_packages_give_the_strict_verdict() -> None:
+    for op in OPS.values():
+        for live in (None, op.live):
+            got = vxp.verify(op.package, op.metadata, op.jwks, live=live, now=op.now)
+            assert got.valid
+            assert got == _strict(op.package, op, live)
+            assert vxp.Verdict(**got.__dict__) == got  # built field for field
+
+
+# ---------------------------------------------------------------- small pieces
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.binary(min_size=64, max_size=64),
+        st.sampled_from(
+            [
+                bytes(64),
+                b"\x80" * 64,
+                b"\x00" * 31 + b"\x80" + b"\x00" * 31 + b"\x01",
+                b"\xff" * 64,
+                b"\x00" * 32 + b"\x7f" * 32,
+            ]
+        ),
+    )
+)
+def test_hand_built_der_is_cryptography_s(signature: bytes) -> None:
+    r = int.from_bytes(signature[:32], "big")
+    s = int.from_bytes(signature[32:], "big")
+    assert _der(signature) == encode_dss_signature(r, s)
+
+
+def test_verify_all_answers_as_each_key_would() -> None:
+    es = resolve_key(KEY)
+    ed = resolve_key(OKPKey.generate_key("Ed25519"))
+    message = b"m"
+    good_es = (es, message, es.sign(message))
+    good_ed = (ed, message, ed.sign(message))
+    bad_es = (es, b"other", good_es[2])
+    short = (es, message, good_es[2][:63])
+    cases = [[], [good_es], [good_es, good_ed], [good_es, bad_es], [bad_es], [short], [good_ed]]
+    for checks in cases:
+        assert verify_all(checks) is all(k.verify(m, s) for k, m, s in checks)
+
+
+def test_memoised_allow_lists_still_refuse_bad_ones() -> None:
+    assert check_algorithms(("ES256",)) == frozenset({"ES256"})
+    assert check_algorithms(("ES256",)) == frozenset({"ES256"})  # memoised
+    for bad in [(["ES256"],), ("none",), (), ("HS256",), frozenset(), (1,)]:
+        with pytest.raises(vxp.VxpError) as err:
+            check_algorithms(bad)
+        assert err.value.code == "algorithms_invalid"
+
+
+def test_the_chain_checks_cover_every_kind() -> None:
+    from vxp import _chain
+
+    assert _chain._CHECKS.keys() == _chain.KIND_SIGNER.keys()
+
+
+def test_records_by_kid_match_the_records() -> None:
+    for op in OPS.values():
+        trust = load_trust(op.metadata, op.jwks)
+        for kid in {r.kid for r in trust.records} | {"nope"}:
+            assert trust.records_for(kid) == [r for r in trust.records if r.kid == kid]
+
+
+def test_p256_public_key_type_is_what_verify_all_expects() -> None:
+    assert isinstance(resolve_key(demo_key("operator")).public, ec.EllipticCurvePublicKey)
