@@ -102,7 +102,7 @@ def _index(decoded: list[Raw], hashes: list[bytes]) -> dict[str, Raw] | None:
 
 
 def process_claims(
-    payload: dict[str, Any], by_digest: dict[str, Raw]
+    payload: dict[str, Any], by_digest: dict[str, Raw], *, depth: int = 0
 ) -> tuple[dict[str, Any], list[Raw]] | None:
     """Replace digests by their disclosures (RFC 9901 §7.1 step 3) in a signed payload.
 
@@ -110,10 +110,14 @@ def process_claims(
     Returns ``(claims, used)``: the processed claims (``_sd``, ``_sd_alg`` and decoy
     placeholders removed) and the disclosures in the order the general path meets them;
     ``None`` when the general path must decide (any fault, or a disclosure left unused).
+
+    With ``depth`` > 0, ``payload`` is an object that deep inside a payload (the caller
+    knows that nothing outside it holds selective disclosure): it is processed as the
+    general path processes it there.
     """
     walk = _Walk(by_digest)
     try:
-        claims = walk.obj(payload, 0, True)
+        claims = walk.obj(payload, depth, depth == 0)
     except (_BailError, RecursionError):
         return None
     used, digests, decoys = walk.used, walk.digests, walk.decoys

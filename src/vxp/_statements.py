@@ -31,7 +31,7 @@ from ._errors import VxpError
 from ._jws import check_header, parse_compact, sign_compact
 from ._keys import KeyLike, ResolvedKey, resolve_key
 from ._sdjwt import Disclosure, RandomSource, Sd, SdJwt, issue_sd_jwt, verify_sd_jwt
-from ._sdjwt_fast import digest_index, process_claims
+from ._sdjwt_fast import Raw, decode_disclosures, digest_index, process_claims
 
 __all__ = [
     "APPROVAL_TYP",
@@ -320,27 +320,29 @@ class StatementBatch:
             if known is None:
                 known = self._learn(parts[0])
             if known:
-                st = self._fast(token.jws, token.disclosures, parts, known)
-                if st is not None:
-                    return st
+                by_digest = digest_index(token.disclosures) if token.disclosures else {}
+                if by_digest is not None:
+                    st = self._fast(token.jws, by_digest, parts, known)
+                    if st is not None:
+                        return st
         return verify_statement(token, self.keys, where=where, now=self.now)
 
     def verify_compact(self, statement: object, index: int) -> ParsedStatement:
         """Split and verify statement ``index`` of a package (as :func:`split_statement`
-        then :meth:`verify`), without building the split form when it has no disclosure."""
-        if (
-            type(statement) is str
-            and statement.find("~") == len(statement) - 1
-            and statement.isascii()
-        ):
-            jws = statement[:-1]
+        then :meth:`verify`), without building the split form."""
+        if type(statement) is str and statement[-1:] == "~" and statement.isascii():
+            cut = statement.find("~")
+            jws = statement[:cut]
+            by_digest: dict[str, Raw] | None = {}
+            if cut != len(statement) - 1:  # disclosures (strictly encoded, or the slow path)
+                by_digest = decode_disclosures(statement[cut + 1 : -1].split("~"))
             parts = jws.split(".")
-            if len(parts) == 3:
+            if len(parts) == 3 and by_digest is not None:
                 known = self._headers.get(parts[0])
                 if known is None:
                     known = self._learn(parts[0])
                 if known:
-                    st = self._fast(jws, (), parts, known)
+                    st = self._fast(jws, by_digest, parts, known)
                     if st is not None:
                         return st
         where = f"statement {index}"
@@ -366,7 +368,7 @@ class StatementBatch:
     def _fast(
         self,
         jws: str,
-        disclosures: tuple[Disclosure, ...],
+        by_digest: dict[str, Raw],
         parts: list[str],
         known: tuple[dict[str, Any], ResolvedKey],
     ) -> ParsedStatement | None:
@@ -419,19 +421,26 @@ class StatementBatch:
             return None
         hidden = 0
         disclosed: tuple[str, ...] = ()
-        if b'"_sd"' in raw or disclosures:
+        if b'"_sd"' in raw or by_digest:
             # Without escapes, one '"_sd"' in the text that is the member of body.observed
             # means selective disclosure is there and nowhere else (as verify_statement
-            # requires); the disclosures then go through the one-pass SD-JWT processing.
+            # requires), and no '"..."' means no array placeholder anywhere: the general
+            # path's processing changes body.observed only (and checks the depth, which
+            # fewer than 60 brackets in all bound). So body.observed alone goes through
+            # the one-pass SD-JWT processing, at its depth of 2.
             observed = body.get("observed")
-            if raw.count(b'"_sd"') != 1 or type(observed) is not dict or "_sd" not in observed:
+            if (
+                raw.count(b'"_sd"') != 1
+                or type(observed) is not dict
+                or "_sd" not in observed
+                or raw.count(b"{") + raw.count(b"[") >= 60
+            ):
                 return None
-            by_digest = digest_index(disclosures)
-            processed = None if by_digest is None else process_claims(payload, by_digest)
+            processed = process_claims(observed, by_digest, depth=2)
             if processed is None:
                 return None
-            claims, used = processed
-            body = claims["body"]
+            shown, used = processed
+            body = {**body, "observed": shown}
             hidden = len(observed["_sd"]) - len(used)
             disclosed = tuple(d[2] for d in used if d[2] is not None)
         signing_input = jws_bytes[:stop]
