@@ -230,7 +230,7 @@ def _strings(value: object, kind: str, name: str) -> tuple[str, ...]:
 
 def _cites_latest(state: ChainState, body: Mapping[str, Any], kind: str) -> Terms:
     """P1: the statement cites the latest revision and its exact terms digest."""
-    latest = state.latest
+    latest = state.terms
     if latest is None:
         raise _rule("terms_missing", f"a {kind} needs terms before it")
     revision = _int(body, "revision", kind, 1)
@@ -281,14 +281,15 @@ def _check_terms(
     review_required = _bool(body, "company_review_required", kind)
     if state.execution is not None:
         raise _rule("terms_after_execution", "terms cannot change after the execution")
-    expected = 1 if state.latest is None else state.latest.revision + 1
+    before = state.terms
+    expected = 1 if before is None else before.revision + 1
     if revision != expected:
         raise _rule("revision_not_increasing", f"terms revision {revision} follows, not {expected}")
-    if state.latest is not None and capability != state.latest.capability:
+    if before is not None and capability != before.capability:
         raise _rule("capability_changed", "a terms revision changes the capability")
-    if state.latest is not None and (
-        (state.latest.user_approval_required and not approval_required)
-        or (state.latest.company_review_required and not review_required)
+    if before is not None and (
+        (before.user_approval_required and not approval_required)
+        or (before.company_review_required and not review_required)
     ):
         # Otherwise a revision issued after the user's approval could drop the approval
         # (or review) it required and be executed unapproved: requirements only tighten.
@@ -327,7 +328,7 @@ def _check_counter(
     _hash(body, "counter_digest", "counter")
     if state.execution is not None:
         raise _rule("counter_after_execution", "a counter-proposal cannot follow the execution")
-    latest = state.latest
+    latest = state.terms
     if latest is None:
         raise _rule("terms_missing", "a counter needs terms before it")
     if _int(body, "revision", "counter", 1) != latest.revision:
@@ -418,7 +419,7 @@ def _check_read_back(
         raise _rule("read_back_before_execution", "a read-back needs the execution before it")
     if state.read_back is not None:
         raise _rule("read_back_repeated", "an operation has one read-back")
-    latest = state.latest
+    latest = state.terms
     assert latest is not None
     missing = [t for t in latest.read_back_terms if t not in observed]
     complete = bool(latest.read_back_terms) and not missing
@@ -441,7 +442,7 @@ def _state_supported(state: ChainState, asserted: str, kind: str) -> None:
             f"a read-back that contradicts the terms keeps the {kind} unknown (P5)",
         )
     if asserted == "succeeded":
-        latest = state.latest
+        latest = state.terms
         assert latest is not None
         if not latest.read_back_terms:
             raise _rule(
@@ -583,6 +584,9 @@ _CHECKS: dict[str, _Check] = {
 """Each kind's body and rule checks (the keys are exactly those of KIND_SIGNER)."""
 
 
+_set = object.__setattr__  # frozen dataclasses refuse their own __setattr__
+
+
 def _replace(state: ChainState, count: int, at: datetime, changes: dict[str, Any]) -> ChainState:
     """``dataclasses.replace`` for :class:`ChainState` without re-running ``__init__``.
 
@@ -591,9 +595,5 @@ def _replace(state: ChainState, count: int, at: datetime, changes: dict[str, Any
     the same object, several times faster.
     """
     new = object.__new__(ChainState)
-    values = new.__dict__
-    values.update(state.__dict__)
-    values.update(changes)
-    values["count"] = count
-    values["last_time"] = at
+    _set(new, "__dict__", {**state.__dict__, **changes, "count": count, "last_time": at})
     return new

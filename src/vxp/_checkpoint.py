@@ -34,6 +34,9 @@ _CHECKPOINT_TYPE = "vxp-checkpoint/v1"
 _PLAIN = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]*")
 """Printable ASCII other than quote and backslash: text JCS writes unchanged."""
 _COSIGNATURE_TYPE = "vxp-cosignature/v1"
+_CHECKPOINT_MEMBERS = frozenset({"origin", "tree_size", "root"})
+_SIGNED_MEMBERS = frozenset({"checkpoint", "signature", "cosignatures"})
+_SIGNATURE_MEMBERS = frozenset({"kid", "alg", "sig"})
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class Checkpoint:
     @classmethod
     def from_json(cls, value: object) -> Checkpoint:
         """Parse the wire form (exactly the three members)."""
-        if not isinstance(value, Mapping) or set(value) != {"origin", "tree_size", "root"}:
+        if not isinstance(value, Mapping) or value.keys() != _CHECKPOINT_MEMBERS:
             raise VxpError(
                 "checkpoint_invalid", "a checkpoint is an object of origin, tree_size and root"
             )
@@ -149,17 +152,13 @@ class SignedCheckpoint:
     @classmethod
     def from_json(cls, value: object) -> SignedCheckpoint:
         """Parse the wire form (unknown members are refused)."""
-        if not isinstance(value, Mapping) or set(value) != {
-            "checkpoint",
-            "signature",
-            "cosignatures",
-        }:
+        if not isinstance(value, Mapping) or value.keys() != _SIGNED_MEMBERS:
             raise VxpError(
                 "checkpoint_invalid",
                 "a signed checkpoint is an object of checkpoint, signature and cosignatures",
             )
         sig = value["signature"]
-        if not isinstance(sig, Mapping) or set(sig) != {"kid", "alg", "sig"}:
+        if not isinstance(sig, Mapping) or sig.keys() != _SIGNATURE_MEMBERS:
             raise VxpError("checkpoint_invalid", "a checkpoint signature is {kid, alg, sig}")
         if not isinstance(sig["kid"], str) or sig["alg"] not in ("EdDSA", "ES256"):
             raise VxpError(
@@ -173,7 +172,7 @@ class SignedCheckpoint:
             sig["kid"],
             sig["alg"],
             b64url_decode(sig["sig"], "checkpoint sig"),
-            tuple(Cosignature.from_json(c) for c in cosigs),
+            tuple([Cosignature.from_json(c) for c in cosigs]) if cosigs else (),
         )
 
 

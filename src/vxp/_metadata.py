@@ -138,6 +138,12 @@ def build_metadata(
     return doc
 
 
+_VP_MEMBERS = frozenset({"version", "profile", "jwks_uri", "keys", "custody", "log"})
+_CUSTODY_MEMBERS = frozenset({"company_key"})
+_LOG_MEMBERS = frozenset({"origin", "kid", "witnesses", "quorum"})
+_RECORD_MEMBERS = frozenset({"kid", "role", "not_before", "not_after"})
+
+
 def _parse_metadata(metadata: object) -> tuple[str, Mapping[str, Any], tuple[KeyRecord, ...]]:
     if not isinstance(metadata, dict):
         raise _bad("the issuer metadata is not a JSON object", "not_object")
@@ -147,20 +153,19 @@ def _parse_metadata(metadata: object) -> tuple[str, Mapping[str, Any], tuple[Key
     vp = metadata.get("vxp_proof")
     if not isinstance(vp, dict):
         raise _bad("the issuer metadata has no vxp_proof object", "vxp_proof")
-    expected = {"version", "profile", "jwks_uri", "keys", "custody", "log"}
-    if set(vp) != expected:
-        raise _bad(f"vxp_proof must hold exactly {', '.join(sorted(expected))}", "members")
+    if vp.keys() != _VP_MEMBERS:
+        raise _bad(f"vxp_proof must hold exactly {', '.join(sorted(_VP_MEMBERS))}", "members")
     if vp["version"] != 1 or vp["profile"] != "issuer":
         raise _bad("vxp_proof is not version 1 of the issuer profile", "version")
     if not isinstance(vp["jwks_uri"], str) or not vp["jwks_uri"].startswith("https://"):
         raise _bad("vxp_proof.jwks_uri is not an https URL", "jwks_uri")
     custody = vp["custody"]
-    if not isinstance(custody, dict) or set(custody) != {"company_key"}:
+    if not isinstance(custody, dict) or custody.keys() != _CUSTODY_MEMBERS:
         raise _bad("vxp_proof.custody is not {company_key}", "custody")
     if custody["company_key"] not in CUSTODY_VALUES:
         raise _bad("vxp_proof.custody.company_key is not a known custody", "custody")
     log = vp["log"]
-    if not isinstance(log, dict) or set(log) != {"origin", "kid", "witnesses", "quorum"}:
+    if not isinstance(log, dict) or log.keys() != _LOG_MEMBERS:
         raise _bad("vxp_proof.log is not {origin, kid, witnesses, quorum}", "log")
     if not isinstance(log["origin"], str) or not log["origin"] or not isinstance(log["kid"], str):
         raise _bad("vxp_proof.log needs an origin and a kid", "log")
@@ -177,7 +182,7 @@ def _parse_metadata(metadata: object) -> tuple[str, Mapping[str, Any], tuple[Key
         raise _bad("vxp_proof.keys is not a list", "keys")
     records = []
     for i, entry in enumerate(raw_keys):
-        if not isinstance(entry, dict) or set(entry) != {"kid", "role", "not_before", "not_after"}:
+        if not isinstance(entry, dict) or entry.keys() != _RECORD_MEMBERS:
             raise _bad(f"vxp_proof.keys[{i}] is not {{kid, role, not_before, not_after}}", "keys")
         if not isinstance(entry["kid"], str) or entry["role"] not in ROLES:
             raise _bad(f"vxp_proof.keys[{i}] has no kid or an unknown role", "keys")
@@ -192,7 +197,12 @@ def _parse_metadata(metadata: object) -> tuple[str, Mapping[str, Any], tuple[Key
             raise _bad(exc.message, "keys") from exc
         if end is not None and end <= start:
             raise _bad(f"vxp_proof.keys[{i}] ends before it starts", "keys")
-        records.append(KeyRecord(entry["kid"], entry["role"], start, end))
+        # KeyRecord(...) without the frozen __init__'s setattr calls (every field given)
+        record = object.__new__(KeyRecord)
+        record.__dict__.update(
+            kid=entry["kid"], role=entry["role"], not_before=start, not_after=end
+        )
+        records.append(record)
     pairs = [(r.kid, r.role) for r in records]
     if len(set(pairs)) != len(pairs):
         raise _bad("vxp_proof.keys lists a key twice for one role", "keys")

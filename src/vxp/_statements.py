@@ -320,7 +320,9 @@ class StatementBatch:
             if known is None:
                 known = self._learn(parts[0])
             if known:
-                by_digest = digest_index(token.disclosures) if token.disclosures else {}
+                by_digest = (
+                    digest_index(token.disclosures) if token.disclosures else _NONE_DISCLOSED
+                )
                 if by_digest is not None:
                     st = self._fast(token.jws, by_digest, parts, known)
                     if st is not None:
@@ -333,7 +335,7 @@ class StatementBatch:
         if type(statement) is str and statement[-1:] == "~" and statement.isascii():
             cut = statement.find("~")
             jws = statement[:cut]
-            by_digest: dict[str, Raw] | None = {}
+            by_digest: dict[str, Raw] | None = _NONE_DISCLOSED
             if cut != len(statement) - 1:  # disclosures (strictly encoded, or the slow path)
                 by_digest = decode_disclosures(statement[cut + 1 : -1].split("~"))
             parts = jws.split(".")
@@ -450,18 +452,22 @@ class StatementBatch:
             return None
         # ParsedStatement(...) without the frozen __init__'s per-field setattr calls
         st = object.__new__(ParsedStatement)
-        st.__dict__.update(
-            seq=seq,
-            kind=kind,
-            signer=signer,
-            prev=prev,
-            body=body,
-            kid=key.kid,
-            jws=jws,
-            digest=_HASH_PREFIX
-            + _b2a(_sha256(jws_bytes).digest(), newline=False).translate(_TO_URL)[:-1].decode(),
-            hidden=hidden,
-            disclosed=disclosed,
+        _set(
+            st,
+            "__dict__",
+            {
+                "seq": seq,
+                "kind": kind,
+                "signer": signer,
+                "prev": prev,
+                "body": body,
+                "kid": key.kid,
+                "jws": jws,
+                "digest": _HASH_PREFIX
+                + _b2a(_sha256(jws_bytes).digest(), newline=False).translate(_TO_URL)[:-1].decode(),
+                "hidden": hidden,
+                "disclosed": disclosed,
+            },
         )
         return st
 
@@ -491,6 +497,8 @@ def _statement_header(segment: str) -> dict[str, Any] | None:
 
 
 _HEADER_MEMBERS = frozenset({"alg", "kid", "typ"})
+_NONE_DISCLOSED: dict[str, Raw] = {}  # shared and never written: only ever read
+_set = object.__setattr__  # frozen dataclasses refuse their own __setattr__
 _HASH_PREFIX = "sha-256:"
 _TO_URL = bytes.maketrans(b"+/", b"-_")
 _b2a = binascii.b2a_base64

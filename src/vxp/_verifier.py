@@ -37,6 +37,8 @@ __all__ = ["leaf_data", "verify"]
 _START = ChainState()  # immutable, so one instance serves every verification
 _PACKAGE_MEMBERS = frozenset({"v", "company", "op", "statements", "log"})
 _ENTRY_MEMBERS = frozenset({"index", "logged_at", "proof"})
+_OP_MEMBERS = frozenset({"id", "capability", "request_digest"})
+_LOG_MEMBERS = frozenset({"checkpoint", "entries"})
 
 
 _PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*")
@@ -61,14 +63,14 @@ def _malformed(message: str, reason: str) -> VxpError:
 def _check_package(package: object) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
     if not isinstance(package, dict):
         raise _malformed("the package is not a JSON object", "not_object")
-    if set(package) != _PACKAGE_MEMBERS:
+    if package.keys() != _PACKAGE_MEMBERS:
         raise _malformed("the package must hold exactly v, company, op, statements, log", "members")
     if type(package["v"]) is not int or package["v"] != 1:
         raise _malformed("the package is not version 1", "version")
     if not isinstance(package["company"], str):
         raise _malformed("the package company is not a string", "company")
     op = package["op"]
-    if not isinstance(op, dict) or set(op) != {"id", "capability", "request_digest"}:
+    if not isinstance(op, dict) or op.keys() != _OP_MEMBERS:
         raise _malformed("the package op is not {id, capability, request_digest}", "op")
     if not all(isinstance(op[k], str) and op[k] for k in op):
         raise _malformed("the package op members are not non-empty strings", "op")
@@ -78,7 +80,7 @@ def _check_package(package: object) -> tuple[dict[str, Any], list[Any], dict[str
     if len(statements) >= 2**20:
         raise _malformed("the package has too many statements", "statements")
     log = package["log"]
-    if not isinstance(log, dict) or set(log) != {"checkpoint", "entries"}:
+    if not isinstance(log, dict) or log.keys() != _LOG_MEMBERS:
         raise _malformed("the package log is not {checkpoint, entries}", "log")
     entries = log["entries"]
     if not isinstance(entries, list) or len(entries) != len(statements):
@@ -466,7 +468,11 @@ def _run(
     logged = witnesses >= (live_trust or saved).quorum
     approval_here = state.approval if state.approval_revision == latest.revision else None
     rb = state.read_back
-    hidden_rb = any(st.kind == "read_back" and st.hidden > 0 for st in parsed)
+    hidden_rb = False
+    for st in parsed:  # (a loop, not any(): see the key sources above)
+        if st.kind == "read_back" and st.hidden > 0:
+            hidden_rb = True
+            break
     evidence = Evidence(
         issuer_keys=True,
         executed=state.execution is not None,
