@@ -18,6 +18,7 @@ __all__ = [
     "b64url_decode",
     "b64url_encode",
     "canonical_json",
+    "decode_canonical_hash",
     "decode_hash",
     "encode_hash",
     "parse_json",
@@ -174,6 +175,16 @@ def decode_hash(text: object, where: str = "hash") -> bytes:
     if len(raw) != 32:
         raise VxpError("malformed_hash", f"{where} does not hold 32 bytes")
     return raw
+
+
+def decode_canonical_hash(text: str) -> bytes | None:
+    """:func:`decode_hash` of a string, or ``None`` where it would raise."""
+    if len(text) != 51 or text[:8] != _HASH_PREFIX or _VALUE.get(text[-1], 1) & 3:
+        return None  # the last character must have its two unused bits clear
+    try:
+        return binascii.a2b_base64(text[8:].encode().translate(_FAST) + b"=", strict_mode=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 def sha256(data: bytes) -> bytes:

@@ -82,7 +82,7 @@ def check_header(
 
 def check_algorithms(algorithms: object) -> frozenset[str]:
     """Validate a verifier's allow-list: a non-empty collection of implemented algorithms."""
-    memo = type(algorithms) in _MEMO_TYPES
+    memo = type(algorithms) in _MEMO_TYPES and all(type(a) is str for a in algorithms)  # type: ignore[attr-defined]
     if memo:
         try:
             known = _CHECKED.get(algorithms)

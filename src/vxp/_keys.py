@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, OKPKey
 
+from ._codec import b64url_encode
 from ._errors import VxpError
 
 __all__ = ["KeyLike", "ResolvedKey", "key_thumbprint", "resolve_key", "verify_all"]
@@ -149,9 +150,12 @@ def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
     if cached is not None and cached[0]() is key:
         return cached[1]
     public_id: tuple[Any, ...] | None = None
-    if isinstance(key, Mapping) and "d" not in key:
+    if isinstance(key, Mapping) and key.keys() <= _MEMBERS:
+        # Only a JWK of exactly the public members, each a short string, is remembered:
+        # any other member must go through the import's own checks every time, and
+        # nothing large is ever kept.
         members = tuple(key.get(m) for m in ("kty", "crv", "x", "y"))
-        if all(m is None or isinstance(m, str) for m in members):
+        if all(m is None or (type(m) is str and len(m) <= 43) for m in members):
             public_id = members
             hit = _JWK_CACHE.get(public_id)
             if hit is not None:
@@ -167,6 +171,11 @@ def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
             alg = "ES256"
             public: Any = jkey.public_key
             private: Any = jkey.private_key if jkey.is_private else None
+            numbers = public.public_numbers()
+            canonical = {
+                "x": b64url_encode(numbers.x.to_bytes(32, "big")),
+                "y": b64url_encode(numbers.y.to_bytes(32, "big")),
+            }
         else:
             if jkey.curve_name != "Ed25519":
                 raise VxpError("key_unsupported", f"{where} is {jkey.curve_name}, not Ed25519")
@@ -174,7 +183,17 @@ def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
             public = jkey.public_key
             _check_ed25519_public(public, where)
             private = jkey.private_key if jkey.is_private else None
+            canonical = {"x": b64url_encode(public.public_bytes_raw())}
         public_jwk = {k: v for k, v in jkey.as_dict(private=False).items() if k in _MEMBERS}
+        if any(public_jwk.get(name) != text for name, text in canonical.items()) or (
+            alg == "EdDSA" and "y" in public_jwk
+        ):
+            # RFC 7518 §6.2.1.2 and RFC 8037 §2: coordinates are exactly 32 bytes. Any other
+            # spelling of the same key would get another RFC 7638 thumbprint, so one key
+            # could pass for two (an issuer key posing as a user's, one key for two roles).
+            raise VxpError(
+                "key_invalid", f"{where} is not the canonical encoding of its key (RFC 7518)"
+            )
         resolved = ResolvedKey(alg, jkey.thumbprint(), public_jwk, public, private)
     except VxpError:
         raise

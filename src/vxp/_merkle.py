@@ -241,6 +241,10 @@ def verify_inclusion(
         raise VxpError("root_mismatch", "the inclusion proof leads to a different root")
 
 
+_SHORT = 4
+"""Proofs up to this length (trees up to 16 leaves) are walked without memory."""
+
+
 class InclusionBatch:
     """Verify many inclusion proofs against one tree head, sharing the work between them.
 
@@ -284,9 +288,28 @@ class InclusionBatch:
         ):
             verify_inclusion(leaf, index, size, proof, self.root)
             return
-        done = self._done
         sha = hashlib.sha256
         fn, sn, r = index, size - 1, leaf
+        if len(proof) <= _SHORT:
+            # a short walk: remembering its states would cost more than it saves
+            for p in proof:
+                if sn == 0:
+                    break
+                if fn & 1 or fn == sn:
+                    r = sha(b"\x01" + p + r).digest()
+                    while not fn & 1 and fn != 0:
+                        fn >>= 1
+                        sn >>= 1
+                else:
+                    r = sha(b"\x01" + r + p).digest()
+                fn >>= 1
+                sn >>= 1
+            else:
+                if sn == 0 and r == self.root:
+                    return
+            verify_inclusion(leaf, index, size, proof, self.root)
+            return  # pragma: no cover - the call above raises
+        done = self._done
         states: list[tuple[tuple[int, int, bytes], int]] = []
         for i, p in enumerate(proof):
             state = (fn, sn, r)

@@ -777,19 +777,21 @@ _D_VALUE = Disclosure.__dict__["value"].__set__
 # kept, and each caller gets its own copy.
 _HEADERS: dict[tuple[str, frozenset[str], str | None], tuple[dict[str, Any], str]] = {}
 _HEADERS_MAX = 256
+_HEADER_SEGMENT_MAX = 512  # longer headers are checked every time, never kept
 
 
 def _header(segment: str, algs: frozenset[str], typ: str | None) -> tuple[dict[str, Any], str]:
     """Decode and check one header segment as the general path does (raises VxpError)."""
     ident = (segment, algs, typ)
-    hit = _HEADERS.get(ident)
+    memo = len(segment) <= _HEADER_SEGMENT_MAX and (typ is None or type(typ) is str)
+    hit = _HEADERS.get(ident) if memo else None
     if hit is not None:
         return hit
     header = parse_json(b64url_decode(segment, "h"), "h")
     if type(header) is not dict:
         raise VxpError("malformed_jwt", "the header is not a JSON object")
     alg = check_header(header, algs, "issuer-signed JWT", typ=typ)
-    if all(type(v) in _SCALARS for v in header.values()):
+    if memo and all(type(v) in _SCALARS for v in header.values()):
         if len(_HEADERS) >= _HEADERS_MAX:
             _HEADERS.clear()
         _HEADERS[ident] = (header, alg)
@@ -841,6 +843,20 @@ def verify_sd_jwt(
                 bound = _verify_kb(kb_jwt, body, fast.claims, SD_ALG, key_binding, algs, now)
                 fast.__dict__["key_binding"] = bound  # a fresh result no one else holds yet
                 return fast
+    return _verify_general(token, issuer_keys, typ, now, algs, key_binding, leeway, require_exp)
+
+
+def _verify_general(
+    token: str,
+    issuer_keys: KeyLike | Sequence[KeyLike],
+    typ: str | None,
+    now: float,
+    algs: frozenset[str],
+    key_binding: KeyBinding | None,
+    leeway: int,
+    require_exp: bool,
+) -> VerifiedSdJwt:
+    """:func:`verify_sd_jwt` step by step, for any input (arguments already checked)."""
     sd = SdJwt.parse(token)
     parsed = parse_compact(sd.jws, "issuer-signed JWT")
     alg = check_header(parsed.header, algs, "issuer-signed JWT", typ=typ)

@@ -19,7 +19,7 @@ from joserfc.jwk import ECKey, OKPKey
 from . import _merkle
 from ._chain import KIND_SIGNER, ChainState, parse_time, step
 from ._checkpoint import SignedCheckpoint, _log_signature, verify_checkpoint, verify_cosignatures
-from ._codec import canonical_json, decode_hash, encode_hash, sha256
+from ._codec import canonical_json, decode_canonical_hash, decode_hash, encode_hash, sha256
 from ._errors import VxpError
 from ._keys import verify_all
 from ._metadata import KeyRecord, TrustMaterial, load_trust
@@ -124,6 +124,10 @@ def _witnesses(signed: SignedCheckpoint, trust: TrustMaterial, seen: set[str]) -
 
 
 def _entry(value: object, index: int, memo: dict[str, bytes]) -> Entry:
+    """Parse log entry ``index`` (proof digests decoded once per verification in ``memo``)."""
+    plain = _entry_plain(value, memo)
+    if plain is not None:
+        return plain
     if not isinstance(value, dict) or value.keys() != _ENTRY_MEMBERS:
         raise _malformed(f"log entry {index} is not {{index, logged_at, proof}}", "log_entries")
     leaf_index, logged_at, proof = value["index"], value["logged_at"], value["proof"]
@@ -148,6 +152,38 @@ def _entry(value: object, index: int, memo: dict[str, bytes]) -> Entry:
 
 
 Entry = tuple[int, str, list[bytes]]
+
+
+def _entry_plain(value: object, memo: dict[str, bytes]) -> Entry | None:
+    """:func:`_entry` for an entry of exact JSON types whose digests are all canonical;
+    ``None`` for anything else (then :func:`_entry` names the fault)."""
+    if type(value) is not dict or len(value) != 3:
+        return None
+    try:
+        leaf_index, logged_at, proof = value["index"], value["logged_at"], value["proof"]
+    except KeyError:
+        return None
+    if (
+        type(leaf_index) is not int
+        or leaf_index < 0
+        or type(logged_at) is not str
+        or type(proof) is not list
+        or len(proof) > 64
+    ):
+        return None
+    hashes = []
+    get = memo.get
+    for h in proof:
+        if type(h) is not str:
+            return None
+        raw = get(h)
+        if raw is None:
+            raw = decode_canonical_hash(h)
+            if raw is None:
+                return None
+            memo[h] = raw
+        hashes.append(raw)
+    return leaf_index, logged_at, hashes
 
 
 def _statements_staged(

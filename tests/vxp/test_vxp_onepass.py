@@ -552,3 +552,201 @@ def test_records_by_kid_match_the_records() -> None:
 
 def test_p256_public_key_type_is_what_verify_all_expects() -> None:
     assert isinstance(resolve_key(demo_key("operator")).public, ec.EllipticCurvePublicKey)
+
+
+# ------------------------------------------------ review findings (regression tests)
+
+
+def test_header_memories_never_keep_large_headers() -> None:
+    from vxp import _statements
+
+    key = demo_key("issuer")
+    for i in range(3):
+        header = {"alg": "ES256", "typ": "t", "pad": "x" * 5_000, "i": i}
+        h = b64url_encode(json.dumps(header).encode())
+        token = f"{h}.{b64url_encode(b'{}')}.{'A' * 86}~"
+        assert _outcome(lambda t=token: vxp.verify_sd_jwt(t, key, typ="t", now=1.0))[0] == "error"
+        assert all(len(segment) <= 512 for segment, _, _ in _sdjwt._HEADERS)
+    op = OPS["succeeded"]
+    first = op.package["statements"][0]
+    header = {"alg": "ES256", "kid": "k" * 5_000, "typ": STATEMENT_TYP}
+    forged = b64url_encode(json.dumps(header).encode()) + first[first.index(".") :]
+    package = {**op.package, "statements": [forged, *op.package["statements"][1:]]}
+    assert not vxp.verify(package, op.metadata, op.jwks, now=op.now).valid
+    assert all(len(segment) <= 256 for segment in _statements._STATEMENT_HEADERS)
+
+
+def test_a_forged_statement_cannot_fill_the_key_memory() -> None:
+    """The optimistic run reads the body of a statement whose signature it has not checked
+    yet: a user_key there must not leave anything large in a process-wide memory."""
+    from vxp import _keys
+    from vxp._codec import canonical_json
+
+    op = OPS["reviewed"]
+    statements = op.package["statements"]
+    i = next(k for k, s in enumerate(statements) if "user_signed" in _payload_text(s))
+    h, _, sig = statements[i].split("~")[0].split(".")
+    payload = json.loads(_payload_text(statements[i]))
+    x = resolve_key(OKPKey.generate_key("Ed25519")).public_jwk["x"]
+    payload["body"]["user_key"] = {"kty": "OKP", "crv": "Ed25519", "x": x, "y": "A" * 10_000}
+    forged = f"{h}.{b64url_encode(canonical_json(payload))}.{sig}~"
+    package = {**op.package, "statements": [*statements[:i], forged, *statements[i + 1 :]]}
+    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
+    assert verdict.failure is not None
+    assert verdict.failure["code"] == "signature_invalid"
+    assert all(len(str(ident)) < 400 for ident in _keys._JWK_CACHE)
+
+
+def _payload_text(statement: str) -> str:
+    return vxp.b64url_decode(statement.split(".")[1], "p").decode()
+
+
+def _padded(text: str) -> str:
+    """The same coordinate with a leading zero byte (a non-canonical spelling)."""
+    return b64url_encode(b"\0" + vxp.b64url_decode(text, "x"))
+
+
+@pytest.mark.parametrize("kind", ["ec_x", "ec_y", "ec_short", "okp_x", "okp_y"])
+def test_only_the_canonical_spelling_of_a_key_is_a_key(kind: str) -> None:
+    """One key, one spelling, one RFC 7638 thumbprint: otherwise an issuer key could pose
+    as a user's key (or one key sign for two roles) under another kid."""
+    ec_jwk = dict(resolve_key(demo_key("operator")).public_jwk)
+    okp_jwk = dict(resolve_key(OKPKey.generate_key("Ed25519")).public_jwk)
+    if kind == "ec_x":
+        jwk = {**ec_jwk, "x": _padded(ec_jwk["x"])}
+    elif kind == "ec_y":
+        jwk = {**ec_jwk, "y": _padded(ec_jwk["y"])}
+    elif kind == "ec_short":
+        raw = vxp.b64url_decode(ec_jwk["x"], "x")
+        if raw[0] != 0:
+            raw = b"\0" + raw[1:]  # a key whose x starts with a zero byte cannot be built
+        jwk = {**ec_jwk, "x": b64url_encode(raw.lstrip(b"\0"))}
+    elif kind == "okp_x":
+        jwk = {**okp_jwk, "x": _padded(okp_jwk["x"])}
+    else:
+        jwk = {**okp_jwk, "y": okp_jwk["x"]}
+    with pytest.raises(vxp.VxpError) as err:
+        resolve_key(jwk)
+    assert err.value.code in ("key_invalid", "key_unsupported")
+
+
+def test_the_operator_cannot_sign_as_the_user_with_a_respelled_key() -> None:
+    from vxp._proof_demo import CAPABILITY, T0, seeded_rng
+    from vxp._statements import check_user_approval, sign_user_approval
+
+    operator = demo_key("operator")
+    private = operator.as_dict(private=True)
+    posing = {**private, "x": _padded(private["x"])}
+    builder = vxp.OperationBuilder(
+        company="https://store.example/e/x",
+        op_id="r",
+        operator_key=operator,
+        company_key=demo_key("company"),
+        log=vxp.MerkleLog("store.example/e/x/log"),
+        rng=seeded_rng("x"),
+    )
+    builder.request(channel="vxp", client_id="https://agent.example", request={"r": 1}, now=T0)
+    builder.terms(
+        capability=CAPABILITY,
+        terms={"pedido": "P-1"},
+        expires_at=T0.replace(year=2030),
+        read_back_terms=["pedido"],
+        now=T0,
+    )
+    with pytest.raises(vxp.VxpError) as err:
+        builder.approve_signed(user_key=posing, now=T0)
+    assert err.value.code == "key_invalid"
+    # and a verifier handed such a body refuses it
+    digest = "sha-256:" + "A" * 43
+    jwk, token = sign_user_approval(operator, digest, 1, digest, digest)
+    body = {
+        "method": "user_signed",
+        "revision": 1,
+        "terms_digest": digest,
+        "user_key": {**jwk, "x": _padded(jwk["x"])},
+        "user_signature": token,
+    }
+    with pytest.raises(vxp.VxpError) as err:
+        check_user_approval(body, digest, digest, "statement 2")
+    assert err.value.reason == "user_signature_invalid"
+
+
+@pytest.mark.parametrize("typ", [["t"], {"t": 1}, 1, b"t"])
+def test_an_odd_typ_is_a_mismatch_not_a_crash(typ: object) -> None:
+    token = vxp.issue_sd_jwt({"a": 1}, KEY, typ="t").serialize()
+
+    def run() -> object:
+        return vxp.verify_sd_jwt(token, KEY, typ=typ, now=NOW)  # type: ignore[arg-type]
+
+    got = _outcome(run)
+    assert got == _general(run)
+    assert got[1] == "typ_mismatch"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("depth", [58, 61, 63, 64, 65, 70])
+def test_statements_nested_past_the_limit_are_refused_on_every_path(depth: int) -> None:
+    deep: Any = 1
+    for _ in range(depth):
+        deep = {"a": deep}
+    text = _deep_statement(deep)
+    token = split_statement(text, "s")
+    oracle = _outcome(lambda: verify_statement(token, _KEYS, where="s", now=1.0, fast=False))
+    assert _outcome(lambda: verify_statement(token, _KEYS, where="s", now=1.0)) == oracle
+    assert _outcome(lambda: StatementBatch(_KEYS, 1.0).verify(token, "s")) == oracle
+    whole = _outcome(
+        lambda: verify_statement(text, _KEYS, where="statement 0", now=1.0, fast=False)
+    )
+    assert _outcome(lambda: StatementBatch(_KEYS, 1.0, []).verify_compact(text, 0)) == whole
+
+
+def _deep_statement(body_value: Any) -> str:
+    payload = {
+        "seq": 0,
+        "kind": "request",
+        "signer": "operator",
+        "prev": None,
+        "body": {"deep": body_value},
+        "_sd_alg": "sha-256",
+    }
+    key = resolve_key(demo_key("operator"))
+    header = {"alg": "ES256", "kid": key.kid, "typ": STATEMENT_TYP}
+    return sign_compact(header, payload, key, deterministic=True) + "~"
+
+
+class _Lookalike:
+    """Hashes and compares like "ES256" without being a string."""
+
+    def __hash__(self) -> int:
+        return hash("ES256")
+
+    def __eq__(self, other: object) -> bool:
+        return other == "ES256"
+
+
+def test_allow_list_memory_does_not_depend_on_history() -> None:
+    odd = (_Lookalike(),)
+    before = _outcome(lambda: check_algorithms(odd))
+    check_algorithms(("ES256",))
+    assert _outcome(lambda: check_algorithms(odd)) == before
+
+
+@pytest.mark.parametrize("extra", [{"kid": 5}, {"x5c": "nope"}, {"use": 5}, {"alg": "RS256"}])
+def test_key_memory_does_not_depend_on_history(extra: dict[str, Any]) -> None:
+    from vxp import _keys
+
+    jwk = dict(resolve_key(ECKey.generate_key("P-256")).public_jwk)
+    _keys._JWK_CACHE.clear()
+    cold = _outcome(lambda: resolve_key({**jwk, **extra}).kid)
+    resolve_key(jwk)
+    assert _outcome(lambda: resolve_key({**jwk, **extra}).kid) == cold
+
+
+@settings(max_examples=_ex(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_verify_statement_modes_agree_on_refusals_too(data: st.DataObject) -> None:
+    text = _statement(data)
+    if data.draw(st.booleans()):
+        j = data.draw(st.integers(0, len(text) - 1))
+        text = text[:j] + data.draw(st.sampled_from("A0_-.~")) + text[j + 1 :]
+    oracle = _outcome(lambda: verify_statement(text, _KEYS, where="s", now=1.0, fast=False))
+    assert _outcome(lambda: verify_statement(text, _KEYS, where="s", now=1.0)) == oracle

@@ -1423,6 +1423,33 @@ def sd_jwt_verify_cases() -> Iterator[Case]:
         comment="cnf.jwk is an Ed25519 key of small order; the KB-JWT signature is a forgery",
         flags=("kb", "kb-crafted"),
     )
+    # The holder's own key, its x spelled with a leading zero byte: the same key under
+    # another RFC 7638 thumbprint, so refused (one key, one spelling, one kid).
+    holder_public = _public(HOLDER)
+    respelled = {
+        **holder_public,
+        "x": _b64(b"\0" + base64.urlsafe_b64decode(holder_public["x"] + "=")),
+    }
+    body = _craft({**base, "cnf": {"jwk": respelled}}, [])
+    holder = _keys.resolve_key(HOLDER)
+    kb_claims = {
+        "aud": policy["aud"],
+        "iat": NOW,
+        "nonce": "n-1",
+        "sd_hash": _b64(hashlib.sha256(body.encode()).digest()),
+    }
+    kb_input = _b64(b'{"alg":"ES256","typ":"kb+jwt"}') + "." + _b64(json.dumps(kb_claims).encode())
+    yield Case(
+        "kb-cnf-key-respelled",
+        _verify_input(
+            body + kb_input + "." + _b64(holder.sign(kb_input.encode())), key_binding=policy
+        ),
+        error={"code": "kb_cnf_invalid"},
+        comment="cnf.jwk is the holder's key with a 33-byte x (a leading zero byte): not the "
+        "canonical encoding of any key (RFC 7518 §6.2.1.2), refused although the KB-JWT "
+        "signature is the holder's",
+        flags=("kb", "kb-crafted"),
+    )
     yield from _crafted_cases()
     yield from _rfc_examples()
 

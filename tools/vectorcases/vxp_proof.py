@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 from collections.abc import Callable, Iterator
@@ -985,6 +986,19 @@ def _trust_and_log_cases() -> Iterator[Case]:
         wrong_alg,
         output=_failed("metadata_invalid", "jwks_use"),
         comment="the JWKS publishes the P-256 keys with alg ES384: refused, not ignored",
+    )
+    respelled = copy.deepcopy(base)
+    for key in respelled["jwks"]["keys"]:
+        if key["kid"] == _kid("operator"):
+            raw = base64.urlsafe_b64decode(key["x"] + "=")
+            key["x"] = base64.urlsafe_b64encode(b"\0" + raw).rstrip(b"=").decode()
+    respelled["live"] = None
+    yield Case(
+        "jwks-key-not-canonical",
+        respelled,
+        output=_failed("metadata_invalid", "jwks"),
+        comment="the JWKS spells the operator key's x with a leading zero byte: the same key "
+        "under another thumbprint, never accepted (one key, one spelling, one kid)",
     )
     company_kid = _kid("company")
     cut = copy.deepcopy(base)
