@@ -72,19 +72,16 @@ class ResolvedKey:
         return True
 
 
-def _der_integer(value: bytes) -> bytes:
-    """DER INTEGER of an unsigned big-endian value (minimal length, sign byte if needed)."""
-    value = value.lstrip(b"\0") or b"\0"
-    if value[0] & 0x80:
-        value = b"\0" + value
-    return b"\x02" + bytes((len(value),)) + value
-
-
 def _der(signature: bytes) -> bytes:
     """The DER ``ECDSA-Sig-Value`` of a raw 64-byte ``r || s`` P-256 signature (RFC 7518
-    §3.4)."""
-    body = _der_integer(signature[:32]) + _der_integer(signature[32:])
-    return b"\x30" + bytes((len(body),)) + body
+    §3.4): two minimal INTEGERs, each with a zero byte before a set high bit."""
+    r = signature[:32].lstrip(b"\0") or b"\0"
+    s = signature[32:].lstrip(b"\0") or b"\0"
+    if r[0] & 0x80:
+        r = b"\0" + r
+    if s[0] & 0x80:
+        s = b"\0" + s
+    return b"".join((bytes((0x30, len(r) + len(s) + 4, 2, len(r))), r, bytes((2, len(s))), s))
 
 
 def verify_all(checks: Sequence[tuple[ResolvedKey, bytes, bytes]]) -> bool:

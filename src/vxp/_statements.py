@@ -354,9 +354,11 @@ class StatementBatch:
             type(payload) is not dict
             or payload.keys() != _PAYLOAD_MEMBERS
             or payload["_sd_alg"] != "sha-256"
-            or b'"..."' in raw
-            or b"\\" in raw
-            or raw.count(b"{") + raw.count(b"[") >= 60  # then no deeper than the limit
+            # (tests on the text, not the bytes: `bytes in bytes` first tries the needle
+            # as an integer and raises and clears a TypeError every time)
+            or '"..."' in text
+            or "\\" in text
+            or text.count("{") + text.count("[") >= 60  # then no deeper than the limit
         ):
             return None
         seq, kind, signer, prev, body = (
@@ -376,7 +378,7 @@ class StatementBatch:
             return None
         hidden = 0
         disclosed: tuple[str, ...] = ()
-        if b'"_sd"' in raw or by_digest:
+        if '"_sd"' in text or by_digest:
             # Without escapes, one '"_sd"' in the text that is the member of body.observed
             # means selective disclosure is there and nowhere else (as verify_statement
             # requires), and no '"..."' means no array placeholder anywhere: the general
@@ -384,7 +386,7 @@ class StatementBatch:
             # the bracket count above bounds). So body.observed alone goes through the
             # one-pass SD-JWT processing, at its depth of 2.
             observed = body.get("observed")
-            if raw.count(b'"_sd"') != 1 or type(observed) is not dict or "_sd" not in observed:
+            if text.count('"_sd"') != 1 or type(observed) is not dict or "_sd" not in observed:
                 return None
             processed = process_claims(observed, by_digest, depth=2)
             if processed is None:

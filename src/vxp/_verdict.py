@@ -43,26 +43,24 @@ def derive_assurance(ev: Evidence) -> tuple[tuple[str, ...], frozenset[str]]:
     An assurance is undecidable when only a withheld disclosure could show whether it
     holds; it is then neither derived nor counted against the issuer's claim.
     """
-    held = {
-        "issuer_key_attested": ev.issuer_keys,
-        "operator_observed": ev.executed,
-        "operator_reported_read_back": ev.executed
-        and ev.read_back_matches
-        and ev.read_back_complete,
-        "operator_reported_agent_approval": ev.approval_method == "agent_asserted",
-        "user_signed_approval": ev.approval_method == "user_signed",
-        "company_reviewed": ev.review_approved,
-        "witnessed_log": ev.logged,
-    }
-    undecidable = frozenset(
-        {"operator_reported_read_back"}
-        if ev.executed
-        and ev.read_back_matches
-        and not ev.read_back_complete
-        and ev.read_back_hidden
-        else set()
+    read_back = ev.executed and ev.read_back_matches
+    held = (
+        ev.issuer_keys,
+        ev.executed,
+        read_back and ev.read_back_complete,
+        ev.approval_method == "agent_asserted",
+        ev.approval_method == "user_signed",
+        ev.review_approved,
+        ev.logged,
     )
-    return tuple(a for a in ASSURANCES if held[a]), undecidable
+    derived = tuple([name for name, holds in zip(ASSURANCES, held, strict=True) if holds])
+    if read_back and not ev.read_back_complete and ev.read_back_hidden:
+        return derived, _READ_BACK_UNDECIDABLE
+    return derived, _NONE_UNDECIDABLE
+
+
+_READ_BACK_UNDECIDABLE = frozenset({"operator_reported_read_back"})
+_NONE_UNDECIDABLE: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
