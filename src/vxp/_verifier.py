@@ -232,6 +232,45 @@ def _statements_fused(
     return parsed, entries, times
 
 
+KeyPeriods = dict[tuple[str, str], tuple[str, list[list[KeyRecord]]]]
+
+
+def _key_periods(saved: TrustMaterial, live: TrustMaterial | None) -> KeyPeriods:
+    """For each (kid, role) that :func:`_key_source` would accept in some period: the
+    source it reports and the groups of records of which one each must cover the time."""
+    out: KeyPeriods = {}
+    if live is not None:
+        for kid in {r.kid for r in live.records}:
+            records = live.records_for(kid)
+            for role in {r.role for r in records}:
+                mine = [r for r in records if r.role == role]
+                saved_mine = [r for r in saved.records_for(kid) if r.role == role]
+                groups = [mine, saved_mine] if saved_mine else [mine]
+                out[(kid, role)] = ("issuer_metadata_live", groups)
+        return out  # (keys live lists nowhere take the full path)
+    for r in saved.records:
+        if r.kid in saved.keys:
+            entry = out.setdefault((r.kid, r.role), ("issuer_metadata_saved", [[]]))
+            entry[1][0].append(r)
+    return out
+
+
+def _period_source(periods: KeyPeriods, kid: str, role: str, at: datetime) -> str | None:
+    """:func:`_key_source`'s answer where it accepts the key from ``periods`` (built by
+    :func:`_key_periods`); ``None`` where only :func:`_key_source` can say (or refuse)."""
+    found = periods.get((kid, role))
+    if found is None:
+        return None
+    source, groups = found
+    for group in groups:
+        for r in group:  # (loops, not any(): an early exit would close a generator)
+            if r.not_before <= at and (r.not_after is None or at < r.not_after):
+                break
+        else:
+            return None  # no period of this group covers the statement
+    return source
+
+
 def _key_source(
     st: ParsedStatement, at: datetime, saved: TrustMaterial, live: TrustMaterial | None
 ) -> str:
@@ -467,23 +506,10 @@ def _run(
         consistency = "ok"
     # --- keys: each valid for its role when the log recorded the statement
     sources: set[str] = set()
-    role_records: dict[tuple[str, str], list[KeyRecord]] = {}
-    if live_trust is None:
-        for r in saved.records:
-            if r.kid in saved.keys:
-                role_records.setdefault((r.kid, r.role), []).append(r)
+    periods = _key_periods(saved, live_trust)
     for i, st in enumerate(parsed):
-        at = times[i]
-        # the common case of _key_source: saved material lists and publishes the key for
-        # this role, and one of its periods covers the statement
-        # (a loop, not any() over a generator: an early exit would close the generator
-        # with an exception on every statement)
-        for r in role_records.get((st.kid, KIND_SIGNER[st.kind]), ()):
-            if r.not_before <= at and (r.not_after is None or at < r.not_after):
-                sources.add("issuer_metadata_saved")
-                break
-        else:
-            sources.add(_key_source(st, at, saved, live_trust))
+        source = _period_source(periods, st.kid, KIND_SIGNER[st.kind], times[i])
+        sources.add(source or _key_source(st, times[i], saved, live_trust))
     if state.outcome is None:
         raise VxpError(
             "rule_violation", "the package has no outcome (P3)", reason="outcome_missing"

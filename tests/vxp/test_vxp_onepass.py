@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from joserfc.jwk import ECKey, OKPKey
 
@@ -750,3 +750,69 @@ def test_verify_statement_modes_agree_on_refusals_too(data: st.DataObject) -> No
         text = text[:j] + data.draw(st.sampled_from("A0_-.~")) + text[j + 1 :]
     oracle = _outcome(lambda: verify_statement(text, _KEYS, where="s", now=1.0, fast=False))
     assert _outcome(lambda: verify_statement(text, _KEYS, where="s", now=1.0)) == oracle
+
+
+# ------------------------------------------------ key periods (the verifier's key sources)
+
+
+def _trust(records: list[Any], published: set[str]) -> Any:
+    from vxp._metadata import TrustMaterial
+
+    return TrustMaterial(
+        "https://co.example",
+        "issuer",
+        "operator_hosted",
+        tuple(records),
+        dict.fromkeys(published, object()),
+        "o",
+        "log",
+        (),
+        1,
+    )
+
+
+@settings(max_examples=_ex(400), deadline=None)
+@given(data=st.data())
+def test_key_periods_answer_as_key_source_does(data: st.DataObject) -> None:
+    from datetime import timedelta
+
+    from vxp._chain import KIND_SIGNER
+    from vxp._metadata import KeyRecord
+    from vxp._proof_demo import T0
+    from vxp._statements import ParsedStatement
+    from vxp._verifier import _key_periods, _key_source, _period_source
+
+    kids = ["k1", "k2", "k3"]
+
+    def records() -> list[Any]:
+        out = []
+        for _ in range(data.draw(st.integers(0, 4))):
+            start = data.draw(st.integers(-5, 5))
+            length = data.draw(st.one_of(st.none(), st.integers(1, 6)))
+            out.append(
+                KeyRecord(
+                    data.draw(st.sampled_from(kids)),
+                    data.draw(st.sampled_from(["operator", "company"])),
+                    T0 + timedelta(seconds=start),
+                    None if length is None else T0 + timedelta(seconds=start + length),
+                )
+            )
+        return out
+
+    saved = _trust(records(), set(data.draw(st.lists(st.sampled_from(kids)))))
+    live = (
+        _trust(records(), set(data.draw(st.lists(st.sampled_from(kids)))))
+        if data.draw(st.booleans())
+        else None
+    )
+    periods = _key_periods(saved, live)
+    for _ in range(5):
+        kind = data.draw(st.sampled_from(sorted(KIND_SIGNER)))
+        kid = data.draw(st.sampled_from(kids))
+        at = T0 + timedelta(seconds=data.draw(st.integers(-7, 12)))
+        statement = ParsedStatement(1, kind, KIND_SIGNER[kind], None, {}, kid, "j", "d", 0, ())
+        fast = _period_source(periods, kid, KIND_SIGNER[kind], at)
+        full = _outcome(lambda s=statement, t=at: _key_source(s, t, saved, live))
+        if fast is not None:
+            event("a key period answered")
+            assert full == ("ok", fast)
