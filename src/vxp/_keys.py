@@ -22,7 +22,7 @@ from joserfc.jwk import ECKey, OKPKey
 from ._codec import b64url_encode
 from ._errors import VxpError
 
-__all__ = ["KeyLike", "ResolvedKey", "key_thumbprint", "resolve_key", "verify_all"]
+__all__ = ["KeyLike", "ResolvedKey", "key_thumbprint", "known_key", "resolve_key", "verify_all"]
 
 KeyLike = ECKey | OKPKey | Mapping[str, Any]
 """A signing or verification key: a joserfc ``ECKey`` (P-256) / ``OKPKey`` (Ed25519) or a JWK."""
@@ -135,6 +135,14 @@ def _check_ed25519_public(public: ed25519.Ed25519PublicKey, where: str) -> None:
         raise VxpError("key_invalid", f"{where} is not a canonical Ed25519 point encoding")
     if y in _ED25519_SMALL_ORDER_Y:
         raise VxpError("key_invalid", f"{where} is an Ed25519 point of small order")
+
+
+def known_key(key: object) -> ResolvedKey | None:
+    """The :func:`resolve_key` result already made for this very key object, if any."""
+    cached = _CACHE.get(id(key))
+    if cached is not None and cached[0]() is key:
+        return cached[1]
+    return None
 
 
 def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:

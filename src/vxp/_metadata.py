@@ -15,9 +15,9 @@ from typing import Any
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, OKPKey
 
-from ._chain import format_time, parse_time
+from ._chain import format_time, parse_time, parse_time_ms
 from ._errors import VxpError
-from ._keys import KeyLike, resolve_key
+from ._keys import KeyLike, known_key, resolve_key
 
 __all__ = [
     "CUSTODY_VALUES",
@@ -187,11 +187,15 @@ def _parse_metadata(metadata: object) -> tuple[str, Mapping[str, Any], tuple[Key
         if not isinstance(entry["kid"], str) or entry["role"] not in ROLES:
             raise _bad(f"vxp_proof.keys[{i}] has no kid or an unknown role", "keys")
         try:
-            start = parse_time(entry["not_before"], f"vxp_proof.keys[{i}].not_before")
+            # (the precise place is named only when the quick form does not fit)
+            start = parse_time_ms(entry["not_before"]) or parse_time(
+                entry["not_before"], f"vxp_proof.keys[{i}].not_before"
+            )
             end = (
                 None
                 if entry["not_after"] is None
-                else parse_time(entry["not_after"], f"vxp_proof.keys[{i}].not_after")
+                else parse_time_ms(entry["not_after"])
+                or parse_time(entry["not_after"], f"vxp_proof.keys[{i}].not_after")
             )
         except VxpError as exc:
             raise _bad(exc.message, "keys") from exc
@@ -257,7 +261,7 @@ def load_trust(metadata: object, jwks: object) -> TrustMaterial:
         if parsed is None:
             raise VxpError("metadata_invalid", f"JWKS key {i} is not EC or OKP", reason="jwks")
         try:
-            resolved = resolve_key(parsed, f"JWKS key {i}")
+            resolved = known_key(parsed) or resolve_key(parsed, f"JWKS key {i}")
         except VxpError as exc:  # another curve, a small-order point: not a key VXP uses
             raise VxpError("metadata_invalid", exc.message, reason="jwks") from exc
         if (
@@ -280,17 +284,29 @@ def load_trust(metadata: object, jwks: object) -> TrustMaterial:
             raise VxpError("metadata_invalid", f"JWKS key {i} is listed twice", reason="jwks")
         keys[resolved.kid] = parsed
     log = vp["log"]
-    return TrustMaterial(
-        issuer=issuer,
-        profile=vp["profile"],
-        custody=vp["custody"]["company_key"],
-        records=records,
-        keys=keys,
-        log_origin=log["origin"],
-        log_kid=log["kid"],
-        witness_kids=tuple(log["witnesses"]),
-        quorum=log["quorum"],
+    # TrustMaterial(...) without the frozen __init__'s setattr calls (every field given,
+    # and the index __post_init__ would build)
+    index: dict[str, tuple[KeyRecord, ...]] = {}
+    for r in records:
+        index[r.kid] = (*index.get(r.kid, ()), r)
+    trust = object.__new__(TrustMaterial)
+    object.__setattr__(
+        trust,
+        "__dict__",
+        {
+            "issuer": issuer,
+            "profile": vp["profile"],
+            "custody": vp["custody"]["company_key"],
+            "records": records,
+            "keys": keys,
+            "log_origin": log["origin"],
+            "log_kid": log["kid"],
+            "witness_kids": tuple(log["witnesses"]),
+            "quorum": log["quorum"],
+            "_by_kid": index,
+        },
     )
+    return trust
 
 
 def _records_json(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:

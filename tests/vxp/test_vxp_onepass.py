@@ -816,3 +816,25 @@ def test_key_periods_answer_as_key_source_does(data: st.DataObject) -> None:
         if fast is not None:
             event("a key period answered")
             assert full == ("ok", fast)
+
+
+def test_objects_built_from_a_dict_equal_those_built_by_their_init() -> None:
+    """Verdict, TrustMaterial, ParsedStatement, Terms and ChainState built the quick way
+    equal the ones their dataclass __init__ builds (same fields, same values)."""
+    import dataclasses
+
+    from vxp._chain import ChainState, Terms
+
+    for op in OPS.values():
+        trust = load_trust(op.metadata, op.jwks)
+        assert dataclasses.replace(trust) == trust
+        assert dataclasses.replace(trust)._by_kid == trust._by_kid
+        verdict = vxp.verify(op.package, op.metadata, op.jwks, live=op.live, now=op.now)
+        assert dataclasses.replace(verdict) == verdict
+        batch = StatementBatch(dict(trust.keys), 1.0, [])
+        for i, text in enumerate(op.package["statements"]):
+            st = batch.verify_compact(text, i)
+            assert dataclasses.replace(st) == st
+            assert st.__dict__.keys() == {f.name for f in dataclasses.fields(st)}
+    for cls in (ChainState, Terms):
+        assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
