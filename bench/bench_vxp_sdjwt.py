@@ -49,7 +49,7 @@ def per_call(fn: Callable[[], object], seconds: float) -> float:
 
 
 def best_of(
-    fns: dict[str, Callable[[], object]], seconds: float, rounds: int = 7
+    fns: dict[str, Callable[[], object]], seconds: float, rounds: int = 25
 ) -> dict[str, float]:
     """Measure every function in each of ``rounds`` alternating rounds and keep each one's
     best (least disturbed) time, so that the baseline and the measured code see the same
@@ -66,7 +66,7 @@ def best_of(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--seconds", type=float, default=2.0, help="time budget per measurement (all rounds)"
+        "--seconds", type=float, default=4.0, help="time budget per measurement (all rounds)"
     )
     args = parser.parse_args()
     issuer = ECKey.generate_key("P-256")
