@@ -108,6 +108,7 @@ def verify_all(checks: Sequence[tuple[ResolvedKey, bytes, bytes]]) -> bool:
 # Public JWK objects (as dicts) seen recently, by their key members: a verifier sees the
 # same issuer and holder keys again and again. Only public keys, so nothing secret is kept.
 _JWK_CACHE: dict[tuple[Any, ...], ResolvedKey] = {}
+_ABSENT = object()
 _JWK_CACHE_SIZE = 1024
 _CACHE: dict[int, tuple[weakref.ref[ECKey | OKPKey], ResolvedKey]] = {}
 
@@ -159,8 +160,9 @@ def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
         # Only a JWK of exactly the public members, each a short string, is remembered:
         # any other member must go through the import's own checks every time, and
         # nothing large is ever kept.
-        members = tuple(key.get(m) for m in ("kty", "crv", "x", "y"))
-        if all(m is None or (type(m) is str and len(m) <= 43) for m in members):
+        # (an absent member is told apart from a null one, which the import refuses)
+        members = tuple(key.get(m, _ABSENT) for m in ("kty", "crv", "x", "y"))
+        if all(m is _ABSENT or (type(m) is str and len(m) <= 43) for m in members):
             public_id = members
             hit = _JWK_CACHE.get(public_id)
             if hit is not None:
@@ -213,7 +215,7 @@ def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
         _CACHE[ident] = (weakref.ref(jkey, forget), resolved)
     if public_id is not None:
         if len(_JWK_CACHE) >= _JWK_CACHE_SIZE:
-            _JWK_CACHE.pop(next(iter(_JWK_CACHE)))
+            _JWK_CACHE.clear()  # (popping the oldest races between threads; clear does not)
         _JWK_CACHE[public_id] = resolved
     return resolved
 

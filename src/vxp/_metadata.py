@@ -220,17 +220,26 @@ def _parse_metadata(metadata: object) -> tuple[str, Mapping[str, Any], tuple[Key
     return issuer, vp, tuple(records)
 
 
-_IMPORTED: dict[tuple[Any, ...], ECKey | OKPKey] = {}
+_IMPORTED: dict[tuple[tuple[str, str], ...], ECKey | OKPKey] = {}
 _IMPORTED_MAX = 1024
 
 
+def _import_ident(jwk: dict[str, Any]) -> tuple[tuple[str, str], ...] | None:
+    """The whole content of a JWK of a few short string members (so a remembered import
+    answers exactly as a fresh one, and nothing large is kept); ``None`` otherwise."""
+    if len(jwk) > 8:
+        return None
+    items = tuple(jwk.items())
+    for name, value in items:
+        if type(name) is not str or type(value) is not str or len(value) > 64:
+            return None
+    return items
+
+
 def _import_public(jwk: dict[str, Any], i: int) -> ECKey | OKPKey | None:
-    """Import a public JWK once per distinct key (verifiers see the same JWKS repeatedly)."""
-    ident: tuple[Any, ...] = (jwk.get("kty"), jwk.get("crv"), jwk.get("x"), jwk.get("y"))
-    try:
-        cached = _IMPORTED.get(ident)
-    except TypeError:  # an unhashable member value: let the import below refuse it
-        cached, ident = None, ()
+    """Import a public JWK once per distinct JWK (verifiers see the same JWKS repeatedly)."""
+    ident = _import_ident(jwk)
+    cached = None if ident is None else _IMPORTED.get(ident)
     if cached is not None:
         return cached
     try:
@@ -241,7 +250,7 @@ def _import_public(jwk: dict[str, Any], i: int) -> ECKey | OKPKey | None:
             parsed = OKPKey.import_key(dict(jwk))
     except (ValueError, TypeError, KeyError, AttributeError, JoseError) as exc:
         raise VxpError("metadata_invalid", f"JWKS key {i} cannot be read", reason="jwks") from exc
-    if parsed is not None and ident:
+    if parsed is not None and ident is not None:
         if len(_IMPORTED) >= _IMPORTED_MAX:
             _IMPORTED.clear()
         _IMPORTED[ident] = parsed

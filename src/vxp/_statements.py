@@ -510,7 +510,7 @@ def check_user_approval(
             reason="user_signature_invalid",
         )
     try:
-        key = resolve_key(body["user_key"], f"{where} user_key")
+        key = resolve_key(body["user_key"], "user_key")
         parsed = parse_compact(body["user_signature"], f"{where} user_signature")
         alg = check_header(
             parsed.header, frozenset({"ES256", "EdDSA"}), "user signature", typ=APPROVAL_TYP

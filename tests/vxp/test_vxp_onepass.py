@@ -838,3 +838,77 @@ def test_objects_built_from_a_dict_equal_those_built_by_their_init() -> None:
             assert st.__dict__.keys() == {f.name for f in dataclasses.fields(st)}
     for cls in (ChainState, Terms):
         assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------ second review (regression tests)
+
+
+def test_key_memory_survives_threads_evicting_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from vxp import _keys
+
+    monkeypatch.setattr(_keys, "_JWK_CACHE_SIZE", 4)
+    jwks = [dict(resolve_key(ECKey.generate_key("P-256")).public_jwk) for _ in range(40)]
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(5):
+                for jwk in jwks:
+                    resolve_key(dict(jwk))
+        except BaseException as exc:  # any escape is the failure
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(_keys._JWK_CACHE) <= 5
+
+
+def _jwks_with(op: Any, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    jwks = copy.deepcopy(op.jwks)
+    change(jwks["keys"][0])
+    return jwks
+
+
+def test_jwks_import_memory_keeps_nothing_large() -> None:
+    from vxp import _metadata
+
+    op = OPS["succeeded"]
+
+    def pad(key: dict[str, Any]) -> None:
+        key["x"] = b64url_encode(b"\0" * 3000 + vxp.b64url_decode(key["x"], "x"))
+
+    verdict = vxp.verify(op.package, op.metadata, _jwks_with(op, pad), now=op.now)
+    assert verdict.failure is not None
+    assert verdict.failure["code"] == "metadata_invalid"
+    assert all(len(repr(ident)) < 1000 for ident in _metadata._IMPORTED)
+
+
+@pytest.mark.parametrize(
+    "extra", [{"x5c": "nope"}, {"x5t": 5}, {"x5u": 7}, {"y": None}, {"kid": None}]
+)
+def test_jwks_answers_do_not_depend_on_history(extra: dict[str, Any]) -> None:
+    from vxp import _metadata
+
+    op = OPS["succeeded"]
+    odd = _jwks_with(op, lambda key: key.update(extra))
+    _metadata._IMPORTED.clear()
+    cold = vxp.verify(op.package, op.metadata, odd, now=op.now)
+    assert vxp.verify(op.package, op.metadata, op.jwks, now=op.now).valid
+    assert vxp.verify(op.package, op.metadata, odd, now=op.now) == cold
+
+
+def test_an_okp_key_with_a_null_y_is_refused_cold_and_warm() -> None:
+    from vxp import _keys
+
+    jwk = dict(resolve_key(OKPKey.generate_key("Ed25519")).public_jwk)
+    _keys._JWK_CACHE.clear()
+    cold = _outcome(lambda: resolve_key({**jwk, "y": None}).kid)
+    resolve_key(jwk)
+    assert _outcome(lambda: resolve_key({**jwk, "y": None}).kid) == cold
+    assert cold[0] == "error"  # type: ignore[index]
