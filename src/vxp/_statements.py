@@ -394,7 +394,7 @@ class StatementBatch:
             shown, used = processed
             body = {**body, "observed": shown}
             hidden = len(observed["_sd"]) - len(used)
-            disclosed = tuple(d[2] for d in used if d[2] is not None)
+            disclosed = tuple([d[2] for d in used if d[2] is not None])
         signing_input = jws_bytes[:stop]
         if self.deferred is not None:
             self.deferred.append((key, signing_input, sig))
