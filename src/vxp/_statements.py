@@ -330,16 +330,17 @@ class StatementBatch:
             return None
         key = known[1]
         jws_bytes = jws.encode()
-        start, stop = len(parts[0]) + 1, len(jws) - len(parts[2]) - 1  # the payload segment
+        segment = parts[1]
+        start = len(parts[0]) + 1
+        stop = start + len(segment)  # the payload segment is jws_bytes[start:stop]
         try:
             # b64url_decode's and parse_json's fast paths, inline: anything they would not
             # accept at once (a stranger, a BOM, whitespace, a repeated name) goes slow
-            seg, sig_seg = parts[1], parts[2]
-            rest = len(seg) & 3
-            if rest and _VALUE[seg[-1]] & _UNUSED_BITS[rest]:
+            rest = len(segment) & 3
+            if rest and _VALUE[segment[-1]] & _UNUSED_BITS[rest]:
                 return None
-            rest_sig = len(sig_seg) & 3
-            if rest_sig and _VALUE[sig_seg[-1]] & _UNUSED_BITS[rest_sig]:
+            rest_sig = len(parts[2]) & 3
+            if rest_sig and _VALUE[parts[2][-1]] & _UNUSED_BITS[rest_sig]:
                 return None
             standard = jws_bytes.translate(_FAST)
             raw = _a2b(standard[start:stop] + _PADDING[rest], strict_mode=True)

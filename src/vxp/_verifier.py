@@ -17,7 +17,7 @@ from typing import Any, cast
 from joserfc.jwk import ECKey, OKPKey
 
 from . import _merkle
-from ._chain import KIND_SIGNER, ChainState, parse_time, step
+from ._chain import KIND_SIGNER, ChainState, parse_time, parse_time_ms, step
 from ._checkpoint import SignedCheckpoint, _log_signature, verify_checkpoint, verify_cosignatures
 from ._codec import canonical_json, decode_canonical_hash, decode_hash, encode_hash, sha256
 from ._errors import VxpError
@@ -225,8 +225,8 @@ def _statements_fused(
     for i, raw in enumerate(raw_statements):
         st = verify(raw, i)
         check(st, i)
-        entry = _entry(raw_entries[i], i, memo)
-        times.append(parse_time(entry[1], "a log entry's logged_at"))
+        entry = _entry_plain(raw_entries[i], memo) or _entry(raw_entries[i], i, memo)
+        times.append(parse_time_ms(entry[1]) or parse_time(entry[1], "a log entry's logged_at"))
         parsed.append(st)
         entries.append(entry)
     return parsed, entries, times
