@@ -290,36 +290,19 @@ class InclusionBatch:
             return
         sha = hashlib.sha256
         fn, sn, r = index, size - 1, leaf
-        if len(proof) <= _SHORT:
-            # a short walk: remembering its states would cost more than it saves
-            for p in proof:
-                if sn == 0:
-                    break
-                if fn & 1 or fn == sn:
-                    r = sha(b"\x01" + p + r).digest()
-                    while not fn & 1 and fn != 0:
-                        fn >>= 1
-                        sn >>= 1
-                else:
-                    r = sha(b"\x01" + r + p).digest()
-                fn >>= 1
-                sn >>= 1
-            else:
-                if sn == 0 and r == self.root:
-                    return
-            verify_inclusion(leaf, index, size, proof, self.root)
-            return  # pragma: no cover - the call above raises
-        done = self._done
+        # a short walk is not remembered: that would cost more than it saves
+        done = self._done if len(proof) > _SHORT else None
         states: list[tuple[tuple[int, int, bytes], int]] = []
         for i, p in enumerate(proof):
-            state = (fn, sn, r)
-            rest = done.get(state)
-            if rest is not None and rest == proof[i:]:
-                break
+            if done is not None:
+                state = (fn, sn, r)
+                rest = done.get(state)
+                if rest is not None and rest == proof[i:]:
+                    break
+                states.append((state, i))
             if sn == 0:
                 verify_inclusion(leaf, index, size, proof, self.root)
                 return  # pragma: no cover - the call above raises
-            states.append((state, i))
             if fn & 1 or fn == sn:
                 r = sha(b"\x01" + p + r).digest()
                 while not fn & 1 and fn != 0:
@@ -333,6 +316,8 @@ class InclusionBatch:
             if sn != 0 or r != self.root:
                 verify_inclusion(leaf, index, size, proof, self.root)
                 return  # pragma: no cover - the call above raises
+        if done is None:
+            return
         for state, i in states:
             done[state] = proof[i:]
 

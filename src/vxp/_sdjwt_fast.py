@@ -141,6 +141,18 @@ class _Walk:
         self.decoys: list[str] = []  # digests of no disclosure, to prove they are well formed
         self.get = by_digest.get
 
+    def meet(self, digest: object) -> Raw | None:
+        """Note a digest met in the payload: its disclosure, or ``None`` for a decoy."""
+        if type(digest) is not str:
+            raise _BailError
+        self.digests.append(digest)
+        found = self.get(digest)
+        if found is None:
+            self.decoys.append(digest)
+        else:
+            self.used.append(found)
+        return found
+
     def obj(self, node: dict[str, Any], depth: int, top: bool) -> dict[str, Any]:
         if "..." in node or depth > _DEPTH:
             raise _BailError
@@ -160,30 +172,26 @@ class _Walk:
             sd = node["_sd"]
             if type(sd) is not list:
                 raise _BailError
-            get, digests, used = self.get, self.digests, self.used
             for digest in sd:
-                found = get(digest) if type(digest) is str else None
+                found = self.meet(digest)
                 if found is None:
-                    if type(digest) is not str:
-                        raise _BailError
-                    self.decoys.append(digest)
-                    digests.append(digest)
-                    continue
-                digests.append(digest)
-                used.append(found)
+                    continue  # a decoy
                 claim = found[2]
                 if claim is None or claim in _RESERVED or claim in out:
                     raise _BailError
                 if top and claim == "_sd_alg":
                     raise _BailError
-                value = found[3]
-                kind = type(value)
-                if kind is dict:
-                    value = self.obj(value, depth + 1, False)
-                elif kind is list:
-                    value = self.arr(value, depth + 1)
-                out[claim] = value
+                out[claim] = self.disclosed(found[3], depth + 1)
         return out
+
+    def disclosed(self, value: Any, depth: int) -> Any:
+        """A disclosed value, processed (it may hold digests of its own)."""
+        kind = type(value)
+        if kind is dict:
+            return self.obj(value, depth, False)
+        if kind is list:
+            return self.arr(value, depth)
+        return value
 
     def arr(self, node: list[Any], depth: int) -> list[Any]:
         if depth > _DEPTH:
@@ -195,25 +203,12 @@ class _Walk:
                 if "..." in item:
                     if len(item) != 1:
                         raise _BailError
-                    digest = item["..."]
-                    found = self.get(digest) if type(digest) is str else None
+                    found = self.meet(item["..."])
                     if found is None:
-                        if type(digest) is not str:
-                            raise _BailError
-                        self.decoys.append(digest)
-                        self.digests.append(digest)
-                        continue
-                    self.digests.append(digest)
-                    self.used.append(found)
+                        continue  # a decoy
                     if found[2] is not None:
                         raise _BailError
-                    value = found[3]
-                    kind = type(value)
-                    if kind is dict:
-                        value = self.obj(value, depth + 1, False)
-                    elif kind is list:
-                        value = self.arr(value, depth + 1)
-                    out.append(value)
+                    out.append(self.disclosed(found[3], depth + 1))
                 else:
                     out.append(self.obj(item, depth + 1, False))
             elif kind is list:
