@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ._codec import DIGEST_PATTERN
 from ._errors import VxpError
+from ._frozen import assemble
 
 __all__ = [
     "FINAL_STATES",
@@ -46,7 +48,7 @@ FINAL_STATES = ("succeeded", "failed", "cancelled", "expired", "unknown")
 """The states an ``outcome`` (or a ``correction``) can assert."""
 
 APPROVAL_METHODS = ("agent_asserted", "user_signed")
-_HASH = re.compile(r"sha-256:[A-Za-z0-9_-]{43}")
+_HASH = re.compile("sha-256:" + DIGEST_PATTERN)  # the canonical text only, as decode_hash
 _TIME_MS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z")
 
@@ -157,12 +159,10 @@ class _Shape:
 
 
 def _fields(body: object, kind: str, shape: _Shape) -> None:
-    if type(body) is dict and body.keys() == shape.set:
-        return  # exactly the required members
     if not isinstance(body, dict):
         raise _bad(kind, "is not a JSON object")
     if body.keys() == shape.set:
-        return
+        return  # exactly the required members
     missing = [k for k in shape.names if k not in body]
     if missing:
         raise _bad(kind, f"lacks {', '.join(missing)}")
@@ -313,17 +313,18 @@ def _check_terms(
         )
     if expires <= at:
         raise _rule("terms_expired_when_issued", "the terms expire before they were logged")
-    # Terms(...) without the frozen __init__'s setattr calls (every field given)
-    terms = object.__new__(Terms)
-    terms.__dict__.update(
-        seq=seq,
-        revision=revision,
-        terms_digest=digest,
-        capability=capability,
-        expires_at=expires,
-        read_back_terms=read_back,
-        user_approval_required=approval_required,
-        company_review_required=review_required,
+    terms = assemble(
+        Terms,
+        {
+            "seq": seq,
+            "revision": revision,
+            "terms_digest": digest,
+            "capability": capability,
+            "expires_at": expires,
+            "read_back_terms": read_back,
+            "user_approval_required": approval_required,
+            "company_review_required": review_required,
+        },
     )
     return {
         "terms": terms,
@@ -597,9 +598,6 @@ _CHECKS: dict[str, _Check] = {
 """Each kind's body and rule checks (the keys are exactly those of KIND_SIGNER)."""
 
 
-_set = object.__setattr__  # frozen dataclasses refuse their own __setattr__
-
-
 def _replace(state: ChainState, count: int, at: datetime, changes: dict[str, Any]) -> ChainState:
     """``dataclasses.replace`` for :class:`ChainState` without re-running ``__init__``.
 
@@ -607,6 +605,4 @@ def _replace(state: ChainState, count: int, at: datetime, changes: dict[str, Any
     check functions above return only those), so copying the instance dictionary gives
     the same object, several times faster.
     """
-    new = object.__new__(ChainState)
-    _set(new, "__dict__", {**state.__dict__, **changes, "count": count, "last_time": at})
-    return new
+    return assemble(ChainState, {**state.__dict__, **changes, "count": count, "last_time": at})

@@ -204,9 +204,14 @@ def verify_checkpoint(
     key, message = _log_signature(sc, log_key)
     if not key.verify(message, sc.signature):
         raise VxpError("checkpoint_signature_invalid", "the checkpoint signature does not verify")
-    if origin is not None and sc.checkpoint.origin != origin:
-        raise VxpError("checkpoint_origin_mismatch", f"the checkpoint is not from log {origin!r}")
+    if origin is not None:
+        _log_origin(sc, origin)
     return sc.checkpoint
+
+
+def _log_origin(sc: SignedCheckpoint, origin: str) -> None:
+    if sc.checkpoint.origin != origin:
+        raise VxpError("checkpoint_origin_mismatch", f"the checkpoint is not from log {origin!r}")
 
 
 def _log_signature(sc: SignedCheckpoint, log_key: KeyLike) -> tuple[ResolvedKey, bytes]:

@@ -6,7 +6,6 @@ import binascii
 import hashlib
 import json
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +31,9 @@ _TO_STANDARD = bytes.maketrans(b"-_", b"+/")
 _TO_URL = bytes.maketrans(b"+/", b"-_")
 _FAST = bytes.maketrans(b"-_+/=", b"+/!!!")
 _HASH_PREFIX = "sha-256:"
-_HASH_TEXT = re.compile(r"sha-256:[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]")
+DIGEST_PATTERN = r"[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]"
+"""The one canonical base64url text of a 32-byte digest: 43 characters, the last with
+its two unused low bits clear (RFC 9901 digests as they are; VXP's behind ``sha-256:``)."""
 
 
 def b64url_encode(data: bytes) -> str:
@@ -166,9 +167,9 @@ def encode_hash(digest: bytes) -> str:
 
 def decode_hash(text: object, where: str = "hash") -> bytes:
     """Parse ``sha-256:<base64url>`` into its 32 digest bytes (strictly)."""
-    if type(text) is str and _HASH_TEXT.fullmatch(text) is not None:
-        # canonical: 43 alphabet characters, the last with its two unused bits clear
-        return binascii.a2b_base64(text[8:].encode("ascii").translate(_TO_STANDARD) + b"=")
+    raw = decode_canonical_hash(text) if type(text) is str else None
+    if raw is not None:
+        return raw
     if not isinstance(text, str) or not text.startswith(_HASH_PREFIX):
         raise VxpError("malformed_hash", f"{where} is not a 'sha-256:' prefixed digest")
     raw = b64url_decode(text[len(_HASH_PREFIX) :], where, code="malformed_hash")
@@ -178,7 +179,8 @@ def decode_hash(text: object, where: str = "hash") -> bytes:
 
 
 def decode_canonical_hash(text: str) -> bytes | None:
-    """:func:`decode_hash` of a string, or ``None`` where it would raise."""
+    """:func:`decode_hash` of a string, or ``None`` where it would raise (and then names
+    the fault)."""
     if len(text) != 51 or text[:8] != _HASH_PREFIX or _VALUE.get(text[-1], 1) & 3:
         return None  # the last character must have its two unused bits clear
     try:

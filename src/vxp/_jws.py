@@ -84,10 +84,7 @@ def check_algorithms(algorithms: object) -> frozenset[str]:
     """Validate a verifier's allow-list: a non-empty collection of implemented algorithms."""
     memo = type(algorithms) in _MEMO_TYPES and all(type(a) is str for a in algorithms)  # type: ignore[attr-defined]
     if memo:
-        try:
-            known = _CHECKED.get(algorithms)
-        except TypeError:  # an unhashable member: the full check below refuses it
-            memo, known = False, None
+        known = _CHECKED.get(algorithms)
         if known is not None:
             return known
     algs = _check_algorithms(algorithms)

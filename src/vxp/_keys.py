@@ -152,9 +152,9 @@ def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
     Only P-256 (``ES256``) and Ed25519 (``EdDSA``) keys are accepted; an Ed25519 key of
     small order or with a non-canonical encoding is refused (it would accept forgeries).
     """
-    cached = _CACHE.get(id(key))
-    if cached is not None and cached[0]() is key:
-        return cached[1]
+    known = known_key(key)
+    if known is not None:
+        return known
     public_id: tuple[Any, ...] | None = None
     if isinstance(key, Mapping) and key.keys() <= _MEMBERS:
         # Only a JWK of exactly the public members, each a short string, is remembered:
@@ -168,9 +168,9 @@ def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
             if hit is not None:
                 return hit
     jkey = _import(key, where)
-    cached = _CACHE.get(id(jkey))
-    if cached is not None and cached[0]() is jkey:
-        return cached[1]
+    known = known_key(jkey)
+    if known is not None:
+        return known
     try:
         if isinstance(jkey, ECKey):
             if jkey.curve_name != "P-256":

@@ -201,12 +201,7 @@ def _parse_metadata(metadata: object) -> tuple[str, Mapping[str, Any], tuple[Key
             raise _bad(exc.message, "keys") from exc
         if end is not None and end <= start:
             raise _bad(f"vxp_proof.keys[{i}] ends before it starts", "keys")
-        # KeyRecord(...) without the frozen __init__'s setattr calls (every field given)
-        record = object.__new__(KeyRecord)
-        record.__dict__.update(
-            kid=entry["kid"], role=entry["role"], not_before=start, not_after=end
-        )
-        records.append(record)
+        records.append(KeyRecord(entry["kid"], entry["role"], start, end))
     pairs = [(r.kid, r.role) for r in records]
     if len(set(pairs)) != len(pairs):
         raise _bad("vxp_proof.keys lists a key twice for one role", "keys")
@@ -295,29 +290,17 @@ def load_trust(metadata: object, jwks: object) -> TrustMaterial:
             raise VxpError("metadata_invalid", f"JWKS key {i} is listed twice", reason="jwks")
         keys[resolved.kid] = parsed
     log = vp["log"]
-    # TrustMaterial(...) without the frozen __init__'s setattr calls (every field given,
-    # and the index __post_init__ would build)
-    index: dict[str, tuple[KeyRecord, ...]] = {}
-    for r in records:
-        index[r.kid] = (*index.get(r.kid, ()), r)
-    trust = object.__new__(TrustMaterial)
-    object.__setattr__(
-        trust,
-        "__dict__",
-        {
-            "issuer": issuer,
-            "profile": vp["profile"],
-            "custody": vp["custody"]["company_key"],
-            "records": records,
-            "keys": keys,
-            "log_origin": log["origin"],
-            "log_kid": log["kid"],
-            "witness_kids": tuple(log["witnesses"]),
-            "quorum": log["quorum"],
-            "_by_kid": index,
-        },
+    return TrustMaterial(
+        issuer=issuer,
+        profile=vp["profile"],
+        custody=vp["custody"]["company_key"],
+        records=records,
+        keys=keys,
+        log_origin=log["origin"],
+        log_kid=log["kid"],
+        witness_kids=tuple(log["witnesses"]),
+        quorum=log["quorum"],
     )
-    return trust
 
 
 def _records_json(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:

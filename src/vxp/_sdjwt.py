@@ -8,7 +8,6 @@ every check of RFC 9901 §7.1 and §7.3 and fails closed with one precise code p
 
 from __future__ import annotations
 
-import binascii
 import copy
 import hashlib
 import math
@@ -19,12 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._codec import (
+    DIGEST_PATTERN,
     b64url_decode,
     b64url_encode,
     canonical_json,
     parse_json,
 )
 from ._errors import VxpError
+from ._frozen import assemble
 from ._jws import check_algorithms, check_header, parse_compact, sign_compact
 from ._keys import KeyLike, ResolvedKey, resolve_key
 from ._sdjwt_fast import Raw, decode_disclosures, process_claims
@@ -53,10 +54,8 @@ _HASHES: dict[str, Callable[[bytes], Any]] = {"sha-256": hashlib.sha256}
 _DIGEST_SIZES = {"sha-256": 32}
 # The one canonical unpadded base64url text of a 32-byte value: 43 characters, the last
 # of which has its two unused low bits clear.
-_DIGEST_TEXT = {"sha-256": re.compile(r"[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]")}
+_DIGEST_TEXT = {"sha-256": re.compile(DIGEST_PATTERN)}
 _RESERVED = frozenset({"_sd", "..."})
-_b2a = binascii.b2a_base64
-_a2b = binascii.a2b_base64
 _SALT_BYTES = 16
 MAX_DEPTH = 64
 """Deepest nesting of claims accepted when issuing or verifying (**Ours**)."""
@@ -154,10 +153,8 @@ class SdJwt:
                 raise VxpError("disclosure_malformed", f"disclosure {i} is empty ('~~')")
             disclosures.append(Disclosure.parse(enc, f"disclosure {i}"))
         if cls is SdJwt:
-            # SdJwt(...) without the frozen __init__'s setattr calls (every field given)
-            token = object.__new__(SdJwt)
-            token.__dict__.update(jws=parts[0], disclosures=tuple(disclosures), kb_jwt=kb)
-            return token
+            fields = {"jws": parts[0], "disclosures": tuple(disclosures), "kb_jwt": kb}
+            return assemble(SdJwt, fields)
         return cls(parts[0], tuple(disclosures), kb)
 
 
@@ -697,11 +694,6 @@ def _verify_kb(
     return kb
 
 
-_ES256_ONLY = ("ES256",)
-_ES256_SET = frozenset(_ES256_ONLY)
-_TO_URL = bytes.maketrans(b"+/", b"-_")
-
-
 def _verify_plain(
     token: object,
     issuer_keys: KeyLike | Sequence[KeyLike],
@@ -724,7 +716,7 @@ def _verify_plain(
     if len(segments) != 3:
         return None
     try:
-        header, alg = _header(segments[0], algs, typ)
+        header, alg = checked_header(segments[0], algs, typ)
         payload = parse_json(b64url_decode(segments[1], "p"), "p")
         signature = b64url_decode(segments[2], "s")
         if type(payload) is not dict:
@@ -745,20 +737,21 @@ def _verify_plain(
         _check_times(claims, now, leeway, require_exp)
     except VxpError:
         return None
-    # VerifiedSdJwt(...) and Disclosure(...) without the frozen __init__'s setattr calls
-    result = object.__new__(VerifiedSdJwt)
-    result.__dict__.update(
-        header=dict(header),
-        claims=claims,
-        kid=key.kid,
-        disclosures=tuple(map(_disclosure, used)),
-        key_binding=None,
-        payload=payload,
+    return assemble(
+        VerifiedSdJwt,
+        {
+            "header": dict(header),
+            "claims": claims,
+            "kid": key.kid,
+            "disclosures": tuple(map(_disclosure, used)),
+            "key_binding": None,
+            "payload": payload,
+        },
     )
-    return result
 
 
 def _disclosure(raw: Raw) -> Disclosure:
+    """Disclosure(*raw) without the frozen __init__ (a slotted class: its slots directly)."""
     d = object.__new__(Disclosure)
     _D_ENCODED(d, raw[0])
     _D_SALT(d, raw[1])
@@ -780,8 +773,12 @@ _HEADERS_MAX = 256
 _HEADER_SEGMENT_MAX = 512  # longer headers are checked every time, never kept
 
 
-def _header(segment: str, algs: frozenset[str], typ: str | None) -> tuple[dict[str, Any], str]:
-    """Decode and check one header segment as the general path does (raises VxpError)."""
+def checked_header(
+    segment: str, algs: frozenset[str], typ: str | None
+) -> tuple[dict[str, Any], str]:
+    """Decode and check one JOSE header segment as the general path does (raises VxpError);
+    return the header (remembered headers are shared: callers copy before handing out)
+    and its algorithm."""
     ident = (segment, algs, typ)
     memo = len(segment) <= _HEADER_SEGMENT_MAX and (typ is None or type(typ) is str)
     hit = _HEADERS.get(ident) if memo else None

@@ -1,6 +1,6 @@
 """The one-pass SD-JWT path: disclosures decoded and a payload processed without detours.
 
-Both functions here accept exactly what the general RFC 9901 path in ``_sdjwt`` accepts and
+The functions here accept exactly what the general RFC 9901 path in ``_sdjwt`` accepts and
 produce exactly its values, and they answer ``None`` for anything else: a malformed
 disclosure, a repeated digest, a reserved or colliding name, a misplaced placeholder, a
 deep nesting. The caller then runs the general path, which names the fault. They never
@@ -18,18 +18,16 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ._codec import _FAST, _PADDING, _SCAN, _UNUSED_BITS, _VALUE
+from ._codec import _FAST, _PADDING, _SCAN, _TO_URL, _UNUSED_BITS, _VALUE, DIGEST_PATTERN
 
 __all__ = ["Raw", "decode_disclosures", "digest_index", "process_claims"]
 
 Raw = tuple[str, str, str | None, Any]
 """A decoded disclosure: its base64url text, salt, claim name (``None`` in an array), value."""
 
-_TO_URL = bytes.maketrans(b"+/", b"-_")
-_DIGEST = r"[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]"
-_DIGESTS = re.compile(f"{_DIGEST}(?:,{_DIGEST})*")
-"""Comma-joined canonical SHA-256 digests (43 characters, the last with clear low bits).
-With the joined length checked too, no member can hide a comma of its own."""
+_DIGESTS = re.compile(f"{DIGEST_PATTERN}(?:,{DIGEST_PATTERN})*")
+"""Comma-joined canonical SHA-256 digests. With the joined length checked too, no member
+can hide a comma of its own."""
 _RESERVED = frozenset({"_sd", "..."})
 _DEPTH = 63
 """Deepest container the fast path walks; anything deeper goes to the general path, which

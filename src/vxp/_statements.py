@@ -22,11 +22,10 @@ from ._codec import (
     _SCAN,
     _UNUSED_BITS,
     _VALUE,
-    b64url_decode,
     encode_hash,
-    parse_json,
 )
 from ._errors import VxpError
+from ._frozen import assemble
 from ._jws import check_header, parse_compact, sign_compact
 from ._keys import KeyLike, ResolvedKey, resolve_key
 from ._sdjwt import (
@@ -35,6 +34,7 @@ from ._sdjwt import (
     Sd,
     SdJwt,
     _verify_general,
+    checked_header,
     issue_sd_jwt,
     verify_sd_jwt,
 )
@@ -401,11 +401,8 @@ class StatementBatch:
             self.deferred.append((key, signing_input, sig))
         elif not key.verify(signing_input, sig):
             return None
-        # ParsedStatement(...) without the frozen __init__'s per-field setattr calls
-        st = object.__new__(ParsedStatement)
-        _set(
-            st,
-            "__dict__",
+        return assemble(
+            ParsedStatement,
             {
                 "seq": seq,
                 "kind": kind,
@@ -414,49 +411,26 @@ class StatementBatch:
                 "body": body,
                 "kid": key.kid,
                 "jws": jws,
-                "digest": _HASH_PREFIX
-                + _b2a(_sha256(jws_bytes).digest(), newline=False).translate(_TO_URL)[:-1].decode(),
+                "digest": encode_hash(hashlib.sha256(jws_bytes).digest()),  # jwt_digest(jws)
                 "hidden": hidden,
                 "disclosed": disclosed,
             },
         )
-        return st
-
-
-# Statement header segments already decoded and checked (a pure function of the text; an
-# issuer's statements share two or three): {alg: ES256, kid: <str>, typ} or absent.
-_STATEMENT_HEADERS: dict[str, dict[str, Any]] = {}
-_STATEMENT_HEADERS_MAX = 256
-_STATEMENT_HEADER_SEGMENT_MAX = 256  # a statement header is about 120 characters
 
 
 def _statement_header(segment: str) -> dict[str, Any] | None:
-    """The decoded header if it is exactly ``{alg, kid, typ}`` and passes ``check_header``."""
-    header = _STATEMENT_HEADERS.get(segment)
-    if header is not None:
-        return header
+    """The decoded header if it is exactly ``{alg, kid, typ}`` and passes ``check_header``
+    (through the SD-JWT layer's memory of checked headers; the dict is shared: read it)."""
     try:
-        header = parse_json(b64url_decode(segment, "header"), "header")
-        if not isinstance(header, dict) or header.keys() != _HEADER_MEMBERS:
-            return None
-        check_header(header, _ES256, "issuer-signed JWT", typ=STATEMENT_TYP)
+        header, _ = checked_header(segment, _ES256, STATEMENT_TYP)
     except VxpError:
         return None
-    if len(segment) <= _STATEMENT_HEADER_SEGMENT_MAX:  # never keep anything large
-        if len(_STATEMENT_HEADERS) >= _STATEMENT_HEADERS_MAX:
-            _STATEMENT_HEADERS.clear()
-        _STATEMENT_HEADERS[segment] = header
-    return header
+    return header if header.keys() == _HEADER_MEMBERS else None
 
 
 _HEADER_MEMBERS = frozenset({"alg", "kid", "typ"})
 _NONE_DISCLOSED: dict[str, Raw] = {}  # shared and never written: only ever read
-_set = object.__setattr__  # frozen dataclasses refuse their own __setattr__
-_HASH_PREFIX = "sha-256:"
-_TO_URL = bytes.maketrans(b"+/", b"-_")
-_b2a = binascii.b2a_base64
 _a2b = binascii.a2b_base64
-_sha256 = hashlib.sha256
 
 
 APPROVAL_TYP = "vxp-approval+jwt"

@@ -17,10 +17,17 @@ from typing import Any, cast
 from joserfc.jwk import ECKey, OKPKey
 
 from . import _merkle
-from ._chain import KIND_SIGNER, ChainState, parse_time, parse_time_ms, step
-from ._checkpoint import SignedCheckpoint, _log_signature, verify_checkpoint, verify_cosignatures
+from ._chain import KIND_SIGNER, ChainState, parse_time, step
+from ._checkpoint import (
+    SignedCheckpoint,
+    _log_origin,
+    _log_signature,
+    verify_checkpoint,
+    verify_cosignatures,
+)
 from ._codec import canonical_json, decode_canonical_hash, decode_hash, encode_hash, sha256
 from ._errors import VxpError
+from ._frozen import assemble
 from ._keys import verify_all
 from ._metadata import KeyRecord, TrustMaterial, load_trust
 from ._statements import (
@@ -47,9 +54,14 @@ _PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*")
 def leaf_data(statement_digest: str, logged_at: str) -> bytes:
     """Return the log entry of one statement: ``JCS({"logged_at", "statement"})``."""
     if _PLAIN.fullmatch(logged_at) and _PLAIN.fullmatch(statement_digest):
-        # Nothing to escape: this is exactly what JCS writes (members in code-point order).
-        return f'{{"logged_at":"{logged_at}","statement":"{statement_digest}"}}'.encode()
+        return _plain_leaf_data(statement_digest, logged_at)
     return canonical_json({"logged_at": logged_at, "statement": statement_digest})
+
+
+def _plain_leaf_data(statement_digest: str, logged_at: str) -> bytes:
+    """:func:`leaf_data` of two texts with nothing to escape (``_PLAIN``): exactly what JCS
+    writes, members in code-point order."""
+    return f'{{"logged_at":"{logged_at}","statement":"{statement_digest}"}}'.encode()
 
 
 def _digest(value: object) -> str:
@@ -102,10 +114,9 @@ def _checkpoint(
             raise VxpError("checkpoint_key_mismatch", "the log key is not in the JWKS")
         if deferred is None:
             verify_checkpoint(signed, log_key, origin=trust.log_origin)
-        else:
+        else:  # the same checks, the signature set aside
             key, message = _log_signature(signed, log_key)
-            if signed.checkpoint.origin != trust.log_origin:
-                raise VxpError("checkpoint_origin_mismatch", "another log's checkpoint")
+            _log_origin(signed, trust.log_origin)
             deferred.append((key, message, signed.signature))
     except VxpError as exc:
         raise _log_error(f"{where}: {exc.message}", exc.code) from exc
@@ -225,8 +236,8 @@ def _statements_fused(
     for i, raw in enumerate(raw_statements):
         st = verify(raw, i)
         check(st, i)
-        entry = _entry_plain(raw_entries[i], memo) or _entry(raw_entries[i], i, memo)
-        times.append(parse_time_ms(entry[1]) or parse_time(entry[1], "a log entry's logged_at"))
+        entry = _entry(raw_entries[i], i, memo)
+        times.append(parse_time(entry[1], "a log entry's logged_at"))
         parsed.append(st)
         entries.append(entry)
     return parsed, entries, times
@@ -460,10 +471,8 @@ def _run(
             raise _log_error(f"two statements claim leaf {leaf_index}", "leaf_reused")
         indexes.add(leaf_index)
         # leaf_hash(leaf_data(...)): the digest is ours and parse_time accepted logged_at,
-        # so neither holds anything JCS would escape
-        leaf = hashlib.sha256(
-            f'\x00{{"logged_at":"{logged_at}","statement":"{st.digest}"}}'.encode()
-        ).digest()
+        # so both are plain text
+        leaf = hashlib.sha256(b"\x00" + _plain_leaf_data(st.digest, logged_at)).digest()
         try:
             inclusion.verify_hashes(leaf, leaf_index, proof)  # decode_hash gave 32-byte bytes
         except VxpError as exc:
@@ -559,33 +568,33 @@ def _run(
         approval = str(approval_here["method"])
     else:
         approval = "none" if latest.user_approval_required else "not_required"
-    # Verdict(...) without the frozen __init__'s twenty setattr calls (every field given)
-    verdict = object.__new__(Verdict)
-    verdict.__dict__.update(
-        valid=True,
-        final_state=state.final_state,
-        revision=latest.revision,
-        approval=approval,
-        derived_assurance=derived,
-        single_root=_single_root(saved, used),
-        custody_declared=saved.custody,
-        logged=logged,
-        company=saved.issuer,
-        anchor="issuer",
-        key_source="issuer_metadata_saved"
-        if "issuer_metadata_saved" in sources
-        else "issuer_metadata_live",
-        profile=saved.profile,
-        statements=len(parsed),
-        log_inclusion="ok",
-        tree_size=size,
-        live_tree_size=live_size,
-        consistency=consistency,
-        witnesses=witnesses,
-        operation="matches",
-        failure=None,
+    return assemble(
+        Verdict,
+        {
+            "valid": True,
+            "final_state": state.final_state,
+            "revision": latest.revision,
+            "approval": approval,
+            "derived_assurance": derived,
+            "single_root": _single_root(saved, used),
+            "custody_declared": saved.custody,
+            "logged": logged,
+            "company": saved.issuer,
+            "anchor": "issuer",
+            "key_source": "issuer_metadata_saved"
+            if "issuer_metadata_saved" in sources
+            else "issuer_metadata_live",
+            "profile": saved.profile,
+            "statements": len(parsed),
+            "log_inclusion": "ok",
+            "tree_size": size,
+            "live_tree_size": live_size,
+            "consistency": consistency,
+            "witnesses": witnesses,
+            "operation": "matches",
+            "failure": None,
+        },
     )
-    return verdict
 
 
 def verify(

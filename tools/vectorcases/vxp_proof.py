@@ -598,6 +598,13 @@ def _rule_cases() -> Iterator[Case]:
         }
         b.unsafe_append("read_back", body, now=T0 + 3 * s, personal={"receptor": "Ana"})
 
+    def release_not_canonical(b: vxp.OperationBuilder) -> None:
+        # the same 32 bytes, its last character's two unused bits set: not the one spelling
+        release = vxp.digest_of({"r": 1})
+        last = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+        respelled = release[:-1] + last[last.index(release[-1]) | 1]
+        b.unsafe_append("execution", _exec_body(b, release=respelled), now=T0 + 2 * s)
+
     table: list[tuple[str, str, Callable[[vxp.OperationBuilder], None], str, str]] = [
         (
             "p1-terms-digest",
@@ -729,6 +736,14 @@ def _rule_cases() -> Iterator[Case]:
             hides_too_many,
             "rule_violation",
             "read_back_incomplete",
+        ),
+        (
+            "digest-not-canonical",
+            "the execution's release digest has non-zero unused bits in its last character: "
+            "a body digest is accepted in its one canonical text only",
+            release_not_canonical,
+            "statement_malformed",
+            "body",
         ),
     ]
     for name, comment, fn, code, reason in table:
