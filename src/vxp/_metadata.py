@@ -7,9 +7,11 @@ and which witnesses cosign it. A package never carries any of it.
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from joserfc.errors import JoseError
@@ -301,6 +303,41 @@ def load_trust(metadata: object, jwks: object) -> TrustMaterial:
         witness_kids=tuple(log["witnesses"]),
         quorum=log["quorum"],
     )
+
+
+_TRUSTED: dict[bytes, TrustMaterial] = {}
+_TRUSTED_MAX = 64
+_TRUSTED_INPUT_MAX = 16384
+
+
+def trust_of(metadata: object, jwks: object) -> TrustMaterial:
+    """:func:`load_trust` for a verifier, remembered per distinct (metadata, JWKS) content.
+
+    A verifier checks package after package against the same issuer material. The memory
+    is keyed by the ``marshal`` encoding (version 0) of both values: it encodes only values of exact
+    built-in types (it refuses a subclass or any other class: such input is loaded afresh
+    every time) and it decodes back to the value, so one key means one value, types and
+    all, and the remembered answer is the fresh one. Only material
+    that loads is kept, at most 16 KiB of it each; the result's ``keys`` is read-only
+    because every caller shares it.
+    """
+    both: Any = (metadata, jwks)
+    try:
+        # version 0: values only (later versions also encode which objects are shared)
+        ident: bytes | None = marshal.dumps(both, 0)
+    except ValueError:  # not plain JSON values: never remembered
+        ident = None
+    if ident is not None:
+        known = _TRUSTED.get(ident)
+        if known is not None:
+            return known
+    trust = load_trust(metadata, jwks)
+    if ident is not None and len(ident) <= _TRUSTED_INPUT_MAX:
+        trust = replace(trust, keys=MappingProxyType(dict(trust.keys)))
+        if len(_TRUSTED) >= _TRUSTED_MAX:
+            _TRUSTED.clear()
+        _TRUSTED[ident] = trust
+    return trust
 
 
 def _records_json(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -42,8 +42,10 @@ from ._sdjwt_fast import Raw, decode_disclosures, digest_index, process_claims
 
 __all__ = [
     "APPROVAL_TYP",
+    "HEADER_MEMORY_MAX",
     "STATEMENT_TYP",
     "Deferred",
+    "HeaderMemory",
     "ParsedStatement",
     "StatementBatch",
     "approval_payload",
@@ -236,6 +238,13 @@ def verify_statement(
     )
 
 
+HeaderMemory = dict[str, tuple[dict[str, Any], ResolvedKey] | tuple[()]]
+"""What a :class:`StatementBatch` learnt of each header segment: its checked header and
+key, or ``()`` when the segment takes the full path."""
+
+HEADER_MEMORY_MAX = 64
+"""The most header segments one header memory holds (it is emptied when full)."""
+
 Deferred = list[tuple[ResolvedKey, bytes, bytes]]
 """Signature checks ``(key, signing input, signature)`` postponed by the caller, who runs
 them all before it trusts anything it concluded (see :class:`StatementBatch`)."""
@@ -251,18 +260,26 @@ class StatementBatch:
     disclosure outside ``body.observed``, an escaped character) goes through
     :func:`verify_statement` itself, so failures carry exactly its codes and messages.
 
+    ``headers`` lets batches over the very same ``keys`` share what they learnt of each
+    header segment (a pure function of the segment and the keys); it is kept to
+    :data:`HEADER_MEMORY_MAX` segments of at most 512 characters.
+
     With ``deferred`` (a list), the fast path appends each signature check to it instead
     of running it: the caller must run every one of them and, if any fails, discard all
     it concluded from these statements. Nothing outlives the batch object.
     """
 
     def __init__(
-        self, keys: Mapping[str, ECKey | OKPKey], now: float, deferred: Deferred | None = None
+        self,
+        keys: Mapping[str, ECKey | OKPKey],
+        now: float,
+        deferred: Deferred | None = None,
+        headers: HeaderMemory | None = None,
     ) -> None:
         self.keys = keys
         self.now = now
         self.deferred = deferred
-        self._headers: dict[str, tuple[dict[str, Any], ResolvedKey] | tuple[()]] = {}
+        self._headers: HeaderMemory = {} if headers is None else headers
 
     def verify(self, token: SdJwt, where: str) -> ParsedStatement:
         """Verify one split statement (as :func:`verify_statement` with ``fast=True``)."""
@@ -316,7 +333,10 @@ class StatementBatch:
                 else:
                     if key.alg == header["alg"]:
                         found = (header, key)
-        self._headers[segment] = found
+        if len(segment) <= 512:
+            if len(self._headers) >= HEADER_MEMORY_MAX:
+                self._headers.clear()
+            self._headers[segment] = found
         return found
 
     def _fast(

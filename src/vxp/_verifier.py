@@ -29,9 +29,10 @@ from ._codec import canonical_json, decode_canonical_hash, decode_hash, encode_h
 from ._errors import VxpError
 from ._frozen import assemble
 from ._keys import verify_all
-from ._metadata import KeyRecord, TrustMaterial, load_trust
+from ._metadata import KeyRecord, TrustMaterial, trust_of
 from ._statements import (
     Deferred,
+    HeaderMemory,
     ParsedStatement,
     StatementBatch,
     check_user_approval,
@@ -334,6 +335,51 @@ def _key_source(
     return "issuer_metadata_saved"
 
 
+class _Prepared:
+    """What a verification derives from its trust material alone (read it, never write)."""
+
+    __slots__ = ("all_keys", "candidates", "headers", "live", "periods", "saved", "signing_kids")
+
+    def __init__(self, saved: TrustMaterial, live: TrustMaterial | None) -> None:
+        self.saved = saved
+        self.live = live
+        all_keys: dict[str, ECKey | OKPKey] = dict(saved.keys)
+        if live is not None:
+            all_keys.update(live.keys)
+        signing = {r.kid for r in saved.records}
+        if live is not None:
+            signing |= {r.kid for r in live.records}
+        self.all_keys = all_keys
+        """Every key of the saved and live JWKS (live wins), by kid."""
+        self.signing_kids = frozenset(signing)
+        """The kids that saved or live metadata lists for a signing role."""
+        self.candidates = {k: all_keys[k] for k in sorted(signing) if k in all_keys}
+        """The keys a statement may be signed with, by kid."""
+        self.periods = _key_periods(saved, live)
+        """:func:`_key_periods` of the material."""
+        self.headers: HeaderMemory = {}
+        """The statement batches' shared memory of header segments (same candidates)."""
+
+
+_PREPARED: dict[tuple[int, int], _Prepared] = {}
+_PREPARED_MAX = 64
+
+
+def _prepare(saved: TrustMaterial, live: TrustMaterial | None) -> _Prepared:
+    """The :class:`_Prepared` of this very material. Remembered by object: the verifier's
+    trust memory hands out the same objects for the same material; each entry keeps its
+    objects alive, so an identity match is never a reused id."""
+    key = (id(saved), id(live))
+    known = _PREPARED.get(key)
+    if known is not None and known.saved is saved and known.live is live:
+        return known
+    prepared = _Prepared(saved, live)
+    if len(_PREPARED) >= _PREPARED_MAX:
+        _PREPARED.clear()
+    _PREPARED[key] = prepared
+    return prepared
+
+
 def _key_role(st: ParsedStatement, saved: TrustMaterial, live: TrustMaterial | None) -> None:
     """The statement's key must be listed for the role that signs its kind."""
     role = KIND_SIGNER[st.kind]
@@ -377,7 +423,7 @@ def _run(
     deferred: Deferred | None,
 ) -> Verdict:
     op, raw_statements, log = _check_package(package)
-    saved = load_trust(metadata, jwks)
+    saved = trust_of(metadata, jwks)
     live_trust: TrustMaterial | None = None
     if live is not None:
         if not isinstance(live, Mapping) or set(live) != {
@@ -391,7 +437,7 @@ def _run(
                 "live material is {metadata, jwks, checkpoint, consistency}",
                 reason="shape",
             )
-        live_trust = load_trust(live["metadata"], live["jwks"])
+        live_trust = trust_of(live["metadata"], live["jwks"])
         if live_trust.issuer != saved.issuer:
             raise VxpError(
                 "live_invalid", "the live metadata names another issuer", reason="issuer_changed"
@@ -400,14 +446,9 @@ def _run(
         raise VxpError(
             "company_mismatch", "the package names another company than the metadata's issuer"
         )
-    all_keys: dict[str, ECKey | OKPKey] = dict(saved.keys)
-    if live_trust is not None:
-        all_keys.update(live_trust.keys)
-    signing_kids = {r.kid for r in saved.records} | (
-        {r.kid for r in live_trust.records} if live_trust is not None else set()
-    )
-    candidates = {k: all_keys[k] for k in sorted(signing_kids) if k in all_keys}
-    batch = StatementBatch(candidates, now.timestamp(), deferred)
+    prepared = _prepare(saved, live_trust)
+    all_keys, signing_kids = prepared.all_keys, prepared.signing_kids
+    batch = StatementBatch(prepared.candidates, now.timestamp(), deferred, prepared.headers)
     used: dict[str, set[str]] = {}
     roles_ok: set[tuple[str, str]] = set()
 
@@ -515,7 +556,7 @@ def _run(
         consistency = "ok"
     # --- keys: each valid for its role when the log recorded the statement
     sources: set[str] = set()
-    periods = _key_periods(saved, live_trust)
+    periods = prepared.periods
     for i, st in enumerate(parsed):
         source = _period_source(periods, st.kid, KIND_SIGNER[st.kind], times[i])
         sources.add(source or _key_source(st, times[i], saved, live_trust))
