@@ -310,34 +310,39 @@ _TRUSTED_MAX = 64
 _TRUSTED_INPUT_MAX = 16384
 
 
-def trust_of(metadata: object, jwks: object) -> TrustMaterial:
-    """:func:`load_trust` for a verifier, remembered per distinct (metadata, JWKS) content.
+def trust_of(metadata: object, jwks: object) -> tuple[TrustMaterial, bool]:
+    """:func:`load_trust` for a verifier, remembered per distinct (metadata, JWKS) content;
+    the flag says whether the result is the remembered one (shared by every caller).
 
     A verifier checks package after package against the same issuer material. The memory
-    is keyed by the ``marshal`` encoding (version 0) of both values: it encodes only values of exact
-    built-in types (it refuses a subclass or any other class: such input is loaded afresh
-    every time) and it decodes back to the value, so one key means one value, types and
-    all, and the remembered answer is the fresh one. Only material
-    that loads is kept, at most 16 KiB of it each; the result's ``keys`` is read-only
-    because every caller shares it.
+    is keyed by the ``marshal`` encoding (version 0) of both values, which exists only for
+    values of built-in types (a subclass of ``str``, ``dict``, ``list`` or ``int``, or any
+    other class, is refused: such input is loaded afresh every time and never kept) and
+    decodes back to them. What is loaded and kept is that decoded snapshot, never the
+    caller's objects: so the remembered value is exactly the key's content even if another
+    thread changes the caller's objects meanwhile, or a ``bytes`` subclass (which marshal
+    writes as plain bytes) behaves unlike bytes. Only material that loads is kept, at most
+    16 KiB of it each, with a read-only ``keys``.
     """
     both: Any = (metadata, jwks)
     try:
         # version 0: values only (later versions also encode which objects are shared)
-        ident: bytes | None = marshal.dumps(both, 0)
-    except ValueError:  # not plain JSON values: never remembered
-        ident = None
-    if ident is not None:
-        known = _TRUSTED.get(ident)
-        if known is not None:
-            return known
-    trust = load_trust(metadata, jwks)
-    if ident is not None and len(ident) <= _TRUSTED_INPUT_MAX:
-        trust = replace(trust, keys=MappingProxyType(dict(trust.keys)))
-        if len(_TRUSTED) >= _TRUSTED_MAX:
-            _TRUSTED.clear()
-        _TRUSTED[ident] = trust
-    return trust
+        ident = marshal.dumps(both, 0)
+    except ValueError:  # not built-in values
+        ident = b""
+    if not ident or len(ident) > _TRUSTED_INPUT_MAX:
+        return load_trust(metadata, jwks), False
+    known = _TRUSTED.get(ident)
+    if known is not None:
+        return known, True
+    # (our own encoding of the values just given, never bytes from elsewhere)
+    saved_metadata, saved_jwks = marshal.loads(ident)  # noqa: S302
+    trust = load_trust(saved_metadata, saved_jwks)
+    trust = replace(trust, keys=MappingProxyType(dict(trust.keys)))
+    if len(_TRUSTED) >= _TRUSTED_MAX:
+        _TRUSTED.clear()
+    _TRUSTED[ident] = trust
+    return trust, True
 
 
 def _records_json(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:

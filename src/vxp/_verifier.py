@@ -365,10 +365,13 @@ _PREPARED: dict[tuple[int, int], _Prepared] = {}
 _PREPARED_MAX = 64
 
 
-def _prepare(saved: TrustMaterial, live: TrustMaterial | None) -> _Prepared:
-    """The :class:`_Prepared` of this very material. Remembered by object: the verifier's
-    trust memory hands out the same objects for the same material; each entry keeps its
-    objects alive, so an identity match is never a reused id."""
+def _prepare(saved: TrustMaterial, live: TrustMaterial | None, remember: bool) -> _Prepared:
+    """The :class:`_Prepared` of this very material. Remembered (when ``remember``: only
+    for material from the trust memory, which bounds its size and hands out the same
+    objects for the same content) by object; each entry keeps its objects alive, so an
+    identity match is never a reused id."""
+    if not remember:
+        return _Prepared(saved, live)
     key = (id(saved), id(live))
     known = _PREPARED.get(key)
     if known is not None and known.saved is saved and known.live is live:
@@ -423,7 +426,7 @@ def _run(
     deferred: Deferred | None,
 ) -> Verdict:
     op, raw_statements, log = _check_package(package)
-    saved = trust_of(metadata, jwks)
+    saved, remembered = trust_of(metadata, jwks)
     live_trust: TrustMaterial | None = None
     if live is not None:
         if not isinstance(live, Mapping) or set(live) != {
@@ -437,7 +440,8 @@ def _run(
                 "live material is {metadata, jwks, checkpoint, consistency}",
                 reason="shape",
             )
-        live_trust = trust_of(live["metadata"], live["jwks"])
+        live_trust, live_remembered = trust_of(live["metadata"], live["jwks"])
+        remembered = remembered and live_remembered
         if live_trust.issuer != saved.issuer:
             raise VxpError(
                 "live_invalid", "the live metadata names another issuer", reason="issuer_changed"
@@ -446,7 +450,7 @@ def _run(
         raise VxpError(
             "company_mismatch", "the package names another company than the metadata's issuer"
         )
-    prepared = _prepare(saved, live_trust)
+    prepared = _prepare(saved, live_trust, remembered)
     all_keys, signing_kids = prepared.all_keys, prepared.signing_kids
     batch = StatementBatch(prepared.candidates, now.timestamp(), deferred, prepared.headers)
     used: dict[str, set[str]] = {}

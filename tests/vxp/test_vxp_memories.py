@@ -127,8 +127,9 @@ def test_material_changed_in_place_is_seen_at_once() -> None:
 def test_remembered_trust_equals_a_fresh_load() -> None:
     _clear()
     fresh = load_trust(OP.metadata, OP.jwks)
-    first = trust_of(OP.metadata, OP.jwks)
-    again = trust_of(copy.deepcopy(OP.metadata), copy.deepcopy(OP.jwks))
+    first, remembered = trust_of(OP.metadata, OP.jwks)
+    again, _ = trust_of(copy.deepcopy(OP.metadata), copy.deepcopy(OP.jwks))
+    assert remembered
     assert first == fresh
     assert again is first  # the same content: the remembered value
     assert dict(first.keys) == dict(fresh.keys)
@@ -136,10 +137,10 @@ def test_remembered_trust_equals_a_fresh_load() -> None:
 
 
 def test_the_shared_result_cannot_be_changed() -> None:
-    trust = trust_of(OP.metadata, OP.jwks)
+    trust, _ = trust_of(OP.metadata, OP.jwks)
     with pytest.raises(TypeError):
         trust.keys["someone"] = trust.keys[trust.log_kid]  # type: ignore[index]
-    assert trust_of(OP.metadata, OP.jwks) is trust
+    assert trust_of(OP.metadata, OP.jwks)[0] is trust
 
 
 class _Dict(dict[str, Any]):
@@ -179,8 +180,10 @@ def test_the_trust_memory_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     large = copy.deepcopy(OP.metadata)
     large["vxp_proof"]["jwks_uri"] = "https://store.example/" + "j" * 20_000
     _clear()
-    assert _verdict(OP, large).valid
+    for _ in range(3):
+        assert _verdict(OP, large).valid
     assert not _metadata._TRUSTED  # over 16 KiB: loaded, never kept
+    assert not _verifier._PREPARED  # nor anything derived from it
 
 
 def test_refused_material_is_never_remembered() -> None:
@@ -197,16 +200,17 @@ def test_derived_material_is_matched_by_identity_not_by_value() -> None:
     b = load_trust(OP.metadata, OP.jwks)
     assert a == b
     assert a is not b
-    assert _verifier._prepare(a, None) is _verifier._prepare(a, None)
-    assert _verifier._prepare(a, None) is not _verifier._prepare(b, None)
-    assert _verifier._prepare(a, b) is not _verifier._prepare(a, None)
+    assert _verifier._prepare(a, None, True) is _verifier._prepare(a, None, True)
+    assert _verifier._prepare(a, None, True) is not _verifier._prepare(b, None, True)
+    assert _verifier._prepare(a, b, True) is not _verifier._prepare(a, None, True)
+    assert _verifier._prepare(a, None, False) is not _verifier._prepare(a, None, False)
 
 
 def test_the_derived_memory_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_verifier, "_PREPARED_MAX", 3)
     _clear()
     for _ in range(10):
-        _verifier._prepare(load_trust(OP.metadata, OP.jwks), None)
+        _verifier._prepare(load_trust(OP.metadata, OP.jwks), None, True)
         assert len(_verifier._PREPARED) <= 3
 
 
@@ -257,3 +261,49 @@ def test_the_header_memory_is_bounded() -> None:
         assert len(memory) <= HEADER_MEMORY_MAX
     batch._learn("s" * 513)
     assert "s" * 513 not in memory
+
+
+def test_what_is_kept_is_the_content_the_key_stands_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another thread changes the caller's metadata between its encoding and its parse:
+    # the memory must hold the parse of the encoded content, not of the changed objects.
+    metadata = copy.deepcopy(OP.metadata)
+    real_load = _metadata.load_trust
+
+    def load_while_changed(m: Any, j: Any) -> Any:
+        _retire_operator(metadata)
+        return real_load(m, j)
+
+    _clear()
+    monkeypatch.setattr(_metadata, "load_trust", load_while_changed)
+    trust, remembered = trust_of(metadata, OP.jwks)
+    monkeypatch.setattr(_metadata, "load_trust", real_load)
+    assert remembered
+    assert trust == load_trust(OP.metadata, OP.jwks)  # the content before the change
+    assert _verdict(OP).valid
+    assert not _verdict(OP, metadata).valid  # the changed content, parsed as itself
+
+
+class _LyingBytes(bytes):
+    """Bytes equal to anything: marshal writes them as plain bytes."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = bytes.__hash__
+
+
+def test_a_bytes_lookalike_is_judged_as_the_bytes_it_encodes_to() -> None:
+    plain = copy.deepcopy(OP.metadata)
+    plain["vxp_proof"]["version"] = b"1"
+    lying = copy.deepcopy(OP.metadata)
+    lying["vxp_proof"]["version"] = _LyingBytes(b"1")
+    _clear()
+    cold = _verdict(OP, plain)
+    assert cold.failure is not None
+    assert cold.failure["reason"] == "version"
+    _clear()
+    assert _verdict(OP, lying) == cold
+    assert _verdict(OP, plain) == cold
