@@ -338,7 +338,17 @@ def _key_source(
 class _Prepared:
     """What a verification derives from its trust material alone (read it, never write)."""
 
-    __slots__ = ("all_keys", "candidates", "headers", "live", "periods", "saved", "signing_kids")
+    __slots__ = (
+        "all_keys",
+        "candidates",
+        "headers",
+        "live",
+        "periods",
+        "roles_ok",
+        "saved",
+        "signing_kids",
+        "spans",
+    )
 
     def __init__(self, saved: TrustMaterial, live: TrustMaterial | None) -> None:
         self.saved = saved
@@ -357,6 +367,14 @@ class _Prepared:
         """The keys a statement may be signed with, by kid."""
         self.periods = _key_periods(saved, live)
         """:func:`_key_periods` of the material."""
+        self.spans = {
+            pair: (source, groups[0][0].not_before, groups[0][0].not_after)
+            for pair, (source, groups) in self.periods.items()
+            if len(groups) == 1 and len(groups[0]) == 1
+        }
+        """Where one period alone decides: ``(kid, role)`` to its source and bounds."""
+        self.roles_ok: set[tuple[str, str]] = set()
+        """The ``(kid, role)`` pairs found listed for that role (:func:`_key_role`)."""
         self.headers: HeaderMemory = {}
         """The statement batches' shared memory of header segments (same candidates)."""
 
@@ -403,11 +421,14 @@ def _key_role(st: ParsedStatement, saved: TrustMaterial, live: TrustMaterial | N
     )
 
 
-def _single_root(trust: TrustMaterial, used: dict[str, set[str]]) -> str | None:
+def _single_root(trust: TrustMaterial, parsed: list[ParsedStatement]) -> str | None:
     if trust.custody == "self_operated":
         return "company"
     if trust.custody == "operator_hosted":
         return "operator"
+    used: dict[str, set[str]] = {}  # the kids that signed, by the role they signed for
+    for st in parsed:
+        used.setdefault(KIND_SIGNER[st.kind], set()).add(st.kid)
     shared = used.get("operator", set()) & used.get("company", set())
     both = {r.kid for r in trust.records if r.role == "operator"} & {
         r.kid for r in trust.records if r.role == "company"
@@ -453,8 +474,7 @@ def _run(
     prepared = _prepare(saved, live_trust, remembered)
     all_keys, signing_kids = prepared.all_keys, prepared.signing_kids
     batch = StatementBatch(prepared.candidates, now.timestamp(), deferred, prepared.headers)
-    used: dict[str, set[str]] = {}
-    roles_ok: set[tuple[str, str]] = set()
+    roles_ok = prepared.roles_ok
 
     def signed_for_role(st: ParsedStatement, i: int) -> None:
         """The statement's kind is known and its key is listed for that kind's role."""
@@ -466,7 +486,6 @@ def _run(
         if (st.kid, role) not in roles_ok:
             _key_role(st, saved, live_trust)  # a pure check of (kid, role) and the material
             roles_ok.add((st.kid, role))
-            used.setdefault(role, set()).add(st.kid)
 
     split = _statements_staged if deferred is None else _statements_fused
     parsed, entries, times = split(raw_statements, log["entries"], batch, signed_for_role)
@@ -560,10 +579,16 @@ def _run(
         consistency = "ok"
     # --- keys: each valid for its role when the log recorded the statement
     sources: set[str] = set()
-    periods = prepared.periods
+    periods, spans = prepared.periods, prepared.spans
     for i, st in enumerate(parsed):
-        source = _period_source(periods, st.kid, KIND_SIGNER[st.kind], times[i])
-        sources.add(source or _key_source(st, times[i], saved, live_trust))
+        at = times[i]
+        role = KIND_SIGNER[st.kind]
+        span = spans.get((st.kid, role))
+        if span is not None and span[1] <= at and (span[2] is None or at < span[2]):
+            sources.add(span[0])  # the one period of the key's role covers the statement
+            continue
+        source = _period_source(periods, st.kid, role, at)
+        sources.add(source or _key_source(st, at, saved, live_trust))
     if state.outcome is None:
         raise VxpError(
             "rule_violation", "the package has no outcome (P3)", reason="outcome_missing"
@@ -621,7 +646,7 @@ def _run(
             "revision": latest.revision,
             "approval": approval,
             "derived_assurance": derived,
-            "single_root": _single_root(saved, used),
+            "single_root": _single_root(saved, parsed),
             "custody_declared": saved.custody,
             "logged": logged,
             "company": saved.issuer,
