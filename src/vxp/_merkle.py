@@ -263,7 +263,7 @@ class InclusionBatch:
         self.root = root
         # ill-typed heads are left to verify_inclusion, which reports them
         self._usable = type(tree_size) is int and type(root) is bytes and len(root) == _HASH_SIZE
-        self._done: dict[tuple[int, int, bytes], list[bytes]] = {}
+        self._done: dict[tuple[int, int, bytes], tuple[list[bytes], int]] = {}
 
     def verify(self, leaf: bytes, index: int, proof: Sequence[bytes]) -> None:
         """Check one inclusion proof; raise :class:`VxpError` exactly as
@@ -292,14 +292,14 @@ class InclusionBatch:
         fn, sn, r = index, size - 1, leaf
         # a short walk is not remembered: that would cost more than it saves
         done = self._done if len(proof) > _SHORT else None
-        states: list[tuple[tuple[int, int, bytes], int]] = []
+        states: list[tuple[int, int, bytes]] = []
         for i, p in enumerate(proof):
             if done is not None:
                 state = (fn, sn, r)
-                rest = done.get(state)
-                if rest is not None and rest == proof[i:]:
+                seen = done.get(state)
+                if seen is not None and seen[0][seen[1] :] == proof[i:]:
                     break
-                states.append((state, i))
+                states.append(state)
             if sn == 0:
                 verify_inclusion(leaf, index, size, proof, self.root)
                 return  # pragma: no cover - the call above raises
@@ -318,8 +318,9 @@ class InclusionBatch:
                 return  # pragma: no cover - the call above raises
         if done is None:
             return
-        for state, i in states:
-            done[state] = proof[i:]
+        kept = proof[:]  # one copy for all the states (the caller may change its list)
+        for i, state in enumerate(states):
+            done[state] = (kept, i)  # the state, and the elements left from it on
 
 
 def verify_consistency(

@@ -61,6 +61,23 @@ def test_inclusion_batch_matches_verify_inclusion(size: int, data: st.DataObject
         assert _outcome(batch.verify, leaf, claimed, proof) == expected
 
 
+def test_inclusion_batch_memory_ignores_later_changes_to_a_proof_list() -> None:
+    # After a walk is accepted, its caller rewrites the proof list in place into a forged
+    # tail; a later walk presenting that forged tail must still be walked and refused.
+    leaves = [hashlib.sha256(i.to_bytes(4, "big")).digest() for i in range(64)]
+    root = _merkle.tree_hash(leaves)
+    batch = _merkle.InclusionBatch(64, root)
+    proof = _merkle.inclusion_proof(leaves, 0)
+    batch.verify(leaves[0], 0, proof)
+    forged = [bytes(32)] * len(proof)
+    proof[1:] = forged[1:]  # the states after step 0 now "remember" the forged tail
+    other = _merkle.inclusion_proof(leaves, 1)
+    attack = [other[0], *forged[1:]]
+    expected = _outcome(_merkle.verify_inclusion, leaves[1], 1, 64, attack, root)
+    assert expected[0] == "error"
+    assert _outcome(batch.verify, leaves[1], 1, attack) == expected
+
+
 def test_inclusion_batch_treats_unusual_input_like_verify_inclusion() -> None:
     leaves = [hashlib.sha256(bytes([i])).digest() for i in range(5)]
     root = _merkle.tree_hash(leaves)
