@@ -526,6 +526,11 @@ def test_verify_all_answers_as_each_key_would() -> None:
     cases = [[], [good_es], [good_es, good_ed], [good_es, bad_es], [bad_es], [short], [good_ed]]
     for checks in cases:
         assert verify_all(checks) is all(k.verify(m, s) for k, m, s in checks)
+    # a hand-made key whose alg says ES256 over an Ed25519 key fails closed, no crash
+    import dataclasses
+
+    mislabelled = dataclasses.replace(ed, alg="ES256")
+    assert verify_all([(mislabelled, message, good_ed[2])]) is False
 
 
 def test_memoised_allow_lists_still_refuse_bad_ones() -> None:
