@@ -284,7 +284,7 @@ class StatementBatch:
     def verify(self, token: SdJwt, where: str) -> ParsedStatement:
         """Verify one split statement (as :func:`verify_statement` with ``fast=True``)."""
         parts = token.jws.split(".")
-        if len(parts) == 3:
+        if len(parts) == 3 and token.jws.isascii():
             known = self._headers.get(parts[0])
             if known is None:
                 known = self._learn(parts[0])
@@ -346,8 +346,7 @@ class StatementBatch:
         parts: list[str],
         known: tuple[dict[str, Any], ResolvedKey],
     ) -> ParsedStatement | None:
-        if not jws.isascii():
-            return None
+        # (``jws`` is ASCII: both callers checked)
         key = known[1]
         jws_bytes = jws.encode()
         segment = parts[1]
