@@ -63,11 +63,15 @@ class ResolvedKey:
         if len(signature) != 64:
             return False
         try:
-            if isinstance(self.public, ed25519.Ed25519PublicKey):
-                self.public.verify(signature, message)
+            # by the resolved alg (resolve_key sets it from the key type), as verify_all
+            # does; a key whose type is not its alg's fails with a TypeError: refused
+            if self.alg == "ES256":
+                self.public.verify(_der(signature), message, _SIG_ES256)  # type: ignore[call-arg]
+            elif self.alg == "EdDSA":
+                self.public.verify(signature, message)  # type: ignore[call-arg]
             else:
-                self.public.verify(_der(signature), message, _SIG_ES256)
-        except (InvalidSignature, ValueError):
+                return False
+        except (InvalidSignature, ValueError, TypeError):
             return False
         return True
 

@@ -526,11 +526,13 @@ def test_verify_all_answers_as_each_key_would() -> None:
     cases = [[], [good_es], [good_es, good_ed], [good_es, bad_es], [bad_es], [short], [good_ed]]
     for checks in cases:
         assert verify_all(checks) is all(k.verify(m, s) for k, m, s in checks)
-    # a hand-made key whose alg says ES256 over an Ed25519 key fails closed, no crash
+    # a hand-made key whose alg is not its type's fails closed either way, on both paths
     import dataclasses
 
-    mislabelled = dataclasses.replace(ed, alg="ES256")
-    assert verify_all([(mislabelled, message, good_ed[2])]) is False
+    for key, signature in ((ed, good_ed[2]), (es, good_es[2])):
+        mislabelled = dataclasses.replace(key, alg="EdDSA" if key is es else "ES256")
+        assert mislabelled.verify(message, signature) is False
+        assert verify_all([(mislabelled, message, signature)]) is False
 
 
 def test_memoised_allow_lists_still_refuse_bad_ones() -> None:
