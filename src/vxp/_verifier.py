@@ -336,7 +336,11 @@ def _key_source(
 
 
 class _Prepared:
-    """What a verification derives from its trust material alone (read it, never write)."""
+    """What a verification derives from its trust material alone.
+
+    Everything is read-only except two memories of pure answers that verifications fill
+    in as they learn them: ``roles_ok`` (at most two pairs per listed key) and ``headers``
+    (bounded by :class:`StatementBatch`)."""
 
     __slots__ = (
         "all_keys",
