@@ -26,7 +26,6 @@ __all__ = [
     "Terms",
     "format_time",
     "parse_time",
-    "parse_time_ms",
     "step",
 ]
 
@@ -53,7 +52,7 @@ _TIME_MS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z")
 
 
-def parse_time_ms(value: object) -> datetime | None:
+def _parse_time_ms(value: object) -> datetime | None:
     """:func:`parse_time` of the common millisecond form, or ``None`` for anything else
     (then :func:`parse_time` decides, and names the fault)."""
     if type(value) is str and _TIME_MS.fullmatch(value) is not None:
@@ -67,7 +66,7 @@ def parse_time_ms(value: object) -> datetime | None:
 
 def parse_time(value: object, where: str) -> datetime:
     """Parse an RFC 3339 UTC time ``YYYY-MM-DDThh:mm:ss[.fff]Z`` (``Z`` required)."""
-    found = parse_time_ms(value)
+    found = _parse_time_ms(value)
     if found is not None:
         return found
     if not isinstance(value, str) or _TIME.fullmatch(value) is None:

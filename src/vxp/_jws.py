@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ._codec import b64url_decode, b64url_encode, canonical_json, parse_json
 from ._errors import VxpError
@@ -82,7 +82,9 @@ def check_header(
 
 def check_algorithms(algorithms: object) -> frozenset[str]:
     """Validate a verifier's allow-list: a non-empty collection of implemented algorithms."""
-    memo = type(algorithms) in _MEMO_TYPES and all(type(a) is str for a in algorithms)  # type: ignore[attr-defined]
+    memo = type(algorithms) in _MEMO_TYPES and all(
+        type(a) is str for a in cast("tuple[object, ...]", algorithms)
+    )
     if memo:
         known = _CHECKED.get(algorithms)
         if known is not None:

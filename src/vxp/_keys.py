@@ -22,7 +22,7 @@ from joserfc.jwk import ECKey, OKPKey
 from ._codec import b64url_encode
 from ._errors import VxpError
 
-__all__ = ["KeyLike", "ResolvedKey", "key_thumbprint", "known_key", "resolve_key", "verify_all"]
+__all__ = ["KeyLike", "ResolvedKey", "key_thumbprint", "resolve_key", "verify_all"]
 
 KeyLike = ECKey | OKPKey | Mapping[str, Any]
 """A signing or verification key: a joserfc ``ECKey`` (P-256) / ``OKPKey`` (Ed25519) or a JWK."""
@@ -143,7 +143,7 @@ def _check_ed25519_public(public: ed25519.Ed25519PublicKey, where: str) -> None:
         raise VxpError("key_invalid", f"{where} is an Ed25519 point of small order")
 
 
-def known_key(key: object) -> ResolvedKey | None:
+def _known_key(key: object) -> ResolvedKey | None:
     """The :func:`resolve_key` result already made for this very key object, if any."""
     cached = _CACHE.get(id(key))
     if cached is not None and cached[0]() is key:
@@ -157,7 +157,7 @@ def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
     Only P-256 (``ES256``) and Ed25519 (``EdDSA``) keys are accepted; an Ed25519 key of
     small order or with a non-canonical encoding is refused (it would accept forgeries).
     """
-    known = known_key(key)
+    known = _known_key(key)
     if known is not None:
         return known
     public_id: tuple[Any, ...] | None = None
@@ -173,7 +173,7 @@ def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
             if hit is not None:
                 return hit
     jkey = _import(key, where)
-    known = known_key(jkey)
+    known = _known_key(jkey)
     if known is not None:
         return known
     try:

@@ -17,9 +17,9 @@ from typing import Any
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, OKPKey
 
-from ._chain import format_time, parse_time, parse_time_ms
+from ._chain import format_time, parse_time
 from ._errors import VxpError
-from ._keys import KeyLike, known_key, resolve_key
+from ._keys import KeyLike, resolve_key
 
 __all__ = [
     "CUSTODY_VALUES",
@@ -189,15 +189,11 @@ def _parse_metadata(metadata: object) -> tuple[str, Mapping[str, Any], tuple[Key
         if not isinstance(entry["kid"], str) or entry["role"] not in ROLES:
             raise _bad(f"vxp_proof.keys[{i}] has no kid or an unknown role", "keys")
         try:
-            # (the precise place is named only when the quick form does not fit)
-            start = parse_time_ms(entry["not_before"]) or parse_time(
-                entry["not_before"], f"vxp_proof.keys[{i}].not_before"
-            )
+            start = parse_time(entry["not_before"], f"vxp_proof.keys[{i}].not_before")
             end = (
                 None
                 if entry["not_after"] is None
-                else parse_time_ms(entry["not_after"])
-                or parse_time(entry["not_after"], f"vxp_proof.keys[{i}].not_after")
+                else parse_time(entry["not_after"], f"vxp_proof.keys[{i}].not_after")
             )
         except VxpError as exc:
             raise _bad(exc.message, "keys") from exc
@@ -269,7 +265,7 @@ def load_trust(metadata: object, jwks: object) -> TrustMaterial:
         if parsed is None:
             raise VxpError("metadata_invalid", f"JWKS key {i} is not EC or OKP", reason="jwks")
         try:
-            resolved = known_key(parsed) or resolve_key(parsed, f"JWKS key {i}")
+            resolved = resolve_key(parsed, f"JWKS key {i}")
         except VxpError as exc:  # another curve, a small-order point: not a key VXP uses
             raise VxpError("metadata_invalid", exc.message, reason="jwks") from exc
         if (

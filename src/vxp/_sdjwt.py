@@ -838,8 +838,7 @@ def verify_sd_jwt(
             fast = _verify_plain(body, issuer_keys, typ, now, algs, leeway, require_exp)
             if fast is not None:
                 bound = _verify_kb(kb_jwt, body, fast.claims, SD_ALG, key_binding, algs, now)
-                fast.__dict__["key_binding"] = bound  # a fresh result no one else holds yet
-                return fast
+                return assemble(VerifiedSdJwt, {**fast.__dict__, "key_binding": bound})
     return _verify_general(token, issuer_keys, typ, now, algs, key_binding, leeway, require_exp)
 
 

@@ -109,7 +109,7 @@ def process_claims(
     placeholders removed) and the disclosures in the order the general path meets them;
     ``None`` when the general path must decide (any fault, or a disclosure left unused).
 
-    With ``depth`` > 0, ``payload`` is an object that deep inside a payload (the caller
+    With ``depth`` > 0, ``payload`` is an object at that depth inside a payload (the caller
     knows that nothing outside it holds selective disclosure): it is processed as the
     general path processes it there.
     """

@@ -266,7 +266,8 @@ class StatementBatch:
 
     With ``deferred`` (a list), the fast path appends each signature check to it instead
     of running it: the caller must run every one of them and, if any fails, discard all
-    it concluded from these statements. Nothing outlives the batch object.
+    it concluded from these statements. Apart from a given ``headers`` memory, nothing
+    outlives the batch object.
     """
 
     def __init__(

@@ -44,16 +44,16 @@ def derive_assurance(ev: Evidence) -> tuple[tuple[str, ...], frozenset[str]]:
     holds; it is then neither derived nor counted against the issuer's claim.
     """
     read_back = ev.executed and ev.read_back_matches
-    held = (
-        ev.issuer_keys,
-        ev.executed,
-        read_back and ev.read_back_complete,
-        ev.approval_method == "agent_asserted",
-        ev.approval_method == "user_signed",
-        ev.review_approved,
-        ev.logged,
-    )
-    derived = tuple([name for name, holds in zip(ASSURANCES, held, strict=True) if holds])
+    held = {
+        "issuer_key_attested": ev.issuer_keys,
+        "operator_observed": ev.executed,
+        "operator_reported_read_back": read_back and ev.read_back_complete,
+        "operator_reported_agent_approval": ev.approval_method == "agent_asserted",
+        "user_signed_approval": ev.approval_method == "user_signed",
+        "company_reviewed": ev.review_approved,
+        "witnessed_log": ev.logged,
+    }
+    derived = tuple([name for name in ASSURANCES if held[name]])
     if read_back and not ev.read_back_complete and ev.read_back_hidden:
         return derived, _READ_BACK_UNDECIDABLE
     return derived, _NONE_UNDECIDABLE

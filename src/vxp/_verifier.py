@@ -1,9 +1,12 @@
 """The VXP Proof verifier: a package and the issuer's public material in, a :class:`Verdict` out.
 
-Stages run in a fixed order so that a later stage never masks an earlier one: package
-shape, trust material, log (checkpoint, inclusion, live consistency), signatures and
-keys, chain and rules, operation summary, assurance. The first failure ends the run with
-``valid: false`` and its code; nothing else is reported about a failed package.
+Stages run in a fixed order so that a later stage never masks an earlier one (spec
+§8): package shape, trust material, parse, signatures (each key listed for its kind's
+role), chain and rules, log (checkpoint, inclusion, live consistency), key periods,
+operation summary, assurance. The first failure ends the run with ``valid: false`` and
+its code; nothing else is reported about a failed package. :func:`verify` first tries an
+optimistic run with the signature checks set aside, and lets the strict run in that
+order decide whenever anything fails.
 """
 
 from __future__ import annotations
@@ -351,7 +354,6 @@ class _Prepared:
         "roles_ok",
         "saved",
         "signing_kids",
-        "spans",
     )
 
     def __init__(self, saved: TrustMaterial, live: TrustMaterial | None) -> None:
@@ -371,12 +373,6 @@ class _Prepared:
         """The keys a statement may be signed with, by kid."""
         self.periods = _key_periods(saved, live)
         """:func:`_key_periods` of the material."""
-        self.spans = {
-            pair: (source, groups[0][0].not_before, groups[0][0].not_after)
-            for pair, (source, groups) in self.periods.items()
-            if len(groups) == 1 and len(groups[0]) == 1
-        }
-        """Where one period alone decides: ``(kid, role)`` to its source and bounds."""
         self.roles_ok: set[tuple[str, str]] = set()
         """The ``(kid, role)`` pairs found listed for that role (:func:`_key_role`)."""
         self.headers: HeaderMemory = {}
@@ -583,16 +579,10 @@ def _run(
         consistency = "ok"
     # --- keys: each valid for its role when the log recorded the statement
     sources: set[str] = set()
-    periods, spans = prepared.periods, prepared.spans
+    periods = prepared.periods
     for i, st in enumerate(parsed):
-        at = times[i]
-        role = KIND_SIGNER[st.kind]
-        span = spans.get((st.kid, role))
-        if span is not None and span[1] <= at and (span[2] is None or at < span[2]):
-            sources.add(span[0])  # the one period of the key's role covers the statement
-            continue
-        source = _period_source(periods, st.kid, role, at)
-        sources.add(source or _key_source(st, at, saved, live_trust))
+        source = _period_source(periods, st.kid, KIND_SIGNER[st.kind], times[i])
+        sources.add(source or _key_source(st, times[i], saved, live_trust))
     if state.outcome is None:
         raise VxpError(
             "rule_violation", "the package has no outcome (P3)", reason="outcome_missing"
@@ -614,7 +604,7 @@ def _run(
     approval_here = state.approval if state.approval_revision == latest.revision else None
     rb = state.read_back
     hidden_rb = False
-    for st in parsed:  # (a loop, not any(): see the key sources above)
+    for st in parsed:  # (a loop, not any(): an early exit would close a generator)
         if st.kind == "read_back" and st.hidden > 0:
             hidden_rb = True
             break

@@ -977,13 +977,13 @@ def _rotation_cases() -> Iterator[Case]:
 def _trust_and_log_cases() -> Iterator[Case]:
     op = demo_operation("succeeded")
     base = _input(op)
+    offline = _input(op, live=False)
     log_kid = _kid("log")
-    self_witness = copy.deepcopy(base)
+    self_witness = copy.deepcopy(offline)
     self_witness["metadata"]["vxp_proof"]["log"]["witnesses"] = [log_kid]
     signed = SignedCheckpoint.from_json(self_witness["package"]["log"]["checkpoint"])
     cosigned = cosign_checkpoint(signed, demo_key("log"), time=int(op.now.timestamp()))
     self_witness["package"]["log"]["checkpoint"] = cosigned.to_json()
-    self_witness["live"] = None
     yield Case(
         "log-key-as-witness",
         self_witness,
@@ -992,22 +992,20 @@ def _trust_and_log_cases() -> Iterator[Case]:
         "issuer's keys never count towards logged",
         flags=("witnessed",),
     )
-    wrong_alg = copy.deepcopy(base)
+    wrong_alg = copy.deepcopy(offline)
     for key in wrong_alg["jwks"]["keys"]:
         key["alg"] = "ES384"
-    wrong_alg["live"] = None
     yield Case(
         "jwks-alg-mismatch",
         wrong_alg,
         output=_failed("metadata_invalid", "jwks_use"),
         comment="the JWKS publishes the P-256 keys with alg ES384: refused, not ignored",
     )
-    respelled = copy.deepcopy(base)
+    respelled = copy.deepcopy(offline)
     for key in respelled["jwks"]["keys"]:
         if key["kid"] == _kid("operator"):
             raw = base64.urlsafe_b64decode(key["x"] + "=")
             key["x"] = base64.urlsafe_b64encode(b"\0" + raw).rstrip(b"=").decode()
-    respelled["live"] = None
     yield Case(
         "jwks-key-not-canonical",
         respelled,
@@ -1044,7 +1042,7 @@ def _trust_and_log_cases() -> Iterator[Case]:
         "cover the statement (live never re-validates a retired key)",
         flags=("saved-vs-live",),
     )
-    swapped = copy.deepcopy(base)
+    swapped = copy.deepcopy(offline)
     package = swapped["package"]
     log = vxp.MerkleLog(LOG_ORIGIN)
     index: dict[int, int] = {}
@@ -1058,7 +1056,6 @@ def _trust_and_log_cases() -> Iterator[Case]:
     for i, entry in enumerate(package["log"]["entries"]):
         entry["index"] = index[i]
         entry["proof"] = [vxp_hash(h) for h in log.inclusion_proof(index[i], log.size)]
-    swapped["live"] = None
     yield Case(
         "log-leaf-order",
         swapped,
