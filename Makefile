@@ -7,11 +7,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck vectors vectors-check pytest bench fuzz clean help
+.PHONY: test test-floor dist demo lint typecheck vectors vectors-check pytest bench fuzz clean help
 
 help:
 	@echo "make demo     set up and run the library end to end (examples/demo.py)"
 	@echo "make test     set up, then lint, format check, mypy --strict, vector drift check, pytest"
+	@echo "make test-floor  run the tests with every runtime dependency at its declared floor"
+	@echo "make dist     build the wheel, the sdist and ppcheck.pyz into dist/"
 	@echo "make lint     ruff check + ruff format --check + mypy --strict src"
 	@echo "make vectors  regenerate vectors/ with tools/gen_vectors.py"
 	@echo "make bench    run the benchmarks in bench/ (prints ratios)"
@@ -32,6 +34,34 @@ test: $(STAMP)
 	$(BIN)/python tools/gen_vectors.py --check
 	CI=$${CI:-true} $(BIN)/python -m pytest -W error -p no:cacheprovider
 
+# The declared dependency floors, proven: a separate environment where every runtime
+# dependency is pinned at the floor pyproject.toml names (test tools at their newest
+# compatible versions), then the whole test suite.
+FLOOR_VENV  := .venv-floor
+FLOOR_STAMP := $(FLOOR_VENV)/.installed
+
+$(FLOOR_STAMP): pyproject.toml tools/floor_constraints.py
+	rm -rf $(FLOOR_VENV)
+	$(PYTHON) -m venv $(FLOOR_VENV)
+	$(FLOOR_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PYTHON) tools/floor_constraints.py > $(FLOOR_VENV)/constraints.txt
+	$(FLOOR_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-c $(FLOOR_VENV)/constraints.txt -e '.[test,mcp,http]'
+	touch $(FLOOR_STAMP)
+
+test-floor: $(FLOOR_STAMP)
+	$(FLOOR_VENV)/bin/python -m pip list --disable-pip-version-check 2>/dev/null \
+		| grep -iE '^(cryptography|rfc8785|joserfc|jsonschema) '
+	CI=$${CI:-true} $(FLOOR_VENV)/bin/python -m pytest -W error -p no:cacheprovider -q
+
+# The wheel and sdist (what `pip install` takes), and ppcheck.pyz: the conformance runner
+# for ports as one file that any Python 3.11+ runs with nothing installed.
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --quiet --wheel --sdist --outdir dist .
+	$(BIN)/python tools/build_pyz.py dist/ppcheck.pyz
+	@ls -l dist
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests tools bench examples
 	$(BIN)/ruff format --check src tests tools bench examples
@@ -50,4 +80,4 @@ fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -p no:cacheprovider -m "not slow" -q
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(FLOOR_VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
