@@ -24,6 +24,8 @@ from ._harness import Adapter, Answer
 from ._registry import Handler, Result, handler, handlers, run
 from ._runner import (
     CaseOutcome,
+    RunnerError,
+    StoppedError,
     SuiteReport,
     failure_count,
     junit_xml,
@@ -49,6 +51,8 @@ __all__ = [
     "CaseOutcome",
     "Handler",
     "Result",
+    "RunnerError",
+    "StoppedError",
     "SuiteFile",
     "SuiteReport",
     "check_result",

@@ -24,19 +24,18 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from ._response import response_problem
 
-from ._vectors import data_root
-
-__all__ = ["MAX_LINE", "Adapter", "AdapterError", "Answer", "printable"]
+__all__ = ["MAX_LINE", "Adapter", "AdapterError", "Answer", "printable", "stderr_summary"]
 
 MAX_LINE = 16 * 1024 * 1024
 """The longest response line (in bytes, newline included) the runner reads."""
 
 _STDERR_TAIL = 600
+_STDERR_LINES = 60
 
 
 class AdapterError(Exception):
@@ -74,13 +73,6 @@ def printable(text: str) -> str:
     return "".join(out)
 
 
-def _response_validator() -> Draft202012Validator:
-    schema = json.loads(
-        (data_root()[1] / "conformance" / "response.schema.json").read_text(encoding="utf-8")
-    )
-    return Draft202012Validator(schema)
-
-
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
@@ -111,8 +103,16 @@ _CLOSE = object()
 class _Process:
     """One running adapter process with its reader and writer threads."""
 
-    def __init__(self, argv: list[str]) -> None:
-        self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in reap()
+    def __init__(self, argv: list[str], log: Path | None = None) -> None:
+        self.log = log
+        try:
+            self.stderr: IO[bytes] = (
+                tempfile.TemporaryFile()  # noqa: SIM115 - closed in reap()
+                if log is None
+                else open(log, "w+b")  # noqa: SIM115 - closed in reap()
+            )
+        except OSError as exc:
+            raise AdapterError(f"cannot create the adapter's stderr log {log}: {exc}") from exc
         options: dict[str, Any] = {"start_new_session": True} if os.name == "posix" else {}
         try:
             self.popen = subprocess.Popen(
@@ -185,21 +185,49 @@ class _Process:
             self.popen.kill()
 
     def reap(self) -> int:
-        """Kill what is left, collect the exit status, release the streams."""
+        """Kill what is left, collect the exit status, release the streams.
+
+        A kept stderr log that stayed empty is removed.
+        """
         self.kill()
         status = self.popen.wait()
         self.close_input()
+        empty = True
+        with contextlib.suppress(OSError, ValueError):
+            empty = self.stderr.seek(0, os.SEEK_END) == 0
         self.stderr.close()
+        if self.log is not None and empty:
+            with contextlib.suppress(OSError):
+                self.log.unlink()
         return status
 
     def stderr_tail(self) -> str:
+        """Return ``; its stderr ends: …`` (the error lines first kept), or ``""``."""
         try:
             size = self.stderr.seek(0, os.SEEK_END)
-            self.stderr.seek(max(0, size - _STDERR_TAIL))
-            tail = self.stderr.read().decode("utf-8", "replace").strip()
+            self.stderr.seek(max(0, size - 64 * 1024))
+            text = self.stderr.read().decode("utf-8", "replace")
         except (OSError, ValueError):
             return ""
-        return f"; its stderr ends: {printable(tail)}" if tail else ""
+        summary = stderr_summary(text)
+        where = f" (whole log: {self.log})" if self.log is not None else ""
+        return f"; its stderr ends: {summary}{where}" if summary else where
+
+
+def stderr_summary(text: str) -> str:
+    """Return the telling part of an adapter's standard error, at most about 600 characters.
+
+    Stack frames are indented in every common runtime (Python, Node.js, the JVM, .NET), while
+    the error line is not, and Node.js prints the error line *before* its frames: so the
+    last lines are kept without their indented ones, joined by `` | ``, and the end of that
+    is shown. The whole log is in the file the fault names.
+    """
+    lines = [line.rstrip() for line in text.splitlines()[-_STDERR_LINES:]]
+    kept = [line for line in lines if line and not line[0].isspace()]
+    joined = " | ".join(kept).strip()
+    if len(joined) > _STDERR_TAIL:
+        joined = "..." + joined[-(_STDERR_TAIL - 3) :]
+    return printable(joined)
 
 
 class Adapter:
@@ -211,16 +239,25 @@ class Adapter:
     :attr:`faults`, the adapter's faults for the suite as a whole.
     """
 
-    def __init__(self, argv: Sequence[str], *, timeout: float) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        stderr_dir: Path | None = None,
+        label: str = "adapter",
+    ) -> None:
         if not argv:
             raise ValueError("the adapter command line is empty")
         if not timeout > 0:
             raise ValueError("the timeout must be a positive number of seconds")
         self._argv = list(argv)
         self._timeout = timeout
+        self._stderr_dir = stderr_dir
+        self._label = "".join(c if c.isalnum() or c in "._-" else "_" for c in label)
+        self._starts = 0
         self._proc: _Process | None = None
         self._last: str | None = None
-        self._validator = _response_validator()
         self.faults: list[str] = []
         """Faults of the adapter not tied to one case, in the order they were seen."""
 
@@ -269,8 +306,14 @@ class Adapter:
             proc = self._check_between_cases(proc)
         if proc is None:
             self._proc = None
+            self._starts += 1
+            log = (
+                None
+                if self._stderr_dir is None
+                else self._stderr_dir / f"{self._label}.{self._starts}.stderr"
+            )
             try:
-                proc = _Process(self._argv)
+                proc = _Process(self._argv, log)
             except AdapterError as exc:
                 return Answer(None, str(exc))
             self._proc = proc
@@ -302,14 +345,9 @@ class Adapter:
                 proc,
                 f"answered a line that is not JSON ({_clip(str(exc), 80)}): {_clip(repr(raw))}",
             )
-        error = best_match(self._validator.iter_errors(response))
-        if error is not None:
-            where = "".join(f"[{p!r}]" for p in error.absolute_path)
-            return Answer(
-                None,
-                f"answered a malformed response (at ${where}: {_clip(error.message)}): "
-                f"{_clip(repr(raw))}",
-            )
+        problem = response_problem(response)
+        if problem is not None:
+            return Answer(None, f"answered a malformed response ({problem}): {_clip(repr(raw))}")
         if response["id"] != request["id"]:
             return self._fail(
                 proc,

@@ -10,18 +10,22 @@ failure but passing, which counts as a failure so the list is kept honest).
 from __future__ import annotations
 
 import shlex
+import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
 from ._harness import Adapter, printable
-from ._registry import run
 from ._vectors import SuiteFile, check_result
 
 __all__ = [
     "CaseOutcome",
+    "RunnerError",
+    "StoppedError",
     "SuiteReport",
     "failure_count",
     "junit_xml",
@@ -67,22 +71,83 @@ def _judge(known: bool, problem: str | None, unsupported: bool) -> tuple[str, st
     return ("passed", None) if problem is None else ("failed", problem)
 
 
+class _Stop:
+    """A run's stop switch and the adapters it must kill when the switch is thrown."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self._lock = threading.Lock()
+        self._adapters: set[Adapter] = set()
+
+    def enter(self, adapter: Adapter) -> None:
+        with self._lock:
+            self._adapters.add(adapter)
+
+    def leave(self, adapter: Adapter) -> None:
+        with self._lock:
+            self._adapters.discard(adapter)
+
+    def throw(self) -> None:
+        """Stop every suite: no new case starts and every running adapter is killed."""
+        self.event.set()
+        with self._lock:
+            adapters = list(self._adapters)
+        for adapter in adapters:
+            adapter.abort()
+
+
+class StoppedError(Exception):
+    """A suite was stopped before its last case because the run was interrupted."""
+
+
+class RunnerError(Exception):
+    """The runner cannot run as asked (the message says why); a fault of ppcheck's own."""
+
+
+def _library_runner() -> Callable[[str, dict[str, Any]], Any]:
+    # Imported on first use: driving an adapter needs none of the four protocol packages
+    # (ppcheck.pyz ships without them).
+    try:
+        from ._registry import run
+    except ImportError as exc:
+        raise RunnerError(
+            "this ppcheck runs a port's adapter only (the protocol packages are not "
+            "installed): give --impl COMMAND"
+        ) from exc
+    return run
+
+
 def run_suite(
     suite: SuiteFile,
     impl: Sequence[str] | None,
     *,
     timeout: float,
     known: Collection[str] = (),
+    stderr_dir: Path | None = None,
+    _stop: _Stop | None = None,
 ) -> SuiteReport:
-    """Run every case of ``suite`` against ``impl`` (``None``: this library in process)."""
+    """Run every case of ``suite`` against ``impl`` (``None``: this library in process).
+
+    With ``stderr_dir``, the adapter's standard error is kept there, one file per adapter
+    process (``<suite>.<n>.stderr``), and every fault names its file.
+    """
     started = time.perf_counter()
     outcomes: list[CaseOutcome] = []
-    adapter = Adapter(impl, timeout=timeout) if impl is not None else None
+    adapter = (
+        Adapter(impl, timeout=timeout, stderr_dir=stderr_dir, label=suite.suite)
+        if impl is not None
+        else None
+    )
+    run = _library_runner() if adapter is None else None
+    if adapter is not None and _stop is not None:
+        _stop.enter(adapter)
     try:
         for case in suite.tests:
+            if _stop is not None and _stop.event.is_set():
+                raise StoppedError(f"{suite.suite}: stopped")
             t0 = time.perf_counter()
             is_known = f"{suite.suite}::{case['id']}" in known
-            if adapter is None:
+            if run is not None:
                 try:
                     result = run(suite.suite, case["input"]).as_json()
                 except Exception as exc:  # a library bug fails this case only
@@ -93,6 +158,7 @@ def run_suite(
                     )
                     continue
             else:
+                assert adapter is not None
                 request = {"suite": suite.suite, "id": case["id"], "input": case["input"]}
                 answer = adapter.ask(request)
                 if answer.response is None:
@@ -110,6 +176,9 @@ def run_suite(
         if adapter is not None:  # interrupted: leave no adapter process behind
             adapter.abort()
         raise
+    finally:
+        if adapter is not None and _stop is not None:
+            _stop.leave(adapter)
     fault: str | None = None
     if adapter is not None:
         adapter.close()
@@ -127,14 +196,39 @@ def run_suites(
     jobs: int = 2,
     timeout: float = 30.0,
     known: Collection[str] = (),
+    stderr_dir: Path | None = None,
+    progress: Callable[[SuiteReport], None] | None = None,
 ) -> list[SuiteReport]:
-    """Run ``suites`` in parallel (``jobs`` at a time); reports come back in suite order."""
+    """Run ``suites`` in parallel (``jobs`` at a time); reports come back in suite order.
+
+    ``progress`` is called with each suite's report as that suite finishes (from a worker
+    thread). On ``KeyboardInterrupt`` every running adapter is killed at once, no further
+    case starts, and the interrupt is raised again without waiting for the suites.
+    """
     argv = shlex.split(impl) if isinstance(impl, str) else impl
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [
-            pool.submit(run_suite, s, argv, timeout=timeout, known=frozenset(known)) for s in suites
-        ]
-        return [f.result() for f in futures]
+    if argv is None:
+        _library_runner()  # say now, not once per suite, that there is no library
+    stop = _Stop()
+    frozen = frozenset(known)
+
+    def one(suite: SuiteFile) -> SuiteReport:
+        report = run_suite(
+            suite, argv, timeout=timeout, known=frozen, stderr_dir=stderr_dir, _stop=stop
+        )
+        if progress is not None:
+            progress(report)
+        return report
+
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
+        futures = [pool.submit(one, s) for s in suites]
+        reports = [f.result() for f in futures]
+    except BaseException:
+        stop.throw()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return reports
 
 
 def _totals(reports: Sequence[SuiteReport]) -> dict[str, int]:

@@ -15,9 +15,6 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
-
 __all__ = [
     "PROTOCOLS",
     "SuiteFile",
@@ -61,14 +58,51 @@ class SuiteFile:
         return tests
 
 
+def _suite_problem(root: Traversable | None) -> Any:
+    """Return a function naming the first schema problem of a suite file, or ``None``.
+
+    ``jsonschema`` is imported here, on use: where it is missing (``ppcheck.pyz`` runs
+    with the standard library alone) the shipped vectors, checked when the bundle was
+    built, load unchecked, while a folder given by the user is refused.
+    """
+    try:
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import best_match
+    except ImportError:
+        if root is None:
+            return None
+        raise ValueError(
+            "checking a vectors folder needs the jsonschema package; the vectors shipped "
+            "with ppcheck need nothing"
+        ) from None
+    validator = Draft202012Validator(vectors_schema())
+
+    def problem(data: Any) -> str | None:
+        error = best_match(validator.iter_errors(data))
+        if error is None:
+            return None
+        where = "".join(f"[{p!r}]" for p in error.absolute_path)
+        return f"at ${where}: {error.message[:200]}"
+
+    return problem
+
+
 def load_suites(root: Traversable | None = None) -> list[SuiteFile]:
     """Load every suite file under ``root`` (default: :func:`data_root`), sorted by path.
 
-    Each file is checked against :func:`vectors_schema`; a file that is not JSON or not a
-    suite raises ``ValueError`` naming it.
+    Each file is checked against :func:`vectors_schema`; a folder that does not exist or
+    holds no protocol folder, or a file that is not JSON or not a suite, raises
+    ``ValueError`` naming it.
     """
     vectors = data_root()[0] if root is None else root
-    validator = Draft202012Validator(vectors_schema())
+    if not vectors.is_dir():
+        raise ValueError(f"vectors folder {vectors} does not exist or is not a folder")
+    if not any((vectors / protocol).is_dir() for protocol in PROTOCOLS):
+        raise ValueError(
+            f"vectors folder {vectors} holds none of the protocol folders "
+            + ", ".join(f"{p}/" for p in PROTOCOLS)
+        )
+    check = _suite_problem(root)
     found: list[SuiteFile] = []
     for protocol in PROTOCOLS:
         folder = vectors / protocol
@@ -81,12 +115,9 @@ def load_suites(root: Traversable | None = None) -> list[SuiteFile]:
                     data = json.loads(entry.read_text(encoding="utf-8"))
                 except ValueError as exc:
                     raise ValueError(f"vectors/{path}: not a JSON file: {exc}") from exc
-                error = best_match(validator.iter_errors(data))
-                if error is not None:
-                    where = "".join(f"[{p!r}]" for p in error.absolute_path)
-                    raise ValueError(
-                        f"vectors/{path}: not a suite file (at ${where}: {error.message[:200]})"
-                    )
+                problem = None if check is None else check(data)
+                if problem is not None:
+                    raise ValueError(f"vectors/{path}: not a suite file ({problem})")
                 if not data["suite"].startswith(f"{protocol}."):
                     raise ValueError(
                         f"vectors/{path}: suite {data['suite']!r} is in another folder"

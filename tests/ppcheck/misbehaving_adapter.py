@@ -40,6 +40,9 @@ def main() -> int:
             pidfile.write(str(child.pid))
         child.wait()
         return 0
+    if mode == "hang-at-b":
+        with open(sys.argv[2], "w", encoding="ascii") as pidfile:
+            pidfile.write(str(os.getpid()))
     if mode == "stderr-flood":
         sys.stderr.write("x" * (8 * 1024 * 1024) + "\n")
         sys.stderr.flush()
@@ -78,6 +81,15 @@ def main() -> int:
             sys.stderr.buffer.write(b"boom \x1b[31mred\x00\x07 \xed\xa0\x80 \xef\xbf\xbe\n")
             sys.stderr.flush()
             return 5
+        elif mode == "node-crash":
+            # Node.js prints the error line before its stack frames.
+            frames = "".join(f"    at frame{n} (adapter.js:{n}:1)\n" for n in range(40))
+            sys.stderr.write(f"adapter.js:7\n  throw err;\n  ^\n\nError: boom at b\n{frames}")
+            sys.stderr.write("\nNode.js v20.0.0\n")
+            sys.stderr.flush()
+            return 1
+        elif mode == "hang-at-b":
+            time.sleep(120)
         elif mode == "close-stdout":
             os.close(1)
             OUT.close()

@@ -220,7 +220,7 @@ def test_a_library_bug_in_process_fails_the_case_not_the_runner(
     def broken(suite: str, input_: dict[str, object]) -> ppcheck.Result:
         raise TypeError("bug \x1b in the library")
 
-    monkeypatch.setattr("ppcheck._runner.run", broken)
+    monkeypatch.setattr("ppcheck._registry.run", broken)
     (report,) = ppcheck.run_suites([SUITE])
     assert set(_statuses(report).values()) == {"failed"}
     assert "the library raised TypeError: bug \\x1b in the library" in _detail(report, "a")

@@ -142,7 +142,7 @@ def test_cli_prints_table_junit_and_closing_line(
 
 def test_cli_runner_faults_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert ppcheck_main(["--suite", "no.such.*"]) == 2
-    assert "no suite selected" in capsys.readouterr().err
+    assert "no suite matches --suite no.such.*" in capsys.readouterr().err
 
 
 def test_own_adapter_exits_nonzero_only_for_its_own_faults() -> None:
