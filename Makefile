@@ -7,13 +7,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-floor dist demo lint typecheck vectors vectors-check pytest bench fuzz clean help
+.PHONY: test test-floor dist docs demo lint typecheck vectors vectors-check pytest bench fuzz clean help
 
 help:
 	@echo "make demo     set up and run the library end to end (examples/demo.py)"
 	@echo "make test     set up, then lint, format check, mypy --strict, vector drift check, pytest"
 	@echo "make test-floor  run the tests with every runtime dependency at its declared floor"
 	@echo "make dist     build the wheel, the sdist and ppcheck.pyz into dist/"
+	@echo "make docs     build the API reference from the docstrings into build/docs"
 	@echo "make lint     ruff check + ruff format --check + mypy --strict src"
 	@echo "make vectors  regenerate vectors/ with tools/gen_vectors.py"
 	@echo "make bench    run the benchmarks in bench/ (prints ratios)"
@@ -61,6 +62,12 @@ dist: $(STAMP)
 	$(BIN)/python -m build --quiet --wheel --sdist --outdir dist .
 	$(BIN)/python tools/build_pyz.py dist/ppcheck.pyz
 	@ls -l dist
+
+# The API reference, generated from the docstrings (pdoc), one page per package.
+docs: $(STAMP)
+	rm -rf build/docs
+	$(BIN)/pdoc --docformat restructuredtext -o build/docs pxp handoff vxp parley ppcheck
+	@echo "API reference: build/docs/index.html"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests tools bench examples
