@@ -103,11 +103,13 @@ def test_a_crash_or_stray_output_fails_one_case_and_the_suite_goes_on(mode: str)
 def test_a_hanging_adapter_times_out_and_is_restarted() -> None:
     suite = min((s for s in SUITES if len(s.tests) >= 2), key=lambda s: len(s.tests))
     victim = suite.tests[0]["id"]
-    (report,) = ppcheck.run_suites([suite], _faulty("hang", victim), timeout=2)
+    # The timeout also covers the restarted adapter's start (it imports this library), so it
+    # is set for a loaded 2-core machine, not an idle one.
+    (report,) = ppcheck.run_suites([suite], _faulty("hang", victim), timeout=8)
     statuses = _statuses(report)
     assert statuses.pop(victim) == "failed"
     assert set(statuses.values()) <= {"passed"}
-    assert "no answer within 2 s" in (report.cases[0].detail or "")
+    assert "no answer within 8 s" in (report.cases[0].detail or "")
 
 
 def test_known_failures_are_reported_and_a_fixed_one_fails_the_run() -> None:
