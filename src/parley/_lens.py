@@ -316,11 +316,15 @@ def shared_attributes(attributes: list[list[str | None]]) -> list[bool]:
 
 
 def proposals_header(count: int, shared_text: list[str]) -> str:
-    """Return the PROPOSALS header line (``{N} proposals:[ — shared]``, as NOTES.md says)."""
-    head = "1 proposal:" if count == 1 else f"{count} proposals:"
+    """Return the PROPOSALS header line: ``{N} proposals[ — {shared attributes}]:``.
+
+    SPEC.md section 9.2's template, as the reference renders it: the shared attributes sit
+    between the count and the colon that ends the line (``2 proposals — risk: low:``).
+    """
+    head = "1 proposal" if count == 1 else f"{count} proposals"
     if shared_text:
         head += " — " + " · ".join(shared_text)
-    return head
+    return head + ":"
 
 
 def proposal_segments(

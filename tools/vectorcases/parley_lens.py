@@ -1,7 +1,7 @@
 """Vector cases of Parley's Lens (SPEC.md section 9), estimate and budgets (section 8).
 
 Expected Lens texts are written out by hand from SPEC.md and NOTES.md; the reference's
-own value cases (vectors/third_party/parley/lens-values.json) are included with their
+own cases (vectors/third_party/parley/lens.json) are included with their
 published text. Fitting expectations come from the plain reference loop
 (``parley._fit_oracle``), a separate implementation of NOTES.md's prose; the shipped
 fitter must agree with it. Handles are fixed strings supplied by each vector.
@@ -25,6 +25,16 @@ THIRD = Path(__file__).resolve().parents[2] / "vectors" / "third_party" / "parle
 def _third(name: str) -> list[dict[str, Any]]:
     loaded: list[dict[str, Any]] = json.loads((THIRD / name).read_text(encoding="utf-8"))
     return loaded
+
+
+def _third_values() -> list[dict[str, Any]]:
+    """The reference's ``type: "value"`` Lens cases (rendered with ``lean``)."""
+    return [case for case in _third("lens.json") if case["type"] == "value"]
+
+
+def _third_replies() -> list[dict[str, Any]]:
+    """The reference's ``type: "reply"`` Lens cases (rendered with ``lens``)."""
+    return [case for case in _third("lens.json") if case["type"] == "reply"]
 
 
 # --------------------------------------------------------------------------- estimate
@@ -261,7 +271,7 @@ def _lean_value_cases() -> Iterator[tuple[str, Any, str, str, tuple[str, ...]]]:
     },
 )
 def lean_cases() -> Iterator[Case]:
-    for case in _third("lens-values.json"):
+    for case in _third_values():
         yield Case(
             "lean-reference-" + case["name"].replace(" ", "-"),
             {"value": case["input"]},
@@ -398,7 +408,7 @@ def _lens_reply_cases() -> Iterator[tuple[str, dict[str, Any], str, str, tuple[s
     yield (
         "lens-proposals-shared",
         two,
-        "2 proposals: — risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z\n"
+        "2 proposals — risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z:\n"
         f"{_MOVE}\n  cost: free\n"
         '[p_8] Move "1:1 with Ana" to Thu 15:00\n  cost: 12.50 USD',
         "attributes identical across proposals move to the header",
@@ -410,7 +420,7 @@ def _lens_reply_cases() -> Iterator[tuple[str, dict[str, Any], str, str, tuple[s
     yield (
         "lens-proposals-all-shared",
         same,
-        "2 proposals: — cost: free · risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z\n"
+        "2 proposals — cost: free · risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z:\n"
         '[p_1] Move "1:1 with Ana" to Thu 15:00\n[p_2] Move "1:1 with Ana" to Thu 15:00',
         "everything shared: no attribute lines",
         ("proposals", "shared"),
@@ -469,7 +479,7 @@ def _lens_reply_cases() -> Iterator[tuple[str, dict[str, Any], str, str, tuple[s
                 _proposal("p_g", effects=[], cost={"amount": -700.0, "currency": "KRW"}),
             ],
         ),
-        "2 proposals: — risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z\n"
+        "2 proposals — risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z:\n"
         '[p_f] Move "1:1 with Ana" to Thu 15:00\n  cost: 12.50 USD\n'
         '[p_g] Move "1:1 with Ana" to Thu 15:00\n  cost: -700 KRW',
         "an amount written 1250.0 is the integer 1250 to a JSON reader such as JavaScript",
@@ -999,7 +1009,7 @@ def upstream_lens() -> Any:
     """Every Lens vector in the reference's ``lens.json`` format."""
     out: list[dict[str, Any]] = [
         {"name": case["name"], "type": "value", "input": case["input"], "lens": case["lens"]}
-        for case in _third("lens-values.json")
+        for case in _third_values()
     ]
     for vid, value, text, _comment, _flags in _lean_value_cases():
         out.append({"name": vid, "type": "value", "input": value, "lens": text})
