@@ -85,6 +85,19 @@ def text_of(value: Any) -> str:
     return compact_json(value)
 
 
+def truthy(value: Any) -> bool:
+    """Whether a JSON value is truthy in JavaScript, as the reference's templates test it.
+
+    ``null``, ``false``, ``0`` (and ``-0``, NaN) and ``""`` are falsy; everything else,
+    empty lists and objects included, is truthy.
+    """
+    if value is None or value is False or value == "":
+        return False
+    if _is_number(value):
+        return value == value and value != 0
+    return True
+
+
 def _num(value: int | float) -> str:
     text = js_number(value)
     return "-" if text is None else text
@@ -191,14 +204,15 @@ def effect_line(effect: Any) -> str:
     op = effect.get("op")
     symbol = _SYMBOLS.get(op, "*") if isinstance(op, str) else "*"
     line = f"{symbol} {text_of(op)} {text_of(effect.get('target'))}"
-    if "field" in effect:
-        line += f".{text_of(effect['field'])}"
+    field = effect.get("field")
+    if truthy(field):
+        line += f".{text_of(field)}"
     if "from" in effect or "to" in effect:
         left = _side(effect.get("from"))
         right = _side(effect.get("to"))
         line += f": {left} → {right}"
     detail = effect.get("detail")
-    if detail is not None and detail != "":
+    if truthy(detail):
         line += f" — {text_of(detail)}"
     return line
 
@@ -264,10 +278,10 @@ def capability_line(cap: Any) -> str:
         inner = _param_type(params)
     line = f"{text_of(cap.get('kind'))} {text_of(cap.get('name'))}({inner})"
     summary = cap.get("summary")
-    if summary is not None and summary != "":
+    if truthy(summary):
         line += f" — {text_of(summary)}"
     risk = cap.get("risk")
-    if risk is not None and risk != "":
+    if truthy(risk):
         line += f" [risk:{text_of(risk)}]"
     return line
 
@@ -280,7 +294,7 @@ def _brief(reply: dict[str, Any], out: list[Segment]) -> None:
     sid = text_of(service.get("id"))
     out.append(f"# {sid}" if name is None or name == "" else f"# {text_of(name)} ({sid})")
     summary = service.get("summary")
-    if summary is not None and summary != "":
+    if truthy(summary):
         out.append(text_of(summary))
     out.extend(capability_line(cap) for cap in _list_field(reply, "capabilities"))
 
