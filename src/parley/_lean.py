@@ -25,6 +25,7 @@ __all__ = [
     "js_items",
     "js_keys",
     "js_number",
+    "json_quote",
     "lean",
     "lean_key",
     "lean_lines",
@@ -37,7 +38,8 @@ __all__ = [
 _BARE = re.compile(r"[A-Za-z0-9_@./+\-:() '!?&%$#*=<>~^]+")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _RESERVED = frozenset({"-", "true", "false", "null"})
-_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
+_JSON_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
 _ESCAPES = {
     '"': '\\"',
     "\\": "\\\\",
@@ -182,8 +184,18 @@ def _escape_char(match: re.Match[str]) -> str:
 
 
 def quote(text: str) -> str:
-    """Quote ``text`` as canonical JSON does (SPEC.md section 10), lone surrogates escaped."""
+    """Quote ``text`` for lean notation, as canonical JSON does (SPEC.md section 10).
+
+    Only ``"``, ``\\`` and C0 controls are escaped; everything else is written as it is,
+    a lone UTF-16 surrogate included (a string cut through an emoji by budget fitting),
+    exactly as the reference's ``quote`` walks a string.
+    """
     return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
+
+
+def json_quote(text: str) -> str:
+    """Quote ``text`` as ECMAScript ``JSON.stringify`` does: lone surrogates escaped too."""
+    return '"' + _JSON_NEEDS_ESCAPE.sub(_escape_char, text) + '"'
 
 
 def _bare(text: str) -> bool:
@@ -252,7 +264,7 @@ def _compact(value: Any, out: Callable[[str], None]) -> None:
             if not first:
                 out(",")
             first = False
-            out(quote(key))
+            out(json_quote(key))
             out(":")
             _compact(item, out)
         out("}")
@@ -264,7 +276,7 @@ def _compact(value: Any, out: Callable[[str], None]) -> None:
             _compact(item, out)
         out("]")
     elif isinstance(value, str):
-        out(quote(value))
+        out(json_quote(value))
     elif value is None:
         out("null")
     elif isinstance(value, bool):

@@ -6,13 +6,18 @@ as JavaScript evaluates the template (truthiness, UTF-16 strings).
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import parley
+from parley._fit_oracle import PLACEHOLDER, fit_oracle
+from parley._lean import compact_json, u16_len
 from parley._lens import effect_line
-
 
 # ---------------------------------------------------------------- finding 2: effect `field`
 
@@ -61,3 +66,50 @@ def test_brief_summaries_and_risk_follow_the_same_truthiness(blank: Any) -> None
         "capabilities": [{"kind": "ask", "name": "a", "summary": blank, "risk": blank}],
     }
     assert parley.lens(reply) == "# S (s)\nask a()"
+
+
+# ---------------------------------------------------------------- finding 3: lone surrogates
+
+
+def test_lean_writes_a_lone_surrogate_raw_as_the_reference_quote_does() -> None:
+    assert parley.lean({"t": "a\ud83d"}) == 't: "a\ud83d"'
+    assert parley.lean(["\ude00", "x"]) == 'items: ["\ude00", x]'
+    assert parley.lean({"k\udfff": 1}) == '"k\udfff": 1'
+
+
+def test_compact_json_still_escapes_a_lone_surrogate_as_json_stringify_does() -> None:
+    # ES2019 well-formed JSON.stringify: used in fix params, need, and nested list items
+    assert compact_json(["a\ud83d"]) == '["a\\ud83d"]'
+    assert parley.lean({"x": [["\ud83d", {}], {"y": 1}]}) == 'x[2]:\n  - ["\\ud83d",{}]\n  - y: 1'
+
+
+def test_a_cut_through_an_emoji_fits_the_reference_unit_count() -> None:
+    # "a" + 300 emoji is 601 UTF-16 units; the first cut keeps 300 units, which ends
+    # inside an emoji and leaves its high surrogate alone. The reference counts that
+    # surrogate as one token; escaped as \ud83d it would count four, so at this budget
+    # the escaped text needs a second cut (to 200 units) and the raw one does not.
+    text = "a" + "\U0001f600" * 300
+    kept = "a" + "\U0001f600" * 149 + "\ud83d"
+    rest = "\ude00" + "\U0001f600" * 150
+    shown = f't: "{kept}…"\n… 301 more at data.t — EXPAND {PLACEHOLDER} (~151 tokens)'
+    budget = parley.estimate(shown)
+    reply = {"kind": "ANSWER", "data": {"t": text}}
+    fitted, parked = parley.fit(reply, budget, handles=iter(["h_one"]).__next__)
+    assert fitted["data"]["t"] == kept + "…"
+    assert u16_len(fitted["data"]["t"]) == 301
+    assert parked["h_one"] == rest
+    assert parley.lens(fitted).startswith(f't: "{kept}…"')
+    assert fit_oracle(reply, budget, handles=iter(["h_one"]).__next__) == (fitted, parked)
+
+
+def test_the_cli_writes_a_lone_surrogate_as_u_fffd(tmp_path: Path) -> None:
+    source = tmp_path / "value.json"
+    source.write_text(json.dumps({"t": "a" + "\U0001f600" * 300}), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "parley", "lens", str(source), "--budget", "173"],
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode("utf-8")  # strict: every byte is UTF-8
+    assert out.startswith('t: "a' + "\U0001f600" * 149 + '\ufffd…"\n… 301 more at data.t')

@@ -111,7 +111,7 @@ QUOTED = {
     "backslash": ("a\\b", '"a\\\\b"'),
     "brackets": ("[x]", '"[x]"'),
     "semicolon": ("a;b", '"a;b"'),
-    "lone-surrogate": ("x\ud800", '"x\\ud800"'),
+    "lone-surrogate": ("x\ud800", '"x\ud800"'),
 }
 
 
