@@ -19,6 +19,11 @@ from parley._fit_oracle import PLACEHOLDER, fit_oracle
 from parley._lean import compact_json, u16_len
 from parley._lens import effect_line
 
+from .runtime_harness import AGENT, PRINCIPAL, SERVICE_ID, grant, load_shop
+
+SHOP = load_shop()
+NOW = 1_790_000_000
+
 # ---------------------------------------------------------------- finding 2: effect `field`
 
 
@@ -113,3 +118,44 @@ def test_the_cli_writes_a_lone_surrogate_as_u_fffd(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout.decode("utf-8")  # strict: every byte is UTF-8
     assert out.startswith('t: "a' + "\U0001f600" * 149 + '\ufffd…"\n… 301 more at data.t')
+
+
+# ---------------------------------------------------------------- finding 4: consent_required
+
+
+def _send(service: Any, frame: dict[str, Any]) -> dict[str, Any]:
+    replies: list[dict[str, Any]] = service.handle(frame, now=NOW)
+    return replies[-1]
+
+
+def test_consent_required_carries_only_consent_as_the_reference_authorize_does() -> None:
+    service = SHOP.build_service(
+        trusted=[PRINCIPAL.public], store=parley.MemoryStore(), clock=lambda: NOW
+    )
+    target = parley.proof_target("INTENT", capability="shop.gift_card", auto=False, frame_id="i1")
+    intent = {
+        "parley": 1,
+        "id": "i1",
+        "verb": "INTENT",
+        "capability": "shop.gift_card",
+        "params": {"to": "a@example.com", "usd": 50},
+        "proof": parley.sign_proof(AGENT, aud=SERVICE_ID, verb="INTENT", target=target, ts=NOW),
+    }
+    proposal = _send(service, intent)["proposals"][0]
+    commit = {
+        "parley": 1,
+        "id": "c1",
+        "verb": "COMMIT",
+        "proposal": proposal["id"],
+        "hash": proposal["hash"],
+        "grants": [grant(AGENT, now=NOW)],
+        "proof": parley.sign_proof(
+            AGENT, aud=SERVICE_ID, verb="COMMIT", target=proposal["hash"], ts=NOW
+        ),
+    }
+    reply = _send(service, commit)
+    assert reply["code"] == "consent_required"
+    assert reply["consent"]["hash"] == proposal["hash"]
+    assert "need" not in reply
+    lines = parley.lens(reply).split("\n")
+    assert [line.split(":")[0] for line in lines[1:]] == ["  consent"]
