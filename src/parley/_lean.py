@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 from ._errors import ParleyError
 
 __all__ = [
+    "check_keys",
     "compact_json",
     "copy_json",
     "depth_guard",
@@ -339,6 +340,9 @@ def table_keys(items: list[Any]) -> list[str] | None:
     if not isinstance(first, dict) or not first:
         return None
     keys = js_keys(first)
+    for key in keys:
+        if type(key) is not str:
+            return None  # not JSON: the list-item rendering raises not_json for it
     # Without array-index keys, JavaScript order is insertion order for every row alike.
     order = js_keys if any(_is_index(k) for k in keys) else list
     for item in items:
@@ -352,6 +356,14 @@ def table_keys(items: list[Any]) -> list[str] | None:
 
 def _scalar_list(items: list[Any]) -> str:
     return "[" + ", ".join(scalar_text(item) for item in items) + "]"
+
+
+def check_keys(obj: dict[Any, Any]) -> dict[Any, Any]:
+    """Return ``obj`` when every key is a string; raise ``bad_frame``/``not_json`` otherwise."""
+    for key in obj:
+        if not isinstance(key, str):
+            raise _not_json(key, "an object key")
+    return obj
 
 
 def _check_key(key: object) -> str:

@@ -16,6 +16,7 @@ import pytest
 
 import parley
 from parley._fit_oracle import PLACEHOLDER, fit_oracle
+from parley._grants import Cost
 from parley._lean import compact_json, u16_len
 from parley._lens import effect_line
 
@@ -159,3 +160,91 @@ def test_consent_required_carries_only_consent_as_the_reference_authorize_does()
     assert "need" not in reply
     lines = parley.lens(reply).split("\n")
     assert [line.split(":")[0] for line in lines[1:]] == ["  consent"]
+
+
+# ---------------------------------------------------------------- finding 5: our error only
+
+_BAD_KEY_VALUES = [
+    [{1: 2}],
+    {"t": [{1: 2}, {1: 3}]},
+    {"t": [{"a": 1}, {2: 1}]},
+    [{"a": {None: 1}}],
+    {"a": [[{3: 1}]]},
+]
+
+
+@pytest.mark.parametrize("value", _BAD_KEY_VALUES, ids=range(len(_BAD_KEY_VALUES)))
+def test_lean_with_a_non_string_key_raises_our_error(value: Any) -> None:
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.lean(value)
+    assert (caught.value.code, caught.value.reason) == ("bad_frame", "not_json")
+
+
+def _effect(**over: Any) -> dict[Any, Any]:
+    return {"op": "update", "target": "t", **over}
+
+
+_BAD_KEY_REPLIES: list[dict[Any, Any]] = [
+    {"kind": "ANSWER", "data": 1, 7: 1},
+    {"kind": "BRIEF", "service": {"id": "s", 1: "x"}, "capabilities": []},
+    {"kind": "BRIEF", "service": {"id": "s"}, "capabilities": [{"kind": "ask", 2: 1}]},
+    {"kind": "BRIEF", "service": {}, "capabilities": [{"kind": "a", "params": {1: "s"}}]},
+    {"kind": "BRIEF", "service": {}, "capabilities": [{"kind": "a", "params": {"o": {1: "s"}}}]},
+    {"kind": "PROPOSALS", "proposals": [{"id": "p", 3: 4}]},
+    {"kind": "PROPOSALS", "proposals": [{"id": "p", "effects": [_effect(x=1) | {5: 1}]}]},
+    {"kind": "PROPOSALS", "proposals": [{"id": "p", "cost": {"amount": 1, None: 1}}]},
+    {"kind": "PROPOSALS", "proposals": [{"id": "p", "undo": {"window": 60, 1: 1}}]},
+    {"kind": "CLARIFY", "question": "q", "options": [{"label": "a", 1: 2}]},
+    {"kind": "RECEIPT", "receipt": {"id": "r", 1: 2}},
+    {"kind": "RECEIPT", "receipt": {"id": "r", "undo": {"until": 1, 2: 3}}},
+    {"kind": "RECEIPT", "auto": True, "receipt": {"id": "r", "effects": [{1: 2}]}},
+    {"kind": "ERROR", "code": "c", "fix": [{"say": "s", 1: 2}]},
+    {"kind": "ERROR", "code": "c", "consent": {"hash": "h", 1: 2}},
+    {"kind": "EVENT", "message": "m", "more": [{"path": "p", 1: 2}]},
+]
+
+
+@pytest.mark.parametrize("reply", _BAD_KEY_REPLIES, ids=range(len(_BAD_KEY_REPLIES)))
+def test_lens_with_a_non_string_key_raises_our_error(reply: dict[Any, Any]) -> None:
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.lens(reply)
+    assert (caught.value.code, caught.value.reason) == ("bad_frame", "not_json")
+
+
+@pytest.mark.parametrize("data", [5, None, 1.5, object(), ["{}"], memoryview(b"{}")])
+def test_parse_frame_with_neither_bytes_nor_text_raises_our_error(data: Any) -> None:
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.parse_frame(data)
+    assert (caught.value.code, caught.value.reason) == ("bad_frame", "not_json")
+
+
+@pytest.mark.parametrize(
+    ("make", "what"),
+    [
+        (lambda: parley.ProposalFacts("h", None, "toString"), "risk"),
+        (lambda: parley.ProposalFacts("h", None, None), "risk"),  # type: ignore[arg-type]
+        (lambda: parley.ProposalFacts(7, None, "low"), "hash"),  # type: ignore[arg-type]
+        (lambda: parley.ProposalFacts("h", {"amount": 1}, "low"), "cost"),  # type: ignore[arg-type]
+        (lambda: parley.ProposalFacts("h", Cost("12", "USD"), "low"), "amount"),  # type: ignore[arg-type]
+        (lambda: parley.ProposalFacts("h", Cost(True, "USD"), "low"), "amount"),
+        (lambda: parley.ProposalFacts("h", Cost(-1, "USD"), "low"), "amount"),
+        (lambda: parley.ProposalFacts("h", Cost(2**53, "USD"), "low"), "amount"),
+        (lambda: parley.ProposalFacts("h", Cost(1, 840), "low"), "currency"),  # type: ignore[arg-type]
+    ],
+)
+def test_hand_built_proposal_facts_with_odd_values_raise_our_error(make: Any, what: str) -> None:
+    with pytest.raises(parley.ParleyError) as caught:
+        make()
+    assert caught.value.reason == "bad_context"
+    assert what in caught.value.message
+
+
+def test_hand_built_proposal_facts_that_are_right_still_check() -> None:
+    key = parley.key_from_seed(bytes(32))
+    token = parley.mint_grant(
+        key, AGENT.public, [{"risk": "low"}, {"per": {"max": 100, "currency": "USD"}}], iat=NOW
+    )
+    ctx = parley.GrantContext(
+        "svc", "COMMIT", "x", NOW, proposal=parley.ProposalFacts("h", Cost(100, "USD"), "low")
+    )
+    assert parley.verify_grant([token], trusted=[key.public], proof_key=AGENT.public, ctx=ctx).ok
