@@ -6,6 +6,7 @@ as JavaScript evaluates the template (truthiness, UTF-16 strings).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import parley
 from parley._fit_oracle import PLACEHOLDER, fit_oracle
@@ -248,3 +251,30 @@ def test_hand_built_proposal_facts_that_are_right_still_check() -> None:
         "svc", "COMMIT", "x", NOW, proposal=parley.ProposalFacts("h", Cost(100, "USD"), "low")
     )
     assert parley.verify_grant([token], trusted=[key.public], proof_key=AGENT.public, ctx=ctx).ok
+
+
+_ODD_KEYS = st.one_of(
+    st.sampled_from(["kind", "data", "proposals", "receipt", "effects", "field", "params"]),
+    st.integers(-2, 2),
+    st.none(),
+    st.booleans(),
+    st.tuples(st.integers(0, 1)),
+)
+_ODD = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=4)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(_ODD_KEYS, inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+_KINDS = st.sampled_from(["BRIEF", "ANSWER", "PROPOSALS", "CLARIFY", "RECEIPT", "ERROR", "EVENT"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(_KINDS, st.dictionaries(_ODD_KEYS, _ODD, max_size=5), _ODD)
+def test_lens_and_lean_of_any_shape_give_text_or_our_error(
+    kind: str, body: dict[Any, Any], value: Any
+) -> None:
+    for render, arg in ((parley.lens, {**body, "kind": kind}), (parley.lean, value)):
+        with contextlib.suppress(parley.ParleyError):
+            assert isinstance(render(arg), str)  # type: ignore[operator]
