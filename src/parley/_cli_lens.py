@@ -51,7 +51,9 @@ def _lens_command(args: argparse.Namespace) -> int:
         text = lens(fitted)
     else:
         text = lens(value) if is_reply else lean(value)
-    print(text)
+    # A lone surrogate (a fitting cut through an emoji) has no UTF-8 form: U+FFFD, as
+    # JavaScript's TextEncoder writes it.
+    print(text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace"))
     if args.estimate:
         print(f"est: {estimate(text)}", file=sys.stderr)
     return 0

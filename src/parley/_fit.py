@@ -23,8 +23,8 @@ from ._lean import (
     is_scalar,
     js_keys,
     js_number,
+    json_quote,
     lean_key,
-    quote,
     scalar_text,
     u16_len,
     u16_slice,
@@ -339,7 +339,7 @@ class _Meter:
             if text.isascii() and text.isprintable():
                 found = len(text) + 2 + text.count('"') + text.count("\\")
             else:
-                found = u16_len(quote(text))
+                found = u16_len(json_quote(text))
             self.str_size[text] = found
         return found
 

@@ -140,6 +140,8 @@ def parse_frame(data: bytes | str, *, limit: int = MAX_FRAME) -> dict[str, Any]:
     >>> parse_frame(b'{"parley":1,"id":"1","verb":"HELLO","x":2}')["verb"]
     'HELLO'
     """
+    if not isinstance(data, (bytes, bytearray, str)):
+        raise _bad("a frame is bytes or text", "not_json")
     size = len(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else len(data)
     if size > limit:
         raise _bad(f"the frame is {size} bytes, over the limit of {limit}", "too_large")

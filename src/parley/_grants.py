@@ -454,6 +454,13 @@ class Cost:
     amount: int
     currency: str
 
+    def __post_init__(self) -> None:
+        amount = self.amount
+        if type(amount) is not int or not 0 <= amount <= MAX_SAFE_INTEGER:
+            raise _ctx_error(f"cost.amount must be an integer from 0 to 2^53-1, not {amount!r}")
+        if not isinstance(self.currency, str):
+            raise _ctx_error("cost.currency must be a string")
+
 
 @dataclass(frozen=True)
 class ProposalFacts:
@@ -462,6 +469,16 @@ class ProposalFacts:
     hash: str
     cost: Cost | None
     risk: str
+
+    def __post_init__(self) -> None:
+        # A hand-built value is checked as from_json checks parsed JSON, so the grant
+        # check never meets a risk it cannot rank or an amount it cannot compare.
+        if not isinstance(self.hash, str):
+            raise _ctx_error("proposal.hash must be a string")
+        if self.cost is not None and not isinstance(self.cost, Cost):
+            raise _ctx_error("proposal.cost must be None or a Cost")
+        if not isinstance(self.risk, str) or self.risk not in RISK_LEVELS:
+            raise _ctx_error("proposal.risk must be low, medium or high")
 
     @classmethod
     def from_json(cls, data: object) -> ProposalFacts:

@@ -22,7 +22,16 @@ from ._errors import ParleyError
 from ._estimate import _TOKEN, estimate
 from ._fit import PLACEHOLDER, _check_budget, _Meter
 from ._lean import _NEEDS_ESCAPE as _ESCAPED
-from ._lean import _NUMBER, _RESERVED, compact_json, copy_json, depth_guard, quote, u16_len
+from ._lean import (
+    _NUMBER,
+    _RESERVED,
+    NOT_BARE_CHAR,
+    compact_json,
+    copy_json,
+    depth_guard,
+    quote,
+    u16_len,
+)
 from ._lean import _escape_char as _escape
 from ._lens import more_line
 
@@ -199,7 +208,6 @@ def park(
         store.put(handle, value, key=key, now=now, ttl=ttl)
 
 
-_NOT_BARE = re.compile(r"[^A-Za-z0-9_@./+\-:() '!?&%$#*=<>~^]")
 _DIGIT_RUN = re.compile(r"[0-9]+")
 
 
@@ -246,7 +254,7 @@ class _TextSlices:
         self.text = text
         self.raw = _Matches(text)
         self.quoted = _Matches(quote(text))
-        bad = _NOT_BARE.search(text)
+        bad = NOT_BARE_CHAR.search(text)
         self.bare_until = len(text) if bad is None else bad.start()
         self.escapes: list[int] = []  # positions of escaped characters
         self.extra: list[int] = [0]  # extra quoted length before each of them, cumulated

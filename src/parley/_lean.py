@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 from ._errors import ParleyError
 
 __all__ = [
+    "check_keys",
     "compact_json",
     "copy_json",
     "depth_guard",
@@ -25,6 +26,7 @@ __all__ = [
     "js_items",
     "js_keys",
     "js_number",
+    "json_quote",
     "lean",
     "lean_key",
     "lean_lines",
@@ -34,10 +36,17 @@ __all__ = [
     "u16_slice",
 ]
 
-_BARE = re.compile(r"[A-Za-z0-9_@./+\-:() '!?&%$#*=<>~^]+")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+# The bare rule of SPEC.md section 9.1, in one expression: only these characters, no
+# space at either end, and not a reserved word or a JSON number.
+_BARE_CHARS = r"A-Za-z0-9_@./+\-:() '!?&%$#*=<>~^"
+_NUMBER_PATTERN = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+_NUMBER = re.compile(_NUMBER_PATTERN)
 _RESERVED = frozenset({"-", "true", "false", "null"})
-_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+_BARE = re.compile(rf"(?!(?:-|true|false|null|{_NUMBER_PATTERN})\Z)(?! )[{_BARE_CHARS}]+(?<! )")
+NOT_BARE_CHAR = re.compile(f"[^{_BARE_CHARS}]")
+"""One character that the bare rule never allows (for measuring prefixes of a string)."""
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
+_JSON_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
 _ESCAPES = {
     '"': '\\"',
     "\\": "\\\\",
@@ -130,6 +139,11 @@ def js_items(obj: dict[Any, Any]) -> Any:
 
 def _float_text(x: float) -> str:
     """ECMAScript Number::toString for a finite float, from Python's shortest repr."""
+    if 1e-4 <= x < 1e16 or -1e16 < x <= -1e-4:
+        # Both print the shortest digits that round-trip, and in this range both print
+        # them without an exponent; JavaScript drops the ".0" of an integral value.
+        text = repr(x)
+        return text[:-2] if text[-2:] == ".0" else text
     if x == 0:
         return "0"
     sign = "-" if x < 0 else ""
@@ -182,18 +196,22 @@ def _escape_char(match: re.Match[str]) -> str:
 
 
 def quote(text: str) -> str:
-    """Quote ``text`` as canonical JSON does (SPEC.md section 10), lone surrogates escaped."""
+    """Quote ``text`` for lean notation, as canonical JSON does (SPEC.md section 10).
+
+    Only ``"``, ``\\`` and C0 controls are escaped; everything else is written as it is,
+    a lone UTF-16 surrogate included (a string cut through an emoji by budget fitting),
+    exactly as the reference's ``quote`` walks a string.
+    """
     return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
 
 
+def json_quote(text: str) -> str:
+    """Quote ``text`` as ECMAScript ``JSON.stringify`` does: lone surrogates escaped too."""
+    return '"' + _JSON_NEEDS_ESCAPE.sub(_escape_char, text) + '"'
+
+
 def _bare(text: str) -> bool:
-    return (
-        _BARE.fullmatch(text) is not None
-        and text[0] != " "
-        and text[-1] != " "
-        and text not in _RESERVED
-        and _NUMBER.fullmatch(text) is None
-    )
+    return _BARE.fullmatch(text) is not None
 
 
 def lean_key(text: str) -> str:
@@ -210,14 +228,18 @@ def scalar_text(value: Any) -> str:
     """Render a JSON scalar in lean notation (``null`` and non-finite numbers give ``-``)."""
     kind = type(value)
     if kind is str:
-        return value if _bare(value) else quote(value)
+        return value if _BARE.fullmatch(value) is not None else quote(value)
+    if kind is int:
+        if -_SAFE_INT <= value <= _SAFE_INT:
+            return str(value)
+        text = js_number(value)
+        return "-" if text is None else text
+    if kind is float:
+        return _float_text(value) if math.isfinite(value) else "-"
     if value is None:
         return "-"
     if kind is bool:
         return "true" if value else "false"
-    if kind is int or kind is float:
-        text = js_number(value)
-        return "-" if text is None else text
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -252,7 +274,7 @@ def _compact(value: Any, out: Callable[[str], None]) -> None:
             if not first:
                 out(",")
             first = False
-            out(quote(key))
+            out(json_quote(key))
             out(":")
             _compact(item, out)
         out("}")
@@ -264,7 +286,7 @@ def _compact(value: Any, out: Callable[[str], None]) -> None:
             _compact(item, out)
         out("]")
     elif isinstance(value, str):
-        out(quote(value))
+        out(json_quote(value))
     elif value is None:
         out("null")
     elif isinstance(value, bool):
@@ -327,19 +349,33 @@ def table_keys(items: list[Any]) -> list[str] | None:
     if not isinstance(first, dict) or not first:
         return None
     keys = js_keys(first)
+    for key in keys:
+        if type(key) is not str:
+            return None  # not JSON: the list-item rendering raises not_json for it
     # Without array-index keys, JavaScript order is insertion order for every row alike.
     order = js_keys if any(_is_index(k) for k in keys) else list
+    scalar_types = _SCALAR_TYPES
     for item in items:
-        if not isinstance(item, dict) or order(item) != keys:
+        if type(item) is not dict and not isinstance(item, dict):
+            return None
+        if order(item) != keys:
             return None
         for value in item.values():
-            if not is_scalar(value):
+            if type(value) not in scalar_types and not is_scalar(value):
                 return None
     return keys
 
 
 def _scalar_list(items: list[Any]) -> str:
     return "[" + ", ".join(scalar_text(item) for item in items) + "]"
+
+
+def check_keys(obj: dict[Any, Any]) -> dict[Any, Any]:
+    """Return ``obj`` when every key is a string; raise ``bad_frame``/``not_json`` otherwise."""
+    for key in obj:
+        if not isinstance(key, str):
+            raise _not_json(key, "an object key")
+    return obj
 
 
 def _check_key(key: object) -> str:
@@ -382,8 +418,12 @@ def _list_lines(key_text: str, value: list[Any], indent: int, out: list[str]) ->
         header = ",".join(lean_key(k) for k in keys)
         out.append(f"{pad}{key_text}[{len(value)}]{{{header}}}:")
         row_pad = pad + "  "
-        for row in value:
-            out.append(row_pad + ",".join(scalar_text(row[k]) for k in keys))
+        if any(_is_index(k) for k in keys):
+            for row in value:
+                out.append(row_pad + ",".join([scalar_text(row[k]) for k in keys]))
+        else:  # every row lists its values in key order
+            for row in value:
+                out.append(row_pad + ",".join([scalar_text(v) for v in row.values()]))
         return
     out.append(f"{pad}{key_text}[{len(value)}]:")
     for item in value:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ._errors import ParleyError
 from ._lean import (
+    check_keys,
     compact_json,
     depth_guard,
     entry_lines,
@@ -83,6 +84,19 @@ def text_of(value: Any) -> str:
     if is_scalar(value):
         return scalar_text(value)
     return compact_json(value)
+
+
+def truthy(value: Any) -> bool:
+    """Whether a JSON value is truthy in JavaScript, as the reference's templates test it.
+
+    ``null``, ``false``, ``0`` (and ``-0``, NaN) and ``""`` are falsy; everything else,
+    empty lists and objects included, is truthy.
+    """
+    if value is None or value is False or value == "":
+        return False
+    if _is_number(value):
+        return bool(value == value and value != 0)
+    return True
 
 
 def _num(value: int | float) -> str:
@@ -169,6 +183,7 @@ def money_text(cost: Any) -> str:
         return "free"
     if not isinstance(cost, dict):
         return text_of(cost)
+    check_keys(cost)
     raw = cost.get("amount")
     currency = text_of(cost.get("currency"))
     amount = _integral(raw)
@@ -188,17 +203,19 @@ def effect_line(effect: Any) -> str:
     """Render one effect: ``SYM op target[.field][: from → to][ — detail]``."""
     if not isinstance(effect, dict):
         return f"* {text_of(effect)}"
+    check_keys(effect)
     op = effect.get("op")
     symbol = _SYMBOLS.get(op, "*") if isinstance(op, str) else "*"
     line = f"{symbol} {text_of(op)} {text_of(effect.get('target'))}"
-    if "field" in effect:
-        line += f".{text_of(effect['field'])}"
+    field = effect.get("field")
+    if truthy(field):
+        line += f".{text_of(field)}"
     if "from" in effect or "to" in effect:
         left = _side(effect.get("from"))
         right = _side(effect.get("to"))
         line += f": {left} → {right}"
     detail = effect.get("detail")
-    if detail is not None and detail != "":
+    if truthy(detail):
         line += f" — {text_of(detail)}"
     return line
 
@@ -213,6 +230,7 @@ def more_line(entry: Any) -> str:
     """Render one ``More`` entry: ``… N more at PATH — EXPAND HANDLE (~EST tokens)``."""
     if not isinstance(entry, dict):
         raise _bad("a `more` entry is not an object", "bad_more")
+    check_keys(entry)
     return (
         f"… {text_of(entry.get('remaining'))} more at {text_of(entry.get('path'))}"
         f" — EXPAND {text_of(entry.get('handle'))} (~{text_of(entry.get('est'))} tokens)"
@@ -243,7 +261,8 @@ def _param_type(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_param_type(v)}" for k, v in js_items(value)) + "}"
+        items = js_items(check_keys(value))
+        return "{" + ", ".join(f"{k}: {_param_type(v)}" for k, v in items) + "}"
     if isinstance(value, list) and len(value) == 1:
         return "[" + _param_type(value[0]) + "]"
     if is_scalar(value):
@@ -255,19 +274,19 @@ def capability_line(cap: Any) -> str:
     """Render one BRIEF capability: ``{kind} {name}({params})[ — summary][ [risk:r]]``."""
     if not isinstance(cap, dict):
         raise _bad("a capability is not an object", "bad_capability")
-    params = cap.get("params")
+    params = check_keys(cap).get("params")
     if isinstance(params, dict):
-        inner = ", ".join(f"{k}: {_param_type(v)}" for k, v in js_items(params))
+        inner = ", ".join(f"{k}: {_param_type(v)}" for k, v in js_items(check_keys(params)))
     elif params is None:
         inner = ""
     else:
         inner = _param_type(params)
     line = f"{text_of(cap.get('kind'))} {text_of(cap.get('name'))}({inner})"
     summary = cap.get("summary")
-    if summary is not None and summary != "":
+    if truthy(summary):
         line += f" — {text_of(summary)}"
     risk = cap.get("risk")
-    if risk is not None and risk != "":
+    if truthy(risk):
         line += f" [risk:{text_of(risk)}]"
     return line
 
@@ -276,11 +295,12 @@ def _brief(reply: dict[str, Any], out: list[Segment]) -> None:
     service = reply.get("service")
     if not isinstance(service, dict):
         service = {}
+    check_keys(service)
     name = service.get("name")
     sid = text_of(service.get("id"))
     out.append(f"# {sid}" if name is None or name == "" else f"# {text_of(name)} ({sid})")
     summary = service.get("summary")
-    if summary is not None and summary != "":
+    if truthy(summary):
         out.append(text_of(summary))
     out.extend(capability_line(cap) for cap in _list_field(reply, "capabilities"))
 
@@ -297,7 +317,7 @@ def proposal_attributes(proposal: dict[str, Any]) -> list[str | None]:
     risk = None if risk_value is None else f"risk: {text_of(risk_value)}"
     undo_value = proposal.get("undo")
     if isinstance(undo_value, dict):
-        undo = f"undo: {duration_text(undo_value.get('window'))}"
+        undo = f"undo: {duration_text(check_keys(undo_value).get('window'))}"
     else:
         undo = "undo: never"
     expires_value = proposal.get("expires")
@@ -316,11 +336,15 @@ def shared_attributes(attributes: list[list[str | None]]) -> list[bool]:
 
 
 def proposals_header(count: int, shared_text: list[str]) -> str:
-    """Return the PROPOSALS header line (``{N} proposals:[ — shared]``, as NOTES.md says)."""
-    head = "1 proposal:" if count == 1 else f"{count} proposals:"
+    """Return the PROPOSALS header line: ``{N} proposals[ — {shared attributes}]:``.
+
+    SPEC.md section 9.2's template, as the reference renders it: the shared attributes sit
+    between the count and the colon that ends the line (``2 proposals — risk: low:``).
+    """
+    head = "1 proposal" if count == 1 else f"{count} proposals"
     if shared_text:
         head += " — " + " · ".join(shared_text)
-    return head
+    return head + ":"
 
 
 def proposal_segments(
@@ -343,6 +367,7 @@ def _proposals(reply: dict[str, Any], out: list[Segment]) -> None:
     for p in proposals:
         if not isinstance(p, dict):
             raise _bad("a proposal is not an object", "bad_proposal")
+        check_keys(p)
     attributes = [proposal_attributes(p) for p in proposals]
     shared = shared_attributes(attributes)
     shared_text = (
@@ -359,7 +384,7 @@ def _proposals(reply: dict[str, Any], out: list[Segment]) -> None:
 def _clarify(reply: dict[str, Any], out: list[Segment]) -> None:
     out.append(f"? {text_of(reply.get('question'))}")
     for index, option in enumerate(_list_field(reply, "options"), start=1):
-        label = option.get("label") if isinstance(option, dict) else option
+        label = check_keys(option).get("label") if isinstance(option, dict) else option
         out.append(f"  {index}. {text_of(label)}")
 
 
@@ -367,6 +392,7 @@ def _receipt(reply: dict[str, Any], out: list[Segment]) -> None:
     receipt = reply.get("receipt")
     if not isinstance(receipt, dict):
         raise _bad("the RECEIPT reply has no `receipt` object", "bad_receipt")
+    check_keys(receipt)
     replay = " (replay)" if reply.get("replay") is True or receipt.get("replay") is True else ""
     rid = text_of(receipt.get("id"))
     summary = text_of(receipt.get("summary"))
@@ -376,7 +402,7 @@ def _receipt(reply: dict[str, Any], out: list[Segment]) -> None:
     else:
         undo = receipt.get("undo")
         if isinstance(undo, dict):
-            tail = f"undo until {time_text(undo.get('until'))}"
+            tail = f"undo until {time_text(check_keys(undo).get('until'))}"
         else:
             tail = "irreversible"
         out.append(f"✓ {summary} (receipt {rid}){replay} · {tail}")
@@ -391,6 +417,7 @@ def _error(reply: dict[str, Any], out: list[Segment]) -> None:
     for fix in _list_field(reply, "fix"):
         if not isinstance(fix, dict):
             raise _bad("a `fix` entry is not an object", "bad_fix")
+        check_keys(fix)
         line = f"  fix: {text_of(fix.get('say'))}"
         if "params" in fix:
             line += f" → params {compact_json(fix['params'])}"
@@ -400,6 +427,7 @@ def _error(reply: dict[str, Any], out: list[Segment]) -> None:
         out.append(f"  need: {compact_json(need)}")
     consent = reply.get("consent")
     if isinstance(consent, dict):
+        check_keys(consent)
         out.append(
             f"  consent: principal must approve {text_of(consent.get('hash'))}"
             f" ({text_of(consent.get('summary'))})"
@@ -451,6 +479,7 @@ def body_segments(reply: dict[str, Any]) -> list[Segment]:
     """Return the segments of a reply without its ``more`` lines."""
     if not isinstance(reply, dict):
         raise _bad("a reply is a JSON object", "not_object")
+    check_keys(reply)
     kind = reply.get("kind")
     render = _KINDS.get(kind) if isinstance(kind, str) else None
     if render is None:

@@ -275,7 +275,7 @@ def _grant_fail(check: GrantCheck) -> _RefusalError:
         check.code or "unauthorized",
         check.message or "no presented grant authorizes the request",
         reason=check.reason,
-        need=list(check.need),
+        need=[] if check.code == "consent_required" else list(check.need),
     )
 
 

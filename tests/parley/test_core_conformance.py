@@ -21,7 +21,7 @@ OURS = TOP / "vectors" / "parley" / "upstream-format"
 
 def test_third_party_copies_are_verbatim() -> None:
     sums = (THIRD / "SHA256SUMS").read_text(encoding="utf-8").splitlines()
-    assert len(sums) == 7
+    assert len(sums) == 8
     for line in sums:
         digest, _, name = line.partition("  ")
         assert hashlib.sha256((THIRD / name).read_bytes()).hexdigest() == digest, name
@@ -32,7 +32,8 @@ def test_third_party_copies_are_verbatim() -> None:
 def test_reference_files_pass() -> None:
     report = conformance.run_directory(THIRD)
     assert report.failures == []
-    assert report.passed == 6 + 11 + 3 + 5 + 2 + 11
+    assert report.passed == 80
+    assert report.passed == 6 + 11 + 26 + 3 + 5 + 27 + 2
     assert sorted(report.files) == sorted(p.name for p in THIRD.glob("*.json"))
 
 
@@ -52,7 +53,7 @@ def test_command_line(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.strip().endswith("38 passed, 0 failed")
+    assert done.stdout.strip().endswith("80 passed, 0 failed")
     empty = subprocess.run(
         [sys.executable, "-m", "parley.conformance", str(tmp_path)],
         capture_output=True,

@@ -74,7 +74,7 @@ def test_shared_attributes_go_to_the_header() -> None:
     a = proposal("p_1", effects=[])
     b = proposal("p_2", effects=[], cost={"amount": 1250, "currency": "USD"})
     assert parley.lens({"kind": "PROPOSALS", "proposals": [a, b]}) == (
-        "2 proposals: — risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z\n"
+        "2 proposals — risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z:\n"
         "[p_1] Move 1:1\n  cost: free\n"
         "[p_2] Move 1:1\n  cost: 12.50 USD"
     )
@@ -83,7 +83,7 @@ def test_shared_attributes_go_to_the_header() -> None:
 def test_all_shared_omits_attribute_lines_and_nothing_shared_plain_header() -> None:
     a, b = proposal("p_1", effects=[]), proposal("p_2", effects=[])
     assert parley.lens({"kind": "PROPOSALS", "proposals": [a, b]}) == (
-        "2 proposals: — cost: free · risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z\n"
+        "2 proposals — cost: free · risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z:\n"
         "[p_1] Move 1:1\n[p_2] Move 1:1"
     )
     c = proposal("p_1", effects=[], risk="high", undo=None, expires=1790000660)

@@ -1,7 +1,7 @@
 """Vector cases of Parley's Lens (SPEC.md section 9), estimate and budgets (section 8).
 
 Expected Lens texts are written out by hand from SPEC.md and NOTES.md; the reference's
-own value cases (vectors/third_party/parley/lens-values.json) are included with their
+own cases (vectors/third_party/parley/lens.json) are included with their
 published text. Fitting expectations come from the plain reference loop
 (``parley._fit_oracle``), a separate implementation of NOTES.md's prose; the shipped
 fitter must agree with it. Handles are fixed strings supplied by each vector.
@@ -25,6 +25,16 @@ THIRD = Path(__file__).resolve().parents[2] / "vectors" / "third_party" / "parle
 def _third(name: str) -> list[dict[str, Any]]:
     loaded: list[dict[str, Any]] = json.loads((THIRD / name).read_text(encoding="utf-8"))
     return loaded
+
+
+def _third_values() -> list[dict[str, Any]]:
+    """The reference's ``type: "value"`` Lens cases (rendered with ``lean``)."""
+    return [case for case in _third("lens.json") if case["type"] == "value"]
+
+
+def _third_replies() -> list[dict[str, Any]]:
+    """The reference's ``type: "reply"`` Lens cases (rendered with ``lens``)."""
+    return [case for case in _third("lens.json") if case["type"] == "reply"]
 
 
 # --------------------------------------------------------------------------- estimate
@@ -101,7 +111,7 @@ QUOTED = {
     "backslash": ("a\\b", '"a\\\\b"'),
     "brackets": ("[x]", '"[x]"'),
     "semicolon": ("a;b", '"a;b"'),
-    "lone-surrogate": ("x\ud800", '"x\\ud800"'),
+    "lone-surrogate": ("x\ud800", '"x\ud800"'),
 }
 
 
@@ -261,7 +271,7 @@ def _lean_value_cases() -> Iterator[tuple[str, Any, str, str, tuple[str, ...]]]:
     },
 )
 def lean_cases() -> Iterator[Case]:
-    for case in _third("lens-values.json"):
+    for case in _third_values():
         yield Case(
             "lean-reference-" + case["name"].replace(" ", "-"),
             {"value": case["input"]},
@@ -398,7 +408,7 @@ def _lens_reply_cases() -> Iterator[tuple[str, dict[str, Any], str, str, tuple[s
     yield (
         "lens-proposals-shared",
         two,
-        "2 proposals: — risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z\n"
+        "2 proposals — risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z:\n"
         f"{_MOVE}\n  cost: free\n"
         '[p_8] Move "1:1 with Ana" to Thu 15:00\n  cost: 12.50 USD',
         "attributes identical across proposals move to the header",
@@ -410,7 +420,7 @@ def _lens_reply_cases() -> Iterator[tuple[str, dict[str, Any], str, str, tuple[s
     yield (
         "lens-proposals-all-shared",
         same,
-        "2 proposals: — cost: free · risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z\n"
+        "2 proposals — cost: free · risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z:\n"
         '[p_1] Move "1:1 with Ana" to Thu 15:00\n[p_2] Move "1:1 with Ana" to Thu 15:00',
         "everything shared: no attribute lines",
         ("proposals", "shared"),
@@ -460,6 +470,82 @@ def _lens_reply_cases() -> Iterator[tuple[str, dict[str, Any], str, str, tuple[s
         "every effect symbol, a missing side as -, an empty detail omitted, a negative amount",
         ("effects", "money"),
     )
+    blanks = _frame(
+        "RECEIPT",
+        auto=True,
+        receipt={
+            "id": "r_5",
+            "summary": "Tidied",
+            "undo": None,
+            "effects": [
+                {"op": "update", "target": "a", "field": "", "detail": ""},
+                {"op": "update", "target": "b", "field": None, "detail": None},
+                {"op": "update", "target": "c", "field": 0, "detail": 0},
+                {"op": "update", "target": "d", "field": False, "detail": False},
+                {"op": "update", "target": "e", "field": 7, "detail": True},
+                {"op": "update", "target": "f", "field": "-", "detail": "-"},
+            ],
+        },
+    )
+    yield (
+        "lens-effect-fields-truthy",
+        blanks,
+        "✓ Tidied (receipt r_5) · irreversible\n"
+        "  ~ update a\n  ~ update b\n  ~ update c\n  ~ update d\n"
+        "  ~ update e.7 — true\n  ~ update f.- — -",
+        "field and detail show only when truthy in JavaScript: never target., target.-, "
+        "target.0 or target.false",
+        ("effects", "receipt", "auto"),
+    )
+    yield (
+        "lens-effect-lone-surrogate",
+        _frame(
+            "PROPOSALS",
+            proposals=[
+                _proposal(
+                    "p_s",
+                    effects=[{"op": "send", "target": "ana", "from": "a\ud83d", "to": "\ude00"}],
+                    undo=None,
+                    risk="medium",
+                )
+            ],
+        ),
+        '1 proposal:\n[p_s] Move "1:1 with Ana" to Thu 15:00\n'
+        '  > send ana: "a\ud83d" → "\ude00"\n'
+        "  cost: free · risk: medium · undo: never · expires: 2026-09-21T14:23:20Z",
+        "a lone surrogate is written raw in a lean scalar, as the reference's quote writes it",
+        ("effects", "surrogate"),
+    )
+    yield (
+        "lens-error-lone-surrogate",
+        _frame(
+            "ERROR",
+            code="invalid_params",
+            message="Bad \ud83d.",
+            fix=[{"say": "drop \ude00", "params": {"q": "x\ud83d"}}],
+            need=["\ud83d"],
+        ),
+        "✗ invalid_params: Bad \ud83d.\n"
+        '  fix: drop \ude00 → params {"q":"x\\ud83d"}\n'
+        '  need: ["\\ud83d"]',
+        "compact JSON (fix params, need) escapes a lone surrogate as JSON.stringify does; "
+        "text fields keep it raw",
+        ("error", "surrogate"),
+    )
+    yield (
+        "lens-brief-blank-fields",
+        _frame(
+            "BRIEF",
+            service={"id": "x.example", "name": "X", "summary": ""},
+            capabilities=[
+                {"name": "x.a", "kind": "ask", "summary": "", "risk": None},
+                {"name": "x.b", "kind": "intent", "summary": "Buy", "risk": ""},
+            ],
+        ),
+        "# X (x.example)\nask x.a()\nintent x.b() — Buy",
+        "an empty service or capability summary and an empty or null risk are not shown",
+        ("brief",),
+    )
     yield (
         "lens-money-integral-float",
         _frame(
@@ -469,7 +555,7 @@ def _lens_reply_cases() -> Iterator[tuple[str, dict[str, Any], str, str, tuple[s
                 _proposal("p_g", effects=[], cost={"amount": -700.0, "currency": "KRW"}),
             ],
         ),
-        "2 proposals: — risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z\n"
+        "2 proposals — risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z:\n"
         '[p_f] Move "1:1 with Ana" to Thu 15:00\n  cost: 12.50 USD\n'
         '[p_g] Move "1:1 with Ana" to Thu 15:00\n  cost: -700 KRW',
         "an amount written 1250.0 is the integer 1250 to a JSON reader such as JavaScript",
@@ -604,6 +690,8 @@ LENS_NOTES = {
     "event": "EVENT rendering",
     "answer": "ANSWER rendering",
     "more": "more lines",
+    "surrogate": "a lone UTF-16 surrogate: raw in lean, escaped in compact JSON",
+    "reference": "a reply case of the reference's lens.json, with its published text",
     "malformed": "a frame that is not a renderable reply",
     "derived": "derived from a good case by one mutation",
     "unknown-kind": "the kind is not a reply kind",
@@ -620,6 +708,14 @@ LENS_NOTES = {
     notes=LENS_NOTES,
 )
 def lens_cases() -> Iterator[Case]:
+    for ref in _third_replies():
+        yield Case(
+            "lens-reference-" + ref["name"].replace(":", "").replace(" ", "-"),
+            {"reply": ref["input"]},
+            output={"lens": ref["lens"]},
+            comment=f"the reference's reply case {ref['name']!r}",
+            flags=("reference",),
+        )
     good: Case | None = None
     for vid, reply, text, comment, flags in _lens_reply_cases():
         case = Case(vid, {"reply": reply}, output={"lens": text}, comment=comment, flags=flags)
@@ -999,10 +1095,12 @@ def upstream_lens() -> Any:
     """Every Lens vector in the reference's ``lens.json`` format."""
     out: list[dict[str, Any]] = [
         {"name": case["name"], "type": "value", "input": case["input"], "lens": case["lens"]}
-        for case in _third("lens-values.json")
+        for case in _third_values()
     ]
     for vid, value, text, _comment, _flags in _lean_value_cases():
         out.append({"name": vid, "type": "value", "input": value, "lens": text})
+    for case in _third_replies():
+        out.append({k: case[k] for k in ("name", "type", "input", "lens")})
     for vid, reply, text, _comment, _flags in _lens_reply_cases():
         out.append({"name": vid, "type": "reply", "input": reply, "lens": text})
     return out
