@@ -61,7 +61,7 @@ from ._fetch import (
     SqliteReplayCache,
     make_dpop_proof,
 )
-from ._keys import KeyLike, key_thumbprint
+from ._keys import IssuerKeys, KeyLike, key_thumbprint
 from ._log import LogStore, MemoryLogStore, MerkleLog, SqliteLogStore
 from ._merkle import (
     EMPTY_ROOT,
@@ -101,7 +101,7 @@ from ._sdjwt import (
 )
 from ._statements import STATEMENT_TYP
 from ._verdict import ASSURANCES, Evidence, Verdict, derive_assurance
-from ._verifier import leaf_data, verify
+from ._verifier import Verifier, leaf_data, verify
 
 __all__ = [
     "ASSURANCES",
@@ -117,6 +117,7 @@ __all__ = [
     "Disclosure",
     "Evidence",
     "FetchResponse",
+    "IssuerKeys",
     "KeyBinding",
     "KeyLike",
     "KeyRecord",
@@ -136,6 +137,7 @@ __all__ = [
     "TrustMaterial",
     "Verdict",
     "VerifiedSdJwt",
+    "Verifier",
     "VxpError",
     "Witness",
     "b64url_decode",

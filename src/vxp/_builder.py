@@ -8,6 +8,7 @@ refused step changes nothing.
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -405,6 +406,17 @@ class OperationBuilder:
             raise VxpError(
                 "rule_violation", "a package needs a request and terms", reason="terms_missing"
             )
+        witnesses = list(witnesses)
+        if self._entries:
+            last = math.floor(parse_time(self._entries[-1][1], "logged_at").timestamp())
+            for _, time in witnesses:
+                if isinstance(time, int) and not isinstance(time, bool) and time < last:
+                    # the verifier refuses a cosignature older than what it vouches for
+                    raise VxpError(
+                        "rule_violation",
+                        "a witness cosignature is dated before the last statement was logged",
+                        reason="witness_time",
+                    )
         size = self.log.size
         signed = sign_checkpoint(Checkpoint(self.log.origin, size, self.log.root(size)), log_key)
         for witness_key, time in witnesses:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from ._codec import b64url_decode, b64url_encode, canonical_json, parse_json
 from ._errors import VxpError
@@ -82,26 +82,6 @@ def check_header(
 
 def check_algorithms(algorithms: object) -> frozenset[str]:
     """Validate a verifier's allow-list: a non-empty collection of implemented algorithms."""
-    memo = type(algorithms) in _MEMO_TYPES and all(
-        type(a) is str for a in cast("tuple[object, ...]", algorithms)
-    )
-    if memo:
-        known = _CHECKED.get(algorithms)
-        if known is not None:
-            return known
-    algs = _check_algorithms(algorithms)
-    if memo and len(_CHECKED) < 64:
-        _CHECKED[algorithms] = algs
-    return algs
-
-
-# Allow-lists already checked, by value: tuples and frozensets of strings only (immutable,
-# so a later change cannot slip past the check).
-_MEMO_TYPES = (tuple, frozenset)
-_CHECKED: dict[object, frozenset[str]] = {}
-
-
-def _check_algorithms(algorithms: object) -> frozenset[str]:
     if isinstance(algorithms, str) or not hasattr(algorithms, "__iter__"):
         raise VxpError("algorithms_invalid", "algorithms is a list of JWS algorithm names")
     try:

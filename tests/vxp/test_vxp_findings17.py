@@ -289,7 +289,7 @@ def test_top_level_sd_alg_still_accepted() -> None:
 # ------------------------------------------------------------------ 5: builder read-back
 
 
-def _builder(seed: str) -> vxp.OperationBuilder:
+def _builder(seed: str, *, approve: bool = True) -> vxp.OperationBuilder:
     builder = vxp.OperationBuilder(
         company=COMPANY,
         op_id="req_1",
@@ -306,8 +306,9 @@ def _builder(seed: str) -> vxp.OperationBuilder:
         read_back_terms=["pedido", "dia"],
         now=_at(0),
     )
-    builder.approve(now=_at(1))
-    builder.execute(release={"o": 1}, now=_at(2))
+    if approve:
+        builder.approve(now=_at(1))
+        builder.execute(release={"o": 1}, now=_at(2))
     return builder
 
 
@@ -397,34 +398,39 @@ def test_every_package_the_builder_makes_verifies(
 
 
 def test_user_signature_with_boolean_revision_is_refused() -> None:
-    user = demo_key("user")
-
-    def tamper(builder: vxp.OperationBuilder) -> None:
-        state = builder.state
-        assert state.latest is not None
-        assert state.request is not None
-        terms_statement = jwt_digest(builder.statements[state.latest.seq].split("~", 1)[0])
-        jwk, token = sign_user_approval(
-            user,
-            state.request["request_digest"],
-            True,  # type: ignore[arg-type]  # the attack: true where the chain says 1
-            state.latest.terms_digest,
-            terms_statement,
-        )
-        body = {
-            "method": "user_signed",
-            "revision": 1,
-            "terms_digest": state.latest.terms_digest,
-            "user_key": jwk,
-            "user_signature": token,
-        }
-        builder.unsafe_append("user_approval", body, now=_at(1.5))
-        builder.execute(release={"o": 1}, now=_at(2))
-        builder.outcome(state="failed", result_summary={"e": 1}, now=_at(4))
-
-    op = demo_operation("succeeded", tamper=tamper)
-    verdict = vxp.verify(op.package, op.metadata, op.jwks, now=op.now)
+    builder = _builder("boolean", approve=False)
+    state = builder.state
+    assert state.latest is not None
+    assert state.request is not None
+    terms_statement = jwt_digest(builder.statements[state.latest.seq].split("~", 1)[0])
+    jwk, token = sign_user_approval(
+        demo_key("user"),
+        state.request["request_digest"],
+        True,  # type: ignore[arg-type]  # the attack: true where the chain says 1
+        state.latest.terms_digest,
+        terms_statement,
+    )
+    body = {
+        "method": "user_signed",
+        "revision": 1,
+        "terms_digest": state.latest.terms_digest,
+        "user_key": jwk,
+        "user_signature": token,
+    }
+    builder.unsafe_append("user_approval", body, now=_at(1.5))
+    builder.execute(release={"o": 1}, now=_at(2))
+    builder.outcome(state="failed", result_summary={"e": 1}, now=_at(4))
+    package = builder.package(log_key=demo_key("log"))
+    metadata, jwks = _material(builder, package)
+    verdict = vxp.verify(package, metadata, jwks, now=_at(60))
     assert _failure(verdict) == ("rule_violation", "user_signature_invalid")
+    # the same approval with revision 1 in the user's JWS is accepted
+    honest = _builder("boolean", approve=False)
+    honest.approve_signed(user_key=demo_key("user"), now=_at(1.5))
+    honest.execute(release={"o": 1}, now=_at(2))
+    honest.outcome(state="failed", result_summary={"e": 1}, now=_at(4))
+    package = honest.package(log_key=demo_key("log"))
+    assert vxp.verify(package, metadata, jwks, now=_at(60)).approval == "user_signed"
 
 
 @pytest.mark.parametrize("version", [True, 1.5, "1", None])
