@@ -605,6 +605,43 @@ def _rule_cases() -> Iterator[Case]:
         respelled = release[:-1] + last[last.index(release[-1]) | 1]
         b.unsafe_append("execution", _exec_body(b, release=respelled), now=T0 + 2 * s)
 
+    def attempt_two(b: vxp.OperationBuilder) -> None:
+        b.unsafe_append("execution", _exec_body(b, attempt=2), now=T0 + 2 * s)
+        b.unsafe_append("outcome", _outcome_body(b, state="unknown"), now=T0 + 4 * s)
+
+    def _after_unknown_outcome(b: vxp.OperationBuilder) -> None:
+        b.execute(release={"r": 1}, now=T0 + 2 * s)  # seq 3
+        b.outcome(state="unknown", result_summary={"t": 1}, now=T0 + 3 * s)  # seq 4
+
+    def correction_target(b: vxp.OperationBuilder) -> None:
+        _after_unknown_outcome(b)
+        latest = b.state.latest
+        assert latest is not None
+        body = {
+            "corrects": 3,  # the execution, not the outcome (seq 4)
+            "fact_digest": vxp.digest_of({"f": 1}),
+            "revision": 1,
+            "state": "failed",
+            "terms_digest": latest.terms_digest,
+        }
+        b.unsafe_append("correction", body, now=T0 + 5 * s)
+
+    def revocation_target(b: vxp.OperationBuilder) -> None:
+        _after_unknown_outcome(b)
+        body = {"reason_digest": vxp.digest_of({"r": 1}), "revokes": 3}
+        b.unsafe_append("revocation", body, now=T0 + 5 * s)
+
+    def failed_unexecuted(b: vxp.OperationBuilder) -> None:
+        b.unsafe_append("outcome", _outcome_body(b, state="failed"), now=T0 + 4 * s)
+
+    def failed_after_match(b: vxp.OperationBuilder) -> None:
+        _standard_rest(b)  # an execution and a read-back that matches the terms
+        b.unsafe_append("outcome", _outcome_body(b, state="failed"), now=T0 + 4 * s)
+
+    def executed_expired(b: vxp.OperationBuilder) -> None:
+        b.execute(release={"r": 1}, now=T0 + 2 * s)
+        b.unsafe_append("outcome", _outcome_body(b, state="expired"), now=T0 + 4 * s)
+
     table: list[tuple[str, str, Callable[[vxp.OperationBuilder], None], str, str]] = [
         (
             "p1-terms-digest",
@@ -736,6 +773,48 @@ def _rule_cases() -> Iterator[Case]:
             hides_too_many,
             "rule_violation",
             "read_back_incomplete",
+        ),
+        (
+            "p2-attempt",
+            "the single execution says attempt 2 (P2)",
+            attempt_two,
+            "rule_violation",
+            "p2_attempt",
+        ),
+        (
+            "correction-target",
+            "a correction that names the execution's seq, not the outcome's",
+            correction_target,
+            "rule_violation",
+            "correction_target",
+        ),
+        (
+            "revocation-target",
+            "a revocation that names the execution's seq, not the outcome's",
+            revocation_target,
+            "rule_violation",
+            "revocation_target",
+        ),
+        (
+            "failed-without-execution",
+            "an outcome failed with no execution",
+            failed_unexecuted,
+            "rule_violation",
+            "failed_without_execution",
+        ),
+        (
+            "failed-contradicts-read-back",
+            "an outcome failed after a read-back that showed the approved effect",
+            failed_after_match,
+            "rule_violation",
+            "failed_contradicts_read_back",
+        ),
+        (
+            "executed-then-expired",
+            "an executed operation whose outcome says expired",
+            executed_expired,
+            "rule_violation",
+            "executed_then_expired",
         ),
         (
             "digest-not-canonical",
@@ -1164,6 +1243,34 @@ def verify_proof_cases() -> Iterator[Case]:
         comment="a trusted witness cosigned the checkpoint: logged true",
         flags=("witnessed",),
     )
+    for cid, seconds, comment in (
+        (
+            "witness-before-statement",
+            3,
+            "the witness cosigned at second 3, before the outcome was logged (4.356 s): "
+            "a cosignature vouches for nothing logged after it",
+        ),
+        (
+            "witness-after-now",
+            24 * 3600,
+            "the witness cosigned a day after the verification time (leeway 0)",
+        ),
+    ):
+        data = copy.deepcopy(_input(witnessed))
+        at = int((T0 + timedelta(seconds=seconds)).timestamp())
+        for holder in (data["package"]["log"], data["live"]):
+            bare = SignedCheckpoint.from_json(holder["checkpoint"])
+            resigned = sign_checkpoint(bare.checkpoint, demo_key("log"))
+            holder["checkpoint"] = cosign_checkpoint(
+                resigned, demo_key("witness"), time=at
+            ).to_json()
+        yield Case(
+            cid,
+            data,
+            output=_failed("log_invalid", "witness_time"),
+            comment=comment,
+            flags=("witnessed",),
+        )
     reviewed = demo_operation("reviewed")
     yield Case(
         "user-signed-and-reviewed",
