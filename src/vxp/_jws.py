@@ -28,6 +28,8 @@ class ParsedJws:
     payload: dict[str, Any]
     signing_input: bytes
     signature: bytes
+    payload_raw: bytes = b""
+    """The payload's decoded bytes (its JSON text)."""
 
 
 def sign_compact(
@@ -43,23 +45,32 @@ def sign_compact(
     return signing_input + "." + b64url_encode(sig)
 
 
-def parse_compact(token: str, where: str) -> ParsedJws:
-    """Split and decode a compact JWS strictly; raise ``malformed_jwt`` naming ``where``."""
+def parse_compact(
+    token: str, where: str, *, known: tuple[str, dict[str, Any]] | None = None
+) -> ParsedJws:
+    """Split and decode a compact JWS strictly; raise ``malformed_jwt`` naming ``where``.
+
+    ``known`` is ``(header segment, its decoded header)`` from an earlier call of the same
+    caller: when the token's header segment is that very text, its decoding is reused."""
     if not isinstance(token, str):
         raise VxpError("malformed_jwt", f"the {where} is not a string")
     parts = token.split(".")
     if len(parts) != 3:
         raise VxpError("malformed_jwt", f"the {where} does not have exactly three JWS segments")
-    h_raw = b64url_decode(parts[0], f"the {where} header", code="malformed_jwt")
+    reuse = known is not None and known[0] == parts[0]
+    h_raw = b"" if reuse else b64url_decode(parts[0], f"the {where} header", code="malformed_jwt")
     p_raw = b64url_decode(parts[1], f"the {where} payload", code="malformed_jwt")
     sig = b64url_decode(parts[2], f"the {where} signature", code="malformed_jwt")
-    header = parse_json(h_raw, f"the {where} header", code="malformed_jwt")
+    if known is not None and reuse:
+        header = known[1]
+    else:
+        header = parse_json(h_raw, f"the {where} header", code="malformed_jwt")
     if not isinstance(header, dict):
         raise VxpError("malformed_jwt", f"the {where} header is not a JSON object")
     payload = parse_json(p_raw, f"the {where} payload", code="malformed_jwt")
     if not isinstance(payload, dict):
         raise VxpError("malformed_jwt", f"the {where} payload is not a JSON object")
-    return ParsedJws(header, payload, (parts[0] + "." + parts[1]).encode("ascii"), sig)
+    return ParsedJws(header, payload, (parts[0] + "." + parts[1]).encode("ascii"), sig, p_raw)
 
 
 def check_header(

@@ -30,6 +30,7 @@ from ._sdjwt import (
 __all__ = [
     "APPROVAL_TYP",
     "STATEMENT_TYP",
+    "HeaderMemo",
     "OpenedStatement",
     "ParsedStatement",
     "approval_payload",
@@ -159,13 +160,29 @@ class OpenedStatement:
         return self.key, self.parsed.signing_input, self.parsed.signature
 
 
-def open_statement(token: SdJwt, keys: IssuerKeys, where: str) -> OpenedStatement:
+HeaderMemo = dict[str, tuple[dict[str, Any], ResolvedKey]]
+"""Header segments one verification has already checked against one key set, with the
+header and key each gave: a pure function of the segment and the keys, kept by the caller
+for the statements of one package (they share two or three headers) and dropped after."""
+
+
+def open_statement(
+    token: SdJwt, keys: IssuerKeys, where: str, headers: HeaderMemo | None = None
+) -> OpenedStatement:
     """Decode a split statement's JWT and choose its key among ``keys`` (signature unchecked).
 
     Raises ``statement_malformed`` or ``key_untrusted``; ``reason`` keeps the SD-JWT
-    layer's precise code."""
+    layer's precise code. ``headers`` (optional) is the caller's :data:`HeaderMemo`."""
+    segment = token.jws.partition(".")[0]
+    seen = headers.get(segment) if headers is not None else None
     try:
-        parsed, key = open_jwt(token, keys, _ES256, STATEMENT_TYP)
+        if seen is None:
+            parsed, key = open_jwt(token, keys, _ES256, STATEMENT_TYP)
+            if headers is not None:
+                headers[segment] = (parsed.header, key)
+        else:  # the same header text, already checked against the same keys
+            parsed = parse_compact(token.jws, "issuer-signed JWT", known=(segment, seen[0]))
+            key = seen[1]
     except VxpError as exc:
         raise _stage(exc, where) from exc
     return OpenedStatement(token, parsed, key)
@@ -193,8 +210,9 @@ def read_statement(opened: OpenedStatement, where: str, now: float) -> ParsedSta
             "statement_malformed", f"{where} header is not exactly alg, kid, typ", reason="header"
         )
     sd_count = 0
-    text = repr(payload)  # a member named _sd or ... always shows as '_sd' or '...' here
-    if "'_sd'" in text or "'...'" in text:
+    raw = opened.parsed.payload_raw
+    # a member named _sd or ... shows in the JSON text as "_sd" or "..." unless escaped
+    if b'"_sd"' in raw or b'"..."' in raw or b"\\" in raw or not raw:
         sd_count = _no_sd_outside_observed(payload, where)
     seq, kind, signer, prev = claims["seq"], claims["kind"], claims["signer"], claims["prev"]
     if not isinstance(seq, int) or isinstance(seq, bool):

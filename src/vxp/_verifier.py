@@ -26,10 +26,11 @@ from ._checkpoint import SignedCheckpoint, verify_checkpoint, verify_cosignature
 from ._codec import canonical_json, decode_hash, encode_hash, sha256
 from ._errors import VxpError
 from ._frozen import assemble
-from ._keys import IssuerKeys, ResolvedKey, verify_all
+from ._keys import IssuerKeys, ResolvedKey, first_invalid
 from ._metadata import KeyRecord, TrustMaterial, load_trust
 from ._sdjwt import SdJwt
 from ._statements import (
+    HeaderMemo,
     ParsedStatement,
     check_user_approval,
     open_statement,
@@ -234,15 +235,13 @@ def _parse(
 
 def _first_forged(checks: list[tuple[ResolvedKey, bytes, bytes]]) -> None:
     """Raise ``signature_invalid`` for the first of ``checks`` that does not verify."""
-    if verify_all(checks):  # the common case: every one verifies, in one tight loop
-        return
-    for i, (key, message, signature) in enumerate(checks):
-        if not key.verify(message, signature):
-            raise VxpError(
-                "signature_invalid",
-                f"statement {i}: the issuer signature does not verify",
-                reason="signature_invalid",
-            )
+    i = first_invalid(checks)  # one tight loop, stopping at the first forgery
+    if i is not None:
+        raise VxpError(
+            "signature_invalid",
+            f"statement {i}: the issuer signature does not verify",
+            reason="signature_invalid",
+        )
 
 
 def _signatures(tokens: list[SdJwt], material: _Material, now: float) -> list[ParsedStatement]:
@@ -254,10 +253,11 @@ def _signatures(tokens: list[SdJwt], material: _Material, now: float) -> list[Pa
     and key before the signature before the content."""
     checks: list[tuple[ResolvedKey, bytes, bytes]] = []
     parsed: list[ParsedStatement] = []
+    headers: HeaderMemo = {}  # this package's few header texts, each checked once
     for i, token in enumerate(tokens):
         where = f"statement {i}"
         try:
-            opened = open_statement(token, material.signing, where)
+            opened = open_statement(token, material.signing, where, headers)
         except VxpError:
             _first_forged(checks)  # an earlier statement's forged signature comes first
             raise
