@@ -19,7 +19,8 @@ The building blocks: an SD-JWT (RFC 9901) and a Merkle log (RFC 9162)::
     >>> claims = {"iss": "https://co.example", "name": vxp.Sd("Ada")}
     >>> token = vxp.issue_sd_jwt(claims, issuer, typ="example+sd-jwt")
     >>> shown = vxp.present_sd_jwt(token, disclose=[])
-    >>> vxp.verify_sd_jwt(shown, issuer, typ="example+sd-jwt", now=0).claims
+    >>> keys = vxp.IssuerKeys([issuer])  # resolved once, held by the caller
+    >>> vxp.verify_sd_jwt(shown, keys, typ="example+sd-jwt", now=0).claims
     {'iss': 'https://co.example'}
     >>> log = vxp.MerkleLog("log.example/vxp")
     >>> log.extend([b"a", b"b", b"c"])
@@ -32,6 +33,13 @@ VXP Proof: issue the draft's example operation with demo keys, then verify it::
     >>> verdict = vxp.verify(op.package, op.metadata, op.jwks, live=op.live, now=op.now)
     >>> verdict.valid, verdict.final_state, verdict.single_root, verdict.logged
     (True, 'succeeded', 'operator', False)
+
+A server verifying many packages of one issuer builds one ``Verifier`` and reuses it
+(nothing is remembered anywhere else)::
+
+    >>> verifier = vxp.Verifier(op.metadata, op.jwks)
+    >>> verifier.verify(op.package, now=op.now).final_state
+    'succeeded'
 
 Public names are listed in ``__all__``; implementation modules are private.
 """
