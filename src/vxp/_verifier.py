@@ -407,7 +407,6 @@ def _log(
     size, root = signed.checkpoint.tree_size, signed.checkpoint.root
     indexes: set[int] = set()
     last_index = -1
-    inclusion = _merkle.InclusionBatch(size, root)
     for i, st in enumerate(parsed):
         leaf_index, logged_at, proof = entries[i]
         if times[i] > now:
@@ -419,7 +418,7 @@ def _log(
         indexes.add(leaf_index)
         leaf = _merkle.leaf_hash(leaf_data(st.digest, logged_at))
         try:
-            inclusion.verify_hashes(leaf, leaf_index, proof)
+            _merkle.verify_inclusion(leaf, leaf_index, size, proof, root)
         except VxpError as exc:
             raise _log_error(
                 f"statement {i} is not included in the packaged checkpoint ({exc.message})",
