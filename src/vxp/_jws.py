@@ -8,8 +8,7 @@ unpadded base64url.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._codec import b64url_decode, b64url_encode, canonical_json, parse_json
 from ._errors import VxpError
@@ -20,9 +19,8 @@ __all__ = ["ParsedJws", "parse_compact", "sign_compact"]
 IMPLEMENTED_ALGS = frozenset({"ES256", "EdDSA"})
 
 
-@dataclass(frozen=True)
-class ParsedJws:
-    """A compact JWS split and decoded (not yet verified)."""
+class ParsedJws(NamedTuple):
+    """A compact JWS split and decoded (not yet verified); immutable."""
 
     header: dict[str, Any]
     payload: dict[str, Any]

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._codec import canonical_json, encode_hash
 from ._errors import VxpError
@@ -94,9 +93,9 @@ def sign_statement(
     return issue_sd_jwt(claims, key, typ=STATEMENT_TYP, rng=rng).serialize()
 
 
-@dataclass(frozen=True)
-class ParsedStatement:
-    """A verified statement: its fields, the processed body and what the holder withheld."""
+class ParsedStatement(NamedTuple):
+    """A verified statement: its fields, the processed body and what the holder withheld
+    (immutable; a tuple for cheap construction, one per statement)."""
 
     seq: int
     kind: str
@@ -145,8 +144,7 @@ def _stage(exc: VxpError, where: str) -> VxpError:
 _ES256 = frozenset({"ES256"})
 
 
-@dataclass(frozen=True)
-class OpenedStatement:
+class OpenedStatement(NamedTuple):
     """A statement whose issuer-signed JWT is decoded, its header checked and its key
     chosen: what the signature stage needs. Nothing in it is authenticated yet."""
 
