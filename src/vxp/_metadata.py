@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ._chain import format_time, parse_time
+from ._codec import plain_json
 from ._errors import VxpError
 from ._keys import KeyLike, ResolvedKey, resolve_key
 
@@ -216,32 +217,17 @@ def _parse_metadata(metadata: object) -> tuple[str, Mapping[str, Any], tuple[Key
     return issuer, vp, tuple(records)
 
 
-def _snapshot(value: object, depth: int = 0) -> Any:
-    """A plain copy of JSON-like input, made once: ``dict`` (or subclass) read through
-    ``dict.items``, other mappings through one ``items()`` call, lists and tuples copied,
-    strings as plain ``str``. Everything loaded comes from this copy, so a mapping that
-    answers two reads differently, or another thread changing the input meanwhile, cannot
-    make the loaded material disagree with itself."""
-    if depth > 16:
-        raise VxpError("metadata_invalid", "the issuer material nests too deeply", reason="depth")
-    if isinstance(value, str):
-        return str.__str__(value)
-    if isinstance(value, dict):
-        return {k: _snapshot(v, depth + 1) for k, v in list(dict.items(value))}
-    if isinstance(value, Mapping):
-        return {k: _snapshot(v, depth + 1) for k, v in list(value.items())}
-    if isinstance(value, list):
-        return [_snapshot(v, depth + 1) for v in list.__iter__(value)]
-    return value
+_DEPTH_ERROR = VxpError("metadata_invalid", "the issuer material nests too deeply", reason="depth")
 
 
 def load_trust(metadata: object, jwks: object) -> TrustMaterial:
     """Parse and cross-check issuer metadata and its JWKS; raise ``metadata_invalid``.
 
-    Both are copied once (see :func:`_snapshot`) and read from the copy only; every key is
-    resolved here (one canonical spelling, its RFC 7638 thumbprint as ``kid``)."""
-    metadata = _snapshot(metadata) if isinstance(metadata, dict) else metadata
-    jwks = _snapshot(jwks) if isinstance(jwks, dict) else jwks
+    Both are copied once (see :func:`vxp._codec.plain_json`) and read from the copy only;
+    every key is resolved here (one canonical spelling, its RFC 7638 thumbprint as
+    ``kid``)."""
+    metadata = plain_json(metadata, _DEPTH_ERROR) if isinstance(metadata, dict) else metadata
+    jwks = plain_json(jwks, _DEPTH_ERROR) if isinstance(jwks, dict) else jwks
     issuer, vp, records = _parse_metadata(metadata)
     if not isinstance(jwks, dict) or set(jwks) != {"keys"} or not isinstance(jwks["keys"], list):
         raise VxpError("metadata_invalid", "the JWKS is not {keys: [...]}", reason="jwks")

@@ -23,7 +23,7 @@ from typing import Any
 from . import _merkle
 from ._chain import KIND_SIGNER, ChainState, parse_time, step
 from ._checkpoint import SignedCheckpoint, verify_checkpoint, verify_cosignatures
-from ._codec import canonical_json, decode_hash, encode_hash, sha256
+from ._codec import canonical_json, decode_hash, encode_hash, plain_json, sha256
 from ._errors import VxpError
 from ._frozen import assemble
 from ._keys import IssuerKeys, ResolvedKey, first_invalid
@@ -165,7 +165,10 @@ class _Material:
 
 
 def _check_package(package: object) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
-    """Stage 1: the package's shape."""
+    """Stage 1: the package's shape (of a plain copy of it, made once: see
+    :func:`vxp._codec.plain_json`)."""
+    if isinstance(package, dict):
+        package = plain_json(package, _TOO_DEEP)
     if not isinstance(package, dict):
         raise _malformed("the package is not a JSON object", "not_object")
     if package.keys() != _PACKAGE_MEMBERS:
@@ -190,7 +193,10 @@ def _check_package(package: object) -> tuple[dict[str, Any], list[Any], dict[str
     entries = log["entries"]
     if not isinstance(entries, list) or len(entries) != len(statements):
         raise _malformed("the package log has not one entry per statement", "log_entries")
-    return op, statements, log
+    return package, statements, log
+
+
+_TOO_DEEP = VxpError("package_malformed", "the package nests too deeply", reason="depth")
 
 
 def _check_trust(package: dict[str, Any], material: _Material, live_log: object) -> None:
@@ -556,8 +562,9 @@ def _pipeline(
     leeway: int,
 ) -> Verdict:
     """Every stage in the order of spec §8; the first failure raises."""
-    op, raw_statements, log = _check_package(package)
-    _check_trust(package, material, live_log)  # type: ignore[arg-type]
+    plain, raw_statements, log = _check_package(package)
+    op = plain["op"]
+    _check_trust(plain, material, live_log)
     tokens, entries, times = _parse(raw_statements, log["entries"])
     parsed = _signatures(tokens, material, now.timestamp())
     state = _chain(parsed, times, material)

@@ -136,6 +136,47 @@ def test_jwks_memory_cannot_make_a_valid_package_refused() -> None:
     assert again == good
 
 
+class _LyingStr(str):
+    """A string whose split answers for another string."""
+
+    other = ""
+
+    def split(self, *args: Any, **kwargs: Any) -> Any:
+        return str.split(self.other, *args, **kwargs)
+
+
+def test_a_statement_string_that_lies_is_read_as_its_own_text() -> None:
+    op = demo_operation("succeeded")
+    honest = op.package["statements"][5]
+    jws, _, rest = honest.partition("~")
+    forged = jws[:-3] + ("AAA" if jws[-3:] != "AAA" else "BBB") + "~" + rest
+    lying = _LyingStr(forged)
+    lying.other = honest
+    package = {**op.package, "statements": [*op.package["statements"][:5], lying]}
+    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
+    assert _failure(verdict)[0] == "signature_invalid"
+
+
+class _LyingInt(int):
+    """An integer that says yes to every order comparison."""
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+
+def test_a_quorum_that_lies_is_read_as_its_own_value() -> None:
+    op = demo_operation("succeeded")
+    log = {**op.metadata["vxp_proof"]["log"], "quorum": _LyingInt(5)}
+    metadata = {**op.metadata, "vxp_proof": {**op.metadata["vxp_proof"], "log": log}}
+    verdict = vxp.verify(op.package, metadata, op.jwks, now=op.now)
+    assert verdict.valid
+    assert verdict.logged is False  # no witness cosigned: 0 of 5
+    assert "witnessed_log" not in verdict.derived_assurance
+
+
 # ------------------------------------------------------------------ 2: witness time
 
 
