@@ -133,6 +133,7 @@ class SdJwt:
         """Split a compact SD-JWT or SD-JWT+KB into its parts (no verification)."""
         if not isinstance(text, str):
             raise VxpError("sd_jwt_malformed", "an SD-JWT is a string")
+        text = str.__str__(text)  # the plain text, whatever a subclass's methods say
         if not text.isascii():
             raise VxpError("sd_jwt_malformed", "an SD-JWT holds only ASCII characters")
         if "~" not in text:
@@ -756,7 +757,8 @@ def verify_sd_jwt(
             raise VxpError(
                 "kb_jwt_unexpected", "the presentation has a KB-JWT the verifier did not ask for"
             )
-        body = token[: token.rindex("~") + 1]
+        text = str.__str__(token)  # (SdJwt.parse accepted it: a string)
+        body = text[: text.rindex("~") + 1]
         kb = _verify_kb(sd.kb_jwt, body, claims, processor.sd_alg, key_binding, algs, now)
     elif key_binding is not None:
         raise VxpError(
