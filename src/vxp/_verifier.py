@@ -197,6 +197,7 @@ def _check_package(package: object) -> tuple[dict[str, Any], list[Any], dict[str
 
 
 _TOO_DEEP = VxpError("package_malformed", "the package nests too deeply", reason="depth")
+_TOO_DEEP_LIVE = VxpError("live_invalid", "the live log nests too deeply", reason="shape")
 
 
 def _check_trust(package: dict[str, Any], material: _Material, live_log: object) -> None:
@@ -564,6 +565,8 @@ def _pipeline(
     """Every stage in the order of spec §8; the first failure raises."""
     plain, raw_statements, log = _check_package(package)
     op = plain["op"]
+    if live_log is not None:  # read once, as the package is
+        live_log = plain_json(live_log, _TOO_DEEP_LIVE)
     _check_trust(plain, material, live_log)
     tokens, entries, times = _parse(raw_statements, log["entries"])
     parsed = _signatures(tokens, material, now.timestamp())
