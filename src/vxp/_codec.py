@@ -195,6 +195,9 @@ def sha256(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
 
 
+_PLAIN_STR = frozenset({str})
+
+
 def plain_json(value: object, too_deep: VxpError, depth: int = 0) -> Any:
     """A copy of JSON-like input made of plain built-in values, read exactly once.
 
@@ -224,7 +227,10 @@ def plain_json(value: object, too_deep: VxpError, depth: int = 0) -> Any:
     elif isinstance(value, Mapping):
         pairs = list(value.items())
     elif isinstance(value, list):
-        return [plain_json(v, too_deep, depth + 1) for v in list.__iter__(value)]
+        items = list(list.__iter__(value))
+        if set(map(type, items)) <= _PLAIN_STR:  # a list of plain strings (log proofs)
+            return items
+        return [plain_json(v, too_deep, depth + 1) for v in items]
     else:
         return value
     return {

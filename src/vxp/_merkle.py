@@ -211,17 +211,24 @@ def root_from_proof(leaf: bytes, index: int, tree_size: int, proof: Sequence[byt
             "inclusion_index_out_of_range",
             f"leaf index {index} is not inside a tree of size {tree_size}",
         )
+    return walk_inclusion(leaf, index, tree_size, proof)
+
+
+def walk_inclusion(leaf: bytes, index: int, tree_size: int, proof: Sequence[bytes]) -> bytes:
+    """The RFC 9162 §2.1.3.2 walk of :func:`root_from_proof`, for arguments it (or a caller
+    that decoded them itself: 32-byte hashes, ``0 <= index < tree_size``) has checked."""
+    sha256 = hashlib.sha256
     fn, sn, r = index, tree_size - 1, leaf
     for p in proof:
         if sn == 0:
             raise VxpError("proof_wrong_length", "the inclusion proof is longer than the tree")
         if fn & 1 or fn == sn:
-            r = node_hash(p, r)
+            r = sha256(b"\x01" + p + r).digest()  # node_hash(p, r)
             while not fn & 1 and fn != 0:
                 fn >>= 1
                 sn >>= 1
         else:
-            r = node_hash(r, p)
+            r = sha256(b"\x01" + r + p).digest()  # node_hash(r, p)
         fn >>= 1
         sn >>= 1
     if sn != 0:
@@ -237,7 +244,28 @@ def verify_inclusion(
     Returns ``None`` on success and raises :class:`VxpError` otherwise (fail-closed).
     """
     _check_hash(root, "root")
-    if root_from_proof(leaf, index, tree_size, proof) != root:
+    included(leaf, index, tree_size, proof, root, checked=False)
+
+
+def included(
+    leaf: bytes,
+    index: int,
+    tree_size: int,
+    proof: Sequence[bytes],
+    root: bytes,
+    *,
+    checked: bool,
+) -> None:
+    """:func:`verify_inclusion`; with ``checked``, the caller vouches that ``leaf``,
+    ``proof`` and ``root`` are 32-byte ``bytes`` and ``index``/``tree_size`` integers (a
+    verifier that decoded them itself), and only the walk and its bounds remain."""
+    if checked:
+        if not 0 <= index < tree_size:
+            root_from_proof(leaf, index, tree_size, proof)  # raises, naming the fault
+        found = walk_inclusion(leaf, index, tree_size, proof)
+    else:
+        found = root_from_proof(leaf, index, tree_size, proof)
+    if found != root:
         raise VxpError("root_mismatch", "the inclusion proof leads to a different root")
 
 
