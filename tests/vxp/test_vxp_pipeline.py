@@ -708,3 +708,29 @@ def test_an_okp_key_with_a_null_y_is_refused_cold_and_warm() -> None:
     resolve_key(jwk)
     assert _outcome(lambda: resolve_key({**jwk, "y": None}).kid) == cold
     assert cold[0] == "error"  # type: ignore[index]
+
+
+def _as_init_builds(value: Any) -> None:
+    """``value`` equals the instance its class's own ``__init__`` builds from its fields."""
+    import dataclasses
+
+    assert dataclasses.replace(value) == value
+    assert vars(dataclasses.replace(value)) == vars(value)
+
+
+def test_objects_assembled_from_a_dict_equal_those_built_by_their_init() -> None:
+    """The classes built with ``_frozen.assemble`` (Verdict, ChainState, Terms) give
+    ordinary instances."""
+    from vxp._chain import ChainState, parse_time, step
+
+    for op in OPS.values():
+        _as_init_builds(vxp.verify(op.package, op.metadata, op.jwks, live=op.live, now=op.now))
+        keys = vxp.IssuerKeys(load_trust(op.metadata, op.jwks).keys.values())
+        state = ChainState()
+        for i, text in enumerate(op.package["statements"]):
+            st = verify_statement(text, keys, where="s", now=1.0)
+            at = parse_time(op.package["log"]["entries"][i]["logged_at"], "t")
+            state = step(state, st.seq, st.kind, st.signer, st.body, at, hidden=st.hidden)
+            _as_init_builds(state)
+            if state.terms is not None:
+                _as_init_builds(state.terms)
