@@ -176,3 +176,40 @@ def test_a_warm_process_answers_every_vector_as_a_fresh_one() -> None:
     assert len(fresh) > 150
     different = sorted(cid for cid in fresh if fresh[cid] != warm[cid])
     assert different == []
+
+
+def test_material_changed_in_place_is_seen_by_the_next_one_shot_verification() -> None:
+    import copy
+
+    from vxp._proof_demo import demo_key, demo_operation
+
+    op = demo_operation("succeeded")
+    metadata, jwks = copy.deepcopy(op.metadata), copy.deepcopy(op.jwks)
+    first = vxp.verify(op.package, metadata, jwks, now=op.now)
+    assert first.custody_declared == "operator_hosted"
+    metadata["vxp_proof"]["custody"]["company_key"] = "company_held"
+    assert vxp.verify(op.package, metadata, jwks, now=op.now).custody_declared == "company_held"
+    # the operator key retired before the statements were logged: refused at once
+    kid = vxp.key_thumbprint(demo_key("operator"))
+    retired = vxp.retire_key(metadata, kid, at=op.now - timedelta(days=21))
+    verdict = vxp.verify(op.package, retired, jwks, now=op.now)
+    assert verdict.failure is not None
+    assert verdict.failure["code"] == "key_untrusted"
+    jwks["keys"] = [k for k in jwks["keys"] if k["kid"] != kid]
+    assert not vxp.verify(op.package, op.metadata, jwks, now=op.now).valid
+    assert vxp.verify(op.package, op.metadata, op.jwks, now=op.now).valid
+
+
+def test_a_verifier_keeps_the_material_it_was_built_from() -> None:
+    import copy
+
+    from vxp._proof_demo import demo_operation
+
+    op = demo_operation("succeeded")
+    metadata, jwks = copy.deepcopy(op.metadata), copy.deepcopy(op.jwks)
+    verifier = vxp.Verifier(metadata, jwks)
+    before = verifier.verify(op.package, now=op.now)
+    assert before.valid
+    metadata["vxp_proof"]["keys"].clear()  # the caller's objects change afterwards
+    jwks["keys"].clear()
+    assert verifier.verify(op.package, now=op.now) == before
