@@ -40,6 +40,8 @@ __all__ = [
 
 _P256_ORDER_BYTES = 32
 _ED25519_P = 2**255 - 19
+_P256_P = 2**256 - 2**224 + 2**192 + 2**96 - 1
+"""The P-256 field prime: a coordinate is an integer below it (SEC 1 §2.3.5)."""
 # y of the eight points of small order (the 8-torsion): (0, 1), (0, -1), (±sqrt(-1), 0) and
 # four points of order 8. A public key there verifies forged signatures (R = identity,
 # S = 0) for a large share of messages, and OpenSSL does not refuse such keys.
@@ -187,9 +189,14 @@ def _from_jwk(jwk: dict[str, Any], where: str) -> ResolvedKey:
             if crv != "P-256":
                 raise VxpError("key_unsupported", f"{where} is on {crv!r}, not P-256")
             x, y = _coordinate(jwk, "x", where), _coordinate(jwk, "y", where)
-            public: Any = ec.EllipticCurvePublicNumbers(
-                int.from_bytes(x, "big"), int.from_bytes(y, "big"), _P256
-            ).public_key()
+            x_int, y_int = int.from_bytes(x, "big"), int.from_bytes(y, "big")
+            if x_int >= _P256_P or y_int >= _P256_P:
+                # cryptography reduces a coordinate modulo p: x + p would be the same key
+                # under another RFC 7638 thumbprint, so one key could pass for two
+                raise VxpError(
+                    "key_invalid", f"{where} has a coordinate that is not below the field prime"
+                )
+            public: Any = ec.EllipticCurvePublicNumbers(x_int, y_int, _P256).public_key()
             private: Any = None
             if "d" in jwk:
                 d = _coordinate(jwk, "d", where)

@@ -122,6 +122,19 @@ def _listed_roles(saved: TrustMaterial, live: TrustMaterial | None) -> dict[str,
     return out
 
 
+def _independent_witnesses(saved: TrustMaterial, live: TrustMaterial) -> None:
+    """Refuse live material whose witnesses (or saved witnesses) are the other material's
+    signing or log keys: the issuer cannot witness itself into ``logged`` by moving a key
+    from one list to the other between the saved and the live document (**Ours**)."""
+    issuer = {saved.log_kid, live.log_kid} | {r.kid for r in (*saved.records, *live.records)}
+    if issuer & (set(saved.witness_kids) | set(live.witness_kids)):
+        raise VxpError(
+            "live_invalid",
+            "a witness of the saved or live metadata is a log or signing key of the other",
+            reason="witness_not_independent",
+        )
+
+
 @dataclass(frozen=True)
 class _Material:
     """What every verification against one issuer's material needs, derived once."""
@@ -131,9 +144,13 @@ class _Material:
     signing: IssuerKeys
     """The keys a statement may be signed with (listed for a role, present in a JWKS)."""
     issuer_kids: frozenset[str]
-    """Every kid of the saved and live JWKS and every kid listed for a signing role."""
+    """Every kid the saved or live material knows: JWKS keys, signing, log and witness kids."""
     roles: Mapping[str, frozenset[str]]
     periods: KeyPeriods
+    witness_keys: tuple[ResolvedKey, ...]
+    """The witnesses both materials recognise (saved alone when there is no live)."""
+    quorum: int
+    """The larger of the saved and live quorums."""
 
     @classmethod
     def of(cls, saved: TrustMaterial, live: TrustMaterial | None) -> _Material:
@@ -143,21 +160,32 @@ class _Material:
             )
         all_keys: dict[str, ResolvedKey] = dict(saved.keys)
         signing = {r.kid for r in saved.records}
+        known = {saved.log_kid, *saved.witness_kids}
+        witnesses = list(saved.witness_kids)
+        quorum = saved.quorum
         if live is not None:
+            _independent_witnesses(saved, live)
             all_keys.update(live.keys)
             signing |= {r.kid for r in live.records}
+            known |= {live.log_kid, *live.witness_kids}
+            # the stricter of saved and live, as for key periods: a witness counts only
+            # when both recognise it, and the larger quorum holds
+            witnesses = [k for k in witnesses if k in live.witness_kids]
+            quorum = max(quorum, live.quorum)
         return cls(
             saved=saved,
             live=live,
             signing=IssuerKeys([all_keys[k] for k in sorted(signing) if k in all_keys]),
-            issuer_kids=frozenset(all_keys) | frozenset(signing),
+            issuer_kids=frozenset(all_keys) | frozenset(signing) | frozenset(known),
             roles=MappingProxyType(_listed_roles(saved, live)),
             periods=_key_periods(saved, live),
+            witness_keys=tuple(all_keys[k] for k in witnesses if k in all_keys),
+            quorum=quorum,
         )
 
     @property
     def log_trust(self) -> TrustMaterial:
-        """The material that names the log and its witnesses (live when given)."""
+        """The material that names the log (origin and key: live when given)."""
         return self.live or self.saved
 
 
@@ -352,7 +380,7 @@ def _checkpoint(value: object, trust: TrustMaterial, where: str) -> SignedCheckp
 
 def _witnesses(
     signed: SignedCheckpoint,
-    trust: TrustMaterial,
+    witness_keys: tuple[ResolvedKey, ...],
     seen: set[str],
     last_logged: datetime,
     now: datetime,
@@ -366,9 +394,8 @@ def _witnesses(
     plus ``leeway``; otherwise the package fails with ``log_invalid/witness_time``."""
     if not signed.cosignatures:
         return
-    keys = [trust.keys[k] for k in trust.witness_kids if k in trust.keys]
     try:
-        good = verify_cosignatures(signed, keys, quorum=0)
+        good = verify_cosignatures(signed, list(witness_keys), quorum=0)
     except VxpError as exc:
         raise _log_error(f"a witness cosignature fails: {exc.message}", exc.code) from exc
     earliest = math.floor(last_logged.timestamp())
@@ -441,7 +468,7 @@ def _log(
         last_index = leaf_index
     last_logged = max(times)
     seen: set[str] = set()
-    _witnesses(signed, trust, seen, last_logged, now, leeway)
+    _witnesses(signed, material.witness_keys, seen, last_logged, now, leeway)
     if live_log is None:
         return _LogResult(size, None, "not_checked", len(seen))
     fresh = _checkpoint(live_log["checkpoint"], trust, "the live checkpoint")
@@ -459,7 +486,7 @@ def _log(
             f"the live log does not extend the packaged checkpoint ({exc.message})",
             reason=exc.code,
         ) from exc
-    _witnesses(fresh, trust, seen, last_logged, now, leeway)
+    _witnesses(fresh, material.witness_keys, seen, last_logged, now, leeway)
     return _LogResult(size, fresh.checkpoint.tree_size, "ok", len(seen))
 
 
@@ -575,7 +602,7 @@ def _pipeline(
     logres = _log(parsed, entries, times, log["checkpoint"], live_log, material, now, leeway)
     sources = _keys(parsed, times, material)
     _operation(op, state, request_id, request)
-    logged = logres.witnesses >= material.log_trust.quorum
+    logged = logres.witnesses >= material.quorum
     derived, approval = _assurance(state, parsed, logged)
     saved = material.saved
     latest = state.latest

@@ -1,0 +1,239 @@
+"""Regression tests for the adversarial review of the VXP redesign (findings F1-F7).
+
+Each test runs the reviewer's reproducer on the real path (real keys, real signatures).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+import vxp
+from vxp._chain import format_time, parse_time
+from vxp._codec import b64url_encode
+from vxp._keys import resolve_key
+from vxp._metadata import load_trust
+from vxp._proof_demo import T0, demo_key, demo_operation
+from vxp._statements import jwt_digest, sign_user_approval
+
+
+def _at(seconds: float) -> Any:
+    return T0 + timedelta(seconds=seconds)
+
+
+def _failure(verdict: vxp.Verdict) -> tuple[str, str | None]:
+    assert verdict.valid is False
+    assert verdict.failure is not None
+    return verdict.failure["code"], verdict.failure.get("reason")
+
+
+# ------------------------------------------------------------------ F1: live witnesses
+
+
+def _last_logged(package: dict[str, Any]) -> int:
+    times = [parse_time(e["logged_at"], "t") for e in package["log"]["entries"]]
+    return math.floor(max(times).timestamp())
+
+
+def test_live_metadata_cannot_make_a_saved_signing_key_its_witness() -> None:
+    op = demo_operation("succeeded")
+    operator = demo_key("operator")
+    package = op.builder.package(
+        log_key=demo_key("log"), witnesses=[(operator, _last_logged(op.package) + 1)]
+    )
+    live = copy.deepcopy(op.metadata)
+    op_kid = vxp.key_thumbprint(operator)
+    live["vxp_proof"]["keys"] = [k for k in live["vxp_proof"]["keys"] if k["kid"] != op_kid]
+    live["vxp_proof"]["log"]["witnesses"] = [op_kid]
+    with pytest.raises(vxp.VxpError) as info:
+        vxp.Verifier(op.metadata, op.jwks, live_metadata=live, live_jwks=op.jwks)
+    assert (info.value.code, info.value.reason) == ("live_invalid", "witness_not_independent")
+    live_data = {**op.live, "metadata": live, "jwks": op.jwks}
+    verdict = vxp.verify(package, op.metadata, op.jwks, live=live_data, now=op.now)
+    assert _failure(verdict) == ("live_invalid", "witness_not_independent")
+
+
+def test_saved_witness_listed_live_as_a_signing_key_is_refused() -> None:
+    op = demo_operation("witnessed")
+    witness_kid = vxp.key_thumbprint(demo_key("witness"))
+    live = copy.deepcopy(op.metadata)
+    live["vxp_proof"]["log"]["witnesses"] = []
+    live["vxp_proof"]["keys"].append(
+        {"kid": witness_kid, "role": "operator", "not_before": format_time(_at(-100)),
+         "not_after": None}
+    )  # fmt: skip
+    with pytest.raises(vxp.VxpError) as info:
+        vxp.Verifier(op.metadata, op.jwks, live_metadata=live, live_jwks=op.jwks)
+    assert (info.value.code, info.value.reason) == ("live_invalid", "witness_not_independent")
+
+
+def test_live_quorum_never_lowers_the_saved_quorum() -> None:
+    op = demo_operation("witnessed")
+    saved = copy.deepcopy(op.metadata)
+    saved["vxp_proof"]["log"]["quorum"] = 2
+    assert vxp.Verifier(saved, op.jwks).verify(op.package, now=op.now).logged is False
+    both = vxp.Verifier(saved, op.jwks, live_metadata=op.metadata, live_jwks=op.jwks)
+    verdict = both.verify(op.package, now=op.now)
+    assert verdict.valid, verdict.failure
+    assert verdict.logged is False
+    # and the other way round: live raises the quorum, the stricter one holds
+    stricter = vxp.Verifier(op.metadata, op.jwks, live_metadata=saved, live_jwks=op.jwks)
+    assert stricter.verify(op.package, now=op.now).logged is False
+    assert vxp.Verifier(op.metadata, op.jwks).verify(op.package, now=op.now).logged is True
+
+
+def test_a_witness_counts_only_when_saved_and_live_both_recognise_it() -> None:
+    op = demo_operation("witnessed")
+    none_saved = copy.deepcopy(op.metadata)
+    none_saved["vxp_proof"]["log"]["witnesses"] = []
+    # saved material recognises no witness; live adds one: it does not count yet
+    added = vxp.Verifier(none_saved, op.jwks, live_metadata=op.metadata, live_jwks=op.jwks)
+    verdict = added.verify(op.package, now=op.now)
+    assert verdict.valid, verdict.failure
+    assert (verdict.logged, verdict.witnesses) == (False, 0)
+    # live drops a witness saved material recognised: it no longer counts
+    dropped = vxp.Verifier(op.metadata, op.jwks, live_metadata=none_saved, live_jwks=op.jwks)
+    verdict = dropped.verify(op.package, now=op.now)
+    assert (verdict.logged, verdict.witnesses) == (False, 0)
+    both = vxp.Verifier(op.metadata, op.jwks, live_metadata=op.metadata, live_jwks=op.jwks)
+    verdict = both.verify(op.package, now=op.now)
+    assert (verdict.logged, verdict.witnesses) == (True, 1)
+
+
+# ------------------------------------------------------------------ F2: P-256 coordinate >= p
+
+_P = 2**256 - 2**224 + 2**192 + 2**96 - 1
+_B = 0x5AC635D8AA3A93E7B3EBBD55769886BC651D06B0CC53B0F63BCE3C3E27D2604B
+
+
+def _small_point() -> tuple[int, int]:
+    x = 1
+    while True:
+        rhs = (x**3 - 3 * x + _B) % _P
+        y = pow(rhs, (_P + 1) // 4, _P)
+        if y * y % _P == rhs:
+            return x, y
+        x += 1
+
+
+def _ec_jwk(x: int, y: int) -> dict[str, Any]:
+    return {
+        "kty": "EC",
+        "crv": "P-256",
+        "x": b64url_encode(x.to_bytes(32, "big")),
+        "y": b64url_encode(y.to_bytes(32, "big")),
+    }
+
+
+def test_p256_coordinate_at_or_above_p_is_refused() -> None:
+    x, y = _small_point()
+    assert x == 5
+    canonical = resolve_key(_ec_jwk(x, y))
+    for respelled in (_ec_jwk(x + _P, y), _ec_jwk(x, y + _P) if y + _P < 2**256 else None):
+        if respelled is None:
+            continue
+        with pytest.raises(vxp.VxpError) as info:
+            resolve_key(respelled)
+        assert info.value.code == "key_invalid"
+        with pytest.raises(vxp.VxpError) as info:
+            vxp.IssuerKeys([respelled])
+        assert info.value.code == "key_invalid"
+    jwks = {"keys": [{**_ec_jwk(x + _P, y), "kid": canonical.kid}]}
+    with pytest.raises(vxp.VxpError) as info:
+        load_trust(
+            {
+                "issuer": "https://c.example",
+                "vxp_proof": {
+                    "version": 1,
+                    "profile": "issuer",
+                    "jwks_uri": "https://c.example/j",
+                    "keys": [],
+                    "custody": {"company_key": "company_held"},
+                    "log": {"origin": "o", "kid": canonical.kid, "witnesses": [], "quorum": 1},
+                },
+            },
+            jwks,
+        )
+    assert (info.value.code, info.value.reason) == ("metadata_invalid", "jwks")
+
+
+def test_verifier_refuses_a_jwks_with_a_respelled_p256_key() -> None:
+    op = demo_operation("succeeded")
+    x, y = _small_point()
+    jwks = copy.deepcopy(op.jwks)
+    respelled = _ec_jwk(x + _P, y)
+    members = json.dumps(respelled, sort_keys=True, separators=(",", ":")).encode()
+    kid = b64url_encode(hashlib.sha256(members).digest())  # its RFC 7638 thumbprint
+    jwks["keys"].append({**respelled, "kid": kid})
+    with pytest.raises(vxp.VxpError) as info:
+        vxp.Verifier(op.metadata, jwks)
+    assert (info.value.code, info.value.reason) == ("metadata_invalid", "jwks")
+    verdict = vxp.verify(op.package, op.metadata, jwks, now=op.now)
+    assert _failure(verdict) == ("metadata_invalid", "jwks")
+
+
+# ------------------------------------------------------------------ F3: witness not in JWKS
+
+
+def _issuer_key_as_user(seed: str) -> tuple[dict[str, Any], vxp.DemoOperation]:
+    op = demo_operation("reviewed")
+    b = vxp.OperationBuilder(
+        company=op.builder.company,
+        op_id="x",
+        operator_key=demo_key("operator"),
+        company_key=demo_key("company"),
+        log=vxp.MerkleLog(op.builder.log.origin),
+    )
+    b.request(channel="vxp", client_id="https://a.example", request={"r": 1}, now=_at(-2))
+    b.terms(capability="c", terms={"c": 1}, expires_at=_at(900), read_back_terms=["c"], now=_at(0))
+    state = b.state
+    assert state.latest is not None
+    assert state.request is not None
+    jwk, token = sign_user_approval(
+        demo_key(seed),
+        state.request["request_digest"],
+        1,
+        state.latest.terms_digest,
+        jwt_digest(b.statements[state.latest.seq].split("~", 1)[0]),
+    )
+    body = {
+        "method": "user_signed",
+        "revision": 1,
+        "terms_digest": state.latest.terms_digest,
+        "user_key": jwk,
+        "user_signature": token,
+    }
+    b.unsafe_append("user_approval", body, now=_at(1))
+    b.execute(release={}, now=_at(2))
+    b.read_back(observed={"c": 1}, now=_at(3))
+    b.outcome(state="succeeded", result_summary={}, now=_at(4))
+    return b.package(log_key=demo_key("log")), op
+
+
+def test_witness_key_absent_from_the_jwks_is_still_the_issuers() -> None:
+    package, op = _issuer_key_as_user("witness")
+    expected = ("rule_violation", "user_key_is_issuer_key")
+    assert _failure(vxp.verify(package, op.metadata, op.jwks, now=op.now)) == expected
+    witness_kid = vxp.key_thumbprint(demo_key("witness"))
+    jwks = {"keys": [k for k in op.jwks["keys"] if k["kid"] != witness_kid]}
+    assert _failure(vxp.verify(package, op.metadata, jwks, now=op.now)) == expected
+    # the same witness named only by live metadata
+    saved = copy.deepcopy(op.metadata)
+    saved["vxp_proof"]["log"]["witnesses"] = []
+    verifier = vxp.Verifier(saved, jwks, live_metadata=op.metadata, live_jwks=jwks)
+    assert _failure(verifier.verify(package, now=op.now)) == expected
+
+
+def test_log_key_absent_from_the_jwks_is_still_the_issuers() -> None:
+    package, op = _issuer_key_as_user("log")
+    log_kid = vxp.key_thumbprint(demo_key("log"))
+    jwks = {"keys": [k for k in op.jwks["keys"] if k["kid"] != log_kid]}
+    # stage 5 (chain) comes before stage 6 (log), so the missing log key is not reached
+    expected = ("rule_violation", "user_key_is_issuer_key")
+    assert _failure(vxp.verify(package, op.metadata, jwks, now=op.now)) == expected
