@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
+import json
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import vxp
 from vectorlib import Case, Mutation, derive, flip_char, suite
 from vxp._chain import format_time
+from vxp._chain import parse_time as vxp_parse_time
 from vxp._checkpoint import Checkpoint, SignedCheckpoint, cosign_checkpoint, sign_checkpoint
 from vxp._codec import encode_hash as vxp_hash
 from vxp._jws import sign_compact
@@ -1141,6 +1143,133 @@ def _trust_and_log_cases() -> Iterator[Case]:
         output=_failed("log_invalid", "leaf_order"),
         comment="statements 2 and 3 were logged in the opposite order (every inclusion proof "
         "verifies): leaf indexes must increase with seq",
+    )
+    yield from _saved_and_live_log_cases()
+    yield from _respelled_key_cases()
+
+
+def _saved_and_live_log_cases() -> Iterator[Case]:
+    op = demo_operation("succeeded")
+    base = _input(op)
+    operator_kid = _kid("operator")
+    live_witness = copy.deepcopy(base)
+    live_witness["live"]["metadata"] = copy.deepcopy(op.metadata)  # not the saved object
+    vp = live_witness["live"]["metadata"]["vxp_proof"]
+    vp["keys"] = [k for k in vp["keys"] if k["kid"] != operator_kid]
+    vp["log"]["witnesses"] = [operator_kid]
+    last = max(vxp_parse_time(e["logged_at"], "t") for e in base["package"]["log"]["entries"])
+    signed = SignedCheckpoint.from_json(live_witness["package"]["log"]["checkpoint"])
+    cosigned = cosign_checkpoint(signed, demo_key("operator"), time=int(last.timestamp()) + 1)
+    live_witness["package"]["log"]["checkpoint"] = cosigned.to_json()
+    yield Case(
+        "live-witness-is-saved-signing-key",
+        live_witness,
+        output=_failed("live_invalid", "witness_not_independent"),
+        comment="live metadata unpublishes the operator key and names it as the only witness "
+        "(it cosigned); saved metadata still lists it as the operator key that signed the "
+        "statements: a key that signs is never a witness, across saved and live material",
+        flags=("saved-vs-live", "witnessed"),
+    )
+    witnessed = demo_operation("witnessed")
+    wbase = _input(witnessed)
+    pinned = copy.deepcopy(wbase)
+    pinned["metadata"] = copy.deepcopy(witnessed.metadata)  # live keeps its own quorum 1
+    pinned["metadata"]["vxp_proof"]["log"]["quorum"] = 2
+    pinned_verdict = vxp.verify(
+        pinned["package"],
+        pinned["metadata"],
+        pinned["jwks"],
+        live=pinned["live"],
+        now=witnessed.now,
+    ).to_json()
+    assert pinned_verdict["valid"] is True
+    assert pinned_verdict["logged"] is False
+    assert "witnessed_log" not in pinned_verdict["derived_assurance"]
+    yield Case(
+        "live-quorum-lower-than-saved",
+        pinned,
+        output=pinned_verdict,
+        comment="saved metadata asks for 2 witnesses, live metadata for 1; one witness "
+        "cosigned: the larger quorum holds, so the package is valid but not logged",
+        flags=("saved-vs-live", "witnessed"),
+    )
+    added = copy.deepcopy(wbase)
+    added["metadata"] = copy.deepcopy(witnessed.metadata)
+    added["metadata"]["vxp_proof"]["log"]["witnesses"] = []
+    added_verdict = vxp.verify(
+        added["package"], added["metadata"], added["jwks"], live=added["live"], now=witnessed.now
+    ).to_json()
+    assert added_verdict["valid"] is True
+    assert (added_verdict["logged"], added_verdict["witnesses"]) == (False, 0)
+    yield Case(
+        "live-adds-witness",
+        added,
+        output=added_verdict,
+        comment="only live metadata recognises the witness that cosigned: a witness counts "
+        "when saved and live metadata both recognise it, so the package is not logged",
+        flags=("saved-vs-live", "witnessed"),
+    )
+
+    def witness_as_user(b: vxp.OperationBuilder) -> None:
+        b.terms(
+            capability=CAPABILITY,
+            terms={**TERMS, "v": 2},
+            expires_at=T0 + timedelta(seconds=900),
+            read_back_terms=["pedido"],
+            now=T0 + timedelta(seconds=1.1),
+        )
+        latest, request = b.state.latest, b.state.request
+        assert latest is not None
+        assert request is not None
+        terms_statement = jwt_digest(b.statements[latest.seq].split("~", 1)[0])
+        jwk, token = sign_user_approval(
+            demo_key("witness"), request["request_digest"], 2, latest.terms_digest, terms_statement
+        )
+        body = {
+            "method": "user_signed",
+            "revision": 2,
+            "terms_digest": latest.terms_digest,
+            "user_key": jwk,
+            "user_signature": token,
+        }
+        b.unsafe_append("user_approval", body, now=T0 + timedelta(seconds=1.2))
+
+    hidden = _tampered(witness_as_user)
+    witness_kid = _kid("witness")
+    for where in (hidden, hidden["live"]):
+        where["jwks"] = {"keys": [k for k in where["jwks"]["keys"] if k["kid"] != witness_kid]}
+    yield Case(
+        "user-key-is-witness-not-in-jwks",
+        hidden,
+        output=_failed("rule_violation", "user_key_is_issuer_key"),
+        comment="a user-signed approval by the metadata's witness, whose key no JWKS carries: "
+        "every kid the metadata names (signing, log, witness) is the issuer's, never the user",
+    )
+
+
+def _respelled_key_cases() -> Iterator[Case]:
+    op = demo_operation("succeeded")
+    offline = _input(op, live=False)
+    p = 2**256 - 2**224 + 2**192 + 2**96 - 1
+    b = 0x5AC635D8AA3A93E7B3EBBD55769886BC651D06B0CC53B0F63BCE3C3E27D2604B
+    x = 5  # the smallest x on P-256
+    y = pow((x**3 - 3 * x + b) % p, (p + 1) // 4, p)
+    assert y * y % p == (x**3 - 3 * x + b) % p
+
+    def b64(n: int) -> str:
+        return base64.urlsafe_b64encode(n.to_bytes(32, "big")).rstrip(b"=").decode()
+
+    jwk = {"crv": "P-256", "kty": "EC", "x": b64(x + p), "y": b64(y)}
+    members = json.dumps(jwk, sort_keys=True, separators=(",", ":")).encode()  # RFC 7638
+    kid = base64.urlsafe_b64encode(hashlib.sha256(members).digest()).rstrip(b"=").decode()
+    respelled = copy.deepcopy(offline)
+    respelled["jwks"]["keys"].append({**jwk, "kid": kid})
+    yield Case(
+        "jwks-p256-coordinate-above-p",
+        respelled,
+        output=_failed("metadata_invalid", "jwks"),
+        comment="the JWKS carries a P-256 key whose x is 5 + p (the point x = 5), with its "
+        "own thumbprint as kid: a coordinate is below the field prime, or one key has two kids",
     )
 
 
