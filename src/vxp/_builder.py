@@ -19,10 +19,18 @@ from ._chain import KIND_SIGNER, ChainState, format_time, parse_time, step
 from ._checkpoint import Checkpoint, cosign_checkpoint, sign_checkpoint
 from ._codec import canonical_json, encode_hash, sha256
 from ._errors import VxpError
-from ._keys import KeyLike, resolve_key
+from ._keys import IssuerKeys, KeyLike, resolve_key
 from ._log import MerkleLog
 from ._sdjwt import RandomSource
-from ._statements import check_user_approval, jwt_digest, sign_statement, sign_user_approval
+from ._statements import (
+    check_user_approval,
+    jwt_digest,
+    open_statement,
+    read_statement,
+    sign_statement,
+    sign_user_approval,
+    split_statement,
+)
 from ._verdict import Evidence, derive_assurance
 from ._verifier import leaf_data
 
@@ -69,6 +77,7 @@ class OperationBuilder:
         self._entries: list[tuple[int, str]] = []
         self._prev: str | None = None
         self._terms: dict[int, Mapping[str, Any]] = {}
+        self._user_kids: set[str] = set()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -126,6 +135,15 @@ class OperationBuilder:
             rng=self._rng,
             personal=personal,
         )
+        if check:
+            # Read the statement back as the verifier reads it (one rule, the verifier's):
+            # never sign and log what a verifier refuses (a disclosure nested in observed).
+            signer_key = resolve_key(self._keys[role], f"{role} key")
+            where = f"statement {self._state.count}"
+            opened = open_statement(
+                split_statement(statement, where), IssuerKeys(signer_key), where
+            )
+            read_statement(opened, where, at.timestamp())
         jws = statement.split("~", 1)[0]
         index = self.log.append(leaf_data(jwt_digest(jws), logged_at))
         self._state = new_state
@@ -234,10 +252,12 @@ class OperationBuilder:
             "user_key": jwk,
             "user_signature": token,
         }
-        check_user_approval(
+        user_kid = check_user_approval(
             body, self._state.request["request_digest"], terms_statement, "the approval"
         )
-        return self._append("user_approval", body, now)
+        statement = self._append("user_approval", body, now)
+        self._user_kids.add(user_kid)  # checked against the log and witness keys at sealing
+        return statement
 
     def review(self, *, decision: str, reviewer: Mapping[str, Any], now: datetime) -> str:
         """Sign a company review of the latest revision (company): approved or rejected."""
@@ -407,6 +427,16 @@ class OperationBuilder:
                 "rule_violation", "a package needs a request and terms", reason="terms_missing"
             )
         witnesses = list(witnesses)
+        sealers = {resolve_key(log_key, "log key").kid} | {
+            resolve_key(k, f"witness key {i}").kid for i, (k, _) in enumerate(witnesses)
+        }
+        if self._user_kids & sealers:
+            # the verifier counts the log and witness keys as the issuer's: never the user
+            raise VxpError(
+                "rule_violation",
+                "a user-signed approval was signed by the log key or a witness key",
+                reason="user_key_is_issuer_key",
+            )
         if self._entries:
             last = math.floor(parse_time(self._entries[-1][1], "logged_at").timestamp())
             for _, time in witnesses:

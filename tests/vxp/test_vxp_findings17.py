@@ -353,7 +353,9 @@ def _builder(seed: str, *, approve: bool = True) -> vxp.OperationBuilder:
     return builder
 
 
-def _material(builder: vxp.OperationBuilder, package: dict[str, Any]) -> tuple[Any, Any]:
+def _material(
+    builder: vxp.OperationBuilder, package: dict[str, Any], *, witness: bool = False
+) -> tuple[Any, Any]:
     records = [
         vxp.KeyRecord(resolve_key(demo_key("operator")).kid, "operator", _at(-86400), None),
         vxp.KeyRecord(resolve_key(demo_key("company")).kid, "company", _at(-86400), None),
@@ -365,8 +367,10 @@ def _material(builder: vxp.OperationBuilder, package: dict[str, Any]) -> tuple[A
         custody="operator_hosted",
         log_origin=LOG_ORIGIN,
         log_kid=resolve_key(demo_key("log")).kid,
+        witnesses=[resolve_key(demo_key("witness")).kid] if witness else [],
     )
-    jwks = vxp.build_jwks([demo_key("operator"), demo_key("company"), demo_key("log")])
+    public = [demo_key("operator"), demo_key("company"), demo_key("log")]
+    jwks = vxp.build_jwks([*public, demo_key("witness")] if witness else public)
     return metadata, jwks
 
 
@@ -406,33 +410,51 @@ def _personal_values() -> st.SearchStrategy[Any]:
     )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     personal=st.dictionaries(
         st.sampled_from(["receptor", "nota", "pedido", "x"]), _personal_values(), max_size=3
     ),
+    extra=st.dictionaries(st.sampled_from(["extra", "nota", "y"]), _personal_values(), max_size=2),
     show_dia=st.sampled_from(["2026-10-28", "2026-10-29", None]),
     final=st.sampled_from(["succeeded", "failed", "unknown", "none"]),
+    approver=st.sampled_from(["agent", "user", "witness", "log", "operator", "company"]),
 )
 def test_every_package_the_builder_makes_verifies(
-    personal: dict[str, Any], show_dia: str | None, final: str
+    personal: dict[str, Any],
+    extra: dict[str, Any],
+    show_dia: str | None,
+    final: str,
+    approver: str,
 ) -> None:
-    builder = _builder("property")
-    observed: dict[str, Any] = {"pedido": "P-1"}
+    """Whatever the builder signs and seals, the verifier accepts: read-backs whose observed
+    members nest disclosable values anywhere (review F4a), user-signed approvals by any key,
+    the issuer's log and witness keys included (review F4b)."""
+    builder = _builder("property", approve=False)
+    observed: dict[str, Any] = {"pedido": "P-1", **extra}
     if show_dia is not None:
         observed["dia"] = show_dia
     personal = {k: v for k, v in personal.items() if k not in observed}
     try:
+        if approver == "agent":
+            builder.approve(now=_at(1))
+        else:
+            builder.approve_signed(user_key=demo_key(approver), now=_at(1))
+        builder.execute(release={"o": 1}, now=_at(2))
         if final != "none":
             builder.read_back(observed=observed, personal=personal, now=_at(3))
         state = "unknown" if final == "none" else final
         builder.outcome(state=state, result_summary={"s": state}, now=_at(4))
+        witness_time = int(_at(5).timestamp())
+        package = builder.package(
+            log_key=demo_key("log"), witnesses=[(demo_key("witness"), witness_time)]
+        )
     except vxp.VxpError:
-        return  # the builder refused to sign: nothing was issued
-    package = builder.package(log_key=demo_key("log"))
-    metadata, jwks = _material(builder, package)
+        return  # the builder refused to sign or seal: nothing was issued
+    metadata, jwks = _material(builder, package, witness=True)
     verdict = vxp.verify(package, metadata, jwks, now=_at(60))
     assert verdict.valid, verdict.failure
+    assert verdict.logged
 
 
 # ------------------------------------------------------------------ 6: booleans

@@ -19,7 +19,7 @@ from vxp._chain import format_time, parse_time
 from vxp._codec import b64url_encode
 from vxp._keys import resolve_key
 from vxp._metadata import load_trust
-from vxp._proof_demo import T0, demo_key, demo_operation
+from vxp._proof_demo import COMPANY, LOG_ORIGIN, T0, demo_key, demo_operation
 from vxp._statements import jwt_digest, sign_user_approval
 
 
@@ -237,3 +237,71 @@ def test_log_key_absent_from_the_jwks_is_still_the_issuers() -> None:
     # stage 5 (chain) comes before stage 6 (log), so the missing log key is not reached
     expected = ("rule_violation", "user_key_is_issuer_key")
     assert _failure(vxp.verify(package, op.metadata, jwks, now=op.now)) == expected
+
+
+# ------------------------------------------------------------------ F4: builder vs verifier
+
+
+def _approved_builder(seed: str) -> vxp.OperationBuilder:
+    b = vxp.OperationBuilder(
+        company=COMPANY,
+        op_id="x",
+        operator_key=demo_key("operator"),
+        company_key=demo_key("company"),
+        log=vxp.MerkleLog(LOG_ORIGIN),
+    )
+    b.request(channel="vxp", client_id="https://a.example", request={"r": 1}, now=_at(-2))
+    b.terms(capability="c", terms={"c": 1}, expires_at=_at(900), read_back_terms=["c"], now=_at(0))
+    if seed == "agent":
+        b.approve(now=_at(1))
+    else:
+        b.approve_signed(user_key=demo_key(seed), now=_at(1))
+    b.execute(release={}, now=_at(2))
+    return b
+
+
+@pytest.mark.parametrize(
+    "observed",
+    [
+        {"c": 1, "extra": {"k": vxp.Sd(1)}},
+        {"c": 1, "extra": [vxp.Sd(1)]},
+        {"c": 1, "extra": {"deeper": {"k": vxp.Sd("v")}}},
+    ],
+)
+def test_builder_refuses_disclosures_nested_in_observed(observed: dict[str, Any]) -> None:
+    b = _approved_builder("agent")
+    before = (b.statements, b.log.size, b.state)
+    with pytest.raises(vxp.VxpError) as info:
+        b.read_back(observed=observed, now=_at(3))
+    assert (info.value.code, info.value.reason) == ("statement_malformed", "sd_misplaced")
+    assert (b.statements, b.log.size, b.state) == before  # nothing signed, nothing logged
+
+
+def test_builder_accepts_a_top_level_disclosure_in_observed() -> None:
+    b = _approved_builder("agent")
+    b.read_back(observed={"c": 1, "extra": vxp.Sd({"k": 1})}, now=_at(3))
+    b.outcome(state="succeeded", result_summary={}, now=_at(4))
+    op = demo_operation("succeeded")
+    package = b.package(log_key=demo_key("log"))
+    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
+    assert verdict.valid, verdict.failure
+
+
+@pytest.mark.parametrize("seed", ["witness", "log"])
+def test_builder_refuses_to_seal_a_user_approval_by_the_log_or_a_witness_key(seed: str) -> None:
+    b = _approved_builder(seed)
+    b.read_back(observed={"c": 1}, now=_at(3))
+    b.outcome(state="succeeded", result_summary={}, now=_at(4))
+    op = demo_operation("succeeded")
+    last = _last_logged({"log": {"entries": [{"logged_at": format_time(_at(4))}]}})
+    with pytest.raises(vxp.VxpError) as info:
+        b.package(log_key=demo_key("log"), witnesses=[(demo_key("witness"), last)])
+    assert (info.value.code, info.value.reason) == ("rule_violation", "user_key_is_issuer_key")
+    # the same operation approved by the user's own key seals and verifies
+    good = _approved_builder("user")
+    good.read_back(observed={"c": 1}, now=_at(3))
+    good.outcome(state="succeeded", result_summary={}, now=_at(4))
+    package = good.package(log_key=demo_key("log"), witnesses=[(demo_key("witness"), last)])
+    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
+    assert verdict.valid, verdict.failure
+    assert verdict.approval == "user_signed"

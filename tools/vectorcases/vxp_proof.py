@@ -273,6 +273,17 @@ def issue_operation_cases() -> Iterator[Case]:
             [*steps[:2], {"step": "approve_signed", "now": _t(1), "user_key": _jwk("operator")}],
             "user_key_is_issuer_key",
         ),
+        (
+            "user-signs-with-log-key",
+            "a user-signed approval made with the log's key: signed, then refused at sealing "
+            "(the log key is the issuer's, never the user's)",
+            [
+                *steps[:2],
+                {"step": "approve_signed", "now": _t(1), "user_key": _jwk("log")},
+                *steps[3:],
+            ],
+            "user_key_is_issuer_key",
+        ),
     ]
     for name, comment, chain, reason in refusals:
         yield Case(
