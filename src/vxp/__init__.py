@@ -109,7 +109,7 @@ from ._sdjwt import (
 )
 from ._statements import STATEMENT_TYP
 from ._verdict import ASSURANCES, Evidence, Verdict, derive_assurance
-from ._verifier import Verifier, leaf_data, verify
+from ._verifier import MAX_STATEMENTS, Verifier, leaf_data, verify
 
 __all__ = [
     "ASSURANCES",
@@ -117,6 +117,7 @@ __all__ = [
     "EMPTY_ROOT",
     "FINAL_STATES",
     "KIND_SIGNER",
+    "MAX_STATEMENTS",
     "STATEMENT_TYP",
     "AccessToken",
     "Checkpoint",

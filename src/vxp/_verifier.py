@@ -39,7 +39,7 @@ from ._statements import (
 )
 from ._verdict import Evidence, Verdict, derive_assurance
 
-__all__ = ["Verifier", "leaf_data", "verify"]
+__all__ = ["MAX_STATEMENTS", "Verifier", "leaf_data", "verify"]
 
 _START = ChainState()  # immutable, so one instance serves every verification
 _PACKAGE_MEMBERS = frozenset({"v", "company", "op", "statements", "log"})
@@ -50,6 +50,12 @@ _LIVE_LOG_MEMBERS = frozenset({"checkpoint", "consistency"})
 _LIVE_MEMBERS = frozenset({"metadata", "jwks", "checkpoint", "consistency"})
 MAX_LEEWAY = 2**32
 """Largest ``leeway`` in seconds (**Ours**)."""
+MAX_STATEMENTS = 4096
+"""Default largest number of statements in a package (**Ours**): every statement costs a
+signature check before the chain can fail, so an unbounded package is unbounded work. A
+caller may pass ``max_statements`` up to :data:`STATEMENTS_LIMIT`."""
+STATEMENTS_LIMIT = 2**20
+"""Largest ``max_statements`` a caller may ask for (**Ours**)."""
 
 _PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*")
 
@@ -192,7 +198,9 @@ class _Material:
 # ---------------------------------------------------------------------------- stages
 
 
-def _check_package(package: object) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+def _check_package(
+    package: object, max_statements: int
+) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
     """Stage 1: the package's shape (of a plain copy of it, made once: see
     :func:`vxp._codec.plain_json`)."""
     if isinstance(package, dict):
@@ -213,8 +221,10 @@ def _check_package(package: object) -> tuple[dict[str, Any], list[Any], dict[str
     statements = package["statements"]
     if not isinstance(statements, list) or not statements:
         raise _malformed("the package statements are not a non-empty list", "statements")
-    if len(statements) >= 2**20:
-        raise _malformed("the package has too many statements", "statements")
+    if len(statements) > max_statements:
+        raise _malformed(
+            f"the package has more than {max_statements} statements", "too_many_statements"
+        )
     log = package["log"]
     if not isinstance(log, dict) or log.keys() != _LOG_MEMBERS:
         raise _malformed("the package log is not {checkpoint, entries}", "log")
@@ -589,9 +599,10 @@ def _pipeline(
     request_id: str | None,
     request: object,
     leeway: int,
+    max_statements: int,
 ) -> Verdict:
     """Every stage in the order of spec §8; the first failure raises."""
-    plain, raw_statements, log = _check_package(package)
+    plain, raw_statements, log = _check_package(package, max_statements)
     op = plain["op"]
     if live_log is not None:  # read once, as the package is
         live_log = plain_json(live_log, _TOO_DEEP_LIVE)
@@ -643,11 +654,19 @@ def _failed(exc: VxpError) -> Verdict:
     return Verdict(valid=False, failure=failure)
 
 
-def _check_call(now: object, leeway: object) -> None:
+def _check_call(now: object, leeway: object, max_statements: object) -> None:
     if not isinstance(now, datetime) or now.tzinfo is None:
         raise VxpError("time_naive", "now must be a timezone-aware datetime")
     if not isinstance(leeway, int) or isinstance(leeway, bool) or not 0 <= leeway <= MAX_LEEWAY:
         raise VxpError("leeway_invalid", f"leeway is an integer from 0 to {MAX_LEEWAY} seconds")
+    if (
+        not isinstance(max_statements, int)
+        or isinstance(max_statements, bool)
+        or not 1 <= max_statements <= STATEMENTS_LIMIT
+    ):
+        raise VxpError(
+            "max_statements_invalid", f"max_statements is an integer from 1 to {STATEMENTS_LIMIT}"
+        )
 
 
 # ---------------------------------------------------------------------------- public
@@ -709,6 +728,7 @@ class Verifier:
         request_id: str | None = None,
         request: object = None,
         leeway: int = 0,
+        max_statements: int = MAX_STATEMENTS,
     ) -> Verdict:
         """Verify one package; never raises (every failure is ``valid: false``).
 
@@ -717,11 +737,22 @@ class Verifier:
         one. ``request_id``, when given, must be the package's ``op.id`` (a routing hint
         the chain does not sign); ``request``, when given, is the request as the agent
         sent it, whose digest must be the signed ``request_digest``. ``leeway`` (seconds)
-        is how far after ``now`` a witness cosignature may be dated.
+        is how far after ``now`` a witness cosignature may be dated. ``max_statements``
+        (default :data:`MAX_STATEMENTS`, at most 2**20) bounds the statements a package may
+        hold: more is ``package_malformed/too_many_statements`` before any signature check.
         """
         try:
-            _check_call(now, leeway)
-            return _pipeline(self._material, package, now, live_log, request_id, request, leeway)
+            _check_call(now, leeway, max_statements)
+            return _pipeline(
+                self._material,
+                package,
+                now,
+                live_log,
+                request_id,
+                request,
+                leeway,
+                max_statements,
+            )
         except VxpError as exc:
             return _failed(exc)
 
@@ -736,6 +767,7 @@ def verify(
     request_id: str | None = None,
     request: object = None,
     leeway: int = 0,
+    max_statements: int = MAX_STATEMENTS,
 ) -> Verdict:
     """Verify a VXP Proof package against the issuer's metadata and JWKS; never raises.
 
@@ -746,8 +778,8 @@ def verify(
     gives ``valid: false`` with ``failure.code``.
     """
     try:
-        _check_call(now, leeway)
-        _check_package(package)  # stage 1 comes before the material's stage 2
+        _check_call(now, leeway, max_statements)
+        _check_package(package, max_statements)  # stage 1 comes before the material's stage 2
         saved = load_trust(metadata, jwks)
         live_trust: TrustMaterial | None = None
         live_log: Mapping[str, Any] | None = None
@@ -770,4 +802,5 @@ def verify(
         request_id=request_id,
         request=request,
         leeway=leeway,
+        max_statements=max_statements,
     )

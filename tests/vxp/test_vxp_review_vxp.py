@@ -305,3 +305,105 @@ def test_builder_refuses_to_seal_a_user_approval_by_the_log_or_a_witness_key(see
     verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
     assert verdict.valid, verdict.failure
     assert verdict.approval == "user_signed"
+
+
+# ------------------------------------------------------------------ F5: lying containers
+
+
+class _ShortList(list):  # type: ignore[type-arg]
+    def __len__(self) -> int:
+        return 6
+
+
+class _LyingKeys(dict):  # type: ignore[type-arg]
+    def keys(self) -> Any:
+        return {"v", "company", "op", "statements", "log"}
+
+
+def test_lying_list_and_dict_subclasses_are_read_as_their_contents() -> None:
+    op = demo_operation("succeeded")
+    op.builder.revoke(reason={"r": 1}, now=_at(10))  # a 7th signed statement
+    package = dict(op.package, statements=_ShortList(op.builder.statements))
+    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
+    assert _failure(verdict) == ("package_malformed", "log_entries")
+    verifier = vxp.Verifier(op.metadata, op.jwks)
+    assert _failure(verifier.verify(package, now=op.now)) == ("package_malformed", "log_entries")
+    no_v = _LyingKeys({k: v for k, v in op.package.items() if k != "v"})
+    assert _failure(verifier.verify(no_v, now=op.now)) == ("package_malformed", "members")
+    assert _failure(vxp.verify(no_v, op.metadata, op.jwks, now=op.now)) == (
+        "package_malformed",
+        "members",
+    )
+
+
+# ------------------------------------------------------------------ F6: module state
+
+
+def test_kind_signer_table_is_read_only() -> None:
+    with pytest.raises(TypeError):
+        vxp.KIND_SIGNER["outcome"] = "operator"  # type: ignore[index]
+    assert vxp.KIND_SIGNER["outcome"] == "company"
+
+
+def test_load_schema_returns_a_copy_the_caller_may_change() -> None:
+    name = vxp.schema_names()[0]
+    first = vxp.load_schema(name)
+    expected = copy.deepcopy(first)
+    first.clear()
+    first["type"] = "string"
+    assert vxp.load_schema(name) == expected
+    assert vxp.load_schema(name) is not vxp.load_schema(name)
+
+
+@pytest.mark.parametrize("name", [["x"], None, 3, b"card.json", {"a": 1}])
+def test_load_schema_refuses_a_name_that_is_not_a_string(name: Any) -> None:
+    with pytest.raises(vxp.VxpError) as info:
+        vxp.load_schema(name)
+    assert info.value.code == "schema_unknown"
+
+
+# ------------------------------------------------------------------ F7: statement cap
+
+
+def _padded(op: vxp.DemoOperation, n: int) -> dict[str, Any]:
+    """A package of ``n`` statements (one repeated): refused, but only after its shape."""
+    package = copy.deepcopy(op.package)
+    package["statements"] = [package["statements"][0]] + [package["statements"][3]] * (n - 1)
+    entries = package["log"]["entries"]
+    package["log"]["entries"] = [entries[0]] + [entries[3]] * (n - 1)
+    return package
+
+
+def test_default_statement_cap_is_4096() -> None:
+    op = demo_operation("succeeded")
+    verifier = vxp.Verifier(op.metadata, op.jwks)
+    assert vxp.MAX_STATEMENTS == 4096
+    over = verifier.verify(_padded(op, 4097), now=op.now)
+    assert _failure(over) == ("package_malformed", "too_many_statements")
+    at_cap = verifier.verify(_padded(op, 4096), now=op.now)
+    assert _failure(at_cap) != ("package_malformed", "too_many_statements")
+    assert _failure(vxp.verify(_padded(op, 4097), op.metadata, op.jwks, now=op.now)) == (
+        "package_malformed",
+        "too_many_statements",
+    )
+
+
+def test_statement_cap_is_the_callers() -> None:
+    op = demo_operation("succeeded")
+    verifier = vxp.Verifier(op.metadata, op.jwks)
+    assert verifier.verify(op.package, now=op.now, max_statements=6).valid
+    assert _failure(verifier.verify(op.package, now=op.now, max_statements=5)) == (
+        "package_malformed",
+        "too_many_statements",
+    )
+    one_shot = vxp.verify(op.package, op.metadata, op.jwks, now=op.now, max_statements=5)
+    assert _failure(one_shot) == ("package_malformed", "too_many_statements")
+
+
+@pytest.mark.parametrize("cap", [0, -1, True, 1.5, "6", None, 2**20 + 1])
+def test_statement_cap_must_be_a_sensible_integer(cap: Any) -> None:
+    op = demo_operation("succeeded")
+    verdict = vxp.Verifier(op.metadata, op.jwks).verify(op.package, now=op.now, max_statements=cap)
+    assert _failure(verdict) == ("max_statements_invalid", None)
+    one_shot = vxp.verify(op.package, op.metadata, op.jwks, now=op.now, max_statements=cap)
+    assert _failure(one_shot) == ("max_statements_invalid", None)

@@ -1157,6 +1157,21 @@ def _trust_and_log_cases() -> Iterator[Case]:
     )
     yield from _saved_and_live_log_cases()
     yield from _respelled_key_cases()
+    at_cap = {**offline, "max_statements": len(offline["package"]["statements"])}
+    yield Case(
+        "statement-cap-at-size",
+        at_cap,
+        output=_verdict(op, live=False),
+        comment="the caller caps packages at 6 statements; this one holds 6: verified",
+        flags=("offline",),
+    )
+    yield Case(
+        "statement-cap-below-size",
+        {**at_cap, "max_statements": at_cap["max_statements"] - 1},
+        output=_failed("package_malformed", "too_many_statements"),
+        comment="the caller caps packages at 5 statements; this one holds 6: refused at "
+        "stage 1, before any signature is checked (the default cap is 4,096)",
+    )
 
 
 def _saved_and_live_log_cases() -> Iterator[Case]:

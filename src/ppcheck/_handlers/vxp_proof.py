@@ -101,6 +101,7 @@ def verify_proof(input_: dict[str, Any]) -> dict[str, Any]:
         now=_time(input_["now"], "now"),
         request_id=input_.get("request_id"),
         request=input_.get("request"),
+        max_statements=input_.get("max_statements", vxp.MAX_STATEMENTS),
     )
     out = verdict.to_json()
     if "failure" in out:
