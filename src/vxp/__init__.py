@@ -107,7 +107,7 @@ from ._sdjwt import (
     present_sd_jwt,
     verify_sd_jwt,
 )
-from ._statements import STATEMENT_TYP
+from ._statements import STATEMENT_TYP, approval_payload, approval_signing_input
 from ._verdict import ASSURANCES, Evidence, Verdict, derive_assurance
 from ._verifier import MAX_STATEMENTS, Verifier, leaf_data, verify
 
@@ -149,6 +149,8 @@ __all__ = [
     "Verifier",
     "VxpError",
     "Witness",
+    "approval_payload",
+    "approval_signing_input",
     "b64url_decode",
     "b64url_encode",
     "build_jwks",

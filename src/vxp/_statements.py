@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ._codec import canonical_json, encode_hash
+from ._codec import b64url_encode, canonical_json, encode_hash
 from ._errors import VxpError
 from ._jws import ParsedJws, check_header, parse_compact, sign_compact
 from ._keys import IssuerKeys, KeyLike, ResolvedKey, resolve_key
@@ -33,6 +33,7 @@ __all__ = [
     "OpenedStatement",
     "ParsedStatement",
     "approval_payload",
+    "approval_signing_input",
     "check_user_approval",
     "jwt_digest",
     "open_statement",
@@ -286,6 +287,37 @@ def approval_payload(
         "terms_digest": terms_digest,
         "terms_statement": terms_statement,
     }
+
+
+_APPROVAL_MEMBERS = frozenset({"request_digest", "revision", "terms_digest", "terms_statement"})
+
+
+def approval_signing_input(user_key: KeyLike, payload: Mapping[str, Any]) -> bytes:
+    """Return the bytes the user's key signs to approve: the JWS signing input
+    ``b64url(JCS(header)) "." b64url(JCS(payload))`` with header ``{alg, kid, typ}``.
+
+    ``user_key`` is the user's key (its public JWK is enough: a device holding the private
+    key signs these bytes itself), ``payload`` what :func:`approval_payload` returns. The
+    user's device should rebuild ``payload`` from the terms statement it was shown rather
+    than sign bytes it was handed. Raises ``approval_invalid`` for another payload shape.
+    """
+    key = resolve_key(user_key, "user key")
+    if (
+        not isinstance(payload, Mapping)
+        or set(payload) != _APPROVAL_MEMBERS
+        or not all(isinstance(payload[k], str) for k in _APPROVAL_MEMBERS - {"revision"})
+        or type(payload["revision"]) is not int
+    ):
+        raise VxpError(
+            "approval_invalid",
+            "an approval payload is {request_digest, revision, terms_digest, terms_statement}",
+        )
+    header = {"alg": key.alg, "kid": key.kid, "typ": APPROVAL_TYP}
+    return (
+        b64url_encode(canonical_json(header, "the JOSE header"))
+        + "."
+        + b64url_encode(canonical_json(dict(payload), "the approval payload"))
+    ).encode("ascii")
 
 
 def sign_user_approval(

@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ed25519
 
 import vxp
 from vxp._chain import format_time, parse_time
@@ -407,3 +408,128 @@ def test_statement_cap_must_be_a_sensible_integer(cap: Any) -> None:
     assert _failure(verdict) == ("max_statements_invalid", None)
     one_shot = vxp.verify(op.package, op.metadata, op.jwks, now=op.now, max_statements=cap)
     assert _failure(one_shot) == ("max_statements_invalid", None)
+
+
+# ------------------------------------------------------------------ errand: a detached approval
+
+
+def _ready_for_approval() -> vxp.OperationBuilder:
+    b = vxp.OperationBuilder(
+        company=COMPANY,
+        op_id="x",
+        operator_key=demo_key("operator"),
+        company_key=demo_key("company"),
+        log=vxp.MerkleLog(LOG_ORIGIN),
+    )
+    b.request(channel="vxp", client_id="https://a.example", request={"r": 1}, now=_at(-2))
+    b.terms(capability="c", terms={"c": 1}, expires_at=_at(900), read_back_terms=["c"], now=_at(0))
+    return b
+
+
+def _ed25519(seed: str) -> dict[str, Any]:
+    """A private Ed25519 JWK derived from ``seed`` (Ana has one Ed25519 key, errand)."""
+    private = ed25519.Ed25519PrivateKey.from_private_bytes(hashlib.sha256(seed.encode()).digest())
+    return {
+        "kty": "OKP",
+        "crv": "Ed25519",
+        "x": b64url_encode(private.public_key().public_bytes_raw()),
+        "d": b64url_encode(private.private_bytes_raw()),
+    }
+
+
+def _her_device(payload: dict[str, Any], seed: str = "ana") -> tuple[dict[str, Any], bytes]:
+    """Ana's own device: her private key never leaves it; it signs the bytes it rebuilt."""
+    key = resolve_key(_ed25519(seed))
+    signing_input = vxp.approval_signing_input(key.public_jwk, payload)
+    return dict(key.public_jwk), key.sign(signing_input, deterministic=True)
+
+
+def test_shop_logs_an_approval_the_user_signed_on_her_own_device() -> None:
+    b = _ready_for_approval()
+    payload = b.approval_payload()
+    state = b.state
+    assert state.latest is not None
+    assert state.request is not None
+    assert payload == vxp.approval_payload(
+        state.request["request_digest"],
+        1,
+        state.latest.terms_digest,
+        jwt_digest(b.statements[state.latest.seq].split("~", 1)[0]),
+    )
+    public_jwk, signature = _her_device(payload)
+    assert "d" not in public_jwk
+    b.approve_with_signature(user_key=public_jwk, signature=signature, now=_at(1))
+    b.execute(release={}, now=_at(2))
+    b.read_back(observed={"c": 1}, now=_at(3))
+    b.outcome(state="succeeded", result_summary={}, now=_at(4))
+    op = demo_operation("succeeded")
+    verdict = vxp.verify(b.package(log_key=demo_key("log")), op.metadata, op.jwks, now=op.now)
+    assert verdict.valid, verdict.failure
+    assert verdict.approval == "user_signed"
+    assert "user_signed_approval" in verdict.derived_assurance
+
+
+def test_detached_approval_matches_the_builders_own_signing() -> None:
+    """approve_signed (private key in hand) and approve_with_signature (signature from the
+    device) sign the same bytes: one statement, byte for byte."""
+    key = _ed25519("ana")
+    a = _ready_for_approval()
+    a.approve_signed(user_key=key, now=_at(1))
+    b = _ready_for_approval()
+    public_jwk, signature = _her_device(b.approval_payload())
+    b.approve_with_signature(user_key=public_jwk, signature=signature, now=_at(1))
+    pa, pb = (x.statements[-1].split("~", 1)[0].split(".")[1] for x in (a, b))
+    assert pa == pb
+
+
+def _refused(b: vxp.OperationBuilder, **kwargs: Any) -> tuple[str, str | None]:
+    before = (b.statements, b.log.size, b.state)
+    with pytest.raises(vxp.VxpError) as info:
+        b.approve_with_signature(now=_at(1), **kwargs)
+    assert (b.statements, b.log.size, b.state) == before  # nothing signed, nothing logged
+    return info.value.code, info.value.reason
+
+
+def test_detached_approval_that_does_not_verify_is_refused() -> None:
+    b = _ready_for_approval()
+    payload = b.approval_payload()
+    public_jwk, signature = _her_device(payload)
+    bad = ("rule_violation", "user_signature_invalid")
+    flipped = bytes([signature[0] ^ 1]) + signature[1:]
+    assert _refused(b, user_key=public_jwk, signature=flipped) == bad
+    other_jwk, _ = _her_device(payload, seed="mallory")
+    assert _refused(b, user_key=other_jwk, signature=signature) == bad
+    stale = {**payload, "revision": 2}
+    assert _refused(b, user_key=public_jwk, signature=_her_device(stale)[1]) == bad
+    assert _refused(b, user_key=public_jwk, signature=signature[:-1]) == bad
+    for not_bytes in ("AAAA", None, 3, [1, 2]):
+        assert _refused(b, user_key=public_jwk, signature=not_bytes) == bad
+    assert (
+        _refused(b, user_key={"kty": "EC", "crv": "P-256"}, signature=signature)[0] == "key_invalid"
+    )
+    operator = resolve_key(demo_key("operator"))
+    assert _refused(
+        b,
+        user_key=operator.public_jwk,
+        signature=operator.sign(vxp.approval_signing_input(operator.public_jwk, payload)),
+    ) == ("rule_violation", "user_key_is_issuer_key")
+    # and the good one after all these refusals
+    b.approve_with_signature(user_key=public_jwk, signature=signature, now=_at(1))
+    assert b.state.approval is not None
+
+
+def test_approval_signing_input_is_the_jws_signing_input() -> None:
+    key = resolve_key(_ed25519("ana"))
+    payload = vxp.approval_payload("sha-256:" + "A" * 43, 1, "sha-256:" + "B" * 43, "sha-256:x")
+    header_b64, payload_b64 = vxp.approval_signing_input(key.public_jwk, payload).split(b".")
+    header = json.loads(base64_decode(header_b64))
+    assert header == {"alg": "EdDSA", "kid": key.kid, "typ": "vxp-approval+jwt"}
+    assert json.loads(base64_decode(payload_b64)) == payload
+    with pytest.raises(vxp.VxpError):
+        vxp.approval_signing_input(key.public_jwk, {"revision": 1})
+
+
+def base64_decode(segment: bytes) -> bytes:
+    import base64
+
+    return base64.urlsafe_b64decode(segment + b"=" * (-len(segment) % 4))

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
 import vxp
 from vectorlib import Case, Mutation, derive, flip_char, suite
 from vxp._chain import format_time
@@ -27,6 +29,7 @@ from vxp._proof_demo import (
     demo_key,
     demo_operation,
     extend_log,
+    seeded_rng,
 )
 from vxp._statements import jwt_digest, sign_user_approval
 
@@ -293,6 +296,99 @@ def issue_operation_cases() -> Iterator[Case]:
             comment=comment,
             flags=("refused",),
         )
+    yield from _detached_approval_cases(steps)
+
+
+def _user_ed25519() -> dict[str, Any]:
+    """The user's Ed25519 key of the detached-approval vectors (private part published)."""
+    seed = hashlib.sha256(b"vxp-demo-key/user-ed25519").digest()
+    private = ed25519.Ed25519PrivateKey.from_private_bytes(seed)
+    raw = private.public_key().public_bytes_raw()
+    b64 = base64.urlsafe_b64encode
+    return {
+        "kty": "OKP",
+        "crv": "Ed25519",
+        "x": b64(raw).rstrip(b"=").decode(),
+        "d": b64(private.private_bytes_raw()).rstrip(b"=").decode(),
+    }
+
+
+def _detached_approval_cases(steps: list[dict[str, Any]]) -> Iterator[Case]:
+    """The shop logs an approval the user signed on her own device (the errand, issue 22)."""
+    base = _issue_input(steps)
+    builder = vxp.OperationBuilder(
+        company=base["company"],
+        op_id=base["op_id"],
+        operator_key=demo_key("operator"),
+        company_key=demo_key("company"),
+        log=vxp.MerkleLog(base["log_origin"]),
+        rng=seeded_rng(base["salt_seed"]),
+    )
+    request, terms = steps[0], steps[1]
+    builder.request(
+        channel=request["channel"],
+        client_id=request["client_id"],
+        request=request["request"],
+        now=vxp_parse_time(request["now"], "now"),
+    )
+    builder.terms(
+        capability=terms["capability"],
+        terms=terms["terms"],
+        expires_at=vxp_parse_time(terms["expires_at"], "expires_at"),
+        read_back_terms=terms["read_back_terms"],
+        now=vxp_parse_time(terms["now"], "now"),
+    )
+    user = resolve_key(_user_ed25519())
+    payload = builder.approval_payload()
+    signature = user.sign(vxp.approval_signing_input(user.public_jwk, payload), deterministic=True)
+    encoded = base64.urlsafe_b64encode(signature).rstrip(b"=").decode()
+    approval = {
+        "step": "approve_with_signature",
+        "now": _t(1),
+        "user_key": dict(user.public_jwk),
+        "signature": encoded,
+    }
+    builder.approve_with_signature(
+        user_key=user.public_jwk, signature=signature, now=vxp_parse_time(_t(1), "now")
+    )
+    execute, read_back, outcome = steps[3], steps[4], steps[5]
+    builder.execute(release=execute["release"], now=vxp_parse_time(execute["now"], "now"))
+    builder.read_back(
+        observed=read_back["observed"],
+        personal=read_back["personal"],
+        now=vxp_parse_time(read_back["now"], "now"),
+    )
+    builder.outcome(
+        state=outcome["state"],
+        result_summary=outcome["result_summary"],
+        now=vxp_parse_time(outcome["now"], "now"),
+    )
+    package = builder.package(log_key=demo_key("log"))
+    verdict = vxp.verify(package, *_issue_material(), now=T0 + timedelta(seconds=60))
+    assert verdict.approval == "user_signed", verdict.failure
+    yield Case(
+        "approve-with-signature",
+        _issue_input([request, terms, approval, *steps[3:]]),
+        output={"package": package},
+        comment="the user signed the approval on her own device: the shop logs her public "
+        "key and her Ed25519 signature over approval_signing_input(her key, approval_payload) "
+        "(the JWS signing input); the package verifies as user_signed",
+    )
+    flipped = base64.urlsafe_b64encode(bytes([signature[0] ^ 1]) + signature[1:])
+    forged = {**approval, "signature": flipped.rstrip(b"=").decode()}
+    yield Case(
+        "refuse-approve-with-signature-forged",
+        _issue_input([request, terms, forged, *steps[3:]]),
+        error=_refusal("user_signature_invalid"),
+        comment="the detached signature has one bit flipped: the builder verifies it before "
+        "signing anything and refuses",
+        flags=("refused",),
+    )
+
+
+def _issue_material() -> tuple[dict[str, Any], dict[str, Any]]:
+    op = demo_operation("succeeded")
+    return op.metadata, op.jwks
 
 
 # ---------------------------------------------------------------------------- verify_proof

@@ -57,6 +57,9 @@ def _call(builder: vxp.OperationBuilder, step: dict[str, Any]) -> None:
         builder.approve(now=now)
     elif name == "approve_signed":
         builder.approve_signed(user_key=args["user_key"], now=now)
+    elif name == "approve_with_signature":
+        signature = vxp.b64url_decode(args["signature"], "step approve_with_signature signature")
+        builder.approve_with_signature(user_key=args["user_key"], signature=signature, now=now)
     elif name == "review":
         builder.review(decision=args["decision"], reviewer=args["reviewer"], now=now)
     elif name == "execute":
