@@ -19,7 +19,8 @@ The building blocks: an SD-JWT (RFC 9901) and a Merkle log (RFC 9162)::
     >>> claims = {"iss": "https://co.example", "name": vxp.Sd("Ada")}
     >>> token = vxp.issue_sd_jwt(claims, issuer, typ="example+sd-jwt")
     >>> shown = vxp.present_sd_jwt(token, disclose=[])
-    >>> vxp.verify_sd_jwt(shown, issuer, typ="example+sd-jwt", now=0).claims
+    >>> keys = vxp.IssuerKeys([issuer])  # resolved once, held by the caller
+    >>> vxp.verify_sd_jwt(shown, keys, typ="example+sd-jwt", now=0).claims
     {'iss': 'https://co.example'}
     >>> log = vxp.MerkleLog("log.example/vxp")
     >>> log.extend([b"a", b"b", b"c"])
@@ -32,6 +33,13 @@ VXP Proof: issue the draft's example operation with demo keys, then verify it::
     >>> verdict = vxp.verify(op.package, op.metadata, op.jwks, live=op.live, now=op.now)
     >>> verdict.valid, verdict.final_state, verdict.single_root, verdict.logged
     (True, 'succeeded', 'operator', False)
+
+A server verifying many packages of one issuer builds one ``Verifier`` and reuses it
+(nothing is remembered anywhere else)::
+
+    >>> verifier = vxp.Verifier(op.metadata, op.jwks)
+    >>> verifier.verify(op.package, now=op.now).final_state
+    'succeeded'
 
 Public names are listed in ``__all__``; implementation modules are private.
 """
@@ -61,7 +69,7 @@ from ._fetch import (
     SqliteReplayCache,
     make_dpop_proof,
 )
-from ._keys import KeyLike, key_thumbprint
+from ._keys import IssuerKeys, KeyLike, key_thumbprint
 from ._log import LogStore, MemoryLogStore, MerkleLog, SqliteLogStore
 from ._merkle import (
     EMPTY_ROOT,
@@ -99,9 +107,9 @@ from ._sdjwt import (
     present_sd_jwt,
     verify_sd_jwt,
 )
-from ._statements import STATEMENT_TYP
+from ._statements import STATEMENT_TYP, approval_payload, approval_signing_input
 from ._verdict import ASSURANCES, Evidence, Verdict, derive_assurance
-from ._verifier import leaf_data, verify
+from ._verifier import MAX_STATEMENTS, Verifier, leaf_data, verify
 
 __all__ = [
     "ASSURANCES",
@@ -109,6 +117,7 @@ __all__ = [
     "EMPTY_ROOT",
     "FINAL_STATES",
     "KIND_SIGNER",
+    "MAX_STATEMENTS",
     "STATEMENT_TYP",
     "AccessToken",
     "Checkpoint",
@@ -117,6 +126,7 @@ __all__ = [
     "Disclosure",
     "Evidence",
     "FetchResponse",
+    "IssuerKeys",
     "KeyBinding",
     "KeyLike",
     "KeyRecord",
@@ -136,8 +146,11 @@ __all__ = [
     "TrustMaterial",
     "Verdict",
     "VerifiedSdJwt",
+    "Verifier",
     "VxpError",
     "Witness",
+    "approval_payload",
+    "approval_signing_input",
     "b64url_decode",
     "b64url_encode",
     "build_jwks",

@@ -8,6 +8,7 @@ refused step changes nothing.
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -16,12 +17,21 @@ from typing import Any
 
 from ._chain import KIND_SIGNER, ChainState, format_time, parse_time, step
 from ._checkpoint import Checkpoint, cosign_checkpoint, sign_checkpoint
-from ._codec import canonical_json, encode_hash, sha256
+from ._codec import b64url_encode, canonical_json, encode_hash, sha256
 from ._errors import VxpError
-from ._keys import KeyLike, resolve_key
+from ._keys import IssuerKeys, KeyLike, resolve_key
 from ._log import MerkleLog
 from ._sdjwt import RandomSource
-from ._statements import check_user_approval, jwt_digest, sign_statement, sign_user_approval
+from ._statements import (
+    approval_payload,
+    approval_signing_input,
+    check_user_approval,
+    jwt_digest,
+    open_statement,
+    read_statement,
+    sign_statement,
+    split_statement,
+)
 from ._verdict import Evidence, derive_assurance
 from ._verifier import leaf_data
 
@@ -68,6 +78,7 @@ class OperationBuilder:
         self._entries: list[tuple[int, str]] = []
         self._prev: str | None = None
         self._terms: dict[int, Mapping[str, Any]] = {}
+        self._user_kids: set[str] = set()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -125,6 +136,15 @@ class OperationBuilder:
             rng=self._rng,
             personal=personal,
         )
+        if check:
+            # Read the statement back as the verifier reads it (one rule, the verifier's):
+            # never sign and log what a verifier refuses (a disclosure nested in observed).
+            signer_key = resolve_key(self._keys[role], f"{role} key")
+            where = f"statement {self._state.count}"
+            opened = open_statement(
+                split_statement(statement, where), IssuerKeys(signer_key), where
+            )
+            read_statement(opened, where, at.timestamp())
         jws = statement.split("~", 1)[0]
         index = self.log.append(leaf_data(jwt_digest(jws), logged_at))
         self._state = new_state
@@ -206,37 +226,72 @@ class OperationBuilder:
         body = {"method": "agent_asserted", "revision": revision, "terms_digest": digest}
         return self._append("user_approval", body, now)
 
-    def approve_signed(self, *, user_key: KeyLike, now: datetime) -> str:
-        """Sign a ``user_signed`` approval: the user's own signature over the revision."""
+    def approval_payload(self) -> dict[str, Any]:
+        """Return what the user signs to approve the latest revision (see
+        :func:`vxp.approval_payload`): show it to her device, which signs
+        :func:`vxp.approval_signing_input` of it with her own key."""
         revision, digest = self._latest("an approval")
-        if self._state.request is None:  # pragma: no cover - terms imply a request
+        latest, request = self._state.latest, self._state.request
+        assert latest is not None
+        if request is None:  # pragma: no cover - terms imply a request
             raise VxpError(
                 "rule_violation", "an approval needs the request", reason="terms_missing"
             )
+        terms_statement = jwt_digest(self._statements[latest.seq].split("~", 1)[0])
+        return approval_payload(request["request_digest"], revision, digest, terms_statement)
+
+    def approve_signed(self, *, user_key: KeyLike, now: datetime) -> str:
+        """Sign a ``user_signed`` approval with the user's private key (held here).
+
+        Where the key stays on the user's device, use :meth:`approve_with_signature`."""
+        key = resolve_key(user_key, "user key")
+        if key.private is None:
+            raise VxpError("key_not_private", "a user-signed approval needs the user's private key")
+        signing_input = approval_signing_input(key, self.approval_payload())
+        signature = key.sign(signing_input, deterministic=True)
+        return self.approve_with_signature(user_key=key, signature=signature, now=now)
+
+    def approve_with_signature(self, *, user_key: KeyLike, signature: object, now: datetime) -> str:
+        """Sign a ``user_signed`` approval the user signed on her own device (operator).
+
+        ``user_key`` is her public key (a JWK; only its public part is logged);
+        ``signature`` is the raw JWS signature bytes her key made over
+        :func:`vxp.approval_signing_input` of :meth:`approval_payload` (Ed25519: 64 bytes;
+        ES256: ``r || s``, 64 bytes). A signature that does not verify for this revision
+        is ``rule_violation/user_signature_invalid``; one of the issuer's own signing keys
+        is ``user_key_is_issuer_key``. Nothing is signed or logged on refusal.
+        """
+        payload = self.approval_payload()
+        key = resolve_key(user_key, "user key")
         own = {resolve_key(k, f"{role} key").kid for role, k in self._keys.items()}
-        if resolve_key(user_key, "user key").kid in own:
+        if key.kid in own:
             raise VxpError(
                 "rule_violation",
                 "a user-signed approval needs the user's key, not a signing key of the issuer",
                 reason="user_key_is_issuer_key",
             )
-        latest = self._state.latest
-        assert latest is not None
-        terms_statement = jwt_digest(self._statements[latest.seq].split("~", 1)[0])
-        jwk, token = sign_user_approval(
-            user_key, self._state.request["request_digest"], revision, digest, terms_statement
+        if not isinstance(signature, bytes):
+            raise VxpError(
+                "rule_violation",
+                "the user's signature is the raw signature bytes",
+                reason="user_signature_invalid",
+            )
+        token = (
+            approval_signing_input(key, payload).decode("ascii") + "." + b64url_encode(signature)
         )
         body = {
             "method": "user_signed",
-            "revision": revision,
-            "terms_digest": digest,
-            "user_key": jwk,
+            "revision": payload["revision"],
+            "terms_digest": payload["terms_digest"],
+            "user_key": dict(key.public_jwk),
             "user_signature": token,
         }
-        check_user_approval(
-            body, self._state.request["request_digest"], terms_statement, "the approval"
+        user_kid = check_user_approval(
+            body, payload["request_digest"], payload["terms_statement"], "the approval"
         )
-        return self._append("user_approval", body, now)
+        statement = self._append("user_approval", body, now)
+        self._user_kids.add(user_kid)  # checked against the log and witness keys at sealing
+        return statement
 
     def review(self, *, decision: str, reviewer: Mapping[str, Any], now: datetime) -> str:
         """Sign a company review of the latest revision (company): approved or rejected."""
@@ -405,6 +460,27 @@ class OperationBuilder:
             raise VxpError(
                 "rule_violation", "a package needs a request and terms", reason="terms_missing"
             )
+        witnesses = list(witnesses)
+        sealers = {resolve_key(log_key, "log key").kid} | {
+            resolve_key(k, f"witness key {i}").kid for i, (k, _) in enumerate(witnesses)
+        }
+        if self._user_kids & sealers:
+            # the verifier counts the log and witness keys as the issuer's: never the user
+            raise VxpError(
+                "rule_violation",
+                "a user-signed approval was signed by the log key or a witness key",
+                reason="user_key_is_issuer_key",
+            )
+        if self._entries:
+            last = math.floor(parse_time(self._entries[-1][1], "logged_at").timestamp())
+            for _, time in witnesses:
+                if isinstance(time, int) and not isinstance(time, bool) and time < last:
+                    # the verifier refuses a cosignature older than what it vouches for
+                    raise VxpError(
+                        "rule_violation",
+                        "a witness cosignature is dated before the last statement was logged",
+                        reason="witness_time",
+                    )
         size = self.log.size
         signed = sign_checkpoint(Checkpoint(self.log.origin, size, self.log.root(size)), log_key)
         for witness_key, time in witnesses:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 from ._codec import DIGEST_PATTERN
@@ -29,19 +30,22 @@ __all__ = [
     "step",
 ]
 
-KIND_SIGNER: dict[str, str] = {
-    "request": "operator",
-    "terms": "company",
-    "counter": "operator",
-    "user_approval": "operator",
-    "company_review": "company",
-    "execution": "operator",
-    "read_back": "operator",
-    "outcome": "company",
-    "correction": "company",
-    "revocation": "company",
-}
-"""Each statement kind and the role whose key signs it (the draft's table)."""
+KIND_SIGNER: Mapping[str, str] = MappingProxyType(
+    {
+        "request": "operator",
+        "terms": "company",
+        "counter": "operator",
+        "user_approval": "operator",
+        "company_review": "company",
+        "execution": "operator",
+        "read_back": "operator",
+        "outcome": "company",
+        "correction": "company",
+        "revocation": "company",
+    }
+)
+"""Each statement kind and the role whose key signs it (the draft's table; read-only: the
+builder and the verifier share it, so no caller may change it)."""
 
 FINAL_STATES = ("succeeded", "failed", "cancelled", "expired", "unknown")
 """The states an ``outcome`` (or a ``correction``) can assert."""

@@ -6,7 +6,7 @@ import binascii
 import hashlib
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import rfc8785
@@ -21,6 +21,7 @@ __all__ = [
     "decode_hash",
     "encode_hash",
     "parse_json",
+    "plain_json",
 ]
 
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -192,3 +193,46 @@ def decode_canonical_hash(text: str) -> bytes | None:
 def sha256(data: bytes) -> bytes:
     """Return SHA-256 of ``data``."""
     return hashlib.sha256(data).digest()
+
+
+_PLAIN_STR = frozenset({str})
+
+
+def plain_json(value: object, too_deep: VxpError, depth: int = 0) -> Any:
+    """A copy of JSON-like input made of plain built-in values, read exactly once.
+
+    A ``dict`` (or subclass) is read through ``dict.items``, another mapping through one
+    ``items()`` call, a list through ``list.__iter__``; strings, integers and floats of a
+    subclass become the plain value (their own methods are never called again), booleans
+    and ``None`` stay. Anything else is kept as it is, for the caller's checks to refuse.
+    So a mapping that answers two reads differently, a string whose ``split`` lies, or
+    another thread changing the input meanwhile cannot make what is checked differ from
+    what is used. Deeper than 32 levels raises ``too_deep``.
+    """
+    if depth > 32:
+        raise VxpError(too_deep.code, too_deep.message, reason=too_deep.reason)
+    kind = type(value)
+    if kind is str or kind is bool or kind is int or kind is float or value is None:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bool):  # (bool cannot be subclassed: never reached)
+        return value
+    if isinstance(value, int):
+        return int.__index__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, dict):
+        pairs = list(dict.items(value))
+    elif isinstance(value, Mapping):
+        pairs = list(value.items())
+    elif isinstance(value, list):
+        items = list(list.__iter__(value))
+        if set(map(type, items)) <= _PLAIN_STR:  # a list of plain strings (log proofs)
+            return items
+        return [plain_json(v, too_deep, depth + 1) for v in items]
+    else:
+        return value
+    return {
+        plain_json(k, too_deep, depth + 1): plain_json(v, too_deep, depth + 1) for k, v in pairs
+    }

@@ -10,6 +10,7 @@ request get the same ``404 request_not_found``.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import heapq
 import sqlite3
@@ -284,7 +285,8 @@ class ProofEndpoint:
             return FetchResponse(404, {"error": "not_found"})
         auth = _header(headers, "authorization")
         proof = _header(headers, "dpop")
-        if not isinstance(auth, str) or not auth.startswith("DPoP ") or len(auth) <= 5:
+        # the scheme name is case-insensitive (RFC 9110 §11.1); one space, then the token
+        if not isinstance(auth, str) or auth[:5].lower() != "dpop " or len(auth) <= 5:
             return _unauthorized("invalid_token", "the request needs an Authorization: DPoP token")
         token_text = auth[5:]
         if not token_text.isascii() or " " in token_text:
@@ -300,8 +302,11 @@ class ProofEndpoint:
         entry = self._packages.get(request_id)
         if entry is None or entry[0] != token.client_id:
             return _not_found()
+        # a deep copy: a consumer changing the body must never change later answers
         return FetchResponse(
-            200, dict(entry[1]), {"Content-Type": "application/json", "Cache-Control": "no-store"}
+            200,
+            copy.deepcopy(dict(entry[1])),
+            {"Content-Type": "application/json", "Cache-Control": "no-store"},
         )
 
     def _check_proof(

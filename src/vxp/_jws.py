@@ -8,8 +8,7 @@ unpadded base64url.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple
 
 from ._codec import b64url_decode, b64url_encode, canonical_json, parse_json
 from ._errors import VxpError
@@ -20,14 +19,15 @@ __all__ = ["ParsedJws", "parse_compact", "sign_compact"]
 IMPLEMENTED_ALGS = frozenset({"ES256", "EdDSA"})
 
 
-@dataclass(frozen=True)
-class ParsedJws:
-    """A compact JWS split and decoded (not yet verified)."""
+class ParsedJws(NamedTuple):
+    """A compact JWS split and decoded (not yet verified); immutable."""
 
     header: dict[str, Any]
     payload: dict[str, Any]
     signing_input: bytes
     signature: bytes
+    payload_raw: bytes = b""
+    """The payload's decoded bytes (its JSON text)."""
 
 
 def sign_compact(
@@ -43,23 +43,32 @@ def sign_compact(
     return signing_input + "." + b64url_encode(sig)
 
 
-def parse_compact(token: str, where: str) -> ParsedJws:
-    """Split and decode a compact JWS strictly; raise ``malformed_jwt`` naming ``where``."""
+def parse_compact(
+    token: str, where: str, *, known: tuple[str, dict[str, Any]] | None = None
+) -> ParsedJws:
+    """Split and decode a compact JWS strictly; raise ``malformed_jwt`` naming ``where``.
+
+    ``known`` is ``(header segment, its decoded header)`` from an earlier call of the same
+    caller: when the token's header segment is that very text, its decoding is reused."""
     if not isinstance(token, str):
         raise VxpError("malformed_jwt", f"the {where} is not a string")
     parts = token.split(".")
     if len(parts) != 3:
         raise VxpError("malformed_jwt", f"the {where} does not have exactly three JWS segments")
-    h_raw = b64url_decode(parts[0], f"the {where} header", code="malformed_jwt")
+    reuse = known is not None and known[0] == parts[0]
+    h_raw = b"" if reuse else b64url_decode(parts[0], f"the {where} header", code="malformed_jwt")
     p_raw = b64url_decode(parts[1], f"the {where} payload", code="malformed_jwt")
     sig = b64url_decode(parts[2], f"the {where} signature", code="malformed_jwt")
-    header = parse_json(h_raw, f"the {where} header", code="malformed_jwt")
+    if known is not None and reuse:
+        header = known[1]
+    else:
+        header = parse_json(h_raw, f"the {where} header", code="malformed_jwt")
     if not isinstance(header, dict):
         raise VxpError("malformed_jwt", f"the {where} header is not a JSON object")
     payload = parse_json(p_raw, f"the {where} payload", code="malformed_jwt")
     if not isinstance(payload, dict):
         raise VxpError("malformed_jwt", f"the {where} payload is not a JSON object")
-    return ParsedJws(header, payload, (parts[0] + "." + parts[1]).encode("ascii"), sig)
+    return ParsedJws(header, payload, (parts[0] + "." + parts[1]).encode("ascii"), sig, p_raw)
 
 
 def check_header(
@@ -82,26 +91,6 @@ def check_header(
 
 def check_algorithms(algorithms: object) -> frozenset[str]:
     """Validate a verifier's allow-list: a non-empty collection of implemented algorithms."""
-    memo = type(algorithms) in _MEMO_TYPES and all(
-        type(a) is str for a in cast("tuple[object, ...]", algorithms)
-    )
-    if memo:
-        known = _CHECKED.get(algorithms)
-        if known is not None:
-            return known
-    algs = _check_algorithms(algorithms)
-    if memo and len(_CHECKED) < 64:
-        _CHECKED[algorithms] = algs
-    return algs
-
-
-# Allow-lists already checked, by value: tuples and frozensets of strings only (immutable,
-# so a later change cannot slip past the check).
-_MEMO_TYPES = (tuple, frozenset)
-_CHECKED: dict[object, frozenset[str]] = {}
-
-
-def _check_algorithms(algorithms: object) -> frozenset[str]:
     if isinstance(algorithms, str) or not hasattr(algorithms, "__iter__"):
         raise VxpError("algorithms_invalid", "algorithms is a list of JWS algorithm names")
     try:

@@ -1,16 +1,20 @@
 """Keys for VXP signatures: ES256 (P-256) and EdDSA (Ed25519), as joserfc keys or JWK dicts.
 
-joserfc parses and exports keys and computes RFC 7638 thumbprints (``Key.thumbprint()``);
-signing and verifying run on ``cryptography`` directly, so that ES256 signatures can be
-deterministic (RFC 6979) and verification has no per-call key parsing.
+A JWK is read straight into ``cryptography`` keys (a joserfc key object is read through its
+``cryptography`` keys); the RFC 7638 thumbprint hashes exactly the required members, as
+joserfc's ``Key.thumbprint()`` does. Signing and verifying run on ``cryptography`` directly, so
+that ES256 signatures can be deterministic (RFC 6979). Nothing is remembered between calls:
+work that repeats (an issuer's keys) is done once in an object the caller holds
+(:class:`IssuerKeys`, the ``Verifier``).
 """
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Mapping, Sequence
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, cast
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
@@ -19,16 +23,25 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, OKPKey
 
-from ._codec import b64url_encode
+from ._codec import b64url_decode, b64url_encode
 from ._errors import VxpError
 
-__all__ = ["KeyLike", "ResolvedKey", "key_thumbprint", "resolve_key", "verify_all"]
+__all__ = [
+    "IssuerKeys",
+    "KeyLike",
+    "ResolvedKey",
+    "first_invalid",
+    "key_thumbprint",
+    "resolve_key",
+    "snapshot_jwk",
+    "verify_all",
+]
 
-KeyLike = ECKey | OKPKey | Mapping[str, Any]
-"""A signing or verification key: a joserfc ``ECKey`` (P-256) / ``OKPKey`` (Ed25519) or a JWK."""
 
 _P256_ORDER_BYTES = 32
 _ED25519_P = 2**255 - 19
+_P256_P = 2**256 - 2**224 + 2**192 + 2**96 - 1
+"""The P-256 field prime: a coordinate is an integer below it (SEC 1 §2.3.5)."""
 # y of the eight points of small order (the 8-torsion): (0, 1), (0, -1), (±sqrt(-1), 0) and
 # four points of order 8. A public key there verifies forged signatures (R = identity,
 # S = 0) for a large share of messages, and OpenSSL does not refuse such keys.
@@ -76,6 +89,11 @@ class ResolvedKey:
         return True
 
 
+KeyLike = ECKey | OKPKey | ResolvedKey | Mapping[str, Any]
+"""A signing or verification key: a joserfc ``ECKey`` (P-256) / ``OKPKey`` (Ed25519), a JWK,
+or a key already resolved."""
+
+
 def _der(signature: bytes) -> bytes:
     """The DER ``ECDSA-Sig-Value`` of a raw 64-byte ``r || s`` P-256 signature (RFC 7518
     §3.4): two minimal INTEGERs, each with a zero byte before a set high bit."""
@@ -88,50 +106,33 @@ def _der(signature: bytes) -> bytes:
     return b"".join((bytes((0x30, len(r) + len(s) + 4, 2, len(r))), r, bytes((2, len(s))), s))
 
 
-def verify_all(checks: Sequence[tuple[ResolvedKey, bytes, bytes]]) -> bool:
-    """Whether every ``(key, message, signature)`` verifies, as :meth:`ResolvedKey.verify`.
+def first_invalid(checks: Sequence[tuple[ResolvedKey, bytes, bytes]]) -> int | None:
+    """The index of the first ``(key, message, signature)`` that does not verify (as
+    :meth:`ResolvedKey.verify`), or ``None`` when every one does.
 
-    The ES256 checks run back to back straight on ``cryptography``, with nothing else in
-    between: far kinder to the CPU caches than one check between other work each.
+    The ES256 checks run back to back straight on ``cryptography`` with nothing else in
+    between (far kinder to the CPU caches than one check between other work each), and
+    the loop stops at the first failure: a forged signature costs no second pass.
     """
-    ready = [
-        (key.public, _der(signature), message)
-        for key, message, signature in checks
+    for i, (key, message, signature) in enumerate(checks):
         # (resolve_key gives ES256 to P-256 keys only: cheaper than an ABC isinstance)
-        if key.alg == "ES256" and len(signature) == 64
-    ]
-    if len(ready) != len(checks):
-        return all(key.verify(message, signature) for key, message, signature in checks)
-    try:
-        for public, der, message in ready:
-            public.verify(der, message, _SIG_ES256)  # type: ignore[call-arg]
-    except (InvalidSignature, ValueError, TypeError):  # TypeError: not an EC key after all
-        return False
-    return True
+        if key.alg == "ES256" and len(signature) == 64:
+            try:
+                key.public.verify(_der(signature), message, _SIG_ES256)  # type: ignore[call-arg]
+            except (InvalidSignature, ValueError, TypeError):  # TypeError: not an EC key
+                return i
+        elif not key.verify(message, signature):
+            return i
+    return None
 
 
-# Public JWK objects (as dicts) seen recently, by their key members: a verifier sees the
-# same issuer and holder keys again and again. Only public keys, so nothing secret is kept.
-_JWK_CACHE: dict[tuple[Any, ...], ResolvedKey] = {}
-_ABSENT = object()
-_JWK_CACHE_SIZE = 1024
-_CACHE: dict[int, tuple[weakref.ref[ECKey | OKPKey], ResolvedKey]] = {}
+def verify_all(checks: Sequence[tuple[ResolvedKey, bytes, bytes]]) -> bool:
+    """Whether every ``(key, message, signature)`` verifies (see :func:`first_invalid`)."""
+    return first_invalid(checks) is None
 
 
-def _import(key: KeyLike, where: str) -> ECKey | OKPKey:
-    if isinstance(key, ECKey | OKPKey):
-        return key
-    if not isinstance(key, Mapping):
-        raise VxpError("key_unsupported", f"{where} is neither a joserfc key nor a JWK object")
-    kty = key.get("kty")
-    try:
-        if kty == "EC":
-            return ECKey.import_key(dict(key))
-        if kty == "OKP":
-            return OKPKey.import_key(dict(key))
-    except (ValueError, TypeError, KeyError, AttributeError, JoseError) as exc:
-        raise VxpError("key_invalid", f"{where} is not a valid {kty} JWK") from exc
-    raise VxpError("key_unsupported", f"{where} has key type {kty!r}; only EC and OKP are used")
+_MEMBERS = ("crv", "x", "y", "kty")  # the order joserfc exports them in (kept for vectors)
+_P256 = ec.SECP256R1()
 
 
 def _check_ed25519_public(public: ed25519.Ed25519PublicKey, where: str) -> None:
@@ -143,89 +144,199 @@ def _check_ed25519_public(public: ed25519.Ed25519PublicKey, where: str) -> None:
         raise VxpError("key_invalid", f"{where} is an Ed25519 point of small order")
 
 
-def _known_key(key: object) -> ResolvedKey | None:
-    """The :func:`resolve_key` result already made for this very key object, if any."""
-    cached = _CACHE.get(id(key))
-    if cached is not None and cached[0]() is key:
-        return cached[1]
-    return None
+def snapshot_jwk(key: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Copy a JWK mapping exactly once into a plain dict of plain values.
+
+    Everything derived from a JWK comes from this one copy: a mapping whose ``get``
+    disagrees with its items, or another thread changing it in place, cannot make two
+    reads of it describe two keys. A ``dict`` (or subclass) is read through ``dict.items``
+    (never an overridden method), any other mapping through one ``items()`` call.
+    """
+    try:
+        pairs = list(dict.items(key) if isinstance(key, dict) else key.items())
+    except Exception as exc:  # a mapping that cannot even list its members
+        raise VxpError("key_invalid", f"{where} cannot be read as a JWK object") from exc
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        if type(name) is not str:
+            raise VxpError("key_invalid", f"{where} has a member name that is not a string")
+        out[name] = str.__str__(value) if isinstance(value, str) else value
+    return out
+
+
+def _coordinate(jwk: dict[str, Any], name: str, where: str) -> bytes:
+    value = jwk.get(name)
+    if not isinstance(value, str):
+        raise VxpError("key_invalid", f"{where} has no {name} string")
+    raw = b64url_decode(value, f"{where} member {name}", code="key_invalid")
+    if len(raw) != 32:
+        # RFC 7518 §6.2.1.2 and RFC 8037 §2: exactly 32 bytes. Any other spelling of the
+        # same key would get another RFC 7638 thumbprint, so one key could pass for two.
+        raise VxpError(
+            "key_invalid", f"{where} is not the canonical encoding of its key (RFC 7518)"
+        )
+    return raw
+
+
+def _from_jwk(jwk: dict[str, Any], where: str) -> ResolvedKey:
+    """Resolve a snapshot JWK (public, or private with ``d``) straight on cryptography."""
+    kty = jwk.get("kty")
+    if kty not in ("EC", "OKP"):
+        raise VxpError("key_unsupported", f"{where} has key type {kty!r}; only EC and OKP are used")
+    crv = jwk.get("crv")
+    try:
+        if kty == "EC":
+            if crv != "P-256":
+                raise VxpError("key_unsupported", f"{where} is on {crv!r}, not P-256")
+            x, y = _coordinate(jwk, "x", where), _coordinate(jwk, "y", where)
+            x_int, y_int = int.from_bytes(x, "big"), int.from_bytes(y, "big")
+            if x_int >= _P256_P or y_int >= _P256_P:
+                # cryptography reduces a coordinate modulo p: x + p would be the same key
+                # under another RFC 7638 thumbprint, so one key could pass for two
+                raise VxpError(
+                    "key_invalid", f"{where} has a coordinate that is not below the field prime"
+                )
+            public: Any = ec.EllipticCurvePublicNumbers(x_int, y_int, _P256).public_key()
+            private: Any = None
+            if "d" in jwk:
+                d = _coordinate(jwk, "d", where)
+                private = ec.derive_private_key(int.from_bytes(d, "big"), _P256)
+                if private.public_key().public_numbers() != public.public_numbers():
+                    raise VxpError("key_invalid", f"{where} has a d that is not its key's")
+            canonical = {"crv": "P-256", "kty": "EC", "x": jwk["x"], "y": jwk["y"]}
+            return _resolved("ES256", canonical, public, private)
+        if crv != "Ed25519":
+            raise VxpError("key_unsupported", f"{where} is {crv!r}, not Ed25519")
+        if "y" in jwk:
+            raise VxpError(
+                "key_invalid", f"{where} is not the canonical encoding of its key (RFC 8037)"
+            )
+        public = ed25519.Ed25519PublicKey.from_public_bytes(_coordinate(jwk, "x", where))
+        _check_ed25519_public(public, where)
+        private = None
+        if "d" in jwk:
+            private = ed25519.Ed25519PrivateKey.from_private_bytes(_coordinate(jwk, "d", where))
+            if private.public_key().public_bytes_raw() != public.public_bytes_raw():
+                raise VxpError("key_invalid", f"{where} has a d that is not its key's")
+        canonical = {"crv": "Ed25519", "kty": "OKP", "x": jwk["x"]}
+        return _resolved("EdDSA", canonical, public, private)
+    except VxpError:
+        raise
+    except (ValueError, TypeError, OverflowError) as exc:  # not a point of the curve, ...
+        raise VxpError("key_invalid", f"{where} is not a valid {kty} JWK") from exc
+
+
+def _resolved(alg: str, canonical: dict[str, str], public: Any, private: Any) -> ResolvedKey:
+    """The key with its RFC 7638 thumbprint: SHA-256 of the JCS of exactly the required
+    members (``canonical`` is already sorted and holds strings of the base64url alphabet
+    only, so this is the JCS text)."""
+    text = "{" + ",".join(f'"{k}":"{v}"' for k, v in canonical.items()) + "}"
+    kid = b64url_encode(hashlib.sha256(text.encode("ascii")).digest())
+    public_jwk = {k: canonical[k] for k in _MEMBERS if k in canonical}
+    return ResolvedKey(alg, kid, public_jwk, public, private)
+
+
+def _from_object(key: ECKey | OKPKey, where: str) -> ResolvedKey:
+    """Resolve a joserfc key object from its cryptography keys (never its dict form)."""
+    raw_private: Any = key.private_key if key.is_private else None
+    raw_public: Any = key.public_key
+    if isinstance(raw_public, ec.EllipticCurvePublicKey):
+        if not isinstance(raw_public.curve, ec.SECP256R1):
+            raise VxpError("key_unsupported", f"{where} is on {raw_public.curve.name}, not P-256")
+        numbers = raw_public.public_numbers()
+        canonical = {
+            "crv": "P-256",
+            "kty": "EC",
+            "x": b64url_encode(numbers.x.to_bytes(32, "big")),
+            "y": b64url_encode(numbers.y.to_bytes(32, "big")),
+        }
+        return _resolved("ES256", canonical, raw_public, raw_private)
+    if isinstance(raw_public, ed25519.Ed25519PublicKey):
+        _check_ed25519_public(raw_public, where)
+        canonical = {
+            "crv": "Ed25519",
+            "kty": "OKP",
+            "x": b64url_encode(raw_public.public_bytes_raw()),
+        }
+        return _resolved("EdDSA", canonical, raw_public, raw_private)
+    raise VxpError("key_unsupported", f"{where} is {key.curve_name}, neither P-256 nor Ed25519")
 
 
 def resolve_key(key: KeyLike, where: str = "key") -> ResolvedKey:
-    """Parse ``key`` once (cached per joserfc key object) into a :class:`ResolvedKey`.
+    """Parse ``key`` into a :class:`ResolvedKey` (nothing is remembered between calls).
 
     Only P-256 (``ES256``) and Ed25519 (``EdDSA``) keys are accepted; an Ed25519 key of
     small order or with a non-canonical encoding is refused (it would accept forgeries).
+    A JWK mapping is copied once (:func:`snapshot_jwk`) and read from that copy only.
     """
-    known = _known_key(key)
-    if known is not None:
-        return known
-    public_id: tuple[Any, ...] | None = None
-    if isinstance(key, Mapping) and key.keys() <= _MEMBERS:
-        # Only a JWK of exactly the public members, each a short string, is remembered:
-        # any other member must go through the import's own checks every time, and
-        # nothing large is ever kept.
-        # (an absent member is told apart from a null one, which the import refuses)
-        members = tuple(key.get(m, _ABSENT) for m in ("kty", "crv", "x", "y"))
-        if all(m is _ABSENT or (type(m) is str and len(m) <= 43) for m in members):
-            public_id = members
-            hit = _JWK_CACHE.get(public_id)
-            if hit is not None:
-                return hit
-    jkey = _import(key, where)
-    known = _known_key(jkey)
-    if known is not None:
-        return known
-    try:
-        if isinstance(jkey, ECKey):
-            if jkey.curve_name != "P-256":
-                raise VxpError("key_unsupported", f"{where} is on {jkey.curve_name}, not P-256")
-            alg = "ES256"
-            public: Any = jkey.public_key
-            private: Any = jkey.private_key if jkey.is_private else None
-            numbers = public.public_numbers()
-            canonical = {
-                "x": b64url_encode(numbers.x.to_bytes(32, "big")),
-                "y": b64url_encode(numbers.y.to_bytes(32, "big")),
-            }
-        else:
-            if jkey.curve_name != "Ed25519":
-                raise VxpError("key_unsupported", f"{where} is {jkey.curve_name}, not Ed25519")
-            alg = "EdDSA"
-            public = jkey.public_key
-            _check_ed25519_public(public, where)
-            private = jkey.private_key if jkey.is_private else None
-            canonical = {"x": b64url_encode(public.public_bytes_raw())}
-        public_jwk = {k: v for k, v in jkey.as_dict(private=False).items() if k in _MEMBERS}
-        if any(public_jwk.get(name) != text for name, text in canonical.items()) or (
-            alg == "EdDSA" and "y" in public_jwk
-        ):
-            # RFC 7518 §6.2.1.2 and RFC 8037 §2: coordinates are exactly 32 bytes. Any other
-            # spelling of the same key would get another RFC 7638 thumbprint, so one key
-            # could pass for two (an issuer key posing as a user's, one key for two roles).
-            raise VxpError(
-                "key_invalid", f"{where} is not the canonical encoding of its key (RFC 7518)"
-            )
-        resolved = ResolvedKey(alg, jkey.thumbprint(), public_jwk, public, private)
-    except VxpError:
-        raise
-    except (ValueError, TypeError, KeyError, AttributeError, JoseError) as exc:
-        raise VxpError("key_invalid", f"{where} cannot be used as a key") from exc
+    if isinstance(key, ResolvedKey):
+        return key
     if isinstance(key, ECKey | OKPKey):
-        ident = id(jkey)
-
-        def forget(_ref: object) -> None:
-            _CACHE.pop(ident, None)
-
-        _CACHE[ident] = (weakref.ref(jkey, forget), resolved)
-    if public_id is not None:
-        if len(_JWK_CACHE) >= _JWK_CACHE_SIZE:
-            _JWK_CACHE.clear()  # (popping the oldest races between threads; clear does not)
-        _JWK_CACHE[public_id] = resolved
-    return resolved
+        try:
+            return _from_object(key, where)
+        except VxpError:
+            raise
+        except (ValueError, TypeError, AttributeError, JoseError) as exc:
+            raise VxpError("key_invalid", f"{where} cannot be used as a key") from exc
+    if not isinstance(key, Mapping):
+        raise VxpError("key_unsupported", f"{where} is neither a joserfc key nor a JWK object")
+    return _from_jwk(snapshot_jwk(key, where), where)
 
 
-_MEMBERS = frozenset({"kty", "crv", "x", "y"})
+class IssuerKeys:
+    """An issuer's SD-JWT verification keys, resolved once, held by the caller.
+
+    Built from one key or a list of keys (joserfc keys or JWK mappings, each copied once
+    into a snapshot); read-only afterwards. Pass it to :func:`vxp.verify_sd_jwt` to skip
+    resolving the same keys on every call.
+    """
+
+    __slots__ = ("_by_kid", "_keys")
+    _keys: tuple[ResolvedKey, ...]
+    _by_kid: Mapping[str, ResolvedKey]
+
+    def __init__(self, keys: KeyLike | Iterable[KeyLike] | IssuerKeys) -> None:
+        if isinstance(keys, IssuerKeys):
+            resolved: tuple[ResolvedKey, ...] = keys._keys
+        elif isinstance(keys, Mapping | ECKey | OKPKey | ResolvedKey) or not isinstance(
+            keys, Iterable
+        ):
+            resolved = (resolve_key(cast("KeyLike", keys), "issuer key"),)
+        else:
+            resolved = tuple(resolve_key(k, f"issuer key {i}") for i, k in enumerate(keys))
+        by_kid: dict[str, ResolvedKey] = {}
+        for key in resolved:
+            by_kid.setdefault(key.kid, key)
+        self._keys = resolved
+        self._by_kid = MappingProxyType(by_kid)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if hasattr(self, "_by_kid"):
+            raise AttributeError("IssuerKeys is read-only")
+        object.__setattr__(self, name, value)
+
+    @property
+    def kids(self) -> tuple[str, ...]:
+        """The RFC 7638 thumbprints of the keys, in the order given."""
+        return tuple(k.kid for k in self._keys)
+
+    def pick(self, kid: object, alg: str) -> ResolvedKey:
+        """The key a JWS header names by ``kid`` (or the only key when it names none), for
+        ``alg``; raise ``issuer_key_unknown``, ``issuer_key_ambiguous`` or ``alg_key_mismatch``."""
+        if kid is None:
+            if len(self._keys) != 1:
+                raise VxpError(
+                    "issuer_key_ambiguous", "the JWT names no kid and several keys are trusted"
+                )
+            key = self._keys[0]
+        else:
+            found = self._by_kid.get(kid) if isinstance(kid, str) else None
+            if found is None:
+                raise VxpError("issuer_key_unknown", f"no trusted issuer key has kid {kid!r}")
+            key = found
+        if key.alg != alg:
+            raise VxpError("alg_key_mismatch", f"alg {alg} does not fit the issuer's {key.alg} key")
+        return key
 
 
 def key_thumbprint(key: KeyLike) -> str:

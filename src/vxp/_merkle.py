@@ -211,17 +211,24 @@ def root_from_proof(leaf: bytes, index: int, tree_size: int, proof: Sequence[byt
             "inclusion_index_out_of_range",
             f"leaf index {index} is not inside a tree of size {tree_size}",
         )
+    return walk_inclusion(leaf, index, tree_size, proof)
+
+
+def walk_inclusion(leaf: bytes, index: int, tree_size: int, proof: Sequence[bytes]) -> bytes:
+    """The RFC 9162 §2.1.3.2 walk of :func:`root_from_proof`, for arguments it (or a caller
+    that decoded them itself: 32-byte hashes, ``0 <= index < tree_size``) has checked."""
+    sha256 = hashlib.sha256
     fn, sn, r = index, tree_size - 1, leaf
     for p in proof:
         if sn == 0:
             raise VxpError("proof_wrong_length", "the inclusion proof is longer than the tree")
         if fn & 1 or fn == sn:
-            r = node_hash(p, r)
+            r = sha256(b"\x01" + p + r).digest()  # node_hash(p, r)
             while not fn & 1 and fn != 0:
                 fn >>= 1
                 sn >>= 1
         else:
-            r = node_hash(r, p)
+            r = sha256(b"\x01" + r + p).digest()  # node_hash(r, p)
         fn >>= 1
         sn >>= 1
     if sn != 0:
@@ -237,90 +244,29 @@ def verify_inclusion(
     Returns ``None`` on success and raises :class:`VxpError` otherwise (fail-closed).
     """
     _check_hash(root, "root")
-    if root_from_proof(leaf, index, tree_size, proof) != root:
+    included(leaf, index, tree_size, proof, root, checked=False)
+
+
+def included(
+    leaf: bytes,
+    index: int,
+    tree_size: int,
+    proof: Sequence[bytes],
+    root: bytes,
+    *,
+    checked: bool,
+) -> None:
+    """:func:`verify_inclusion`; with ``checked``, the caller vouches that ``leaf``,
+    ``proof`` and ``root`` are 32-byte ``bytes`` and ``index``/``tree_size`` integers (a
+    verifier that decoded them itself), and only the walk and its bounds remain."""
+    if checked:
+        if not 0 <= index < tree_size:
+            root_from_proof(leaf, index, tree_size, proof)  # raises, naming the fault
+        found = walk_inclusion(leaf, index, tree_size, proof)
+    else:
+        found = root_from_proof(leaf, index, tree_size, proof)
+    if found != root:
         raise VxpError("root_mismatch", "the inclusion proof leads to a different root")
-
-
-_SHORT = 4
-"""Proofs up to this length (trees up to 16 leaves) are walked without memory."""
-
-
-class InclusionBatch:
-    """Verify many inclusion proofs against one tree head, sharing the work between them.
-
-    :meth:`verify` gives exactly the result of :func:`verify_inclusion` for each proof.
-    The RFC 9162 §2.1.3.2 walk is a pure function of its state ``(fn, sn, r)`` and the
-    proof elements still to consume; once a walk has reached the root, each of its states
-    is remembered with its remaining elements. A later walk that reaches a remembered state
-    with the same remaining elements would repeat that accepted computation step for step,
-    so it is accepted there. Anything else is walked to the end, and every failure is
-    re-run through :func:`verify_inclusion` for its precise error. Nothing outlives the
-    batch object (one verification).
-    """
-
-    def __init__(self, tree_size: int, root: bytes) -> None:
-        self.tree_size = tree_size
-        self.root = root
-        # ill-typed heads are left to verify_inclusion, which reports them
-        self._usable = type(tree_size) is int and type(root) is bytes and len(root) == _HASH_SIZE
-        self._done: dict[tuple[int, int, bytes], tuple[list[bytes], int]] = {}
-
-    def verify(self, leaf: bytes, index: int, proof: Sequence[bytes]) -> None:
-        """Check one inclusion proof; raise :class:`VxpError` exactly as
-        :func:`verify_inclusion` would."""
-        size = self.tree_size
-        if type(proof) is not list or not all(
-            type(p) is bytes and len(p) == _HASH_SIZE for p in proof
-        ):
-            verify_inclusion(leaf, index, size, proof, self.root)  # e.g. a tuple proof
-            return
-        self.verify_hashes(leaf, index, proof)
-
-    def verify_hashes(self, leaf: bytes, index: int, proof: list[bytes]) -> None:
-        """:meth:`verify` for a proof already known to be a list of 32-byte ``bytes``."""
-        size = self.tree_size
-        if (
-            not self._usable
-            or type(leaf) is not bytes
-            or len(leaf) != _HASH_SIZE
-            or type(index) is not int
-            or not 0 <= index < size
-        ):
-            verify_inclusion(leaf, index, size, proof, self.root)
-            return
-        sha = hashlib.sha256
-        fn, sn, r = index, size - 1, leaf
-        # a short walk is not remembered: that would cost more than it saves
-        done = self._done if len(proof) > _SHORT else None
-        states: list[tuple[int, int, bytes]] = []
-        for i, p in enumerate(proof):
-            if done is not None:
-                state = (fn, sn, r)
-                seen = done.get(state)
-                if seen is not None and seen[0][seen[1] :] == proof[i:]:
-                    break
-                states.append(state)
-            if sn == 0:
-                verify_inclusion(leaf, index, size, proof, self.root)
-                return  # pragma: no cover - the call above raises
-            if fn & 1 or fn == sn:
-                r = sha(b"\x01" + p + r).digest()
-                while not fn & 1 and fn != 0:
-                    fn >>= 1
-                    sn >>= 1
-            else:
-                r = sha(b"\x01" + r + p).digest()
-            fn >>= 1
-            sn >>= 1
-        else:
-            if sn != 0 or r != self.root:
-                verify_inclusion(leaf, index, size, proof, self.root)
-                return  # pragma: no cover - the call above raises
-        if done is None:
-            return
-        kept = proof[:]  # one copy for all the states (the caller may change its list)
-        for i, state in enumerate(states):
-            done[state] = (kept, i)  # the state, and the elements left from it on
 
 
 def verify_consistency(

@@ -7,19 +7,16 @@ and which witnesses cosign it. A package never carries any of it.
 
 from __future__ import annotations
 
-import marshal
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from joserfc.errors import JoseError
-from joserfc.jwk import ECKey, OKPKey
-
 from ._chain import format_time, parse_time
+from ._codec import plain_json
 from ._errors import VxpError
-from ._keys import KeyLike, resolve_key
+from ._keys import KeyLike, ResolvedKey, resolve_key
 
 __all__ = [
     "CUSTODY_VALUES",
@@ -61,7 +58,8 @@ class TrustMaterial:
     profile: str
     custody: str
     records: tuple[KeyRecord, ...]
-    keys: Mapping[str, ECKey | OKPKey]
+    keys: Mapping[str, ResolvedKey]
+    """The JWKS keys by ``kid`` (read-only), each resolved once."""
     log_origin: str
     log_kid: str
     witness_kids: tuple[str, ...]
@@ -80,10 +78,14 @@ class TrustMaterial:
         """Every record of ``kid`` (a key may be listed once per role)."""
         return list(self._by_kid.get(kid, ()))
 
-    def role_keys(self, role: str) -> list[ECKey | OKPKey]:
+    def role_keys(self, role: str) -> list[ResolvedKey]:
         """The JWKS keys that the metadata lists for ``role``."""
         kids = {r.kid for r in self.records if r.role == role}
         return [self.keys[k] for k in sorted(kids) if k in self.keys]
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _bad(message: str, reason: str) -> VxpError:
@@ -157,7 +159,9 @@ def _parse_metadata(metadata: object) -> tuple[str, Mapping[str, Any], tuple[Key
         raise _bad("the issuer metadata has no vxp_proof object", "vxp_proof")
     if vp.keys() != _VP_MEMBERS:
         raise _bad(f"vxp_proof must hold exactly {', '.join(sorted(_VP_MEMBERS))}", "members")
-    if vp["version"] != 1 or vp["profile"] != "issuer":
+    version = vp["version"]
+    # a boolean is never a number (True == 1 in Python); numbers compare by value
+    if not _is_number(version) or version != 1 or vp["profile"] != "issuer":
         raise _bad("vxp_proof is not version 1 of the issuer profile", "version")
     if not isinstance(vp["jwks_uri"], str) or not vp["jwks_uri"].startswith("https://"):
         raise _bad("vxp_proof.jwks_uri is not an https URL", "jwks_uri")
@@ -213,59 +217,28 @@ def _parse_metadata(metadata: object) -> tuple[str, Mapping[str, Any], tuple[Key
     return issuer, vp, tuple(records)
 
 
-_IMPORTED: dict[tuple[tuple[str, str], ...], ECKey | OKPKey] = {}
-_IMPORTED_MAX = 1024
-
-
-def _import_ident(jwk: dict[str, Any]) -> tuple[tuple[str, str], ...] | None:
-    """The whole content of a JWK of a few string members, 400 characters in all (so a
-    remembered import answers exactly as a fresh one, and nothing large is kept)."""
-    if len(jwk) > 8:
-        return None
-    try:
-        # join takes strings only, so this also says every value is one
-        if len("".join(jwk.values())) > 400:
-            return None
-    except TypeError:
-        return None
-    return tuple(jwk.items())
-
-
-def _import_public(jwk: dict[str, Any], i: int) -> ECKey | OKPKey | None:
-    """Import a public JWK once per distinct JWK (verifiers see the same JWKS repeatedly)."""
-    ident = _import_ident(jwk)
-    cached = None if ident is None else _IMPORTED.get(ident)
-    if cached is not None:
-        return cached
-    try:
-        parsed: ECKey | OKPKey | None = None
-        if jwk.get("kty") == "EC":
-            parsed = ECKey.import_key(dict(jwk))
-        elif jwk.get("kty") == "OKP":
-            parsed = OKPKey.import_key(dict(jwk))
-    except (ValueError, TypeError, KeyError, AttributeError, JoseError) as exc:
-        raise VxpError("metadata_invalid", f"JWKS key {i} cannot be read", reason="jwks") from exc
-    if parsed is not None and ident is not None:
-        if len(_IMPORTED) >= _IMPORTED_MAX:
-            _IMPORTED.clear()
-        _IMPORTED[ident] = parsed
-    return parsed
+_DEPTH_ERROR = VxpError("metadata_invalid", "the issuer material nests too deeply", reason="depth")
 
 
 def load_trust(metadata: object, jwks: object) -> TrustMaterial:
-    """Parse and cross-check issuer metadata and its JWKS; raise ``metadata_invalid``."""
+    """Parse and cross-check issuer metadata and its JWKS; raise ``metadata_invalid``.
+
+    Both are copied once (see :func:`vxp._codec.plain_json`) and read from the copy only;
+    every key is resolved here (one canonical spelling, its RFC 7638 thumbprint as
+    ``kid``)."""
+    metadata = plain_json(metadata, _DEPTH_ERROR) if isinstance(metadata, dict) else metadata
+    jwks = plain_json(jwks, _DEPTH_ERROR) if isinstance(jwks, dict) else jwks
     issuer, vp, records = _parse_metadata(metadata)
     if not isinstance(jwks, dict) or set(jwks) != {"keys"} or not isinstance(jwks["keys"], list):
         raise VxpError("metadata_invalid", "the JWKS is not {keys: [...]}", reason="jwks")
-    keys: dict[str, ECKey | OKPKey] = {}
+    keys: dict[str, ResolvedKey] = {}
     for i, jwk in enumerate(jwks["keys"]):
         if not isinstance(jwk, dict) or "d" in jwk:
             raise VxpError("metadata_invalid", f"JWKS key {i} is not a public JWK", reason="jwks")
-        parsed = _import_public(jwk, i)
-        if parsed is None:
+        if jwk.get("kty") not in ("EC", "OKP"):
             raise VxpError("metadata_invalid", f"JWKS key {i} is not EC or OKP", reason="jwks")
         try:
-            resolved = resolve_key(parsed, f"JWKS key {i}")
+            resolved = resolve_key(jwk, f"JWKS key {i}")
         except VxpError as exc:  # another curve, a small-order point: not a key VXP uses
             raise VxpError("metadata_invalid", exc.message, reason="jwks") from exc
         if (
@@ -286,59 +259,19 @@ def load_trust(metadata: object, jwks: object) -> TrustMaterial:
             )
         if resolved.kid in keys:
             raise VxpError("metadata_invalid", f"JWKS key {i} is listed twice", reason="jwks")
-        keys[resolved.kid] = parsed
+        keys[resolved.kid] = resolved
     log = vp["log"]
     return TrustMaterial(
         issuer=issuer,
         profile=vp["profile"],
         custody=vp["custody"]["company_key"],
         records=records,
-        keys=keys,
+        keys=MappingProxyType(keys),
         log_origin=log["origin"],
         log_kid=log["kid"],
         witness_kids=tuple(log["witnesses"]),
         quorum=log["quorum"],
     )
-
-
-_TRUSTED: dict[bytes, TrustMaterial] = {}
-_TRUSTED_MAX = 64
-_TRUSTED_INPUT_MAX = 16384
-
-
-def trust_of(metadata: object, jwks: object) -> tuple[TrustMaterial, bool]:
-    """:func:`load_trust` for a verifier, remembered per distinct (metadata, JWKS) content;
-    the flag says whether the result is the remembered one (shared by every caller).
-
-    A verifier checks package after package against the same issuer material. The memory
-    is keyed by the ``marshal`` encoding (version 0) of both values, which exists only for
-    values of built-in types (a subclass of ``str``, ``dict``, ``list`` or ``int``, or any
-    other class, is refused: such input is loaded afresh every time and never kept) and
-    decodes back to them. What is loaded and kept is that decoded snapshot, never the
-    caller's objects: so the remembered value is exactly the key's content even if another
-    thread changes the caller's objects meanwhile, or a ``bytes`` subclass (which marshal
-    writes as plain bytes) behaves unlike bytes. Only material that loads is kept, at most
-    16 KiB of it each, with a read-only ``keys``.
-    """
-    both: Any = (metadata, jwks)
-    try:
-        # version 0: values only (later versions also encode which objects are shared)
-        ident = marshal.dumps(both, 0)
-    except ValueError:  # not built-in values
-        ident = b""
-    if not ident or len(ident) > _TRUSTED_INPUT_MAX:
-        return load_trust(metadata, jwks), False
-    known = _TRUSTED.get(ident)
-    if known is not None:
-        return known, True
-    # (our own encoding of the values just given, never bytes from elsewhere)
-    saved_metadata, saved_jwks = marshal.loads(ident)  # noqa: S302
-    trust = load_trust(saved_metadata, saved_jwks)
-    trust = replace(trust, keys=MappingProxyType(dict(trust.keys)))
-    if len(_TRUSTED) >= _TRUSTED_MAX:
-        _TRUSTED.clear()
-    _TRUSTED[ident] = trust
-    return trust, True
 
 
 def _records_json(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:

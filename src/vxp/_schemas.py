@@ -7,6 +7,7 @@ an editable install or a plain checkout has no such folder, so the repository's
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from importlib import resources
@@ -51,10 +52,8 @@ def schema_names() -> tuple[str, ...]:
 
 
 @functools.cache
-def load_schema(name: str) -> dict[str, Any]:
-    """Return the parsed schema ``name`` (a relative path such as ``"card.json"``)."""
-    if name not in schema_names():
-        raise VxpError("schema_unknown", f"no vxp schema is named {name!r}")
+def _load(name: str) -> dict[str, Any]:
+    """The parsed schema ``name`` (cached: never hand this object to a caller)."""
     node = _root()
     for part in name.split("/"):
         node = node / part
@@ -62,11 +61,22 @@ def load_schema(name: str) -> dict[str, Any]:
     return loaded
 
 
+def load_schema(name: str) -> dict[str, Any]:
+    """Return the parsed schema ``name`` (a relative path such as ``"card.json"``).
+
+    Each call returns a fresh copy: changing it changes nothing else. A ``name`` that is
+    not one of :func:`schema_names` (or not a string) is ``schema_unknown``.
+    """
+    if not isinstance(name, str) or name not in schema_names():
+        raise VxpError("schema_unknown", f"no vxp schema is named {name!r}")
+    return copy.deepcopy(_load(name))
+
+
 @functools.cache
 def _registry() -> Registry[Any]:
     pairs: list[tuple[str, Resource[Any]]] = []
     for n in schema_names():
-        contents = load_schema(n)
+        contents = _load(n)
         resource = Resource.from_contents(contents)
         pairs.append((n, resource))
         own_id = contents.get("$id")
@@ -81,7 +91,8 @@ def validator(name: str) -> Draft202012Validator:
 
     Relative ``$ref`` values resolve against the other schemas of this package by name.
     """
-    schema = load_schema(name)
-    base = dict(schema)
+    if not isinstance(name, str) or name not in schema_names():
+        raise VxpError("schema_unknown", f"no vxp schema is named {name!r}")
+    base = dict(_load(name))
     base.setdefault("$id", name)
     return Draft202012Validator(base, registry=_registry())

@@ -15,7 +15,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from ._codec import (
     DIGEST_PATTERN,
@@ -25,13 +25,12 @@ from ._codec import (
     parse_json,
 )
 from ._errors import VxpError
-from ._frozen import assemble
-from ._jws import check_algorithms, check_header, parse_compact, sign_compact
-from ._keys import KeyLike, ResolvedKey, resolve_key
-from ._sdjwt_fast import Raw, decode_disclosures, process_claims
+from ._jws import ParsedJws, check_algorithms, check_header, parse_compact, sign_compact
+from ._keys import IssuerKeys, KeyLike, ResolvedKey, resolve_key
 
 __all__ = [
     "Disclosure",
+    "IssuerKeys",
     "KeyBinding",
     "RandomSource",
     "Sd",
@@ -134,6 +133,7 @@ class SdJwt:
         """Split a compact SD-JWT or SD-JWT+KB into its parts (no verification)."""
         if not isinstance(text, str):
             raise VxpError("sd_jwt_malformed", "an SD-JWT is a string")
+        text = str.__str__(text)  # the plain text, whatever a subclass's methods say
         if not text.isascii():
             raise VxpError("sd_jwt_malformed", "an SD-JWT holds only ASCII characters")
         if "~" not in text:
@@ -152,9 +152,6 @@ class SdJwt:
             if not enc:
                 raise VxpError("disclosure_malformed", f"disclosure {i} is empty ('~~')")
             disclosures.append(Disclosure.parse(enc, f"disclosure {i}"))
-        if cls is SdJwt:
-            fields = {"jws": parts[0], "disclosures": tuple(disclosures), "kb_jwt": kb}
-            return assemble(SdJwt, fields)
         return cls(parts[0], tuple(disclosures), kb)
 
 
@@ -427,6 +424,11 @@ class _Processor:
             raise VxpError(
                 "claim_name_reserved", f"the object at {_where(path)} uses '...' outside an array"
             )
+        if not top and "_sd_alg" in node:
+            # RFC 9901 §4.1.1: _sd_alg appears at the top level of the payload only
+            raise VxpError(
+                "sd_alg_misplaced", f"the object at {_where(path)} holds _sd_alg below the top"
+            )
         out: dict[str, Any] = {}
         walk = self.walk
         for name, value in node.items():
@@ -465,6 +467,11 @@ class _Processor:
                     raise VxpError(
                         "claim_name_reserved",
                         f"a disclosure at {_where(path)} uses the reserved claim name {claim!r}",
+                    )
+                if claim == "_sd_alg" and not top:
+                    raise VxpError(
+                        "sd_alg_misplaced",
+                        f"a disclosure at {_where(path)} names _sd_alg below the top level",
                     )
                 if claim in out or (top and claim == "_sd_alg"):
                     raise VxpError(
@@ -606,35 +613,41 @@ def present_sd_jwt(
 # ---------------------------------------------------------------------------- verifying
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _keys_of(issuer_keys: KeyLike | Sequence[KeyLike]) -> list[ResolvedKey]:
-    if isinstance(issuer_keys, Mapping) or not isinstance(issuer_keys, Sequence):
-        return [resolve_key(issuer_keys, "issuer key")]
-    return [resolve_key(k, f"issuer key {i}") for i, k in enumerate(issuer_keys)]
+def open_jwt(
+    token: SdJwt,
+    keys: IssuerKeys | KeyLike | Sequence[KeyLike],
+    algs: frozenset[str],
+    typ: str | None,
+) -> tuple[ParsedJws, ResolvedKey]:
+    """The issuer-signed JWT of ``token`` decoded, its header checked and its key chosen
+    (the signature is not checked here: see :func:`verify_sd_jwt` for the order)."""
+    parsed = parse_compact(token.jws, "issuer-signed JWT")
+    alg = check_header(parsed.header, algs, "issuer-signed JWT", typ=typ)
+    trusted = keys if isinstance(keys, IssuerKeys) else IssuerKeys(keys)
+    return parsed, trusted.pick(parsed.header.get("kid"), alg)
 
 
-def _pick_key(header: Mapping[str, Any], keys: Sequence[ResolvedKey], alg: str) -> ResolvedKey:
-    kid = header.get("kid")
-    if kid is None:
-        if len(keys) != 1:
-            raise VxpError(
-                "issuer_key_ambiguous", "the JWT names no kid and several keys are trusted"
-            )
-        key = keys[0]
-    else:
-        matches = [k for k in keys if k.kid == kid]
-        if not matches:
-            raise VxpError("issuer_key_unknown", f"no trusted issuer key has kid {kid!r}")
-        key = matches[0]
-    if key.alg != alg:
-        raise VxpError("alg_key_mismatch", f"alg {alg} does not fit the issuer's {key.alg} key")
-    return key
+def process_payload(
+    payload: Mapping[str, Any], disclosures: Sequence[Disclosure]
+) -> tuple[dict[str, Any], _Processor]:
+    """RFC 9901 §7.1 step 3 over a signed payload: ``_sd_alg``, then every digest replaced
+    by its disclosure, each disclosure referenced exactly once. Returns the processed
+    claims and the walk (which disclosures were used, and where)."""
+    sd_alg = _sd_alg_of(payload)
+    processor = _Processor(disclosures, sd_alg)
+    claims = processor.walk(payload, (), top=True)
+    if len(processor.used) != len(disclosures):
+        raise VxpError(
+            "disclosure_unreferenced", "a disclosure is not referenced by any digest in the SD-JWT"
+        )
+    return claims, processor
 
 
-def _check_times(claims: Mapping[str, Any], now: float, leeway: int, require_exp: bool) -> None:
+def check_times(claims: Mapping[str, Any], now: float, leeway: int, require_exp: bool) -> None:
     for name in ("exp", "nbf", "iat"):
         if name in claims and not _is_number(claims[name]):
             raise VxpError("claim_invalid", f"the {name} claim is not a number")
@@ -678,12 +691,20 @@ def _verify_kb(
         raise VxpError("kb_signature_invalid", "the KB-JWT signature does not verify")
     kb = parsed.payload
     iat = kb.get("iat")
-    if not isinstance(iat, int | float) or isinstance(iat, bool):
+    if not _is_number(iat):
         raise VxpError("kb_iat_invalid", "the KB-JWT has no numeric iat")
     # compared as given: Python orders int and float exactly, and a huge integer iat
     # cannot be converted to float (OverflowError)
     if iat > now + policy.leeway or iat < now - policy.max_age - policy.leeway:
         raise VxpError("kb_iat_invalid", "the KB-JWT iat is outside the accepted window")
+    # RFC 9901 §7.3 asks for a valid JWT: its exp and nbf hold too (with the same leeway)
+    for name in ("exp", "nbf"):
+        if name in kb and not _is_number(kb[name]):
+            raise VxpError("kb_claim_invalid", f"the KB-JWT {name} claim is not a number")
+    if "exp" in kb and now >= kb["exp"] + policy.leeway:
+        raise VxpError("kb_token_expired", "the KB-JWT has expired (exp)")
+    if "nbf" in kb and now + policy.leeway < kb["nbf"]:
+        raise VxpError("kb_token_not_yet_valid", "the KB-JWT is not valid yet (nbf)")
     if kb.get("nonce") != policy.nonce:
         raise VxpError("kb_nonce_mismatch", "the KB-JWT nonce is not the expected one")
     if kb.get("aud") != policy.aud:
@@ -694,113 +715,9 @@ def _verify_kb(
     return kb
 
 
-def _verify_plain(
-    token: object,
-    issuer_keys: KeyLike | Sequence[KeyLike],
-    typ: str | None,
-    now: float,
-    algs: frozenset[str],
-    leeway: int,
-    require_exp: bool,
-) -> VerifiedSdJwt | None:
-    """The verification of a token without key binding, done in one pass.
-
-    It runs the same checks as the general path below and returns its exact result when
-    every one of them passes; on anything else it returns ``None`` and the general path
-    runs from the start, so every refusal keeps its precise code and message.
-    """
-    if type(token) is not str or token[-1:] != "~" or not token.isascii():
-        return None
-    parts = token.split("~")
-    segments = parts[0].split(".")
-    if len(segments) != 3:
-        return None
-    try:
-        header, alg = checked_header(segments[0], algs, typ)
-        payload = parse_json(b64url_decode(segments[1], "p"), "p")
-        signature = b64url_decode(segments[2], "s")
-        if type(payload) is not dict:
-            return None
-        key = _pick_key(header, _keys_of(issuer_keys), alg)
-    except VxpError:
-        return None
-    if payload.get("_sd_alg", SD_ALG) != "sha-256":
-        return None
-    by_digest = decode_disclosures(parts[1:-1])
-    if by_digest is None or not key.verify((segments[0] + "." + segments[1]).encode(), signature):
-        return None
-    processed = process_claims(payload, by_digest)
-    if processed is None:
-        return None
-    claims, used = processed
-    try:
-        _check_times(claims, now, leeway, require_exp)
-    except VxpError:
-        return None
-    return assemble(
-        VerifiedSdJwt,
-        {
-            "header": dict(header),
-            "claims": claims,
-            "kid": key.kid,
-            "disclosures": tuple(map(_disclosure, used)),
-            "key_binding": None,
-            "payload": payload,
-        },
-    )
-
-
-def _disclosure(raw: Raw) -> Disclosure:
-    """Disclosure(*raw) without the frozen __init__ (a slotted class: its slots directly)."""
-    d = object.__new__(Disclosure)
-    _D_ENCODED(d, raw[0])
-    _D_SALT(d, raw[1])
-    _D_NAME(d, raw[2])
-    _D_VALUE(d, raw[3])
-    return d
-
-
-_D_ENCODED = Disclosure.__dict__["encoded"].__set__
-_D_SALT = Disclosure.__dict__["salt"].__set__
-_D_NAME = Disclosure.__dict__["name"].__set__
-_D_VALUE = Disclosure.__dict__["value"].__set__
-
-# Checked JOSE headers by (segment, allow-list, typ): an issuer's tokens share one header,
-# so each distinct one is decoded and checked once. Only headers of scalar members are
-# kept, and each caller gets its own copy.
-_HEADERS: dict[tuple[str, frozenset[str], str | None], tuple[dict[str, Any], str]] = {}
-_HEADERS_MAX = 256
-_HEADER_SEGMENT_MAX = 512  # longer headers are checked every time, never kept
-
-
-def checked_header(
-    segment: str, algs: frozenset[str], typ: str | None
-) -> tuple[dict[str, Any], str]:
-    """Decode and check one JOSE header segment as the general path does (raises VxpError);
-    return the header (remembered headers are shared: callers copy before handing out)
-    and its algorithm."""
-    ident = (segment, algs, typ)
-    memo = len(segment) <= _HEADER_SEGMENT_MAX and (typ is None or type(typ) is str)
-    hit = _HEADERS.get(ident) if memo else None
-    if hit is not None:
-        return hit
-    header = parse_json(b64url_decode(segment, "h"), "h")
-    if type(header) is not dict:
-        raise VxpError("malformed_jwt", "the header is not a JSON object")
-    alg = check_header(header, algs, "issuer-signed JWT", typ=typ)
-    if memo and all(type(v) in _SCALARS for v in header.values()):
-        if len(_HEADERS) >= _HEADERS_MAX:
-            _HEADERS.clear()
-        _HEADERS[ident] = (header, alg)
-    return header, alg
-
-
-_SCALARS = (str, int, bool, type(None))
-
-
 def verify_sd_jwt(
     token: str,
-    issuer_keys: KeyLike | Sequence[KeyLike],
+    issuer_keys: IssuerKeys | KeyLike | Sequence[KeyLike],
     *,
     typ: str | None,
     now: float,
@@ -811,70 +728,38 @@ def verify_sd_jwt(
 ) -> VerifiedSdJwt:
     """Verify a compact SD-JWT (or SD-JWT+KB) and return its processed claims.
 
+    ``issuer_keys`` is an :class:`IssuerKeys` the caller built once (the fast way for
+    many tokens of one issuer), or a key or list of keys resolved for this call only.
+
     Checks, in order (parse before signature before content, RFC 9901 §7.1, §7.3): the
     serialization and every disclosure (strict base64url and JSON), the header (``alg``
     in ``algorithms``, never ``none``; no ``crit``; ``typ`` equal to ``typ`` unless that is
-    ``None``), the issuer key (by ``kid`` thumbprint), the signature, ``_sd_alg``, the
-    digests (well-formed, each once, each disclosure referenced once, no reserved or
-    colliding names), ``exp``/``nbf``/``iat`` against ``now`` (± ``leeway``), then key
-    binding: a KB-JWT is required when ``key_binding`` is given and refused otherwise.
+    ``None``), the issuer key (by ``kid`` thumbprint), the signature, ``_sd_alg`` (top level
+    only), the digests (well-formed, each once, each disclosure referenced once, no
+    reserved or colliding names), ``exp``/``nbf``/``iat`` against ``now`` (± ``leeway``),
+    then key binding: a KB-JWT is required when ``key_binding`` is given and refused
+    otherwise, and its ``iat``, ``exp`` and ``nbf`` hold at ``now`` (± its ``leeway``).
     """
     algs = check_algorithms(algorithms)
     if not _is_number(now) or not -MAX_TIME <= now <= MAX_TIME or not math.isfinite(now):
         raise VxpError("now_invalid", "now is a finite number of seconds since the epoch")
     if not isinstance(leeway, int) or isinstance(leeway, bool) or not 0 <= leeway <= MAX_SPAN:
         raise VxpError("leeway_invalid", f"leeway is an integer from 0 to {MAX_SPAN} seconds")
-    if key_binding is None:
-        fast = _verify_plain(token, issuer_keys, typ, now, algs, leeway, require_exp)
-        if fast is not None:
-            return fast
-    elif type(token) is str and token.isascii():
-        # SD-JWT+KB: the one-pass path for the issuer-signed part, then the KB-JWT checks
-        # exactly as the general path runs them (same body, claims and _sd_alg)
-        cut = token.rfind("~")
-        kb_jwt = token[cut + 1 :]
-        if cut > 0 and "." in kb_jwt:
-            body = token[: cut + 1]
-            fast = _verify_plain(body, issuer_keys, typ, now, algs, leeway, require_exp)
-            if fast is not None:
-                bound = _verify_kb(kb_jwt, body, fast.claims, SD_ALG, key_binding, algs, now)
-                return assemble(VerifiedSdJwt, {**fast.__dict__, "key_binding": bound})
-    return _verify_general(token, issuer_keys, typ, now, algs, key_binding, leeway, require_exp)
-
-
-def _verify_general(
-    token: str,
-    issuer_keys: KeyLike | Sequence[KeyLike],
-    typ: str | None,
-    now: float,
-    algs: frozenset[str],
-    key_binding: KeyBinding | None,
-    leeway: int,
-    require_exp: bool,
-) -> VerifiedSdJwt:
-    """:func:`verify_sd_jwt` step by step, for any input (arguments already checked)."""
     sd = SdJwt.parse(token)
-    parsed = parse_compact(sd.jws, "issuer-signed JWT")
-    alg = check_header(parsed.header, algs, "issuer-signed JWT", typ=typ)
-    key = _pick_key(parsed.header, _keys_of(issuer_keys), alg)
+    parsed, key = open_jwt(sd, issuer_keys, algs, typ)
     if not key.verify(parsed.signing_input, parsed.signature):
         raise VxpError("signature_invalid", "the issuer signature does not verify")
-    sd_alg = _sd_alg_of(parsed.payload)
-    processor = _Processor(sd.disclosures, sd_alg)
-    claims = processor.walk(parsed.payload, (), top=True)
-    if len(processor.used) != len(sd.disclosures):
-        raise VxpError(
-            "disclosure_unreferenced", "a disclosure is not referenced by any digest in the SD-JWT"
-        )
-    _check_times(claims, now, leeway, require_exp)
+    claims, processor = process_payload(parsed.payload, sd.disclosures)
+    check_times(claims, now, leeway, require_exp)
     kb: dict[str, Any] | None = None
     if sd.kb_jwt is not None:
         if key_binding is None:
             raise VxpError(
                 "kb_jwt_unexpected", "the presentation has a KB-JWT the verifier did not ask for"
             )
-        body = token[: token.rindex("~") + 1]
-        kb = _verify_kb(sd.kb_jwt, body, claims, sd_alg, key_binding, algs, now)
+        text = str.__str__(token)  # (SdJwt.parse accepted it: a string)
+        body = text[: text.rindex("~") + 1]
+        kb = _verify_kb(sd.kb_jwt, body, claims, processor.sd_alg, key_binding, algs, now)
     elif key_binding is not None:
         raise VxpError(
             "kb_jwt_missing", "the verifier requires key binding and no KB-JWT is present"

@@ -8,49 +8,36 @@ so a holder who withholds a disclosure leaves the chain intact.
 
 from __future__ import annotations
 
-import binascii
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from joserfc.jwk import ECKey, OKPKey
-
-from ._codec import (
-    _FAST,
-    _PADDING,
-    _SCAN,
-    _UNUSED_BITS,
-    _VALUE,
-    encode_hash,
-)
+from ._codec import b64url_encode, canonical_json, encode_hash
 from ._errors import VxpError
-from ._frozen import assemble
-from ._jws import check_header, parse_compact, sign_compact
-from ._keys import KeyLike, ResolvedKey, resolve_key
+from ._jws import ParsedJws, check_header, parse_compact, sign_compact
+from ._keys import IssuerKeys, KeyLike, ResolvedKey, resolve_key
 from ._sdjwt import (
-    Disclosure,
     RandomSource,
     Sd,
     SdJwt,
-    _verify_general,
-    checked_header,
+    check_times,
     issue_sd_jwt,
-    verify_sd_jwt,
+    open_jwt,
+    process_payload,
 )
-from ._sdjwt_fast import Raw, decode_disclosures, digest_index, process_claims
 
 __all__ = [
     "APPROVAL_TYP",
-    "HEADER_MEMORY_MAX",
     "STATEMENT_TYP",
-    "Deferred",
-    "HeaderMemory",
+    "HeaderMemo",
+    "OpenedStatement",
     "ParsedStatement",
-    "StatementBatch",
     "approval_payload",
+    "approval_signing_input",
     "check_user_approval",
     "jwt_digest",
+    "open_statement",
+    "read_statement",
     "sign_statement",
     "sign_user_approval",
     "split_statement",
@@ -107,9 +94,9 @@ def sign_statement(
     return issue_sd_jwt(claims, key, typ=STATEMENT_TYP, rng=rng).serialize()
 
 
-@dataclass(frozen=True)
-class ParsedStatement:
-    """A verified statement: its fields, the processed body and what the holder withheld."""
+class ParsedStatement(NamedTuple):
+    """A verified statement: its fields, the processed body and what the holder withheld
+    (immutable; a tuple for cheap construction, one per statement)."""
 
     seq: int
     kind: str
@@ -148,29 +135,6 @@ def _no_sd_outside_observed(payload: Mapping[str, Any], where: str) -> int:
     return len(sd) if isinstance(sd, list) else 0
 
 
-def _claims(
-    token: SdJwt, keys: Mapping[str, ECKey | OKPKey], where: str, now: float, one_pass: bool
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], str, tuple[Disclosure, ...]]:
-    """Verify with the RFC 9901 verifier (any statement, with or without disclosures);
-    ``one_pass=False`` runs its general path only (the oracle of the one-pass path)."""
-    try:
-        if one_pass:
-            verified = verify_sd_jwt(
-                token.serialize(),
-                list(keys.values()),
-                typ=STATEMENT_TYP,
-                now=now,
-                algorithms=("ES256",),
-            )
-        else:
-            verified = _verify_general(
-                token.serialize(), list(keys.values()), STATEMENT_TYP, now, _ES256, None, 0, False
-            )
-    except VxpError as exc:
-        raise _stage(exc, where) from exc
-    return verified.header, verified.payload, verified.claims, verified.kid, verified.disclosures
-
-
 def _stage(exc: VxpError, where: str) -> VxpError:
     stage = "signature_invalid" if exc.code == "signature_invalid" else "statement_malformed"
     if exc.code in ("issuer_key_unknown", "issuer_key_ambiguous", "alg_key_mismatch"):
@@ -181,35 +145,73 @@ def _stage(exc: VxpError, where: str) -> VxpError:
 _ES256 = frozenset({"ES256"})
 
 
-def verify_statement(
-    statement: SdJwt | object,
-    keys: Mapping[str, ECKey | OKPKey],
-    *,
-    where: str,
-    now: float,
-    fast: bool = True,
-) -> ParsedStatement:
-    """Verify one statement's SD-JWT against ``keys`` (trusted signing keys by ``kid``).
+class OpenedStatement(NamedTuple):
+    """A statement whose issuer-signed JWT is decoded, its header checked and its key
+    chosen: what the signature stage needs. Nothing in it is authenticated yet."""
 
-    Raises ``statement_malformed`` (parse stage), ``key_untrusted`` or ``signature_invalid``;
-    ``reason`` keeps the SD-JWT layer's precise code. ``fast=False`` runs the RFC 9901
-    verifier's general path only (the tests' oracle for its one-pass path).
-    """
-    token = statement if isinstance(statement, SdJwt) else split_statement(statement, where)
-    header, payload, claims, kid, used = _claims(token, keys, where, now, fast)
-    if set(payload) != _PAYLOAD_MEMBERS or payload.get("_sd_alg") != "sha-256":
+    token: SdJwt
+    parsed: ParsedJws
+    key: ResolvedKey
+
+    @property
+    def signature_check(self) -> tuple[ResolvedKey, bytes, bytes]:
+        """``(key, signing input, signature)`` for :func:`vxp._keys.verify_all`."""
+        return self.key, self.parsed.signing_input, self.parsed.signature
+
+
+HeaderMemo = dict[str, tuple[dict[str, Any], ResolvedKey]]
+"""Header segments one verification has already checked against one key set, with the
+header and key each gave: a pure function of the segment and the keys, kept by the caller
+for the statements of one package (they share two or three headers) and dropped after."""
+
+
+def open_statement(
+    token: SdJwt, keys: IssuerKeys, where: str, headers: HeaderMemo | None = None
+) -> OpenedStatement:
+    """Decode a split statement's JWT and choose its key among ``keys`` (signature unchecked).
+
+    Raises ``statement_malformed`` or ``key_untrusted``; ``reason`` keeps the SD-JWT
+    layer's precise code. ``headers`` (optional) is the caller's :data:`HeaderMemo`."""
+    segment = token.jws.partition(".")[0]
+    seen = headers.get(segment) if headers is not None else None
+    try:
+        if seen is None:
+            parsed, key = open_jwt(token, keys, _ES256, STATEMENT_TYP)
+            if headers is not None:
+                headers[segment] = (parsed.header, key)
+        else:  # the same header text, already checked against the same keys
+            parsed = parse_compact(token.jws, "issuer-signed JWT", known=(segment, seen[0]))
+            key = seen[1]
+    except VxpError as exc:
+        raise _stage(exc, where) from exc
+    return OpenedStatement(token, parsed, key)
+
+
+def read_statement(opened: OpenedStatement, where: str, now: float) -> ParsedStatement:
+    """The content of an opened statement (RFC 9901 processing, then VXP's own shape).
+
+    Call it only for a statement whose signature verifies, or discard what it returns
+    unless that signature verifies. Raises ``statement_malformed``."""
+    payload, header = opened.parsed.payload, opened.parsed.header
+    try:
+        claims, processor = process_payload(payload, opened.token.disclosures)
+        check_times(claims, now, 0, False)
+    except VxpError as exc:
+        raise _stage(exc, where) from exc
+    if payload.keys() != _PAYLOAD_MEMBERS or payload.get("_sd_alg") != "sha-256":
         raise VxpError(
             "statement_malformed",
             f"{where} payload is not exactly seq, kind, signer, prev, body and _sd_alg",
             reason="payload_members",
         )
-    if set(header) != {"alg", "kid", "typ"}:
+    if header.keys() != _HEADER_MEMBERS:
         raise VxpError(
             "statement_malformed", f"{where} header is not exactly alg, kid, typ", reason="header"
         )
     sd_count = 0
-    text = repr(payload)  # a member named _sd or ... always shows as '_sd' or '...' here
-    if "'_sd'" in text or "'...'" in text:
+    raw = opened.parsed.payload_raw
+    # a member named _sd or ... shows in the JSON text as "_sd" or "..." unless escaped
+    if b'"_sd"' in raw or b'"..."' in raw or b"\\" in raw or not raw:
         sd_count = _no_sd_outside_observed(payload, where)
     seq, kind, signer, prev = claims["seq"], claims["kind"], claims["signer"], claims["prev"]
     if not isinstance(seq, int) or isinstance(seq, bool):
@@ -224,233 +226,46 @@ def verify_statement(
         )
     if not isinstance(claims["body"], dict):
         raise VxpError("statement_malformed", f"{where} body is not an object", reason="body")
+    # The digests of body.observed._sd that no disclosure opened: the members the holder
+    # withheld (a disclosure nested inside a disclosed member hides nothing more).
+    direct = [d for d in processor.used if processor.paths[d.encoded][:-1] == _OBSERVED]
     return ParsedStatement(
         seq=seq,
         kind=kind,
         signer=signer,
         prev=prev,
         body=claims["body"],
-        kid=kid,
-        jws=token.jws,
-        digest=jwt_digest(token.jws),
-        hidden=sd_count - len(used),
-        disclosed=tuple(d.name for d in used if d.name is not None),
+        kid=opened.key.kid,
+        jws=opened.token.jws,
+        digest=jwt_digest(opened.token.jws),
+        hidden=sd_count - len(direct),
+        disclosed=tuple(d.name for d in direct if d.name is not None),
     )
 
 
-HeaderMemory = dict[str, tuple[dict[str, Any], ResolvedKey] | tuple[()]]
-"""What a :class:`StatementBatch` learnt of each header segment: its checked header and
-key, or ``()`` when the segment takes the full path."""
-
-HEADER_MEMORY_MAX = 64
-"""The most header segments one header memory holds (it is emptied when full)."""
-
-Deferred = list[tuple[ResolvedKey, bytes, bytes]]
-"""Signature checks ``(key, signing input, signature)`` postponed by the caller, who runs
-them all before it trusts anything it concluded (see :class:`StatementBatch`)."""
-
-
-class StatementBatch:
-    """Verify the statements of one package with :func:`verify_statement`'s exact results.
-
-    Within one verification the statements share two or three JOSE headers: each distinct
-    header segment is decoded, checked and matched to its key once (the checks of the full
-    path), and statements with the same segment skip straight to the payload, the
-    disclosures and the signature. Anything unusual (a parse or signature fault, selective
-    disclosure outside ``body.observed``, an escaped character) goes through
-    :func:`verify_statement` itself, so failures carry exactly its codes and messages.
-
-    ``headers`` lets batches over the very same ``keys`` share what they learnt of each
-    header segment (a pure function of the segment and the keys); it is kept to
-    :data:`HEADER_MEMORY_MAX` segments of at most 512 characters.
-
-    With ``deferred`` (a list), the fast path appends each signature check to it instead
-    of running it: the caller must run every one of them and, if any fails, discard all
-    it concluded from these statements. Apart from a given ``headers`` memory, nothing
-    outlives the batch object.
-    """
-
-    def __init__(
-        self,
-        keys: Mapping[str, ECKey | OKPKey],
-        now: float,
-        deferred: Deferred | None = None,
-        headers: HeaderMemory | None = None,
-    ) -> None:
-        self.keys = keys
-        self.now = now
-        self.deferred = deferred
-        self._headers: HeaderMemory = {} if headers is None else headers
-
-    def verify(self, token: SdJwt, where: str) -> ParsedStatement:
-        """Verify one split statement (as :func:`verify_statement` with ``fast=True``)."""
-        parts = token.jws.split(".")
-        if len(parts) == 3 and token.jws.isascii():
-            known = self._headers.get(parts[0])
-            if known is None:
-                known = self._learn(parts[0])
-            if known:
-                by_digest = (
-                    digest_index(token.disclosures) if token.disclosures else _NONE_DISCLOSED
-                )
-                if by_digest is not None:
-                    st = self._fast(token.jws, by_digest, parts, known)
-                    if st is not None:
-                        return st
-        return verify_statement(token, self.keys, where=where, now=self.now)
-
-    def verify_compact(self, statement: object, index: int) -> ParsedStatement:
-        """Split and verify statement ``index`` of a package (as :func:`split_statement`
-        then :meth:`verify`), without building the split form."""
-        if type(statement) is str and statement[-1:] == "~" and statement.isascii():
-            cut = statement.find("~")
-            jws = statement[:cut]
-            by_digest: dict[str, Raw] | None = _NONE_DISCLOSED
-            if cut != len(statement) - 1:  # disclosures (strictly encoded, or the slow path)
-                by_digest = decode_disclosures(statement[cut + 1 : -1].split("~"))
-            parts = jws.split(".")
-            if len(parts) == 3 and by_digest is not None:
-                known = self._headers.get(parts[0])
-                if known is None:
-                    known = self._learn(parts[0])
-                if known:
-                    st = self._fast(jws, by_digest, parts, known)
-                    if st is not None:
-                        return st
-        where = f"statement {index}"
-        return self.verify(split_statement(statement, where), where)
-
-    def _learn(self, segment: str) -> tuple[dict[str, Any], ResolvedKey] | tuple[()]:
-        """Check a header segment once, exactly as the full path does; ``()`` if it fails."""
-        found: tuple[dict[str, Any], ResolvedKey] | tuple[()] = ()
-        header = _statement_header(segment)
-        if header is not None:
-            entry = self.keys.get(header["kid"])
-            if entry is not None:
-                try:
-                    key = resolve_key(entry, "issuer key")
-                except VxpError:
-                    pass
-                else:
-                    if key.alg == header["alg"]:
-                        found = (header, key)
-        if len(segment) <= 512:
-            if len(self._headers) >= HEADER_MEMORY_MAX:
-                self._headers.clear()
-            self._headers[segment] = found
-        return found
-
-    def _fast(
-        self,
-        jws: str,
-        by_digest: dict[str, Raw],
-        parts: list[str],
-        known: tuple[dict[str, Any], ResolvedKey],
-    ) -> ParsedStatement | None:
-        # (``jws`` is ASCII: both callers checked)
-        key = known[1]
-        jws_bytes = jws.encode()
-        segment = parts[1]
-        start = len(parts[0]) + 1
-        stop = start + len(segment)  # the payload segment is jws_bytes[start:stop]
-        try:
-            # b64url_decode's and parse_json's fast paths, inline: anything they would not
-            # accept at once (a stranger, a BOM, whitespace, a repeated name) goes slow
-            rest = len(segment) & 3
-            if rest and _VALUE[segment[-1]] & _UNUSED_BITS[rest]:
-                return None
-            rest_sig = len(parts[2]) & 3
-            if rest_sig and _VALUE[parts[2][-1]] & _UNUSED_BITS[rest_sig]:
-                return None
-            standard = jws_bytes.translate(_FAST)
-            raw = _a2b(standard[start:stop] + _PADDING[rest], strict_mode=True)
-            sig = _a2b(standard[stop + 1 :] + _PADDING[rest_sig], strict_mode=True)
-            text = raw.decode()
-            payload, end = _SCAN(text, 0)
-            if end != len(text):
-                return None
-        except Exception:  # every fault here is named by the slow path
-            return None
-        if (
-            type(payload) is not dict
-            or payload.keys() != _PAYLOAD_MEMBERS
-            or payload["_sd_alg"] != "sha-256"
-            # (tests on the text, not the bytes: `bytes in bytes` first tries the needle
-            # as an integer and raises and clears a TypeError every time)
-            or '"..."' in text
-            or "\\" in text
-            or text.count("{") + text.count("[") >= 60  # then no deeper than the limit
-        ):
-            return None
-        seq, kind, signer, prev, body = (
-            payload["seq"],
-            payload["kind"],
-            payload["signer"],
-            payload["prev"],
-            payload["body"],
-        )
-        if (
-            type(seq) is not int
-            or type(kind) is not str
-            or type(signer) is not str
-            or (prev is not None and type(prev) is not str)
-            or type(body) is not dict
-        ):
-            return None
-        hidden = 0
-        disclosed: tuple[str, ...] = ()
-        if '"_sd"' in text or by_digest:
-            # Without escapes, one '"_sd"' in the text that is the member of body.observed
-            # means selective disclosure is there and nowhere else (as verify_statement
-            # requires), and no '"..."' means no array placeholder anywhere: the general
-            # path's processing changes body.observed only (and checks the depth, which
-            # the bracket count above bounds). So body.observed alone goes through the
-            # one-pass SD-JWT processing, at its depth of 2.
-            observed = body.get("observed")
-            if text.count('"_sd"') != 1 or type(observed) is not dict or "_sd" not in observed:
-                return None
-            processed = process_claims(observed, by_digest, depth=2)
-            if processed is None:
-                return None
-            shown, used = processed
-            body = {**body, "observed": shown}
-            hidden = len(observed["_sd"]) - len(used)
-            disclosed = tuple([d[2] for d in used if d[2] is not None])
-        signing_input = jws_bytes[:stop]
-        if self.deferred is not None:
-            self.deferred.append((key, signing_input, sig))
-        elif not key.verify(signing_input, sig):
-            return None
-        return assemble(
-            ParsedStatement,
-            {
-                "seq": seq,
-                "kind": kind,
-                "signer": signer,
-                "prev": prev,
-                "body": body,
-                "kid": key.kid,
-                "jws": jws,
-                "digest": encode_hash(hashlib.sha256(jws_bytes).digest()),  # jwt_digest(jws)
-                "hidden": hidden,
-                "disclosed": disclosed,
-            },
-        )
-
-
-def _statement_header(segment: str) -> dict[str, Any] | None:
-    """The decoded header if it is exactly ``{alg, kid, typ}`` and passes ``check_header``
-    (through the SD-JWT layer's memory of checked headers; the dict is shared: read it)."""
-    try:
-        header, _ = checked_header(segment, _ES256, STATEMENT_TYP)
-    except VxpError:
-        return None
-    return header if header.keys() == _HEADER_MEMBERS else None
-
-
+_OBSERVED = ("body", "observed")
 _HEADER_MEMBERS = frozenset({"alg", "kid", "typ"})
-_NONE_DISCLOSED: dict[str, Raw] = {}  # shared and never written: only ever read
-_a2b = binascii.a2b_base64
+
+
+def verify_statement(
+    statement: SdJwt | object, keys: IssuerKeys, *, where: str, now: float
+) -> ParsedStatement:
+    """Verify one statement's SD-JWT against ``keys`` (the trusted signing keys).
+
+    Raises ``statement_malformed`` (parse stage), ``key_untrusted`` or ``signature_invalid``;
+    ``reason`` keeps the SD-JWT layer's precise code. The verifier runs the same three
+    steps (:func:`open_statement`, the signature, :func:`read_statement`) a stage at a time.
+    """
+    token = statement if isinstance(statement, SdJwt) else split_statement(statement, where)
+    opened = open_statement(token, keys, where)
+    key, message, signature = opened.signature_check
+    if not key.verify(message, signature):
+        raise VxpError(
+            "signature_invalid",
+            f"{where}: the issuer signature does not verify",
+            reason="signature_invalid",
+        )
+    return read_statement(opened, where, now)
 
 
 APPROVAL_TYP = "vxp-approval+jwt"
@@ -472,6 +287,37 @@ def approval_payload(
         "terms_digest": terms_digest,
         "terms_statement": terms_statement,
     }
+
+
+_APPROVAL_MEMBERS = frozenset({"request_digest", "revision", "terms_digest", "terms_statement"})
+
+
+def approval_signing_input(user_key: KeyLike, payload: Mapping[str, Any]) -> bytes:
+    """Return the bytes the user's key signs to approve: the JWS signing input
+    ``b64url(JCS(header)) "." b64url(JCS(payload))`` with header ``{alg, kid, typ}``.
+
+    ``user_key`` is the user's key (its public JWK is enough: a device holding the private
+    key signs these bytes itself), ``payload`` what :func:`approval_payload` returns. The
+    user's device should rebuild ``payload`` from the terms statement it was shown rather
+    than sign bytes it was handed. Raises ``approval_invalid`` for another payload shape.
+    """
+    key = resolve_key(user_key, "user key")
+    if (
+        not isinstance(payload, Mapping)
+        or set(payload) != _APPROVAL_MEMBERS
+        or not all(isinstance(payload[k], str) for k in _APPROVAL_MEMBERS - {"revision"})
+        or type(payload["revision"]) is not int
+    ):
+        raise VxpError(
+            "approval_invalid",
+            "an approval payload is {request_digest, revision, terms_digest, terms_statement}",
+        )
+    header = {"alg": key.alg, "kid": key.kid, "typ": APPROVAL_TYP}
+    return (
+        b64url_encode(canonical_json(header, "the JOSE header"))
+        + "."
+        + b64url_encode(canonical_json(dict(payload), "the approval payload"))
+    ).encode("ascii")
 
 
 def sign_user_approval(
@@ -520,7 +366,9 @@ def check_user_approval(
     if (
         alg != key.alg
         or parsed.header.get("kid") != key.kid
-        or parsed.payload != expected
+        # as JSON values (JCS bytes), never Python's: True == 1 == 1.0 in Python, but a
+        # user who signed revision true did not approve revision 1
+        or not _same_json(parsed.payload, expected)
         or not key.verify(parsed.signing_input, parsed.signature)
     ):
         raise VxpError(
@@ -529,3 +377,12 @@ def check_user_approval(
             reason="user_signature_invalid",
         )
     return key.kid
+
+
+def _same_json(a: object, b: object) -> bool:
+    """Whether two JSON values are the same value: equal JCS bytes (a boolean is never a
+    number; numbers compare by value, ``1.0`` as ``1``)."""
+    try:
+        return canonical_json(a) == canonical_json(b)
+    except VxpError:
+        return False

@@ -1,56 +1,61 @@
 """The VXP Proof verifier: a package and the issuer's public material in, a :class:`Verdict` out.
 
-Stages run in a fixed order so that a later stage never masks an earlier one (spec
-§8): package shape, trust material, parse, signatures (each key listed for its kind's
-role), chain and rules, log (checkpoint, inclusion, live consistency), key periods,
-operation summary, assurance. The first failure ends the run with ``valid: false`` and
-its code; nothing else is reported about a failed package. :func:`verify` first tries an
-optimistic run with the signature checks set aside, and lets the strict run in that
-order decide whenever anything fails.
+A :class:`Verifier` is built once from an issuer's material (saved, and live when given)
+and owned by the caller; :meth:`Verifier.verify` runs one pipeline, a function per stage,
+in the order of the spec's §8, so that a later stage never masks an earlier one: package
+shape, trust, parse, signatures (every statement's signature checked together, each key
+listed for its kind's role), chain and rules, log (checkpoint, inclusion, witnesses and
+their times, live consistency), key periods, operation summary, assurance. The first
+failure ends the run with ``valid: false`` and its code. Nothing is kept anywhere but in
+the ``Verifier`` object, and that is read-only once built.
 """
 
 from __future__ import annotations
 
-import hashlib
+import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
-
-from joserfc.jwk import ECKey, OKPKey
+from types import MappingProxyType
+from typing import Any
 
 from . import _merkle
 from ._chain import KIND_SIGNER, ChainState, parse_time, step
-from ._checkpoint import (
-    SignedCheckpoint,
-    _log_origin,
-    _log_signature,
-    verify_checkpoint,
-    verify_cosignatures,
-)
-from ._codec import canonical_json, decode_canonical_hash, decode_hash, encode_hash, sha256
+from ._checkpoint import SignedCheckpoint, verify_checkpoint, verify_cosignatures
+from ._codec import canonical_json, decode_hash, encode_hash, plain_json, sha256
 from ._errors import VxpError
 from ._frozen import assemble
-from ._keys import verify_all
-from ._metadata import KeyRecord, TrustMaterial, trust_of
+from ._keys import IssuerKeys, ResolvedKey, first_invalid
+from ._metadata import KeyRecord, TrustMaterial, load_trust
+from ._sdjwt import SdJwt
 from ._statements import (
-    Deferred,
-    HeaderMemory,
+    HeaderMemo,
     ParsedStatement,
-    StatementBatch,
     check_user_approval,
+    open_statement,
+    read_statement,
     split_statement,
 )
 from ._verdict import Evidence, Verdict, derive_assurance
 
-__all__ = ["leaf_data", "verify"]
+__all__ = ["MAX_STATEMENTS", "Verifier", "leaf_data", "verify"]
 
 _START = ChainState()  # immutable, so one instance serves every verification
 _PACKAGE_MEMBERS = frozenset({"v", "company", "op", "statements", "log"})
 _ENTRY_MEMBERS = frozenset({"index", "logged_at", "proof"})
 _OP_MEMBERS = frozenset({"id", "capability", "request_digest"})
 _LOG_MEMBERS = frozenset({"checkpoint", "entries"})
-
+_LIVE_LOG_MEMBERS = frozenset({"checkpoint", "consistency"})
+_LIVE_MEMBERS = frozenset({"metadata", "jwks", "checkpoint", "consistency"})
+MAX_LEEWAY = 2**32
+"""Largest ``leeway`` in seconds (**Ours**)."""
+MAX_STATEMENTS = 4096
+"""Default largest number of statements in a package (**Ours**): every statement costs a
+signature check before the chain can fail, so an unbounded package is unbounded work. A
+caller may pass ``max_statements`` up to :data:`STATEMENTS_LIMIT`."""
+STATEMENTS_LIMIT = 2**20
+"""Largest ``max_statements`` a caller may ask for (**Ours**)."""
 
 _PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*")
 
@@ -58,14 +63,9 @@ _PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*")
 def leaf_data(statement_digest: str, logged_at: str) -> bytes:
     """Return the log entry of one statement: ``JCS({"logged_at", "statement"})``."""
     if _PLAIN.fullmatch(logged_at) and _PLAIN.fullmatch(statement_digest):
-        return _plain_leaf_data(statement_digest, logged_at)
+        # nothing to escape: exactly what JCS writes, members in code-point order
+        return f'{{"logged_at":"{logged_at}","statement":"{statement_digest}"}}'.encode()
     return canonical_json({"logged_at": logged_at, "statement": statement_digest})
-
-
-def _plain_leaf_data(statement_digest: str, logged_at: str) -> bytes:
-    """:func:`leaf_data` of two texts with nothing to escape (``_PLAIN``): exactly what JCS
-    writes, members in code-point order."""
-    return f'{{"logged_at":"{logged_at}","statement":"{statement_digest}"}}'.encode()
 
 
 def _digest(value: object) -> str:
@@ -76,7 +76,135 @@ def _malformed(message: str, reason: str) -> VxpError:
     return VxpError("package_malformed", message, reason=reason)
 
 
-def _check_package(package: object) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+def _log_error(message: str, reason: str) -> VxpError:
+    return VxpError("log_invalid", message, reason=reason)
+
+
+# ---------------------------------------------------------------------------- the material
+
+KeyPeriods = dict[tuple[str, str], tuple[str, list[list[KeyRecord]]]]
+
+
+def _key_periods(saved: TrustMaterial, live: TrustMaterial | None) -> KeyPeriods:
+    """For each ``(kid, role)`` a statement may be signed with: the source that vouches for
+    it and the groups of records of which one each must cover the statement's time."""
+    out: KeyPeriods = {}
+    if live is not None:
+        for kid in {r.kid for r in live.records}:
+            records = live.records_for(kid)
+            for role in {r.role for r in records}:
+                mine = [r for r in records if r.role == role]
+                saved_mine = [r for r in saved.records_for(kid) if r.role == role]
+                # Live metadata lists the key for this role, so its period must cover the
+                # statement, even when the live JWKS no longer carries the key (the kid is
+                # the key's thumbprint: saved key bytes are the same key). Where saved
+                # metadata also lists it for the role, its period must cover too: live
+                # never re-validates a key that saved metadata recorded as retired.
+                groups = [mine, saved_mine] if saved_mine else [mine]
+                out[(kid, role)] = ("issuer_metadata_live", groups)
+        listed_live = {r.kid for r in live.records}
+        for r in saved.records:  # a key live lists nowhere still counts as saved lists it
+            if r.kid not in listed_live and r.kid in saved.keys:
+                entry = out.setdefault((r.kid, r.role), ("issuer_metadata_saved", [[]]))
+                entry[1][0].append(r)
+        return out
+    for r in saved.records:
+        if r.kid in saved.keys:
+            entry = out.setdefault((r.kid, r.role), ("issuer_metadata_saved", [[]]))
+            entry[1][0].append(r)
+    return out
+
+
+def _listed_roles(saved: TrustMaterial, live: TrustMaterial | None) -> dict[str, frozenset[str]]:
+    """The roles each kid is listed for, by the first material (live, then saved) that
+    lists it at all."""
+    out: dict[str, frozenset[str]] = {}
+    for trust in (live, saved):
+        if trust is None:
+            continue
+        for r in trust.records:
+            if r.kid not in out:
+                out[r.kid] = frozenset(x.role for x in trust.records_for(r.kid))
+    return out
+
+
+def _independent_witnesses(saved: TrustMaterial, live: TrustMaterial) -> None:
+    """Refuse live material whose witnesses (or saved witnesses) are the other material's
+    signing or log keys: the issuer cannot witness itself into ``logged`` by moving a key
+    from one list to the other between the saved and the live document (**Ours**)."""
+    issuer = {saved.log_kid, live.log_kid} | {r.kid for r in (*saved.records, *live.records)}
+    if issuer & (set(saved.witness_kids) | set(live.witness_kids)):
+        raise VxpError(
+            "live_invalid",
+            "a witness of the saved or live metadata is a log or signing key of the other",
+            reason="witness_not_independent",
+        )
+
+
+@dataclass(frozen=True)
+class _Material:
+    """What every verification against one issuer's material needs, derived once."""
+
+    saved: TrustMaterial
+    live: TrustMaterial | None
+    signing: IssuerKeys
+    """The keys a statement may be signed with (listed for a role, present in a JWKS)."""
+    issuer_kids: frozenset[str]
+    """Every kid the saved or live material knows: JWKS keys, signing, log and witness kids."""
+    roles: Mapping[str, frozenset[str]]
+    periods: KeyPeriods
+    witness_keys: tuple[ResolvedKey, ...]
+    """The witnesses both materials recognise (saved alone when there is no live)."""
+    quorum: int
+    """The larger of the saved and live quorums."""
+
+    @classmethod
+    def of(cls, saved: TrustMaterial, live: TrustMaterial | None) -> _Material:
+        if live is not None and live.issuer != saved.issuer:
+            raise VxpError(
+                "live_invalid", "the live metadata names another issuer", reason="issuer_changed"
+            )
+        all_keys: dict[str, ResolvedKey] = dict(saved.keys)
+        signing = {r.kid for r in saved.records}
+        known = {saved.log_kid, *saved.witness_kids}
+        witnesses = list(saved.witness_kids)
+        quorum = saved.quorum
+        if live is not None:
+            _independent_witnesses(saved, live)
+            all_keys.update(live.keys)
+            signing |= {r.kid for r in live.records}
+            known |= {live.log_kid, *live.witness_kids}
+            # the stricter of saved and live, as for key periods: a witness counts only
+            # when both recognise it, and the larger quorum holds
+            witnesses = [k for k in witnesses if k in live.witness_kids]
+            quorum = max(quorum, live.quorum)
+        return cls(
+            saved=saved,
+            live=live,
+            signing=IssuerKeys([all_keys[k] for k in sorted(signing) if k in all_keys]),
+            issuer_kids=frozenset(all_keys) | frozenset(signing) | frozenset(known),
+            roles=MappingProxyType(_listed_roles(saved, live)),
+            periods=_key_periods(saved, live),
+            witness_keys=tuple(all_keys[k] for k in witnesses if k in all_keys),
+            quorum=quorum,
+        )
+
+    @property
+    def log_trust(self) -> TrustMaterial:
+        """The material that names the log (origin and key: live when given)."""
+        return self.live or self.saved
+
+
+# ---------------------------------------------------------------------------- stages
+
+
+def _check_package(
+    package: object, max_statements: int
+) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+    """Stage 1: the package's shape (of a plain copy of it, made once: see
+    :func:`vxp._codec.plain_json`)."""
+    if isinstance(package, dict):
+        package = plain_json(package, _TOO_DEEP)
     if not isinstance(package, dict):
         raise _malformed("the package is not a JSON object", "not_object")
     if package.keys() != _PACKAGE_MEMBERS:
@@ -93,56 +221,39 @@ def _check_package(package: object) -> tuple[dict[str, Any], list[Any], dict[str
     statements = package["statements"]
     if not isinstance(statements, list) or not statements:
         raise _malformed("the package statements are not a non-empty list", "statements")
-    if len(statements) >= 2**20:
-        raise _malformed("the package has too many statements", "statements")
+    if len(statements) > max_statements:
+        raise _malformed(
+            f"the package has more than {max_statements} statements", "too_many_statements"
+        )
     log = package["log"]
     if not isinstance(log, dict) or log.keys() != _LOG_MEMBERS:
         raise _malformed("the package log is not {checkpoint, entries}", "log")
     entries = log["entries"]
     if not isinstance(entries, list) or len(entries) != len(statements):
         raise _malformed("the package log has not one entry per statement", "log_entries")
-    return op, statements, log
+    return package, statements, log
 
 
-def _log_error(message: str, reason: str) -> VxpError:
-    return VxpError("log_invalid", message, reason=reason)
+_TOO_DEEP = VxpError("package_malformed", "the package nests too deeply", reason="depth")
+_TOO_DEEP_LIVE = VxpError("live_invalid", "the live log nests too deeply", reason="shape")
 
 
-def _checkpoint(
-    value: object, trust: TrustMaterial, where: str, deferred: Deferred | None
-) -> SignedCheckpoint:
-    try:
-        signed = SignedCheckpoint.from_json(value)
-        log_key = trust.keys.get(trust.log_kid)
-        if log_key is None:
-            raise VxpError("checkpoint_key_mismatch", "the log key is not in the JWKS")
-        if deferred is None:
-            verify_checkpoint(signed, log_key, origin=trust.log_origin)
-        else:  # the same checks, the signature set aside
-            key, message = _log_signature(signed, log_key)
-            _log_origin(signed, trust.log_origin)
-            deferred.append((key, message, signed.signature))
-    except VxpError as exc:
-        raise _log_error(f"{where}: {exc.message}", exc.code) from exc
-    return signed
+def _check_trust(package: dict[str, Any], material: _Material, live_log: object) -> None:
+    """Stage 2 (what the package adds to it): the company, and the live log's shape."""
+    if live_log is not None and (
+        not isinstance(live_log, Mapping) or set(live_log) != _LIVE_LOG_MEMBERS
+    ):
+        raise VxpError("live_invalid", "the live log is {checkpoint, consistency}", reason="shape")
+    if package["company"] != material.saved.issuer:
+        raise VxpError(
+            "company_mismatch", "the package names another company than the metadata's issuer"
+        )
 
 
-def _witnesses(signed: SignedCheckpoint, trust: TrustMaterial, seen: set[str]) -> None:
-    """Add the trusted witnesses whose cosignature on ``signed`` verifies; a bad one fails."""
-    if not signed.cosignatures:
-        return  # nothing to add (every key of trust.keys already resolved in load_trust)
-    keys = [trust.keys[k] for k in trust.witness_kids if k in trust.keys]
-    try:
-        seen.update(verify_cosignatures(signed, keys, quorum=0))
-    except VxpError as exc:
-        raise _log_error(f"a witness cosignature fails: {exc.message}", exc.code) from exc
+Entry = tuple[int, str, list[bytes]]
 
 
-def _entry(value: object, index: int, memo: dict[str, bytes]) -> Entry:
-    """Parse log entry ``index`` (proof digests decoded once per verification in ``memo``)."""
-    plain = _entry_plain(value, memo)
-    if plain is not None:
-        return plain
+def _entry(value: object, index: int) -> Entry:
     if not isinstance(value, dict) or value.keys() != _ENTRY_MEMBERS:
         raise _malformed(f"log entry {index} is not {{index, logged_at, proof}}", "log_entries")
     leaf_index, logged_at, proof = value["index"], value["logged_at"], value["proof"]
@@ -151,345 +262,85 @@ def _entry(value: object, index: int, memo: dict[str, bytes]) -> Entry:
     if not isinstance(logged_at, str) or not isinstance(proof, list) or len(proof) > 64:
         raise _malformed(f"log entry {index} has no logged_at or proof list", "log_entries")
     try:
-        found: list[bytes | None] = list(map(memo.get, proof))
-    except TypeError:  # an unhashable element: the loop below names it
-        found = [None] * len(proof)
-    if None not in found:
-        return leaf_index, logged_at, cast(list[bytes], found)
-    where = f"log entry {index} proof"
-    for h, raw in zip(proof, found, strict=True):
-        if raw is None:
-            try:
-                memo[h] = decode_hash(h, where)
-            except VxpError as exc:
-                raise _malformed(exc.message, "log_entries") from exc
-    return leaf_index, logged_at, [memo[h] for h in proof]
-
-
-Entry = tuple[int, str, list[bytes]]
-
-
-def _entry_plain(value: object, memo: dict[str, bytes]) -> Entry | None:
-    """:func:`_entry` for an entry of exact JSON types whose digests are all canonical;
-    ``None`` for anything else (then :func:`_entry` names the fault)."""
-    if type(value) is not dict or len(value) != 3:
-        return None
-    try:
-        leaf_index, logged_at, proof = value["index"], value["logged_at"], value["proof"]
-    except KeyError:
-        return None
-    if (
-        type(leaf_index) is not int
-        or leaf_index < 0
-        or type(logged_at) is not str
-        or type(proof) is not list
-        or len(proof) > 64
-    ):
-        return None
-    hashes = []
-    get = memo.get
-    for h in proof:
-        if type(h) is not str:
-            return None
-        raw = get(h)
-        if raw is None:
-            raw = decode_canonical_hash(h)
-            if raw is None:
-                return None
-            memo[h] = raw
-        hashes.append(raw)
+        hashes = [decode_hash(h, f"log entry {index} proof") for h in proof]
+    except VxpError as exc:
+        raise _malformed(exc.message, "log_entries") from exc
     return leaf_index, logged_at, hashes
 
 
-def _statements_staged(
-    raw_statements: list[Any],
-    raw_entries: list[Any],
-    batch: StatementBatch,
-    check: Callable[[ParsedStatement, int], None],
-) -> tuple[list[ParsedStatement], list[Entry], list[datetime]]:
-    """Parse every statement and log entry, then verify the statements one by one, each
-    followed by ``check`` (the stage order that decides which failure is reported)."""
-    # --- parse: every statement and log entry (no crypto yet)
+def _parse(
+    raw_statements: list[Any], raw_entries: list[Any]
+) -> tuple[list[SdJwt], list[Entry], list[datetime]]:
+    """Stage 3: every statement split, every log entry and its time parsed (no crypto)."""
     tokens = [split_statement(raw, f"statement {i}") for i, raw in enumerate(raw_statements)]
-    memo: dict[str, bytes] = {}
-    entries = [_entry(e, i, memo) for i, e in enumerate(raw_entries)]
+    entries = [_entry(e, i) for i, e in enumerate(raw_entries)]
     times = [parse_time(e[1], f"log entry {i} logged_at") for i, e in enumerate(entries)]
-    # --- signatures, and each key listed for the role of its statement's kind
-    parsed = []
-    for i, token in enumerate(tokens):
-        st = batch.verify(token, f"statement {i}")
-        check(st, i)
-        parsed.append(st)
-    return parsed, entries, times
+    return tokens, entries, times
 
 
-def _statements_fused(
-    raw_statements: list[Any],
-    raw_entries: list[Any],
-    batch: StatementBatch,
-    check: Callable[[ParsedStatement, int], None],
-) -> tuple[list[ParsedStatement], list[Entry], list[datetime]]:
-    """:func:`_statements_staged` in one pass per statement, for the optimistic run: the
-    same checks and results when all pass (in another order, so a failure here only sends
-    the verification to the strict run)."""
-    memo: dict[str, bytes] = {}
-    parsed: list[ParsedStatement] = []
-    entries: list[Entry] = []
-    times: list[datetime] = []
-    verify = batch.verify_compact
-    for i, raw in enumerate(raw_statements):
-        st = verify(raw, i)
-        check(st, i)
-        entry = _entry(raw_entries[i], i, memo)
-        times.append(parse_time(entry[1], "a log entry's logged_at"))
-        parsed.append(st)
-        entries.append(entry)
-    return parsed, entries, times
-
-
-KeyPeriods = dict[tuple[str, str], tuple[str, list[list[KeyRecord]]]]
-
-
-def _key_periods(saved: TrustMaterial, live: TrustMaterial | None) -> KeyPeriods:
-    """For each (kid, role) that :func:`_key_source` would accept in some period: the
-    source it reports and the groups of records of which one each must cover the time."""
-    out: KeyPeriods = {}
-    if live is not None:
-        for kid in {r.kid for r in live.records}:
-            records = live.records_for(kid)
-            for role in {r.role for r in records}:
-                mine = [r for r in records if r.role == role]
-                saved_mine = [r for r in saved.records_for(kid) if r.role == role]
-                groups = [mine, saved_mine] if saved_mine else [mine]
-                out[(kid, role)] = ("issuer_metadata_live", groups)
-        return out  # (keys live lists nowhere take the full path)
-    for r in saved.records:
-        if r.kid in saved.keys:
-            entry = out.setdefault((r.kid, r.role), ("issuer_metadata_saved", [[]]))
-            entry[1][0].append(r)
-    return out
-
-
-def _period_source(periods: KeyPeriods, kid: str, role: str, at: datetime) -> str | None:
-    """:func:`_key_source`'s answer where it accepts the key from ``periods`` (built by
-    :func:`_key_periods`); ``None`` where only :func:`_key_source` can say (or refuse)."""
-    found = periods.get((kid, role))
-    if found is None:
-        return None
-    source, groups = found
-    for group in groups:
-        for r in group:  # (loops, not any(): an early exit would close a generator)
-            if r.not_before <= at and (r.not_after is None or at < r.not_after):
-                break
-        else:
-            return None  # no period of this group covers the statement
-    return source
-
-
-def _key_source(
-    st: ParsedStatement, at: datetime, saved: TrustMaterial, live: TrustMaterial | None
-) -> str:
-    """Return which material vouches for the statement's key, or raise ``key_untrusted``."""
-    role = KIND_SIGNER[st.kind]
-    where = f"statement {st.seq} ({st.kind})"
-    if live is not None:
-        records = live.records_for(st.kid)
-        mine = [r for r in records if r.role == role]
-        if records and not mine:
-            raise VxpError(
-                "key_untrusted",
-                f"{where} is signed by a key listed for another role",
-                reason="key_role",
-            )
-        if mine:
-            # Live metadata lists the key for this role, so its period must cover the
-            # statement, even when the live JWKS no longer carries the key (the kid is the
-            # key's thumbprint: saved key bytes are the same key). Where saved metadata also
-            # lists it for the role, its period must cover too: live never re-validates a
-            # key that saved metadata recorded as retired, and saved never outlives a cut.
-            saved_mine = [r for r in saved.records_for(st.kid) if r.role == role]
-            if any(r.covers(at) for r in mine) and (
-                not saved_mine or any(r.covers(at) for r in saved_mine)
-            ):
-                return "issuer_metadata_live"
-            raise VxpError(
-                "key_untrusted",
-                f"{where} was logged outside its key's validity period",
-                reason="key_not_valid_at_time",
-            )
-    records = saved.records_for(st.kid)
-    mine = [r for r in records if r.role == role]
-    if not records or st.kid not in saved.keys:
+def _first_forged(checks: list[tuple[ResolvedKey, bytes, bytes]]) -> None:
+    """Raise ``signature_invalid`` for the first of ``checks`` that does not verify."""
+    i = first_invalid(checks)  # one tight loop, stopping at the first forgery
+    if i is not None:
         raise VxpError(
-            "key_untrusted", f"{where} is signed by an unpublished key", reason="key_unknown"
+            "signature_invalid",
+            f"statement {i}: the issuer signature does not verify",
+            reason="signature_invalid",
         )
-    if not mine:
+
+
+def _signatures(tokens: list[SdJwt], material: _Material, now: float) -> list[ParsedStatement]:
+    """Stage 4: each statement's header and key, its signature, its content (RFC 9901
+    processing and VXP's shape) and its key listed for its kind's role.
+
+    The signatures are checked together, but the failure reported is the one a statement
+    by statement run reports: the first statement that fails, and within it the header
+    and key before the signature before the content."""
+    checks: list[tuple[ResolvedKey, bytes, bytes]] = []
+    parsed: list[ParsedStatement] = []
+    headers: HeaderMemo = {}  # this package's few header texts, each checked once
+    for i, token in enumerate(tokens):
+        where = f"statement {i}"
+        try:
+            opened = open_statement(token, material.signing, where, headers)
+        except VxpError:
+            _first_forged(checks)  # an earlier statement's forged signature comes first
+            raise
+        checks.append(opened.signature_check)
+        try:
+            st = read_statement(opened, where, now)
+            _role(st, i, material)
+        except VxpError:
+            _first_forged(checks)  # this statement's (or an earlier one's) signature first
+            raise
+        parsed.append(st)
+    _first_forged(checks)
+    return parsed
+
+
+def _role(st: ParsedStatement, i: int, material: _Material) -> None:
+    """The statement's kind is known and its key is listed for that kind's role."""
+    role = KIND_SIGNER.get(st.kind)
+    if role is None:
+        raise VxpError(
+            "statement_malformed", f"statement {i} has unknown kind {st.kind!r}", reason="kind"
+        )
+    roles = material.roles.get(st.kid)
+    if roles is None:  # pragma: no cover - only listed keys are signing keys
+        raise VxpError(
+            "key_untrusted", f"statement {i} is signed by an unlisted key", reason="key_unknown"
+        )
+    if role not in roles:
         raise VxpError(
             "key_untrusted",
-            f"{where} is signed by a key listed for another role",
+            f"statement {st.seq} ({st.kind}) is signed by a key listed for another role",
             reason="key_role",
         )
-    if not any(r.covers(at) for r in mine):
-        raise VxpError(
-            "key_untrusted",
-            f"{where} was logged outside its key's validity period",
-            reason="key_not_valid_at_time",
-        )
-    return "issuer_metadata_saved"
 
 
-class _Prepared:
-    """What a verification derives from its trust material alone.
-
-    Everything is read-only except two memories of pure answers that verifications fill
-    in as they learn them: ``roles_ok`` (at most two pairs per listed key) and ``headers``
-    (bounded by :class:`StatementBatch`)."""
-
-    __slots__ = (
-        "all_keys",
-        "candidates",
-        "headers",
-        "live",
-        "periods",
-        "roles_ok",
-        "saved",
-        "signing_kids",
-    )
-
-    def __init__(self, saved: TrustMaterial, live: TrustMaterial | None) -> None:
-        self.saved = saved
-        self.live = live
-        all_keys: dict[str, ECKey | OKPKey] = dict(saved.keys)
-        if live is not None:
-            all_keys.update(live.keys)
-        signing = {r.kid for r in saved.records}
-        if live is not None:
-            signing |= {r.kid for r in live.records}
-        self.all_keys = all_keys
-        """Every key of the saved and live JWKS (live wins), by kid."""
-        self.signing_kids = frozenset(signing)
-        """The kids that saved or live metadata lists for a signing role."""
-        self.candidates = {k: all_keys[k] for k in sorted(signing) if k in all_keys}
-        """The keys a statement may be signed with, by kid."""
-        self.periods = _key_periods(saved, live)
-        """:func:`_key_periods` of the material."""
-        self.roles_ok: set[tuple[str, str]] = set()
-        """The ``(kid, role)`` pairs found listed for that role (:func:`_key_role`)."""
-        self.headers: HeaderMemory = {}
-        """The statement batches' shared memory of header segments (same candidates)."""
-
-
-_PREPARED: dict[tuple[int, int], _Prepared] = {}
-_PREPARED_MAX = 64
-
-
-def _prepare(saved: TrustMaterial, live: TrustMaterial | None, remember: bool) -> _Prepared:
-    """The :class:`_Prepared` of this very material. Remembered (when ``remember``: only
-    for material from the trust memory, which bounds its size and hands out the same
-    objects for the same content) by object; each entry keeps its objects alive, so an
-    identity match is never a reused id."""
-    if not remember:
-        return _Prepared(saved, live)
-    key = (id(saved), id(live))
-    known = _PREPARED.get(key)
-    if known is not None and known.saved is saved and known.live is live:
-        return known
-    prepared = _Prepared(saved, live)
-    if len(_PREPARED) >= _PREPARED_MAX:
-        _PREPARED.clear()
-    _PREPARED[key] = prepared
-    return prepared
-
-
-def _key_role(st: ParsedStatement, saved: TrustMaterial, live: TrustMaterial | None) -> None:
-    """The statement's key must be listed for the role that signs its kind."""
-    role = KIND_SIGNER[st.kind]
-    for trust in (live, saved):
-        if trust is None:
-            continue
-        records = trust.records_for(st.kid)
-        if records:
-            if role not in [r.role for r in records]:
-                raise VxpError(
-                    "key_untrusted",
-                    f"statement {st.seq} ({st.kind}) is signed by a key listed for another role",
-                    reason="key_role",
-                )
-            return
-    raise VxpError(  # pragma: no cover - verify_statement only accepts listed keys
-        "key_untrusted", f"statement {st.seq} is signed by an unlisted key", reason="key_unknown"
-    )
-
-
-def _single_root(trust: TrustMaterial, parsed: list[ParsedStatement]) -> str | None:
-    if trust.custody == "self_operated":
-        return "company"
-    if trust.custody == "operator_hosted":
-        return "operator"
-    used: dict[str, set[str]] = {}  # the kids that signed, by the role they signed for
-    for st in parsed:
-        used.setdefault(KIND_SIGNER[st.kind], set()).add(st.kid)
-    shared = used.get("operator", set()) & used.get("company", set())
-    both = {r.kid for r in trust.records if r.role == "operator"} & {
-        r.kid for r in trust.records if r.role == "company"
-    }
-    return "operator" if shared or both else None
-
-
-def _run(
-    package: object,
-    metadata: object,
-    jwks: object,
-    live: Mapping[str, Any] | None,
-    now: datetime,
-    request_id: str | None,
-    request: object,
-    deferred: Deferred | None,
-) -> Verdict:
-    op, raw_statements, log = _check_package(package)
-    saved, remembered = trust_of(metadata, jwks)
-    live_trust: TrustMaterial | None = None
-    if live is not None:
-        if not isinstance(live, Mapping) or set(live) != {
-            "metadata",
-            "jwks",
-            "checkpoint",
-            "consistency",
-        }:
-            raise VxpError(
-                "live_invalid",
-                "live material is {metadata, jwks, checkpoint, consistency}",
-                reason="shape",
-            )
-        live_trust, live_remembered = trust_of(live["metadata"], live["jwks"])
-        remembered = remembered and live_remembered
-        if live_trust.issuer != saved.issuer:
-            raise VxpError(
-                "live_invalid", "the live metadata names another issuer", reason="issuer_changed"
-            )
-    if package["company"] != saved.issuer:  # type: ignore[index]
-        raise VxpError(
-            "company_mismatch", "the package names another company than the metadata's issuer"
-        )
-    prepared = _prepare(saved, live_trust, remembered)
-    all_keys, signing_kids = prepared.all_keys, prepared.signing_kids
-    batch = StatementBatch(prepared.candidates, now.timestamp(), deferred, prepared.headers)
-    roles_ok = prepared.roles_ok
-
-    def signed_for_role(st: ParsedStatement, i: int) -> None:
-        """The statement's kind is known and its key is listed for that kind's role."""
-        role = KIND_SIGNER.get(st.kind)
-        if role is None:
-            raise VxpError(
-                "statement_malformed", f"statement {i} has unknown kind {st.kind!r}", reason="kind"
-            )
-        if (st.kid, role) not in roles_ok:
-            _key_role(st, saved, live_trust)  # a pure check of (kid, role) and the material
-            roles_ok.add((st.kid, role))
-
-    split = _statements_staged if deferred is None else _statements_fused
-    parsed, entries, times = split(raw_statements, log["entries"], batch, signed_for_role)
-    # --- chain and rules
+def _chain(parsed: list[ParsedStatement], times: list[datetime], material: _Material) -> ChainState:
+    """Stage 5: ``prev``, then the chain rules (the table shared with the builder), user
+    signatures, and the outcome present."""
     state = _START
     prev: str | None = None
     for i, st in enumerate(parsed):
@@ -509,7 +360,7 @@ def _run(
                 parsed[state.latest.seq].digest,
                 f"statement {i}",
             )
-            if user_kid in all_keys or user_kid in signing_kids:
+            if user_kid in material.issuer_kids:
                 # The issuer's own key (signing, log or witness) signing as "the user" is
                 # the operator approving for itself: never user_signed_approval.
                 raise VxpError(
@@ -518,13 +369,88 @@ def _run(
                     reason="user_key_is_issuer_key",
                 )
         prev = st.digest
-    # --- log: checkpoint, inclusion of every statement, live consistency
-    log_trust = live_trust or saved
-    signed = _checkpoint(log["checkpoint"], log_trust, "the packaged checkpoint", deferred)
+    if state.outcome is None:
+        raise VxpError(
+            "rule_violation", "the package has no outcome (P3)", reason="outcome_missing"
+        )
+    return state
+
+
+def _checkpoint(value: object, trust: TrustMaterial, where: str) -> SignedCheckpoint:
+    try:
+        signed = SignedCheckpoint.from_json(value)
+        log_key = trust.keys.get(trust.log_kid)
+        if log_key is None:
+            raise VxpError("checkpoint_key_mismatch", "the log key is not in the JWKS")
+        verify_checkpoint(signed, log_key, origin=trust.log_origin)
+    except VxpError as exc:
+        raise _log_error(f"{where}: {exc.message}", exc.code) from exc
+    return signed
+
+
+def _witnesses(
+    signed: SignedCheckpoint,
+    witness_keys: tuple[ResolvedKey, ...],
+    seen: set[str],
+    last_logged: datetime,
+    now: datetime,
+    leeway: int,
+) -> None:
+    """Add the trusted witnesses whose cosignature on ``signed`` verifies; a bad one fails.
+
+    **Ours** (the draft gives a cosignature a time and says nothing of it): a cosignature
+    vouches for the statements its checkpoint holds only if it was made after they were
+    logged (at second precision: ``time`` is whole seconds), and never after ``now``
+    plus ``leeway``; otherwise the package fails with ``log_invalid/witness_time``."""
+    if not signed.cosignatures:
+        return
+    try:
+        good = verify_cosignatures(signed, list(witness_keys), quorum=0)
+    except VxpError as exc:
+        raise _log_error(f"a witness cosignature fails: {exc.message}", exc.code) from exc
+    earliest = math.floor(last_logged.timestamp())
+    latest = now.timestamp() + leeway
+    for cosig in signed.cosignatures:
+        if cosig.kid not in good:
+            continue
+        if cosig.time < earliest:
+            raise _log_error(
+                f"witness {cosig.kid} cosigned the checkpoint before its statements were logged",
+                "witness_time",
+            )
+        if cosig.time > latest:
+            raise _log_error(
+                f"witness {cosig.kid} cosigned the checkpoint after the verification time",
+                "witness_time",
+            )
+    seen.update(good)
+
+
+@dataclass(frozen=True)
+class _LogResult:
+    tree_size: int
+    live_tree_size: int | None
+    consistency: str
+    witnesses: int
+
+
+def _log(
+    parsed: list[ParsedStatement],
+    entries: list[Entry],
+    times: list[datetime],
+    checkpoint: object,
+    live_log: Mapping[str, Any] | None,
+    material: _Material,
+    now: datetime,
+    leeway: int,
+) -> _LogResult:
+    """Stage 6: the packaged checkpoint, every statement's inclusion at its leaf, the
+    witnesses and their times, and the live checkpoint's consistency when given."""
+    trust = material.log_trust
+    signed = _checkpoint(checkpoint, trust, "the packaged checkpoint")
     size, root = signed.checkpoint.tree_size, signed.checkpoint.root
     indexes: set[int] = set()
     last_index = -1
-    inclusion = _merkle.InclusionBatch(size, root)
     for i, st in enumerate(parsed):
         leaf_index, logged_at, proof = entries[i]
         if times[i] > now:
@@ -534,11 +460,10 @@ def _run(
         if leaf_index in indexes:
             raise _log_error(f"two statements claim leaf {leaf_index}", "leaf_reused")
         indexes.add(leaf_index)
-        # leaf_hash(leaf_data(...)): the digest is ours and parse_time accepted logged_at,
-        # so both are plain text
-        leaf = hashlib.sha256(b"\x00" + _plain_leaf_data(st.digest, logged_at)).digest()
+        leaf = _merkle.leaf_hash(leaf_data(st.digest, logged_at))
         try:
-            inclusion.verify_hashes(leaf, leaf_index, proof)  # decode_hash gave 32-byte bytes
+            # _entry decoded every proof hash to 32 bytes, the leaf hash and root are ours
+            _merkle.included(leaf, leaf_index, size, proof, root, checked=True)
         except VxpError as exc:
             raise _log_error(
                 f"statement {i} is not included in the packaged checkpoint ({exc.message})",
@@ -551,69 +476,87 @@ def _run(
                 f"statement {i} sits in the log before statement {i - 1}", "leaf_order"
             )
         last_index = leaf_index
+    last_logged = max(times)
     seen: set[str] = set()
-    _witnesses(signed, log_trust, seen)
-    live_size: int | None = None
-    consistency = "not_checked"
-    if live is not None:
-        assert live_trust is not None
-        fresh = _checkpoint(live["checkpoint"], live_trust, "the live checkpoint", deferred)
-        proof_raw = live["consistency"]
-        if not isinstance(proof_raw, list):
-            raise VxpError(
-                "live_invalid", "the live consistency proof is not a list", reason="shape"
-            )
-        try:
-            cproof = [decode_hash(h, "live consistency proof") for h in proof_raw]
-            _merkle.verify_consistency(
-                size, fresh.checkpoint.tree_size, root, fresh.checkpoint.root, cproof
-            )
-        except VxpError as exc:
-            raise VxpError(
-                "live_inconsistent",
-                f"the live log does not extend the packaged checkpoint ({exc.message})",
-                reason=exc.code,
-            ) from exc
-        _witnesses(fresh, live_trust, seen)
-        live_size = fresh.checkpoint.tree_size
-        consistency = "ok"
-    # --- keys: each valid for its role when the log recorded the statement
-    sources: set[str] = set()
-    periods = prepared.periods
-    for i, st in enumerate(parsed):
-        source = _period_source(periods, st.kid, KIND_SIGNER[st.kind], times[i])
-        sources.add(source or _key_source(st, times[i], saved, live_trust))
-    if state.outcome is None:
-        raise VxpError(
-            "rule_violation", "the package has no outcome (P3)", reason="outcome_missing"
+    _witnesses(signed, material.witness_keys, seen, last_logged, now, leeway)
+    if live_log is None:
+        return _LogResult(size, None, "not_checked", len(seen))
+    fresh = _checkpoint(live_log["checkpoint"], trust, "the live checkpoint")
+    proof_raw = live_log["consistency"]
+    if not isinstance(proof_raw, list):
+        raise VxpError("live_invalid", "the live consistency proof is not a list", reason="shape")
+    try:
+        cproof = [decode_hash(h, "live consistency proof") for h in proof_raw]
+        _merkle.verify_consistency(
+            size, fresh.checkpoint.tree_size, root, fresh.checkpoint.root, cproof
         )
-    latest = state.latest
-    assert latest is not None
+    except VxpError as exc:
+        raise VxpError(
+            "live_inconsistent",
+            f"the live log does not extend the packaged checkpoint ({exc.message})",
+            reason=exc.code,
+        ) from exc
+    _witnesses(fresh, material.witness_keys, seen, last_logged, now, leeway)
+    return _LogResult(size, fresh.checkpoint.tree_size, "ok", len(seen))
+
+
+def _key_source(st: ParsedStatement, at: datetime, material: _Material) -> str:
+    """Which material vouches for the statement's key when it was logged, or raise
+    ``key_untrusted``."""
+    role = KIND_SIGNER[st.kind]
+    found = material.periods.get((st.kid, role))
+    where = f"statement {st.seq} ({st.kind})"
+    if found is None:
+        raise VxpError(
+            "key_untrusted", f"{where} is signed by an unpublished key", reason="key_unknown"
+        )
+    source, groups = found
+    for group in groups:
+        if not any(r.covers(at) for r in group):
+            raise VxpError(
+                "key_untrusted",
+                f"{where} was logged outside its key's validity period",
+                reason="key_not_valid_at_time",
+            )
+    return source
+
+
+def _keys(parsed: list[ParsedStatement], times: list[datetime], material: _Material) -> set[str]:
+    """Stage 7: each key valid for its role when the log recorded its statement."""
+    return {_key_source(st, times[i], material) for i, st in enumerate(parsed)}
+
+
+def _operation(
+    op: Mapping[str, Any], state: ChainState, request_id: str | None, request: object
+) -> None:
+    """Stage 8: the package's ``op`` describes the signed chain (and the caller's request)."""
+    assert state.latest is not None
     assert state.request is not None
-    # --- operation summary
     if (
-        op["capability"] != latest.capability
+        op["capability"] != state.latest.capability
         or op["request_digest"] != state.request["request_digest"]
         or (request_id is not None and op["id"] != request_id)
         or (request is not None and _digest(request) != state.request["request_digest"])
     ):
         raise VxpError("operation_mismatch", "the package op does not describe the signed chain")
-    # --- assurance (P7)
-    witnesses = len(seen)
-    logged = witnesses >= (live_trust or saved).quorum
+
+
+def _assurance(
+    state: ChainState, parsed: list[ParsedStatement], logged: bool
+) -> tuple[tuple[str, ...], str]:
+    """Stage 9: the assurance the evidence supports (P7), never less than what is claimed;
+    returns it and the approval the verdict reports."""
+    latest = state.latest
+    assert latest is not None
+    assert state.outcome is not None
     approval_here = state.approval if state.approval_revision == latest.revision else None
     rb = state.read_back
-    hidden_rb = False
-    for st in parsed:  # (a loop, not any(): an early exit would close a generator)
-        if st.kind == "read_back" and st.hidden > 0:
-            hidden_rb = True
-            break
     evidence = Evidence(
         issuer_keys=True,
         executed=state.execution is not None,
         read_back_matches=rb is not None and rb["matches_terms"] is True,
         read_back_complete=state.read_back_complete,
-        read_back_hidden=hidden_rb,
+        read_back_hidden=any(st.kind == "read_back" and st.hidden > 0 for st in parsed),
         approval_method=None if approval_here is None else str(approval_here["method"]),
         review_approved=state.review_revision == latest.revision
         and state.review is not None
@@ -629,9 +572,52 @@ def _run(
             f"the outcome claims assurance the evidence does not support: {', '.join(over)} (P7)",
         )
     if approval_here is not None:
-        approval = str(approval_here["method"])
-    else:
-        approval = "none" if latest.user_approval_required else "not_required"
+        return derived, str(approval_here["method"])
+    return derived, "none" if latest.user_approval_required else "not_required"
+
+
+def _single_root(trust: TrustMaterial, parsed: list[ParsedStatement]) -> str | None:
+    if trust.custody == "self_operated":
+        return "company"
+    if trust.custody == "operator_hosted":
+        return "operator"
+    used: dict[str, set[str]] = {}  # the kids that signed, by the role they signed for
+    for st in parsed:
+        used.setdefault(KIND_SIGNER[st.kind], set()).add(st.kid)
+    shared = used.get("operator", set()) & used.get("company", set())
+    both = {r.kid for r in trust.records if r.role == "operator"} & {
+        r.kid for r in trust.records if r.role == "company"
+    }
+    return "operator" if shared or both else None
+
+
+def _pipeline(
+    material: _Material,
+    package: object,
+    now: datetime,
+    live_log: Mapping[str, Any] | None,
+    request_id: str | None,
+    request: object,
+    leeway: int,
+    max_statements: int,
+) -> Verdict:
+    """Every stage in the order of spec §8; the first failure raises."""
+    plain, raw_statements, log = _check_package(package, max_statements)
+    op = plain["op"]
+    if live_log is not None:  # read once, as the package is
+        live_log = plain_json(live_log, _TOO_DEEP_LIVE)
+    _check_trust(plain, material, live_log)
+    tokens, entries, times = _parse(raw_statements, log["entries"])
+    parsed = _signatures(tokens, material, now.timestamp())
+    state = _chain(parsed, times, material)
+    logres = _log(parsed, entries, times, log["checkpoint"], live_log, material, now, leeway)
+    sources = _keys(parsed, times, material)
+    _operation(op, state, request_id, request)
+    logged = logres.witnesses >= material.quorum
+    derived, approval = _assurance(state, parsed, logged)
+    saved = material.saved
+    latest = state.latest
+    assert latest is not None
     return assemble(
         Verdict,
         {
@@ -651,14 +637,124 @@ def _run(
             "profile": saved.profile,
             "statements": len(parsed),
             "log_inclusion": "ok",
-            "tree_size": size,
-            "live_tree_size": live_size,
-            "consistency": consistency,
-            "witnesses": witnesses,
+            "tree_size": logres.tree_size,
+            "live_tree_size": logres.live_tree_size,
+            "consistency": logres.consistency,
+            "witnesses": logres.witnesses,
             "operation": "matches",
             "failure": None,
         },
     )
+
+
+def _failed(exc: VxpError) -> Verdict:
+    failure = {"code": exc.code, "message": exc.message}
+    if exc.reason is not None:
+        failure["reason"] = exc.reason
+    return Verdict(valid=False, failure=failure)
+
+
+def _check_call(now: object, leeway: object, max_statements: object) -> None:
+    if not isinstance(now, datetime) or now.tzinfo is None:
+        raise VxpError("time_naive", "now must be a timezone-aware datetime")
+    if not isinstance(leeway, int) or isinstance(leeway, bool) or not 0 <= leeway <= MAX_LEEWAY:
+        raise VxpError("leeway_invalid", f"leeway is an integer from 0 to {MAX_LEEWAY} seconds")
+    if (
+        not isinstance(max_statements, int)
+        or isinstance(max_statements, bool)
+        or not 1 <= max_statements <= STATEMENTS_LIMIT
+    ):
+        raise VxpError(
+            "max_statements_invalid", f"max_statements is an integer from 1 to {STATEMENTS_LIMIT}"
+        )
+
+
+# ---------------------------------------------------------------------------- public
+
+
+class Verifier:
+    """Verifies VXP Proof packages of one issuer; built once, owned by the caller.
+
+    ``metadata`` and ``jwks`` are the issuer's material as the caller saved it;
+    ``live_metadata`` and ``live_jwks`` (together or not at all) are the same fetched
+    now. Construction parses and cross-checks all of it, resolves every key once and
+    derives what verification needs (which keys sign for which role, and when); it raises
+    :class:`VxpError` (``metadata_invalid``, ``live_invalid``) for unusable material.
+    The object is read-only afterwards: share it between threads, reuse it for every
+    package of this issuer. Nothing about the material is kept anywhere else.
+    """
+
+    __slots__ = ("_material",)
+    _material: _Material
+
+    def __init__(
+        self,
+        metadata: object,
+        jwks: object,
+        *,
+        live_metadata: object = None,
+        live_jwks: object = None,
+    ) -> None:
+        saved = load_trust(metadata, jwks)
+        live: TrustMaterial | None = None
+        if live_metadata is not None or live_jwks is not None:
+            if live_metadata is None or live_jwks is None:
+                raise VxpError(
+                    "live_invalid", "live metadata and live JWKS come together", reason="shape"
+                )
+            live = load_trust(live_metadata, live_jwks)
+        object.__setattr__(self, "_material", _Material.of(saved, live))
+
+    @classmethod
+    def _of(cls, material: _Material) -> Verifier:
+        verifier = object.__new__(cls)
+        object.__setattr__(verifier, "_material", material)
+        return verifier
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a Verifier is read-only")
+
+    @property
+    def issuer(self) -> str:
+        """The issuer identifier of the material."""
+        return self._material.saved.issuer
+
+    def verify(
+        self,
+        package: object,
+        *,
+        now: datetime,
+        live_log: Mapping[str, Any] | None = None,
+        request_id: str | None = None,
+        request: object = None,
+        leeway: int = 0,
+        max_statements: int = MAX_STATEMENTS,
+    ) -> Verdict:
+        """Verify one package; never raises (every failure is ``valid: false``).
+
+        ``live_log`` (optional) is ``{"checkpoint", "consistency"}`` for this package's
+        log, fetched now: ``consistency`` proves the live checkpoint extends the packaged
+        one. ``request_id``, when given, must be the package's ``op.id`` (a routing hint
+        the chain does not sign); ``request``, when given, is the request as the agent
+        sent it, whose digest must be the signed ``request_digest``. ``leeway`` (seconds)
+        is how far after ``now`` a witness cosignature may be dated. ``max_statements``
+        (default :data:`MAX_STATEMENTS`, at most 2**20) bounds the statements a package may
+        hold: more is ``package_malformed/too_many_statements`` before any signature check.
+        """
+        try:
+            _check_call(now, leeway, max_statements)
+            return _pipeline(
+                self._material,
+                package,
+                now,
+                live_log,
+                request_id,
+                request,
+                leeway,
+                max_statements,
+            )
+        except VxpError as exc:
+            return _failed(exc)
 
 
 def verify(
@@ -670,38 +766,41 @@ def verify(
     now: datetime,
     request_id: str | None = None,
     request: object = None,
+    leeway: int = 0,
+    max_statements: int = MAX_STATEMENTS,
 ) -> Verdict:
     """Verify a VXP Proof package against the issuer's metadata and JWKS; never raises.
 
-    ``metadata`` and ``jwks`` are the issuer's material as the caller holds it (fetched now
-    or saved earlier). ``live`` (optional) is freshly fetched material as data:
-    ``{"metadata", "jwks", "checkpoint", "consistency"}`` where ``consistency`` proves the
-    live checkpoint extends the packaged one. ``request_id``, when given, must be the
-    package's ``op.id`` (a routing hint the chain does not sign); ``request``, when given,
-    is the request object as the agent sent it, whose digest must be the signed
-    ``request_digest`` (this binds the package to the caller's own request). Every failure
+    The one-shot form of :class:`Verifier` (build it, verify one package): a server that
+    verifies many packages of one issuer builds the ``Verifier`` once instead. ``live``
+    (optional) is freshly fetched material as data: ``{"metadata", "jwks", "checkpoint",
+    "consistency"}``. The other arguments are :meth:`Verifier.verify`'s. Every failure
     gives ``valid: false`` with ``failure.code``.
     """
     try:
-        if not isinstance(now, datetime) or now.tzinfo is None:
-            raise VxpError("time_naive", "now must be a timezone-aware datetime")
-        # First an optimistic run that postpones the signature checks it can and then runs
-        # them in one tight loop (far kinder to the CPU caches than one check between each
-        # statement's parsing); it counts only when it succeeds and every postponed
-        # signature verifies. Otherwise the strict run, every check in its place, decides
-        # and names the first failure exactly as if the optimistic one had never run.
-        deferred: Deferred = []
-        try:
-            verdict: Verdict | None = _run(
-                package, metadata, jwks, live, now, request_id, request, deferred
-            )
-        except VxpError:
-            verdict = None
-        if verdict is not None and verify_all(deferred):
-            return verdict
-        return _run(package, metadata, jwks, live, now, request_id, request, None)
+        _check_call(now, leeway, max_statements)
+        _check_package(package, max_statements)  # stage 1 comes before the material's stage 2
+        saved = load_trust(metadata, jwks)
+        live_trust: TrustMaterial | None = None
+        live_log: Mapping[str, Any] | None = None
+        if live is not None:
+            if not isinstance(live, Mapping) or set(live) != _LIVE_MEMBERS:
+                raise VxpError(
+                    "live_invalid",
+                    "live material is {metadata, jwks, checkpoint, consistency}",
+                    reason="shape",
+                )
+            live_trust = load_trust(live["metadata"], live["jwks"])
+            live_log = {"checkpoint": live["checkpoint"], "consistency": live["consistency"]}
+        verifier = Verifier._of(_Material.of(saved, live_trust))
     except VxpError as exc:
-        failure = {"code": exc.code, "message": exc.message}
-        if exc.reason is not None:
-            failure["reason"] = exc.reason
-        return Verdict(valid=False, failure=failure)
+        return _failed(exc)
+    return verifier.verify(
+        package,
+        now=now,
+        live_log=live_log,
+        request_id=request_id,
+        request=request,
+        leeway=leeway,
+        max_statements=max_statements,
+    )

@@ -202,7 +202,7 @@ def test_verdict_never_reports_unsupported_assurance(
         assert "operator_observed" in derived
 
 
-# ------------------------------------------------------------ fast path vs RFC 9901 oracle
+# ------------------------------------------------------------ one changed character
 
 
 def _outcome(fn: Any) -> Any:
@@ -217,25 +217,26 @@ def _outcome(fn: Any) -> Any:
 @given(
     variant=st.sampled_from(sorted(OPS)),
     which=st.integers(min_value=0, max_value=20),
-    where=st.integers(min_value=-1, max_value=10_000),
-    char=st.sampled_from(_ALPHABET + "é "),
+    where=st.integers(min_value=0, max_value=10_000),
+    char=st.sampled_from(_ALPHABET + "é ~."),
 )
-def test_fast_path_agrees_with_the_full_sd_jwt_verifier(
+def test_any_changed_character_of_a_statement_is_refused(
     variant: str, which: int, where: int, char: str
 ) -> None:
     from vxp._statements import verify_statement
 
     op = OPS[variant]
-    trust = vxp.load_trust(op.metadata, op.jwks)
-    keys = {r.kid: trust.keys[r.kid] for r in trust.records}
+    keys = vxp.IssuerKeys(vxp.load_trust(op.metadata, op.jwks).keys.values())
     statements = op.package["statements"]
-    text = statements[which % len(statements)].split("~")[0] + "~"
-    if where >= 0:
-        j = where % len(text)
-        text = text[:j] + char + text[j + 1 :]
-    fast = _outcome(lambda: verify_statement(text, keys, where="s", now=0.0))
-    slow = _outcome(lambda: verify_statement(text, keys, where="s", now=0.0, fast=False))
-    assert fast == slow
+    original = statements[which % len(statements)]
+    j = where % len(original)
+    text = original[:j] + char + original[j + 1 :]
+    got = _outcome(lambda: verify_statement(text, keys, where="s", now=0.0))
+    if text == original:
+        assert got[0] == "ok"
+    else:
+        assert got[0] == "error", (j, char)
+        assert got[1] in ("statement_malformed", "key_untrusted", "signature_invalid")
 
 
 # ------------------------------------------------------------ structural fuzzing

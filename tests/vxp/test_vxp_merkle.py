@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -410,3 +411,38 @@ def test_quorum_and_untrusted_witnesses() -> None:
 def test_malformed_signed_checkpoints(wire: object) -> None:
     with pytest.raises(vxp.VxpError):
         vxp.verify_checkpoint(wire, OKPKey.generate_key("Ed25519"))  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    size=st.integers(min_value=1, max_value=40),
+    index=st.integers(min_value=0, max_value=45),
+    change=st.sampled_from(["none", "drop", "extra", "flip", "leaf"]),
+)
+def test_checked_inclusion_answers_as_verify_inclusion(size: int, index: int, change: str) -> None:
+    """The verifier's path (arguments it decoded itself) refuses exactly what
+    verify_inclusion refuses, with the same code."""
+    leaves = [_merkle.leaf_hash(bytes([i])) for i in range(size)]
+    root = _merkle.tree_hash(leaves)
+    at = min(index, size - 1)
+    proof = _merkle.inclusion_proof(leaves, at)
+    leaf = leaves[at]
+    if change == "drop" and proof:
+        proof = proof[:-1]
+    elif change == "extra":
+        proof = [*proof, bytes(32)]
+    elif change == "flip" and proof:
+        proof = [bytes([proof[0][0] ^ 1]) + proof[0][1:], *proof[1:]]
+    elif change == "leaf":
+        leaf = bytes(32)
+
+    def outcome(fn: Any) -> Any:
+        try:
+            fn()
+        except vxp.VxpError as exc:
+            return exc.code
+        return "ok"
+
+    general = outcome(lambda: vxp.verify_inclusion(leaf, index, size, proof, root))
+    checked = outcome(lambda: _merkle.included(leaf, index, size, proof, root, checked=True))
+    assert checked == general

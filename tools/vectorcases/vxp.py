@@ -944,6 +944,12 @@ def _crafted_cases() -> Iterator[Case]:
         "_sd_alg names an algorithm we do not support",
     )
     yield case(
+        "sd-alg-nested",
+        _craft({**base, "address": {"_sd_alg": "sha-256", "city": "x"}}, []),
+        "sd_alg_misplaced",
+        "_sd_alg below the top level (RFC 9901 §4.1.1)",
+    )
+    yield case(
         "sd-alg-not-string",
         _craft({**base, "_sd_alg": 256}, []),
         "sd_alg_unsupported",
@@ -1356,6 +1362,14 @@ def sd_jwt_verify_cases() -> Iterator[Case]:
             "kb_sd_hash_mismatch",
             "KB-JWT without sd_hash",
         ),
+        ("kb-expired", _kb_token(exp=NOW), "kb_token_expired", "KB-JWT exp is now (RFC 9901 §7.3)"),
+        (
+            "kb-not-yet-valid",
+            _kb_token(nbf=NOW + 1),
+            "kb_token_not_yet_valid",
+            "KB-JWT nbf is a second after now (RFC 9901 §7.3)",
+        ),
+        ("kb-exp-not-number", _kb_token(exp=True), "kb_claim_invalid", "KB-JWT exp is true"),
     ):
         yield Case(
             cid,

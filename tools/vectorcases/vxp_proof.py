@@ -5,13 +5,17 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
+import json
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
 import vxp
 from vectorlib import Case, Mutation, derive, flip_char, suite
 from vxp._chain import format_time
+from vxp._chain import parse_time as vxp_parse_time
 from vxp._checkpoint import Checkpoint, SignedCheckpoint, cosign_checkpoint, sign_checkpoint
 from vxp._codec import encode_hash as vxp_hash
 from vxp._jws import sign_compact
@@ -25,6 +29,7 @@ from vxp._proof_demo import (
     demo_key,
     demo_operation,
     extend_log,
+    seeded_rng,
 )
 from vxp._statements import jwt_digest, sign_user_approval
 
@@ -271,6 +276,17 @@ def issue_operation_cases() -> Iterator[Case]:
             [*steps[:2], {"step": "approve_signed", "now": _t(1), "user_key": _jwk("operator")}],
             "user_key_is_issuer_key",
         ),
+        (
+            "user-signs-with-log-key",
+            "a user-signed approval made with the log's key: signed, then refused at sealing "
+            "(the log key is the issuer's, never the user's)",
+            [
+                *steps[:2],
+                {"step": "approve_signed", "now": _t(1), "user_key": _jwk("log")},
+                *steps[3:],
+            ],
+            "user_key_is_issuer_key",
+        ),
     ]
     for name, comment, chain, reason in refusals:
         yield Case(
@@ -280,6 +296,99 @@ def issue_operation_cases() -> Iterator[Case]:
             comment=comment,
             flags=("refused",),
         )
+    yield from _detached_approval_cases(steps)
+
+
+def _user_ed25519() -> dict[str, Any]:
+    """The user's Ed25519 key of the detached-approval vectors (private part published)."""
+    seed = hashlib.sha256(b"vxp-demo-key/user-ed25519").digest()
+    private = ed25519.Ed25519PrivateKey.from_private_bytes(seed)
+    raw = private.public_key().public_bytes_raw()
+    b64 = base64.urlsafe_b64encode
+    return {
+        "kty": "OKP",
+        "crv": "Ed25519",
+        "x": b64(raw).rstrip(b"=").decode(),
+        "d": b64(private.private_bytes_raw()).rstrip(b"=").decode(),
+    }
+
+
+def _detached_approval_cases(steps: list[dict[str, Any]]) -> Iterator[Case]:
+    """The shop logs an approval the user signed on her own device (the errand, issue 22)."""
+    base = _issue_input(steps)
+    builder = vxp.OperationBuilder(
+        company=base["company"],
+        op_id=base["op_id"],
+        operator_key=demo_key("operator"),
+        company_key=demo_key("company"),
+        log=vxp.MerkleLog(base["log_origin"]),
+        rng=seeded_rng(base["salt_seed"]),
+    )
+    request, terms = steps[0], steps[1]
+    builder.request(
+        channel=request["channel"],
+        client_id=request["client_id"],
+        request=request["request"],
+        now=vxp_parse_time(request["now"], "now"),
+    )
+    builder.terms(
+        capability=terms["capability"],
+        terms=terms["terms"],
+        expires_at=vxp_parse_time(terms["expires_at"], "expires_at"),
+        read_back_terms=terms["read_back_terms"],
+        now=vxp_parse_time(terms["now"], "now"),
+    )
+    user = resolve_key(_user_ed25519())
+    payload = builder.approval_payload()
+    signature = user.sign(vxp.approval_signing_input(user.public_jwk, payload), deterministic=True)
+    encoded = base64.urlsafe_b64encode(signature).rstrip(b"=").decode()
+    approval = {
+        "step": "approve_with_signature",
+        "now": _t(1),
+        "user_key": dict(user.public_jwk),
+        "signature": encoded,
+    }
+    builder.approve_with_signature(
+        user_key=user.public_jwk, signature=signature, now=vxp_parse_time(_t(1), "now")
+    )
+    execute, read_back, outcome = steps[3], steps[4], steps[5]
+    builder.execute(release=execute["release"], now=vxp_parse_time(execute["now"], "now"))
+    builder.read_back(
+        observed=read_back["observed"],
+        personal=read_back["personal"],
+        now=vxp_parse_time(read_back["now"], "now"),
+    )
+    builder.outcome(
+        state=outcome["state"],
+        result_summary=outcome["result_summary"],
+        now=vxp_parse_time(outcome["now"], "now"),
+    )
+    package = builder.package(log_key=demo_key("log"))
+    verdict = vxp.verify(package, *_issue_material(), now=T0 + timedelta(seconds=60))
+    assert verdict.approval == "user_signed", verdict.failure
+    yield Case(
+        "approve-with-signature",
+        _issue_input([request, terms, approval, *steps[3:]]),
+        output={"package": package},
+        comment="the user signed the approval on her own device: the shop logs her public "
+        "key and her Ed25519 signature over approval_signing_input(her key, approval_payload) "
+        "(the JWS signing input); the package verifies as user_signed",
+    )
+    flipped = base64.urlsafe_b64encode(bytes([signature[0] ^ 1]) + signature[1:])
+    forged = {**approval, "signature": flipped.rstrip(b"=").decode()}
+    yield Case(
+        "refuse-approve-with-signature-forged",
+        _issue_input([request, terms, forged, *steps[3:]]),
+        error=_refusal("user_signature_invalid"),
+        comment="the detached signature has one bit flipped: the builder verifies it before "
+        "signing anything and refuses",
+        flags=("refused",),
+    )
+
+
+def _issue_material() -> tuple[dict[str, Any], dict[str, Any]]:
+    op = demo_operation("succeeded")
+    return op.metadata, op.jwks
 
 
 # ---------------------------------------------------------------------------- verify_proof
@@ -605,6 +714,43 @@ def _rule_cases() -> Iterator[Case]:
         respelled = release[:-1] + last[last.index(release[-1]) | 1]
         b.unsafe_append("execution", _exec_body(b, release=respelled), now=T0 + 2 * s)
 
+    def attempt_two(b: vxp.OperationBuilder) -> None:
+        b.unsafe_append("execution", _exec_body(b, attempt=2), now=T0 + 2 * s)
+        b.unsafe_append("outcome", _outcome_body(b, state="unknown"), now=T0 + 4 * s)
+
+    def _after_unknown_outcome(b: vxp.OperationBuilder) -> None:
+        b.execute(release={"r": 1}, now=T0 + 2 * s)  # seq 3
+        b.outcome(state="unknown", result_summary={"t": 1}, now=T0 + 3 * s)  # seq 4
+
+    def correction_target(b: vxp.OperationBuilder) -> None:
+        _after_unknown_outcome(b)
+        latest = b.state.latest
+        assert latest is not None
+        body = {
+            "corrects": 3,  # the execution, not the outcome (seq 4)
+            "fact_digest": vxp.digest_of({"f": 1}),
+            "revision": 1,
+            "state": "failed",
+            "terms_digest": latest.terms_digest,
+        }
+        b.unsafe_append("correction", body, now=T0 + 5 * s)
+
+    def revocation_target(b: vxp.OperationBuilder) -> None:
+        _after_unknown_outcome(b)
+        body = {"reason_digest": vxp.digest_of({"r": 1}), "revokes": 3}
+        b.unsafe_append("revocation", body, now=T0 + 5 * s)
+
+    def failed_unexecuted(b: vxp.OperationBuilder) -> None:
+        b.unsafe_append("outcome", _outcome_body(b, state="failed"), now=T0 + 4 * s)
+
+    def failed_after_match(b: vxp.OperationBuilder) -> None:
+        _standard_rest(b)  # an execution and a read-back that matches the terms
+        b.unsafe_append("outcome", _outcome_body(b, state="failed"), now=T0 + 4 * s)
+
+    def executed_expired(b: vxp.OperationBuilder) -> None:
+        b.execute(release={"r": 1}, now=T0 + 2 * s)
+        b.unsafe_append("outcome", _outcome_body(b, state="expired"), now=T0 + 4 * s)
+
     table: list[tuple[str, str, Callable[[vxp.OperationBuilder], None], str, str]] = [
         (
             "p1-terms-digest",
@@ -736,6 +882,48 @@ def _rule_cases() -> Iterator[Case]:
             hides_too_many,
             "rule_violation",
             "read_back_incomplete",
+        ),
+        (
+            "p2-attempt",
+            "the single execution says attempt 2 (P2)",
+            attempt_two,
+            "rule_violation",
+            "p2_attempt",
+        ),
+        (
+            "correction-target",
+            "a correction that names the execution's seq, not the outcome's",
+            correction_target,
+            "rule_violation",
+            "correction_target",
+        ),
+        (
+            "revocation-target",
+            "a revocation that names the execution's seq, not the outcome's",
+            revocation_target,
+            "rule_violation",
+            "revocation_target",
+        ),
+        (
+            "failed-without-execution",
+            "an outcome failed with no execution",
+            failed_unexecuted,
+            "rule_violation",
+            "failed_without_execution",
+        ),
+        (
+            "failed-contradicts-read-back",
+            "an outcome failed after a read-back that showed the approved effect",
+            failed_after_match,
+            "rule_violation",
+            "failed_contradicts_read_back",
+        ),
+        (
+            "executed-then-expired",
+            "an executed operation whose outcome says expired",
+            executed_expired,
+            "rule_violation",
+            "executed_then_expired",
         ),
         (
             "digest-not-canonical",
@@ -1063,6 +1251,148 @@ def _trust_and_log_cases() -> Iterator[Case]:
         comment="statements 2 and 3 were logged in the opposite order (every inclusion proof "
         "verifies): leaf indexes must increase with seq",
     )
+    yield from _saved_and_live_log_cases()
+    yield from _respelled_key_cases()
+    at_cap = {**offline, "max_statements": len(offline["package"]["statements"])}
+    yield Case(
+        "statement-cap-at-size",
+        at_cap,
+        output=_verdict(op, live=False),
+        comment="the caller caps packages at 6 statements; this one holds 6: verified",
+        flags=("offline",),
+    )
+    yield Case(
+        "statement-cap-below-size",
+        {**at_cap, "max_statements": at_cap["max_statements"] - 1},
+        output=_failed("package_malformed", "too_many_statements"),
+        comment="the caller caps packages at 5 statements; this one holds 6: refused at "
+        "stage 1, before any signature is checked (the default cap is 4,096)",
+    )
+
+
+def _saved_and_live_log_cases() -> Iterator[Case]:
+    op = demo_operation("succeeded")
+    base = _input(op)
+    operator_kid = _kid("operator")
+    live_witness = copy.deepcopy(base)
+    live_witness["live"]["metadata"] = copy.deepcopy(op.metadata)  # not the saved object
+    vp = live_witness["live"]["metadata"]["vxp_proof"]
+    vp["keys"] = [k for k in vp["keys"] if k["kid"] != operator_kid]
+    vp["log"]["witnesses"] = [operator_kid]
+    last = max(vxp_parse_time(e["logged_at"], "t") for e in base["package"]["log"]["entries"])
+    signed = SignedCheckpoint.from_json(live_witness["package"]["log"]["checkpoint"])
+    cosigned = cosign_checkpoint(signed, demo_key("operator"), time=int(last.timestamp()) + 1)
+    live_witness["package"]["log"]["checkpoint"] = cosigned.to_json()
+    yield Case(
+        "live-witness-is-saved-signing-key",
+        live_witness,
+        output=_failed("live_invalid", "witness_not_independent"),
+        comment="live metadata unpublishes the operator key and names it as the only witness "
+        "(it cosigned); saved metadata still lists it as the operator key that signed the "
+        "statements: a key that signs is never a witness, across saved and live material",
+        flags=("saved-vs-live", "witnessed"),
+    )
+    witnessed = demo_operation("witnessed")
+    wbase = _input(witnessed)
+    pinned = copy.deepcopy(wbase)
+    pinned["metadata"] = copy.deepcopy(witnessed.metadata)  # live keeps its own quorum 1
+    pinned["metadata"]["vxp_proof"]["log"]["quorum"] = 2
+    pinned_verdict = vxp.verify(
+        pinned["package"],
+        pinned["metadata"],
+        pinned["jwks"],
+        live=pinned["live"],
+        now=witnessed.now,
+    ).to_json()
+    assert pinned_verdict["valid"] is True
+    assert pinned_verdict["logged"] is False
+    assert "witnessed_log" not in pinned_verdict["derived_assurance"]
+    yield Case(
+        "live-quorum-lower-than-saved",
+        pinned,
+        output=pinned_verdict,
+        comment="saved metadata asks for 2 witnesses, live metadata for 1; one witness "
+        "cosigned: the larger quorum holds, so the package is valid but not logged",
+        flags=("saved-vs-live", "witnessed"),
+    )
+    added = copy.deepcopy(wbase)
+    added["metadata"] = copy.deepcopy(witnessed.metadata)
+    added["metadata"]["vxp_proof"]["log"]["witnesses"] = []
+    added_verdict = vxp.verify(
+        added["package"], added["metadata"], added["jwks"], live=added["live"], now=witnessed.now
+    ).to_json()
+    assert added_verdict["valid"] is True
+    assert (added_verdict["logged"], added_verdict["witnesses"]) == (False, 0)
+    yield Case(
+        "live-adds-witness",
+        added,
+        output=added_verdict,
+        comment="only live metadata recognises the witness that cosigned: a witness counts "
+        "when saved and live metadata both recognise it, so the package is not logged",
+        flags=("saved-vs-live", "witnessed"),
+    )
+
+    def witness_as_user(b: vxp.OperationBuilder) -> None:
+        b.terms(
+            capability=CAPABILITY,
+            terms={**TERMS, "v": 2},
+            expires_at=T0 + timedelta(seconds=900),
+            read_back_terms=["pedido"],
+            now=T0 + timedelta(seconds=1.1),
+        )
+        latest, request = b.state.latest, b.state.request
+        assert latest is not None
+        assert request is not None
+        terms_statement = jwt_digest(b.statements[latest.seq].split("~", 1)[0])
+        jwk, token = sign_user_approval(
+            demo_key("witness"), request["request_digest"], 2, latest.terms_digest, terms_statement
+        )
+        body = {
+            "method": "user_signed",
+            "revision": 2,
+            "terms_digest": latest.terms_digest,
+            "user_key": jwk,
+            "user_signature": token,
+        }
+        b.unsafe_append("user_approval", body, now=T0 + timedelta(seconds=1.2))
+
+    hidden = _tampered(witness_as_user)
+    witness_kid = _kid("witness")
+    for where in (hidden, hidden["live"]):
+        where["jwks"] = {"keys": [k for k in where["jwks"]["keys"] if k["kid"] != witness_kid]}
+    yield Case(
+        "user-key-is-witness-not-in-jwks",
+        hidden,
+        output=_failed("rule_violation", "user_key_is_issuer_key"),
+        comment="a user-signed approval by the metadata's witness, whose key no JWKS carries: "
+        "every kid the metadata names (signing, log, witness) is the issuer's, never the user",
+    )
+
+
+def _respelled_key_cases() -> Iterator[Case]:
+    op = demo_operation("succeeded")
+    offline = _input(op, live=False)
+    p = 2**256 - 2**224 + 2**192 + 2**96 - 1
+    b = 0x5AC635D8AA3A93E7B3EBBD55769886BC651D06B0CC53B0F63BCE3C3E27D2604B
+    x = 5  # the smallest x on P-256
+    y = pow((x**3 - 3 * x + b) % p, (p + 1) // 4, p)
+    assert y * y % p == (x**3 - 3 * x + b) % p
+
+    def b64(n: int) -> str:
+        return base64.urlsafe_b64encode(n.to_bytes(32, "big")).rstrip(b"=").decode()
+
+    jwk = {"crv": "P-256", "kty": "EC", "x": b64(x + p), "y": b64(y)}
+    members = json.dumps(jwk, sort_keys=True, separators=(",", ":")).encode()  # RFC 7638
+    kid = base64.urlsafe_b64encode(hashlib.sha256(members).digest()).rstrip(b"=").decode()
+    respelled = copy.deepcopy(offline)
+    respelled["jwks"]["keys"].append({**jwk, "kid": kid})
+    yield Case(
+        "jwks-p256-coordinate-above-p",
+        respelled,
+        output=_failed("metadata_invalid", "jwks"),
+        comment="the JWKS carries a P-256 key whose x is 5 + p (the point x = 5), with its "
+        "own thumbprint as kid: a coordinate is below the field prime, or one key has two kids",
+    )
 
 
 @suite(
@@ -1164,6 +1494,34 @@ def verify_proof_cases() -> Iterator[Case]:
         comment="a trusted witness cosigned the checkpoint: logged true",
         flags=("witnessed",),
     )
+    for cid, seconds, comment in (
+        (
+            "witness-before-statement",
+            3,
+            "the witness cosigned at second 3, before the outcome was logged (4.356 s): "
+            "a cosignature vouches for nothing logged after it",
+        ),
+        (
+            "witness-after-now",
+            24 * 3600,
+            "the witness cosigned a day after the verification time (leeway 0)",
+        ),
+    ):
+        data = copy.deepcopy(_input(witnessed))
+        at = int((T0 + timedelta(seconds=seconds)).timestamp())
+        for holder in (data["package"]["log"], data["live"]):
+            bare = SignedCheckpoint.from_json(holder["checkpoint"])
+            resigned = sign_checkpoint(bare.checkpoint, demo_key("log"))
+            holder["checkpoint"] = cosign_checkpoint(
+                resigned, demo_key("witness"), time=at
+            ).to_json()
+        yield Case(
+            cid,
+            data,
+            output=_failed("log_invalid", "witness_time"),
+            comment=comment,
+            flags=("witnessed",),
+        )
     reviewed = demo_operation("reviewed")
     yield Case(
         "user-signed-and-reviewed",

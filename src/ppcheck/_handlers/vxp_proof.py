@@ -57,6 +57,9 @@ def _call(builder: vxp.OperationBuilder, step: dict[str, Any]) -> None:
         builder.approve(now=now)
     elif name == "approve_signed":
         builder.approve_signed(user_key=args["user_key"], now=now)
+    elif name == "approve_with_signature":
+        signature = vxp.b64url_decode(args["signature"], "step approve_with_signature signature")
+        builder.approve_with_signature(user_key=args["user_key"], signature=signature, now=now)
     elif name == "review":
         builder.review(decision=args["decision"], reviewer=args["reviewer"], now=now)
     elif name == "execute":
@@ -101,6 +104,7 @@ def verify_proof(input_: dict[str, Any]) -> dict[str, Any]:
         now=_time(input_["now"], "now"),
         request_id=input_.get("request_id"),
         request=input_.get("request"),
+        max_statements=input_.get("max_statements", vxp.MAX_STATEMENTS),
     )
     out = verdict.to_json()
     if "failure" in out:

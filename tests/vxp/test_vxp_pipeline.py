@@ -1,18 +1,15 @@
-"""The one-pass paths give exactly the results of the general ones, on hostile input too.
+"""The verification pipeline: one SD-JWT walker held to a plain RFC 9901 oracle, the
+statement stage's failure order, and the attacks the earlier fast paths were tested with.
 
-* SD-JWT: ``verify_sd_jwt`` (one-pass disclosures and processing, with and without key
-  binding) against the general RFC 9901 path, on tokens whose payload and disclosures an
-  attacker chose and the issuer key then signed (so every check after the signature runs).
-* VXP statements: ``StatementBatch`` against ``verify_statement(..., fast=False)`` on
-  statements with selective disclosure in and out of ``body.observed``.
-* The verifier: ``vxp.verify`` (an optimistic run with postponed signature checks, then
-  the strict run on any failure) against the strict run alone, on broken packages.
-* The small pieces: hand-built DER, ``verify_all``, memoised allow-lists and headers.
+* SD-JWT: ``verify_sd_jwt`` against :mod:`tests.vxp.sdjwt_oracle` (an independent plain
+  reading of RFC 9901 §7.1) on tokens whose payload and disclosures an attacker chose and
+  the issuer key then signed, so every check after the signature runs.
+* Statements: selective disclosure in and out of ``body.observed``, signatures checked
+  together at the signature stage yet reported in statement order.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -22,24 +19,19 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from joserfc.jwk import ECKey, OKPKey
 
 import vxp
-from vxp import _sdjwt, _verifier
 from vxp._codec import b64url_encode
 from vxp._jws import check_algorithms, sign_compact
 from vxp._keys import _der, resolve_key, verify_all
 from vxp._metadata import load_trust
 from vxp._proof_demo import demo_key, demo_operation
-from vxp._statements import (
-    STATEMENT_TYP,
-    StatementBatch,
-    sign_statement,
-    split_statement,
-    verify_statement,
-)
+from vxp._statements import STATEMENT_TYP, sign_statement, verify_statement
+
+from .sdjwt_oracle import claims_of
 
 
 def _ex(n: int) -> int:
@@ -68,14 +60,11 @@ def _outcome(fn: Callable[[], object]) -> object:
         return ("error", exc.code, exc.message, exc.reason)
 
 
-def _general(fn: Callable[[], object]) -> object:
-    """``fn`` with the one-pass SD-JWT path switched off."""
-    saved = _sdjwt._verify_plain
-    _sdjwt._verify_plain = lambda *a, **k: None  # type: ignore[assignment]
+def _outcome(fn: Callable[[], object]) -> object:
     try:
-        return _outcome(fn)
-    finally:
-        _sdjwt._verify_plain = saved  # type: ignore[assignment]
+        return ("ok", fn())
+    except vxp.VxpError as exc:
+        return ("error", exc.code, exc.message, exc.reason)
 
 
 def _digest(encoded: str) -> str:
@@ -267,21 +256,20 @@ def _hostile_token(data: st.DataObject) -> str:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data())
-def test_one_pass_sd_jwt_equals_the_general_path_on_hostile_signed_tokens(
+def test_sd_jwt_walker_agrees_with_the_plain_oracle_on_hostile_signed_tokens(
     data: st.DataObject,
 ) -> None:
     token = _hostile_token(data)
-
-    def run() -> object:
-        return vxp.verify_sd_jwt(token, KEY, typ=TYP, now=NOW)
-
-    got = _outcome(run)
-    assert got == _general(run)
-    if got[0] == "ok":  # type: ignore[index]
-        # the result is the caller's own: changing it never reaches a later verification
-        got[1].header["alg"] = "none"  # type: ignore[index]
-        again = _outcome(run)
-        assert again[1].header["alg"] == "ES256"  # type: ignore[index]
+    expected = claims_of(token, NOW)
+    outcome = _outcome(lambda: vxp.verify_sd_jwt(token, KEY, typ=TYP, now=NOW))
+    if outcome[0] == "error":  # type: ignore[index]
+        assert expected is None, outcome
+        return
+    got = outcome[1]  # type: ignore[index]
+    assert got.claims == expected
+    # the result is the caller's own: changing it never reaches a later verification
+    got.header["alg"] = "none"
+    assert vxp.verify_sd_jwt(token, KEY, typ=TYP, now=NOW).header["alg"] == "ES256"
 
 
 def _bound(token: str, data: st.DataObject) -> str:
@@ -306,25 +294,28 @@ def _bound(token: str, data: st.DataObject) -> str:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data())
-def test_key_bound_presentations_equal_the_general_path(data: st.DataObject) -> None:
+def test_key_bound_presentations_agree_with_the_oracle(data: st.DataObject) -> None:
     claims, paths = _claims(data)
     issued = vxp.issue_sd_jwt(vxp.mark_disclosable(claims, paths), KEY, typ=TYP, holder_key=KEY)
     token = _bound(issued.serialize(), data)
-    if data.draw(st.booleans()):
+    changed = data.draw(st.booleans())
+    if changed:
         j = data.draw(st.integers(0, len(token) - 1))
         token = token[:j] + data.draw(st.sampled_from("Aa0-_.~é")) + token[j + 1 :]
     policy = vxp.KeyBinding("v", "n")
-
-    def run() -> object:
-        return vxp.verify_sd_jwt(token, KEY, typ=TYP, now=NOW, key_binding=policy)
-
-    assert _outcome(run) == _general(run)
+    got = _outcome(lambda: vxp.verify_sd_jwt(token, KEY, typ=TYP, now=NOW, key_binding=policy))
+    if got[0] == "ok":  # type: ignore[index]
+        body = token[: token.rindex("~") + 1]
+        assert claims_of(body, NOW) == got[1].claims  # type: ignore[index]
+        kb = got[1].key_binding  # type: ignore[index]
+        assert kb["aud"] == "v"
+        assert kb["nonce"] == "n"
 
 
 # ---------------------------------------------------------------- VXP statements
 
 _TRUST = load_trust(demo_operation("succeeded").metadata, demo_operation("succeeded").jwks)
-_KEYS = dict(_TRUST.keys)
+_KEYS = vxp.IssuerKeys(_TRUST.keys.values())
 
 
 def _statement(data: st.DataObject) -> str:
@@ -374,74 +365,39 @@ def _statement(data: st.DataObject) -> str:
 
 
 @settings(max_examples=_ex(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), deferred=st.booleans())
-def test_statement_batch_with_disclosures_equals_verify_statement(
-    data: st.DataObject, deferred: bool
-) -> None:
+@given(data=st.data())
+def test_statements_with_disclosures_verify_as_the_oracle_reads_them(data: st.DataObject) -> None:
     text = _statement(data)
-    token = split_statement(text, "s")
-    expected = _outcome(lambda: verify_statement(token, _KEYS, where="s", now=1.0, fast=False))
-    postponed: list[Any] = []
-    batch = StatementBatch(_KEYS, 1.0, postponed if deferred else None)
-    assert _outcome(lambda: batch.verify(token, "s")) == expected
-    whole = _outcome(
-        lambda: verify_statement(text, _KEYS, where="statement 0", now=1.0, fast=False)
-    )
-    assert _outcome(lambda: StatementBatch(_KEYS, 1.0).verify_compact(text, 0)) == whole
-    assert verify_all(postponed)
+    if data.draw(st.booleans()):
+        j = data.draw(st.integers(0, len(text) - 1))
+        text = text[:j] + data.draw(st.sampled_from("A0_-.~")) + text[j + 1 :]
+    got = _outcome(lambda: verify_statement(text, _KEYS, where="s", now=1.0))
+    plain = claims_of(text, 1.0) if text.endswith("~") and text.count("~") >= 1 else None
+    if got[0] == "ok":  # type: ignore[index]
+        st_ = got[1]  # type: ignore[index]
+        assert plain is not None
+        assert plain["body"] == st_.body
+        payload = json.loads(_payload_text(text))
+        observed = payload["body"].get("observed", {})
+        outside = {**payload, "body": {**payload["body"], "observed": 0}}
+        assert not _names(outside) & {"_sd", "..."}
+        assert st_.hidden == len(observed.get("_sd", [])) - len(st_.disclosed)
+    else:
+        assert got[1] in ("statement_malformed", "signature_invalid", "key_untrusted")  # type: ignore[index]
 
 
-# ---------------------------------------------------------------- the verifier
+def _names(node: Any) -> set[str]:
+    """Every member name anywhere in a JSON value."""
+    if isinstance(node, dict):
+        return set(node).union(*(_names(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_names(v) for v in node))
+    return set()
 
 
-def _strict(package: Any, op: Any, live: Any) -> vxp.Verdict:
-    """vxp.verify's strict run alone (every signature checked in its place)."""
-    try:
-        return _verifier._run(package, op.metadata, op.jwks, live, op.now, None, None, None)
-    except vxp.VxpError as exc:
-        failure = {"code": exc.code, "message": exc.message}
-        if exc.reason is not None:
-            failure["reason"] = exc.reason
-        return vxp.Verdict(valid=False, failure=failure)
-
+# ---------------------------------------------------------------- the signature stage
 
 OPS = {v: demo_operation(v) for v in ("succeeded", "reviewed", "corrected", "witnessed")}
-
-
-def _swap_signature(text: str, other: str) -> str:
-    jws, sep, rest = text.partition("~")
-    h, p, _ = jws.split(".")
-    return f"{h}.{p}.{other.partition('~')[0].split('.')[2]}{sep}{rest}"
-
-
-@settings(max_examples=_ex(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(variant=st.sampled_from(sorted(OPS)), data=st.data())
-def test_verify_equals_the_strict_run_on_broken_packages(variant: str, data: Any) -> None:
-    op = OPS[variant]
-    package = copy.deepcopy(op.package)
-    live = copy.deepcopy(op.live) if data.draw(st.booleans()) else None
-    statements = package["statements"]
-    i = data.draw(st.integers(0, len(statements) - 1))
-    change = data.draw(
-        st.sampled_from(["swap_sig", "char", "checkpoint_sig", "live_sig", "entry", "none"])
-    )
-    if change == "swap_sig":
-        statements[i] = _swap_signature(statements[i], statements[(i + 1) % len(statements)])
-    elif change == "char":
-        j = data.draw(st.integers(0, len(statements[i]) - 1))
-        statements[i] = (
-            statements[i][:j] + data.draw(st.sampled_from("A0_-.~")) + statements[i][j + 1 :]
-        )
-    elif change == "checkpoint_sig":
-        sig = package["log"]["checkpoint"]["signature"]
-        sig["sig"] = sig["sig"][::-1]
-    elif change == "live_sig" and live is not None:
-        sig = live["checkpoint"]["signature"]
-        sig["sig"] = sig["sig"][:-2] + ("AA" if sig["sig"][-2:] != "AA" else "AQ")
-    elif change == "entry":
-        package["log"]["entries"][i]["index"] = data.draw(st.sampled_from([-1, True, 10**9, "0"]))
-    got = vxp.verify(package, op.metadata, op.jwks, live=live, now=op.now)
-    assert got == _strict(package, op, live)
 
 
 def _forged(which: int) -> Any:
@@ -466,29 +422,90 @@ def _forged(which: int) -> Any:
         _keys.ResolvedKey.sign = real  # type: ignore[method-assign]
 
 
+def _unknown_kid(statement: str) -> str:
+    """The statement with a header naming a key nobody trusts (fails before the signature)."""
+    header = {"alg": "ES256", "kid": "nobody", "typ": STATEMENT_TYP}
+    return b64url_encode(json.dumps(header).encode()) + statement[statement.index(".") :]
+
+
+def _unreferenced(statement: str) -> str:
+    """The statement with one more (well-formed) disclosure that no digest references:
+    its signature still verifies, its content does not."""
+    extra = b64url_encode(json.dumps(["salt", "extra", 1]).encode())
+    return statement + extra + "~"
+
+
+@pytest.mark.parametrize("forged", [0, 2, 4, 5])
+@pytest.mark.parametrize("other", [0, 1, 2, 4, 5])
+@pytest.mark.parametrize("fault", ["before_signature", "after_signature"])
+def test_signatures_checked_together_fail_in_statement_order(
+    forged: int, other: int, fault: str
+) -> None:
+    """Every signature is checked at once, yet the failure is the one a statement by
+    statement run reports: the first failing statement, and within a statement its header
+    and key, then its signature, then its content."""
+    op = _forged(forged)
+    statements = list(op.package["statements"])
+    if fault == "before_signature":
+        statements[other] = _unknown_kid(statements[other])
+        first_is_forgery = forged < other
+        own = ("key_untrusted", "issuer_key_unknown")
+    else:
+        statements[other] = _unreferenced(statements[other])
+        first_is_forgery = forged <= other
+        own = ("statement_malformed", "disclosure_unreferenced")
+    package = {**op.package, "statements": statements}
+    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
+    assert verdict.failure is not None
+    got = (verdict.failure["code"], verdict.failure.get("reason"))
+    if first_is_forgery:
+        assert got == ("signature_invalid", "signature_invalid")
+        assert verdict.failure["message"].startswith(f"statement {forged}:")
+    else:
+        assert got == own
+        assert verdict.failure["message"].startswith(f"statement {other}")
+
+
 @pytest.mark.parametrize("which", [0, 2, 4, 5])
-def test_a_bad_signature_passes_the_optimistic_run_and_is_still_refused(which: int) -> None:
+def test_a_forged_signature_the_chain_cannot_see_is_refused(which: int) -> None:
     op = _forged(which)
-    postponed: list[Any] = []
-    optimistic = _verifier._run(
-        op.package, op.metadata, op.jwks, None, op.now, None, None, postponed
-    )
-    assert optimistic.valid  # nothing but the postponed check can see it
-    assert not verify_all(postponed)
     verdict = vxp.verify(op.package, op.metadata, op.jwks, now=op.now)
-    assert verdict.valid is False
     assert verdict.failure is not None
     assert verdict.failure["code"] == "signature_invalid"
-    assert verdict == _strict(op.package, op, None)
+    assert verdict.failure["message"].startswith(f"statement {which}:")
+    verifier = vxp.Verifier(op.metadata, op.jwks)
+    assert verifier.verify(op.package, now=op.now) == verdict
 
 
-def test_intact_packages_give_the_strict_verdict() -> None:
+def test_intact_packages_verify_the_same_one_shot_and_prepared() -> None:
     for op in OPS.values():
+        verifier = vxp.Verifier(
+            op.metadata, op.jwks, live_metadata=op.live["metadata"], live_jwks=op.live["jwks"]
+        )
+        live_log = {"checkpoint": op.live["checkpoint"], "consistency": op.live["consistency"]}
         for live in (None, op.live):
             got = vxp.verify(op.package, op.metadata, op.jwks, live=live, now=op.now)
             assert got.valid
-            assert got == _strict(op.package, op, live)
             assert vxp.Verdict(**got.__dict__) == got  # built field for field
+        prepared = verifier.verify(op.package, now=op.now, live_log=live_log)
+        assert prepared == vxp.verify(op.package, op.metadata, op.jwks, live=op.live, now=op.now)
+
+
+def test_a_verifier_is_read_only() -> None:
+    op = OPS["succeeded"]
+    verifier = vxp.Verifier(op.metadata, op.jwks)
+    with pytest.raises(AttributeError):
+        verifier._material = None  # type: ignore[misc]
+    keys = vxp.IssuerKeys(demo_key("x"))
+    with pytest.raises(AttributeError):
+        keys._keys = ()  # type: ignore[misc]
+
+
+def test_live_metadata_and_live_jwks_come_together() -> None:
+    op = OPS["succeeded"]
+    with pytest.raises(vxp.VxpError) as err:
+        vxp.Verifier(op.metadata, op.jwks, live_metadata=op.metadata)
+    assert err.value.code == "live_invalid"
 
 
 # ---------------------------------------------------------------- small pieces
@@ -535,9 +552,8 @@ def test_verify_all_answers_as_each_key_would() -> None:
         assert verify_all([(mislabelled, message, signature)]) is False
 
 
-def test_memoised_allow_lists_still_refuse_bad_ones() -> None:
+def test_allow_lists_refuse_bad_ones() -> None:
     assert check_algorithms(("ES256",)) == frozenset({"ES256"})
-    assert check_algorithms(("ES256",)) == frozenset({"ES256"})  # memoised
     for bad in [(["ES256"],), ("none",), (), ("HS256",), frozenset(), (1,)]:
         with pytest.raises(vxp.VxpError) as err:
             check_algorithms(bad)
@@ -558,44 +574,6 @@ def test_records_by_kid_match_the_records() -> None:
 
 
 # ------------------------------------------------ review findings (regression tests)
-
-
-def test_header_memories_never_keep_large_headers() -> None:
-    key = demo_key("issuer")
-    for i in range(3):
-        header = {"alg": "ES256", "typ": "t", "pad": "x" * 5_000, "i": i}
-        h = b64url_encode(json.dumps(header).encode())
-        token = f"{h}.{b64url_encode(b'{}')}.{'A' * 86}~"
-        assert _outcome(lambda t=token: vxp.verify_sd_jwt(t, key, typ="t", now=1.0))[0] == "error"
-        assert all(len(segment) <= 512 for segment, _, _ in _sdjwt._HEADERS)
-    op = OPS["succeeded"]
-    first = op.package["statements"][0]
-    header = {"alg": "ES256", "kid": "k" * 5_000, "typ": STATEMENT_TYP}
-    forged = b64url_encode(json.dumps(header).encode()) + first[first.index(".") :]
-    package = {**op.package, "statements": [forged, *op.package["statements"][1:]]}
-    assert not vxp.verify(package, op.metadata, op.jwks, now=op.now).valid
-    assert all(len(segment) <= 512 for segment, _, _ in _sdjwt._HEADERS)
-
-
-def test_a_forged_statement_cannot_fill_the_key_memory() -> None:
-    """The optimistic run reads the body of a statement whose signature it has not checked
-    yet: a user_key there must not leave anything large in a process-wide memory."""
-    from vxp import _keys
-    from vxp._codec import canonical_json
-
-    op = OPS["reviewed"]
-    statements = op.package["statements"]
-    i = next(k for k, s in enumerate(statements) if "user_signed" in _payload_text(s))
-    h, _, sig = statements[i].split("~")[0].split(".")
-    payload = json.loads(_payload_text(statements[i]))
-    x = resolve_key(OKPKey.generate_key("Ed25519")).public_jwk["x"]
-    payload["body"]["user_key"] = {"kty": "OKP", "crv": "Ed25519", "x": x, "y": "A" * 10_000}
-    forged = f"{h}.{b64url_encode(canonical_json(payload))}.{sig}~"
-    package = {**op.package, "statements": [*statements[:i], forged, *statements[i + 1 :]]}
-    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
-    assert verdict.failure is not None
-    assert verdict.failure["code"] == "signature_invalid"
-    assert all(len(str(ident)) < 400 for ident in _keys._JWK_CACHE)
 
 
 def _payload_text(statement: str) -> str:
@@ -683,29 +661,23 @@ def test_the_operator_cannot_sign_as_the_user_with_a_respelled_key() -> None:
 @pytest.mark.parametrize("typ", [["t"], {"t": 1}, 1, b"t"])
 def test_an_odd_typ_is_a_mismatch_not_a_crash(typ: object) -> None:
     token = vxp.issue_sd_jwt({"a": 1}, KEY, typ="t").serialize()
-
-    def run() -> object:
-        return vxp.verify_sd_jwt(token, KEY, typ=typ, now=NOW)  # type: ignore[arg-type]
-
-    got = _outcome(run)
-    assert got == _general(run)
+    got = _outcome(lambda: vxp.verify_sd_jwt(token, KEY, typ=typ, now=NOW))  # type: ignore[arg-type]
     assert got[1] == "typ_mismatch"  # type: ignore[index]
 
 
 @pytest.mark.parametrize("depth", [58, 61, 63, 64, 65, 70])
-def test_statements_nested_past_the_limit_are_refused_on_every_path(depth: int) -> None:
+def test_statements_nested_past_the_limit_are_refused(depth: int) -> None:
     deep: Any = 1
     for _ in range(depth):
         deep = {"a": deep}
     text = _deep_statement(deep)
-    token = split_statement(text, "s")
-    oracle = _outcome(lambda: verify_statement(token, _KEYS, where="s", now=1.0, fast=False))
-    assert _outcome(lambda: verify_statement(token, _KEYS, where="s", now=1.0)) == oracle
-    assert _outcome(lambda: StatementBatch(_KEYS, 1.0).verify(token, "s")) == oracle
-    whole = _outcome(
-        lambda: verify_statement(text, _KEYS, where="statement 0", now=1.0, fast=False)
-    )
-    assert _outcome(lambda: StatementBatch(_KEYS, 1.0, []).verify_compact(text, 0)) == whole
+    got = _outcome(lambda: verify_statement(text, _KEYS, where="s", now=1.0))
+    if depth + 1 > 64:  # the deepest object sits at path body.deep.a.a...: depth + 1 steps
+        assert got[0:2] == ("error", "statement_malformed")  # type: ignore[index]
+        assert got[3] == "claims_too_deep"  # type: ignore[index]
+    else:
+        assert got[0] == "ok"  # type: ignore[index]
+    assert (claims_of(text, 1.0) is None) == (got[0] == "error")  # type: ignore[index]
 
 
 def _deep_statement(body_value: Any) -> str:
@@ -722,213 +694,43 @@ def _deep_statement(body_value: Any) -> str:
     return sign_compact(header, payload, key, deterministic=True) + "~"
 
 
-class _Lookalike:
-    """Hashes and compares like "ES256" without being a string."""
-
-    def __hash__(self) -> int:
-        return hash("ES256")
-
-    def __eq__(self, other: object) -> bool:
-        return other == "ES256"
-
-
-def test_allow_list_memory_does_not_depend_on_history() -> None:
-    odd = (_Lookalike(),)
-    before = _outcome(lambda: check_algorithms(odd))
-    check_algorithms(("ES256",))
-    assert _outcome(lambda: check_algorithms(odd)) == before
-
-
 @pytest.mark.parametrize("extra", [{"kid": 5}, {"x5c": "nope"}, {"use": 5}, {"alg": "RS256"}])
-def test_key_memory_does_not_depend_on_history(extra: dict[str, Any]) -> None:
-    from vxp import _keys
-
+def test_a_key_answers_the_same_whatever_came_before(extra: dict[str, Any]) -> None:
     jwk = dict(resolve_key(ECKey.generate_key("P-256")).public_jwk)
-    _keys._JWK_CACHE.clear()
     cold = _outcome(lambda: resolve_key({**jwk, **extra}).kid)
     resolve_key(jwk)
     assert _outcome(lambda: resolve_key({**jwk, **extra}).kid) == cold
 
 
-@settings(max_examples=_ex(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_verify_statement_modes_agree_on_refusals_too(data: st.DataObject) -> None:
-    text = _statement(data)
-    if data.draw(st.booleans()):
-        j = data.draw(st.integers(0, len(text) - 1))
-        text = text[:j] + data.draw(st.sampled_from("A0_-.~")) + text[j + 1 :]
-    oracle = _outcome(lambda: verify_statement(text, _KEYS, where="s", now=1.0, fast=False))
-    assert _outcome(lambda: verify_statement(text, _KEYS, where="s", now=1.0)) == oracle
-
-
-# ------------------------------------------------ key periods (the verifier's key sources)
-
-
-def _trust(records: list[Any], published: set[str]) -> Any:
-    from vxp._metadata import TrustMaterial
-
-    return TrustMaterial(
-        "https://co.example",
-        "issuer",
-        "operator_hosted",
-        tuple(records),
-        dict.fromkeys(published, object()),
-        "o",
-        "log",
-        (),
-        1,
-    )
-
-
-@settings(max_examples=_ex(400), deadline=None)
-@given(data=st.data())
-def test_key_periods_answer_as_key_source_does(data: st.DataObject) -> None:
-    from datetime import timedelta
-
-    from vxp._chain import KIND_SIGNER
-    from vxp._metadata import KeyRecord
-    from vxp._proof_demo import T0
-    from vxp._statements import ParsedStatement
-    from vxp._verifier import _key_periods, _key_source, _period_source
-
-    kids = ["k1", "k2", "k3"]
-
-    def records() -> list[Any]:
-        out = []
-        for _ in range(data.draw(st.integers(0, 4))):
-            start = data.draw(st.integers(-5, 5))
-            length = data.draw(st.one_of(st.none(), st.integers(1, 6)))
-            out.append(
-                KeyRecord(
-                    data.draw(st.sampled_from(kids)),
-                    data.draw(st.sampled_from(["operator", "company"])),
-                    T0 + timedelta(seconds=start),
-                    None if length is None else T0 + timedelta(seconds=start + length),
-                )
-            )
-        return out
-
-    saved = _trust(records(), set(data.draw(st.lists(st.sampled_from(kids)))))
-    live = (
-        _trust(records(), set(data.draw(st.lists(st.sampled_from(kids)))))
-        if data.draw(st.booleans())
-        else None
-    )
-    periods = _key_periods(saved, live)
-    for _ in range(5):
-        kind = data.draw(st.sampled_from(sorted(KIND_SIGNER)))
-        kid = data.draw(st.sampled_from(kids))
-        at = T0 + timedelta(seconds=data.draw(st.integers(-7, 12)))
-        statement = ParsedStatement(1, kind, KIND_SIGNER[kind], None, {}, kid, "j", "d", 0, ())
-        fast = _period_source(periods, kid, KIND_SIGNER[kind], at)
-        full = _outcome(lambda s=statement, t=at: _key_source(s, t, saved, live))
-        if fast is not None:
-            event("a key period answered")
-            assert full == ("ok", fast)
+def test_an_okp_key_with_a_null_y_is_refused_cold_and_warm() -> None:
+    jwk = dict(resolve_key(OKPKey.generate_key("Ed25519")).public_jwk)
+    cold = _outcome(lambda: resolve_key({**jwk, "y": None}).kid)
+    resolve_key(jwk)
+    assert _outcome(lambda: resolve_key({**jwk, "y": None}).kid) == cold
+    assert cold[0] == "error"  # type: ignore[index]
 
 
 def _as_init_builds(value: Any) -> None:
-    """``value`` equals what its dataclass ``__init__`` builds from its fields, and holds
-    exactly those fields (so an object assembled from a dict is an ordinary one)."""
+    """``value`` equals the instance its class's own ``__init__`` builds from its fields."""
     import dataclasses
 
-    assert "__post_init__" not in vars(type(value))
-    assert value.__dict__.keys() == {f.name for f in dataclasses.fields(value)}
     assert dataclasses.replace(value) == value
+    assert vars(dataclasses.replace(value)) == vars(value)
 
 
-def test_objects_built_from_a_dict_equal_those_built_by_their_init() -> None:
-    """Every class the hot paths assemble from a dict (Verdict, ParsedStatement,
-    ChainState, Terms, SdJwt, VerifiedSdJwt) gives ordinary instances."""
-    from vxp._chain import parse_time, step
+def test_objects_assembled_from_a_dict_equal_those_built_by_their_init() -> None:
+    """The classes built with ``_frozen.assemble`` (Verdict, ChainState, Terms) give
+    ordinary instances."""
+    from vxp._chain import ChainState, parse_time, step
 
     for op in OPS.values():
-        trust = load_trust(op.metadata, op.jwks)
         _as_init_builds(vxp.verify(op.package, op.metadata, op.jwks, live=op.live, now=op.now))
-        batch = StatementBatch(dict(trust.keys), 1.0, [])
-        state = _verifier._START
+        keys = vxp.IssuerKeys(load_trust(op.metadata, op.jwks).keys.values())
+        state = ChainState()
         for i, text in enumerate(op.package["statements"]):
-            st = batch.verify_compact(text, i)
-            _as_init_builds(st)
-            _as_init_builds(split_statement(text, "s"))
+            st = verify_statement(text, keys, where="s", now=1.0)
             at = parse_time(op.package["log"]["entries"][i]["logged_at"], "t")
             state = step(state, st.seq, st.kind, st.signer, st.body, at, hidden=st.hidden)
             _as_init_builds(state)
             if state.terms is not None:
                 _as_init_builds(state.terms)
-    token = vxp.issue_sd_jwt(vxp.mark_disclosable({"a": 1, "b": 2}, [["a"]]), KEY, typ=TYP)
-    _as_init_builds(vxp.verify_sd_jwt(token.serialize(), KEY, typ=TYP, now=NOW))
-
-
-# ------------------------------------------------ second review (regression tests)
-
-
-def test_key_memory_survives_threads_evicting_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    import threading
-
-    from vxp import _keys
-
-    monkeypatch.setattr(_keys, "_JWK_CACHE_SIZE", 4)
-    jwks = [dict(resolve_key(ECKey.generate_key("P-256")).public_jwk) for _ in range(40)]
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            for _ in range(5):
-                for jwk in jwks:
-                    resolve_key(dict(jwk))
-        except BaseException as exc:  # any escape is the failure
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-    assert len(_keys._JWK_CACHE) <= 5
-
-
-def _jwks_with(op: Any, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    jwks = copy.deepcopy(op.jwks)
-    change(jwks["keys"][0])
-    return jwks
-
-
-def test_jwks_import_memory_keeps_nothing_large() -> None:
-    from vxp import _metadata
-
-    op = OPS["succeeded"]
-
-    def pad(key: dict[str, Any]) -> None:
-        key["x"] = b64url_encode(b"\0" * 3000 + vxp.b64url_decode(key["x"], "x"))
-
-    verdict = vxp.verify(op.package, op.metadata, _jwks_with(op, pad), now=op.now)
-    assert verdict.failure is not None
-    assert verdict.failure["code"] == "metadata_invalid"
-    assert all(len(repr(ident)) < 1000 for ident in _metadata._IMPORTED)
-
-
-@pytest.mark.parametrize(
-    "extra", [{"x5c": "nope"}, {"x5t": 5}, {"x5u": 7}, {"y": None}, {"kid": None}]
-)
-def test_jwks_answers_do_not_depend_on_history(extra: dict[str, Any]) -> None:
-    from vxp import _metadata
-
-    op = OPS["succeeded"]
-    odd = _jwks_with(op, lambda key: key.update(extra))
-    _metadata._IMPORTED.clear()
-    cold = vxp.verify(op.package, op.metadata, odd, now=op.now)
-    assert vxp.verify(op.package, op.metadata, op.jwks, now=op.now).valid
-    assert vxp.verify(op.package, op.metadata, odd, now=op.now) == cold
-
-
-def test_an_okp_key_with_a_null_y_is_refused_cold_and_warm() -> None:
-    from vxp import _keys
-
-    jwk = dict(resolve_key(OKPKey.generate_key("Ed25519")).public_jwk)
-    _keys._JWK_CACHE.clear()
-    cold = _outcome(lambda: resolve_key({**jwk, "y": None}).kid)
-    resolve_key(jwk)
-    assert _outcome(lambda: resolve_key({**jwk, "y": None}).kid) == cold
-    assert cold[0] == "error"  # type: ignore[index]
