@@ -76,6 +76,7 @@ from ._lean import lean
 from ._lens import lens
 from ._params import ParamsError, check_params, merge_patch
 from ._proof import PROOF_WINDOW, proof_target, sign_proof, verify_proof
+from ._recovery import Outcome, happened, not_happened
 from ._schemas import load_schema, schema_names
 from ._service import Capability, Clarify, Context, Service, ServiceError, clarify, offer
 from ._spend import MemorySpendLedger, SpendLedger
@@ -107,6 +108,7 @@ __all__ = [
     "MemoryHandleStore",
     "MemorySpendLedger",
     "MemoryStore",
+    "Outcome",
     "ParamsError",
     "ParleyError",
     "ProposalFacts",
@@ -140,6 +142,7 @@ __all__ = [
     "expand_slice",
     "fit",
     "generate_key",
+    "happened",
     "inspect_grant",
     "key_from_seed",
     "lean",
@@ -150,6 +153,7 @@ __all__ = [
     "mint_consent_grant",
     "mint_grant",
     "new_handle",
+    "not_happened",
     "offer",
     "park",
     "parse_caveat",

@@ -12,10 +12,14 @@ import asyncio
 import contextlib
 import importlib
 import importlib.util
+import inspect
 import json
 import os
+import secrets
 import ssl
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +28,22 @@ from ._connect import connect, serve_forever
 from ._errors import ParleyError
 from ._keys import generate_key, key_from_seed
 from ._lens import lens
+from ._recovery import Kind, happened, not_happened, owner_id, resolve, stale
 from ._service import Service
+from ._state import MemoryStore, Store
+from ._stores import default_state_url, open_store
 from ._transport_stdio import serve_stdio
 
 __all__ = ["register"]
 
 
-def _load_service(app: str, trusted: list[str]) -> Service:
+def _load_service(app: str, trusted: list[str], state: str | None) -> Service:
+    """Load the app and give it its state store (``--state``, else the durable default).
+
+    A factory is called with ``trusted=`` and ``store=``; when ``--state`` is not given, it
+    is first called once with a throwaway in-memory store to learn the service id that
+    names the default file. A ``Service`` object gets the store assigned before it serves.
+    """
     target, _, attr = app.partition(":")
     attr = attr or "service"
     try:
@@ -46,9 +59,27 @@ def _load_service(app: str, trusted: list[str]) -> Service:
         raise ParleyError("invalid_params", f"cannot load {target}: {exc}", reason="io") from None
     found = getattr(module, attr, None)
     if isinstance(found, Service):
+        found.store = _state_store(state, found.id)
         return found
     if callable(found):
-        built = found(trusted=trusted)
+        try:
+            params = inspect.signature(found).parameters
+        except (TypeError, ValueError):
+            params = {}  # type: ignore[assignment]
+        if "store" not in params and not any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+        ):
+            raise ParleyError(
+                "invalid_params",
+                f"{app} must accept store= (the service state parley serve keeps for it)",
+                reason="io",
+            )
+        if state is None:
+            probe = found(trusted=trusted, store=MemoryStore())
+            if not isinstance(probe, Service):
+                raise ParleyError("invalid_params", f"{app} did not return a Service", reason="io")
+            state = default_state_url(probe.id)
+        built = found(trusted=trusted, store=_state_store(state, None))
         if isinstance(built, Service):
             return built
     raise ParleyError(
@@ -56,14 +87,91 @@ def _load_service(app: str, trusted: list[str]) -> Service:
     )
 
 
+def _state_store(state: str | None, service_id: str | None) -> Store:
+    url = state if state is not None else default_state_url(service_id or "service")
+    if url == ":memory:":
+        print(
+            "warning: --state :memory: keeps spend totals, receipts and the auto-commit"
+            " replay memory in this process only; a restart forgets them (a replayed"
+            " request could act twice, a spend cap could be passed)",
+            file=sys.stderr,
+        )
+    return open_store(url)
+
+
 def _serve(args: argparse.Namespace) -> int:
-    service = _load_service(args.app, list(args.trust))
+    service = _load_service(args.app, list(args.trust), args.state)
+    where = getattr(service.store, "path", ":memory:")
+    for item in service.recover():
+        print(
+            f"recovered {item['kind']} {item['id']}: {item['outcome']}"
+            + ("  (run: parley state list)" if item["outcome"] == "unresolved" else ""),
+            file=sys.stderr,
+        )
     if args.url.startswith("stdio:"):
         serve_stdio(service)
         return 0
-    print(f"serving {service.id} at {args.url}", file=sys.stderr)
+    if args.url.startswith(("http://", "https://")) and importlib.util.find_spec("uvicorn") is None:
+        raise ParleyError(
+            "unavailable",
+            "serving http:// needs uvicorn: pip install 'principal-protocols[http]'",
+            reason="no_http_extra",
+        )
+    print(f"serving {service.id} at {args.url} (state: {where})", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve_forever(args.url, service, certfile=args.cert, keyfile=args.key))
+    return 0
+
+
+def _state_url(args: argparse.Namespace) -> str:
+    if args.state:
+        return str(args.state)
+    if args.service:
+        return default_state_url(args.service)
+    raise ParleyError(
+        "invalid_params", "name the state with --state URL or --service ID", reason="bad_state"
+    )
+
+
+def _state_list(args: argparse.Namespace) -> int:
+    store = open_store(_state_url(args))
+    now = int(time.time())
+    kinds: tuple[Kind, ...] = ("commit", "undo")
+    for kind in kinds:
+        for subject, lease in store.leases(kind, limit=10_000):
+            row = {"kind": kind, "id": subject, **lease.as_json()}
+            row["state"] = (
+                "unresolved" if not lease.owner else "stale" if stale(lease, now) else "running"
+            )
+            print(json.dumps(row, ensure_ascii=False))
+    return 0
+
+
+def _state_resolve(args: argparse.Namespace) -> int:
+    store = open_store(_state_url(args))
+    now = int(time.time())
+    kind: Kind = "commit" if args.kind == "commit" else "undo"
+    lease = store.lease(kind, args.id)
+    if lease is None:
+        raise ParleyError(
+            "not_found", f"no {kind} of {args.id[:80]!r} is in flight", reason="not_in_flight"
+        )
+    if not stale(lease, now):
+        raise ParleyError(
+            "conflict",
+            f"the {kind} is still held by {lease.owner} until {lease.until}; stop that"
+            " process or wait",
+            reason="busy",
+        )
+    mine = replace(lease, owner=owner_id(secrets.token_bytes), until=now + 60)
+    if not store.take_over(kind, args.id, lease, mine):
+        raise ParleyError("conflict", "another process is settling it", reason="busy")
+    outcome = happened(_json_arg(args.result, "--result")) if args.happened else not_happened()
+    written = resolve(store, kind, args.id, mine, outcome, now=now, rand=secrets.token_bytes)
+    if written is None:
+        print(f"released: the {kind} of {args.id} did not happen")
+    else:
+        print(json.dumps(written, ensure_ascii=False))
     return 0
 
 
@@ -162,9 +270,33 @@ def register(sub: Any) -> None:
         help="FILE.py:NAME or module:NAME, a Service or a function(trusted=…) returning one",
     )
     serve.add_argument("--trust", action="append", default=[], help="a trusted principal key")
+    serve.add_argument(
+        "--state",
+        metavar="URL",
+        help="where the service state lives: sqlite:PATH (default:"
+        " sqlite:$PARLEY_HOME/state/<service id>.sqlite) or :memory: (lost on restart)",
+    )
     serve.add_argument("--cert", help="certificate file (parleys://, https://)")
     serve.add_argument("--key", help="private key file of the certificate")
     serve.set_defaults(handler=_serve)
+
+    state = sub.add_parser("state", help="inspect and repair a service's state (operators)")
+    state_sub = state.add_subparsers(dest="state_command", metavar="ACTION", required=True)
+    listing = state_sub.add_parser("list", help="commits and undos in flight, as JSON lines")
+    resolving = state_sub.add_parser(
+        "resolve", help="settle a commit or undo a crash left unresolved"
+    )
+    for p in (listing, resolving):
+        p.add_argument("--state", metavar="URL", help="the state URL the service uses")
+        p.add_argument("--service", metavar="ID", help="or: the service id (default state)")
+    listing.set_defaults(handler=_state_list)
+    resolving.add_argument("kind", choices=["commit", "undo"])
+    resolving.add_argument("id", help="the proposal id (commit) or the receipt id (undo)")
+    outcome = resolving.add_mutually_exclusive_group(required=True)
+    outcome.add_argument("--happened", action="store_true", help="the effect took place")
+    outcome.add_argument("--not-happened", action="store_true", help="it did not")
+    resolving.add_argument("--result", help="the receipt result, as JSON (with --happened)")
+    resolving.set_defaults(handler=_state_resolve)
 
     call = sub.add_parser("call", help="send one request to a Parley service and print Lens")
     call.add_argument("url", help="parley://…, parleys://…, stdio:<command>, or http://…")

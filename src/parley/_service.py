@@ -25,7 +25,7 @@ import math
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._b64 import b64url_encode
@@ -49,7 +49,17 @@ from ._handles import expand, new_handle, park
 from ._lens import lens as render_lens
 from ._params import check_params, check_schema
 from ._proof import proof_target, verify_proof
-from ._state import MemoryStore, ProposalRecord, ReceiptRecord, Store
+from ._recovery import (
+    Kind,
+    Outcome,
+    owner_id,
+    receipt_of,
+    resolve,
+    stale,
+    undo_receipt_of,
+    unresolved,
+)
+from ._state import Lease, MemoryStore, ProposalRecord, ReceiptRecord, Store
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -61,6 +71,10 @@ __all__ = [
     "clarify",
     "offer",
 ]
+
+COMMIT_LEASE = 600
+"""**Ours:** seconds a process holds a ``COMMIT``/``UNDO`` it started before another may
+reconcile it (a commit callable must finish well within it)."""
 
 DEFAULT_BUDGET = 2000
 """The budget of a request that names none (SPEC.md section 3)."""
@@ -171,6 +185,9 @@ class Context:
     ``principal`` the root of the authorizing grant, ``now`` the service clock, ``plan``
     the private plan of the proposal being committed (or the receipt being undone's
     committed ``result``), ``frame`` the request. Call :meth:`event` to send progress.
+    ``idempotency_key`` is set for commit, undo and reconcile callables: the proposal id
+    (commit) or the receipt id (undo). Record the effect under it, atomically with the
+    effect, so a reconciler can later tell whether it happened.
     """
 
     service: str
@@ -180,6 +197,7 @@ class Context:
     principal: str | None = None
     plan: Any = None
     events: list[dict[str, Any]] = field(default_factory=list)
+    idempotency_key: str | None = None
 
     def event(self, message: str, progress: float | None = None, data: Any = None) -> None:
         """Queue an ``EVENT`` frame (sent before the final reply)."""
@@ -201,7 +219,8 @@ class Capability:
     :func:`offer` dicts or a :func:`clarify`; attach the commit callable with
     :meth:`on_commit` (it gets the proposal and a :class:`Context`, returns the receipt
     ``result``) and, for undoable offers, the undo callable with :meth:`on_undo` (gets the
-    original receipt).
+    original receipt). Register reconcilers beside them (:meth:`on_reconcile`,
+    :meth:`on_reconcile_undo`) so a commit or undo cut short by a crash can be settled.
     """
 
     def __init__(
@@ -226,6 +245,8 @@ class Capability:
         self.risk = risk
         self.commit: Callable[[dict[str, Any], Context], Any] | None = None
         self.undo: Callable[[dict[str, Any], Context], Any] | None = None
+        self.reconcile: Callable[[dict[str, Any], Context], Any] | None = None
+        self.reconcile_undo: Callable[[dict[str, Any], Context], Any] | None = None
 
     def on_commit(
         self, fn: Callable[[dict[str, Any], Context], Any]
@@ -239,6 +260,27 @@ class Capability:
     ) -> Callable[[dict[str, Any], Context], Any]:
         """Decorator: the callable that reverses a receipt."""
         self.undo = fn
+        return fn
+
+    def on_reconcile(
+        self, fn: Callable[[dict[str, Any], Context], Any]
+    ) -> Callable[[dict[str, Any], Context], Any]:
+        """Decorator: the callable that tells whether a crashed commit's effect happened.
+
+        It gets the proposal and a :class:`Context` whose ``idempotency_key`` is the
+        proposal id and whose ``plan`` is the proposal's plan, and returns
+        :func:`parley.happened` (with the receipt ``result``) or
+        :func:`parley.not_happened`; anything else (or raising) leaves the commit
+        unresolved for an operator.
+        """
+        self.reconcile = fn
+        return fn
+
+    def on_reconcile_undo(
+        self, fn: Callable[[dict[str, Any], Context], Any]
+    ) -> Callable[[dict[str, Any], Context], Any]:
+        """Decorator: as :meth:`on_reconcile`, for an undo cut short (gets the receipt)."""
+        self.reconcile_undo = fn
         return fn
 
     def entry(self) -> dict[str, Any]:
@@ -299,7 +341,9 @@ class Service:
     whose grants are honoured; ``store`` the state (in memory by default); ``rand`` the
     randomness for ids and handles; ``clock`` the time source used when ``handle`` gets no
     ``now``; ``proposal_ttl`` the default proposal lifetime; ``lens=True`` attaches the
-    Lens rendering to every final reply.
+    Lens rendering to every final reply; ``commit_lease`` the seconds a started commit or
+    undo is held before another process may reconcile it (see :meth:`recover`); ``owner``
+    the lease owner name (default ``host:pid:nonce``).
     """
 
     def __init__(
@@ -314,6 +358,8 @@ class Service:
         clock: Callable[[], float] = time.time,
         proposal_ttl: int = 600,
         lens: bool = False,
+        commit_lease: int = COMMIT_LEASE,
+        owner: str | None = None,
     ) -> None:
         self.id = service_id
         self.name = name
@@ -324,6 +370,10 @@ class Service:
         self.clock = clock
         self.proposal_ttl = proposal_ttl
         self.lens = lens
+        self.commit_lease = commit_lease
+        # the lease owner names this process, not protocol data: its own randomness, so
+        # the ids and handles drawn from `rand` stay reproducible
+        self.owner = owner if owner is not None else owner_id(secrets.token_bytes)
         self.capabilities: dict[str, Capability] = {}
         self._ids = itertools.count(1)
 
@@ -791,21 +841,34 @@ class Service:
         cost = proposal.get("cost")
         amount = cost["amount"] if isinstance(cost, dict) else 0
         currency = cost["currency"] if isinstance(cost, dict) else ""
-        try:
-            claim = self.store.begin_commit(record.id, check.spend_caps, amount, currency, now=now)
-        except ParleyError as exc:
-            if exc.code == "consent_required" and check.principal is not None:
-                raise _RefusalError(
-                    exc.code,
-                    exc.message,
-                    reason=exc.reason,
-                    consent=consent_request(proposal, service=self.id, principal=check.principal),
-                ) from None
-            raise
-        if claim == "busy":
-            raise _RefusalError(
-                "conflict", "this proposal is being committed", reason="busy", retry=1
-            )
+        lease = Lease(
+            self.owner, now, now + self.commit_lease, key, check.principal, proposal["hash"]
+        )
+        for _ in range(3):
+            try:
+                claim = self.store.begin_commit(
+                    record.id, check.spend_caps, amount, currency, now=now, lease=lease
+                )
+            except ParleyError as exc:
+                if exc.code == "consent_required" and check.principal is not None:
+                    raise _RefusalError(
+                        exc.code,
+                        exc.message,
+                        reason=exc.reason,
+                        consent=consent_request(
+                            proposal, service=self.id, principal=check.principal
+                        ),
+                    ) from None
+                raise
+            if claim != "busy":
+                break
+            settled = self._settle("commit", record.id, now)
+            if settled == "done":
+                return None
+            if settled != "released":
+                raise self._unsettled("commit", settled)
+        else:
+            raise self._unsettled("commit", "busy")
         if claim == "done":
             return None
         cap = self.capabilities.get(proposal["capability"])
@@ -813,22 +876,17 @@ class Service:
             if cap is None or cap.commit is None:
                 raise ParleyError("internal", "the capability cannot commit", reason="no_commit")
             context = Context(
-                self.id, now, frame, key, check.principal, plan=record.plan, events=events
+                self.id,
+                now,
+                frame,
+                key,
+                check.principal,
+                plan=record.plan,
+                events=events,
+                idempotency_key=record.id,
             )
             result = cap.commit(dict(proposal), context)
-            window = proposal["undo"]
-            receipt: dict[str, Any] = {
-                "id": self._rid("r_"),
-                "proposal": record.id,
-                "capability": proposal["capability"],
-                "summary": proposal["summary"],
-                "at": now,
-                "effects": proposal["effects"],
-                "cost": proposal["cost"],
-                "undo": None if window is None else {"until": now + window["window"]},
-            }
-            if result is not None:
-                receipt["result"] = result
+            receipt = receipt_of(proposal, at=now, rid=self._rid("r_"), result=result)
             encode_frame({"receipt": receipt}, limit=MAX_FRAME)  # JSON-able and not too large
         except BaseException:
             self.store.abort_commit(record.id)
@@ -836,7 +894,86 @@ class Service:
         self.store.finish_commit(
             ReceiptRecord(receipt, key, check.principal, proposal["hash"]), now=now
         )
-        return receipt
+        done = self.store.receipt_for(record.id)
+        return receipt if done is None else done.receipt
+
+    # ---------------------------------------------------------------- recovery
+
+    def _unsettled(self, kind: Kind, settled: str) -> _RefusalError:
+        if settled == "unresolved":
+            return _RefusalError(
+                "unavailable",
+                f"an earlier attempt of this {kind} was cut short and its outcome is not"
+                " known yet; the reservation stays held until an operator resolves it"
+                " (parley state resolve)",
+                reason=f"{kind}_unresolved",
+                retry=60,
+            )
+        verb = "committed" if kind == "commit" else "undone"
+        return _RefusalError("conflict", f"this is being {verb}", reason="busy", retry=1)
+
+    def _ask_reconciler(self, kind: Kind, subject: str, lease: Lease, now: int) -> Outcome | None:
+        """The capability reconciler's answer, or ``None`` when it cannot tell."""
+        try:
+            if kind == "commit":
+                record = self.store.proposal(subject, now=lease.began)
+                if record is None:
+                    return None
+                cap = self.capabilities.get(record.proposal["capability"])
+                fn = None if cap is None else cap.reconcile
+                subject_json, plan = dict(record.proposal), record.plan
+            else:
+                held = self.store.receipt(subject)
+                if held is None:
+                    return None
+                cap = self.capabilities.get(held.receipt["capability"])
+                fn = None if cap is None else cap.reconcile_undo
+                subject_json, plan = dict(held.receipt), held.receipt.get("result")
+            if fn is None:
+                return None
+            context = Context(
+                self.id, now, {}, lease.key, lease.principal, plan=plan, idempotency_key=subject
+            )
+            answer = fn(subject_json, context)
+        except Exception:  # a reconciler that fails cannot tell: an operator decides
+            return None
+        return answer if isinstance(answer, Outcome) else None
+
+    def _settle(self, kind: Kind, subject: str, now: int) -> str:
+        """Settle a claim found busy: ``done``, ``released``, ``unresolved`` or ``busy``."""
+        lease = self.store.lease(kind, subject)
+        if lease is None:
+            return "released"  # finished or released meanwhile: claim again
+        if not stale(lease, now):
+            return "busy"
+        mine = replace(lease, owner=self.owner, until=now + self.commit_lease)
+        if not self.store.take_over(kind, subject, lease, mine):
+            return "busy"
+        outcome = self._ask_reconciler(kind, subject, mine, now)
+        if outcome is None:
+            self.store.take_over(kind, subject, mine, unresolved(mine))
+            return "unresolved"
+        written = resolve(self.store, kind, subject, mine, outcome, now=now, rand=self.rand)
+        return "released" if written is None else "done"
+
+    def recover(self, *, now: int | None = None) -> list[dict[str, str]]:
+        """Reconcile every stale commit and undo in the store; report what became of each.
+
+        Run it when a service starts (``parley serve`` does): a claim whose owner process
+        is gone, or whose lease ran out, is settled by the capability's reconciler
+        (``done``: the receipt is written; ``released``: the reservation is given back) or
+        left ``unresolved`` for an operator. Claims still held by a live process are left.
+        """
+        at = self._now(now)
+        out = []
+        kinds: tuple[Kind, ...] = ("commit", "undo")
+        for kind in kinds:
+            for subject, lease in self.store.leases(kind):
+                if stale(lease, at):
+                    out.append(
+                        {"kind": kind, "id": subject, "outcome": self._settle(kind, subject, at)}
+                    )
+        return out
 
     # ---------------------------------------------------------------- UNDO
 
@@ -871,9 +1008,19 @@ class Service:
             raise ParleyError("expired", "the action cannot be undone", reason="irreversible")
         if now >= int(window["until"]):
             raise ParleyError("expired", "the undo window has closed", reason="undo_expired")
-        claim = self.store.begin_undo(rid)
-        if claim == "busy":
-            raise _RefusalError("conflict", "this receipt is being undone", reason="busy", retry=1)
+        lease = Lease(self.owner, now, now + self.commit_lease, key, check.principal)
+        for _ in range(3):
+            claim = self.store.begin_undo(rid, lease=lease)
+            if claim != "busy":
+                break
+            settled = self._settle("undo", rid, now)
+            if settled == "done":
+                claim = "done"
+                break
+            if settled != "released":
+                raise self._unsettled("undo", settled)
+        else:
+            raise self._unsettled("undo", "busy")
         if claim == "done":
             latest = self.store.receipt(rid)
             assert latest is not None
@@ -882,25 +1029,18 @@ class Service:
         try:
             if cap is None or cap.undo is None:
                 raise ParleyError("internal", "the capability cannot undo", reason="no_undo")
-            context = Context(self.id, now, frame, key, check.principal, events=events)
+            context = Context(
+                self.id, now, frame, key, check.principal, events=events, idempotency_key=rid
+            )
             result = cap.undo(dict(record.receipt), context)
-            undo: dict[str, Any] = {
-                "id": self._rid("r_"),
-                "proposal": record.proposal,
-                "capability": record.receipt["capability"],
-                "summary": record.receipt["summary"],
-                "at": now,
-                "effects": [],
-                "cost": None,
-                "undo": None,
-                "undoes": rid,
-            }
-            if result is not None:
-                undo["result"] = result
+            undo = undo_receipt_of(record, at=now, rid=self._rid("r_"), result=result)
         except BaseException:
             self.store.abort_undo(rid)
             raise
         self.store.finish_undo(rid, undo, key)
+        latest = self.store.receipt(rid)
+        if latest is not None and latest.undo is not None and latest.undo["id"] != undo["id"]:
+            return self._undo_replay(latest, key)  # reconciled meanwhile: that one stands
         return "RECEIPT", {"receipt": undo}
 
     def _undo_replay(self, record: ReceiptRecord, key: str) -> tuple[str, dict[str, Any]]:

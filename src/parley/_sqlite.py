@@ -16,14 +16,16 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 from ._errors import ParleyError
 from ._grants import SpendCap
+from ._handles import HandleStore
 from ._state import (
     PROPOSAL_GRACE,
     REPLAY_TTL,
     Claim,
+    Lease,
     ProposalRecord,
     ReceiptRecord,
     check_caps,
@@ -31,7 +33,7 @@ from ._state import (
 
 __all__ = ["SQLiteStore"]
 
-_SCHEMA = """
+_V1 = """
 CREATE TABLE IF NOT EXISTS proposals (id TEXT PRIMARY KEY, expires INTEGER NOT NULL,
     record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS receipts (id TEXT PRIMARY KEY, proposal TEXT NOT NULL UNIQUE,
@@ -42,14 +44,28 @@ CREATE TABLE IF NOT EXISTS totals (block TEXT PRIMARY KEY, amount INTEGER NOT NU
 CREATE TABLE IF NOT EXISTS replay (key TEXT NOT NULL, frame TEXT NOT NULL,
     until INTEGER NOT NULL, reply TEXT, PRIMARY KEY (key, frame));
 CREATE TABLE IF NOT EXISTS handles (handle TEXT PRIMARY KEY, key TEXT,
-    expires INTEGER NOT NULL, value TEXT NOT NULL);
+    expires INTEGER NOT NULL, value TEXT NOT NULL)
 """
 
+# v2 (issue 18): commits and undos in flight carry a lease (owner, times, who asked), and
+# proposals say whether they can ever be committed (anonymous ones are kept apart).
+_V2 = """
+ALTER TABLE inflight ADD COLUMN lease TEXT;
+ALTER TABLE receipts ADD COLUMN undo_lease TEXT;
+ALTER TABLE proposals ADD COLUMN anon INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS proposals_anon ON proposals (anon)
+"""
+
+MIGRATIONS = (_V1, _V2)
+"""The ordered schema migrations; ``PRAGMA user_version`` counts those applied."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this code reads and writes."""
 
 _COLUMNS = {
-    "proposals": ("id", "expires", "record"),
-    "receipts": ("id", "proposal", "keep_until", "undoing", "record"),
-    "inflight": ("proposal", "amount", "blocks"),
+    "proposals": ("id", "expires", "record", "anon"),
+    "receipts": ("id", "proposal", "keep_until", "undoing", "record", "undo_lease"),
+    "inflight": ("proposal", "amount", "blocks", "lease"),
     "totals": ("block", "amount"),
     "replay": ("key", "frame", "until", "reply"),
     "handles": ("handle", "key", "expires", "value"),
@@ -58,6 +74,13 @@ _COLUMNS = {
 
 def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _load(text: str | None) -> Any:
+    try:
+        return None if text is None else json.loads(text)
+    except ValueError:
+        return None
 
 
 def _limit(what: str) -> ParleyError:
@@ -116,6 +139,7 @@ class SQLiteStore:
         path: str,
         *,
         max_proposals: int = 100_000,
+        max_anonymous: int = 10_000,
         max_receipts: int = 100_000,
         max_replay: int = 1_000_000,
         max_handles: int = 100_000,
@@ -124,6 +148,7 @@ class SQLiteStore:
     ) -> None:
         self.path = path
         self.max_proposals = max_proposals
+        self.max_anonymous = max_anonymous
         self.max_receipts = max_receipts
         self.max_replay = max_replay
         self.max_handles = max_handles
@@ -146,7 +171,7 @@ class SQLiteStore:
                 f"the database is not a Parley store ({wrong[0]} has another shape)",
                 reason="bad_store",
             )
-        self.handles = _Handles(self)
+        self.handles: HandleStore = _Handles(self)
 
     def _open(self, timeout: float) -> list[str]:
         """Set the pragmas, create missing tables; return the tables of another shape."""
@@ -157,9 +182,21 @@ class SQLiteStore:
         # against nothing, or an auto INTENT run again).
         self._db.execute("PRAGMA synchronous = FULL")
         with self._tx() as db:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            if (
+                version == 0
+                and db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'proposals'"
+                ).fetchone()
+            ):
+                version = 1  # a store written before versions were recorded
+            if version > SCHEMA_VERSION:
+                return [f"schema version {version}"]
+            for migration in MIGRATIONS[version:]:
+                for statement in migration.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             return [
                 f"table {table}"
                 for table, columns in _COLUMNS.items()
@@ -185,28 +222,37 @@ class SQLiteStore:
     # ---------------------------------------------------------------- proposals
 
     def add_proposal(self, record: ProposalRecord, *, now: int) -> None:
-        """Keep a new proposal (see :class:`~parley._state.Store`)."""
+        """Keep a new proposal (see :class:`~parley._state.MemoryStore`: anonymous ones apart)."""
+        anon = int(record.key is None)
+        cap = self.max_anonymous if anon else self.max_proposals
         with self._tx() as db:
-            (count,) = db.execute("SELECT COUNT(*) FROM proposals").fetchone()
-            if count >= self.max_proposals:
+            (count,) = db.execute(
+                "SELECT COUNT(*) FROM proposals WHERE anon = ?", (anon,)
+            ).fetchone()
+            if count >= cap:
                 db.execute(
-                    "DELETE FROM proposals WHERE expires + ? <= ?"
+                    "DELETE FROM proposals WHERE anon = ? AND expires + ? <= ?"
                     " AND id NOT IN (SELECT proposal FROM inflight)",
-                    (PROPOSAL_GRACE, now),
+                    (anon, PROPOSAL_GRACE, now),
                 )
-                (count,) = db.execute("SELECT COUNT(*) FROM proposals").fetchone()
-            if count >= self.max_proposals:  # forget the oldest open ones (see MemoryStore)
+                (count,) = db.execute(
+                    "SELECT COUNT(*) FROM proposals WHERE anon = ?", (anon,)
+                ).fetchone()
+            if count >= cap:  # forget the oldest open ones of the same pool
                 db.execute(
                     "DELETE FROM proposals WHERE rowid IN (SELECT rowid FROM proposals"
-                    " WHERE id NOT IN (SELECT proposal FROM inflight) ORDER BY rowid LIMIT ?)",
-                    (count - self.max_proposals + 1,),
+                    " WHERE anon = ? AND id NOT IN (SELECT proposal FROM inflight)"
+                    " ORDER BY rowid LIMIT ?)",
+                    (anon, count - cap + 1),
                 )
-                (count,) = db.execute("SELECT COUNT(*) FROM proposals").fetchone()
-                if count >= self.max_proposals:
+                (count,) = db.execute(
+                    "SELECT COUNT(*) FROM proposals WHERE anon = ?", (anon,)
+                ).fetchone()
+                if count >= cap:
                     raise _limit("open proposals")
             db.execute(
-                "INSERT INTO proposals VALUES (?, ?, ?)",
-                (record.id, int(record.proposal["expires"]), _dump(record.as_json())),
+                "INSERT INTO proposals VALUES (?, ?, ?, ?)",
+                (record.id, int(record.proposal["expires"]), _dump(record.as_json()), anon),
             )
 
     def proposal(self, proposal_id: str, *, now: int) -> ProposalRecord | None:
@@ -275,6 +321,7 @@ class SQLiteStore:
         currency: str,
         *,
         now: int,
+        lease: Lease | None = None,
     ) -> Claim:
         """Claim and reserve under SQLite's write lock."""
         with self._tx() as db:
@@ -295,7 +342,8 @@ class SQLiteStore:
                     (block, amount),
                 )
             db.execute(
-                "INSERT INTO inflight VALUES (?, ?, ?)", (proposal_id, amount, _dump(blocks))
+                "INSERT INTO inflight VALUES (?, ?, ?, ?)",
+                (proposal_id, amount, _dump(blocks), _dump((lease or Lease()).as_json())),
             )
             return "new"
 
@@ -305,6 +353,13 @@ class SQLiteStore:
             row = db.execute(
                 "SELECT amount, blocks FROM inflight WHERE proposal = ?", (record.proposal,)
             ).fetchone()
+            if (
+                row is None
+                and db.execute(
+                    "SELECT 1 FROM receipts WHERE proposal = ?", (record.proposal,)
+                ).fetchone()
+            ):
+                return  # reconciled meanwhile: the receipt written then stays
             if row is not None:
                 record = ReceiptRecord(
                     record.receipt,
@@ -320,7 +375,7 @@ class SQLiteStore:
             undo = record.receipt.get("undo")
             until = int(undo["until"]) if isinstance(undo, dict) else at
             db.execute(
-                "INSERT INTO receipts VALUES (?, ?, ?, 0, ?)",
+                "INSERT INTO receipts VALUES (?, ?, ?, 0, ?, NULL)",
                 (
                     record.id,
                     record.proposal,
@@ -369,7 +424,7 @@ class SQLiteStore:
 
     # ---------------------------------------------------------------- undo
 
-    def begin_undo(self, receipt_id: str) -> Claim:
+    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> Claim:
         """Claim a receipt for undo."""
         with self._tx() as db:
             row = db.execute(
@@ -381,8 +436,54 @@ class SQLiteStore:
                 return "done"
             if row[0]:
                 return "busy"
-            db.execute("UPDATE receipts SET undoing = 1 WHERE id = ?", (receipt_id,))
+            db.execute(
+                "UPDATE receipts SET undoing = 1, undo_lease = ? WHERE id = ?",
+                (_dump((lease or Lease()).as_json()), receipt_id),
+            )
             return "new"
+
+    def lease(self, kind: Literal["commit", "undo"], subject: str) -> Lease | None:
+        """The lease of a claim in flight."""
+        query = (
+            "SELECT lease FROM inflight WHERE proposal = ?"
+            if kind == "commit"
+            else "SELECT undo_lease FROM receipts WHERE id = ? AND undoing = 1"
+        )
+        with self._lock:
+            row = self._db.execute(query, (subject,)).fetchone()
+        return None if row is None else Lease.from_json(_load(row[0]))
+
+    def leases(
+        self, kind: Literal["commit", "undo"], *, limit: int = 1000
+    ) -> list[tuple[str, Lease]]:
+        """Claims in flight of one kind, oldest first."""
+        query = (
+            "SELECT proposal, lease FROM inflight ORDER BY rowid LIMIT ?"
+            if kind == "commit"
+            else "SELECT id, undo_lease FROM receipts WHERE undoing = 1 ORDER BY rowid LIMIT ?"
+        )
+        with self._lock:
+            rows = self._db.execute(query, (limit,)).fetchall()
+        return [(str(row[0]), Lease.from_json(_load(row[1]))) for row in rows]
+
+    def take_over(
+        self, kind: Literal["commit", "undo"], subject: str, expect: Lease, lease: Lease
+    ) -> bool:
+        """Compare-and-swap a lease under the write lock."""
+        with self._tx() as db:
+            if self.lease(kind, subject) != expect:
+                return False
+            if kind == "commit":
+                db.execute(
+                    "UPDATE inflight SET lease = ? WHERE proposal = ?",
+                    (_dump(lease.as_json()), subject),
+                )
+            else:
+                db.execute(
+                    "UPDATE receipts SET undo_lease = ? WHERE id = ?",
+                    (_dump(lease.as_json()), subject),
+                )
+            return True
 
     def finish_undo(self, receipt_id: str, undo: dict[str, Any], key: str) -> None:
         """Record the reversal."""
@@ -391,16 +492,19 @@ class SQLiteStore:
             if row is None:
                 return
             record = json.loads(row[0])
-            record["undo"], record["undo_key"] = undo, key
+            if record.get("undo") is None:  # a reconciled undo stays
+                record["undo"], record["undo_key"] = undo, key
             db.execute(
-                "UPDATE receipts SET undoing = 0, record = ? WHERE id = ?",
+                "UPDATE receipts SET undoing = 0, undo_lease = NULL, record = ? WHERE id = ?",
                 (_dump(record), receipt_id),
             )
 
     def abort_undo(self, receipt_id: str) -> None:
         """Release the undo claim."""
         with self._tx() as db:
-            db.execute("UPDATE receipts SET undoing = 0 WHERE id = ?", (receipt_id,))
+            db.execute(
+                "UPDATE receipts SET undoing = 0, undo_lease = NULL WHERE id = ?", (receipt_id,)
+            )
 
     # ---------------------------------------------------------------- auto replay memory
 

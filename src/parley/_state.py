@@ -14,6 +14,7 @@ refuses new work with ``limit`` (forgetting would re-open replays or take away a
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -27,6 +28,7 @@ from ._handles import HandleStore, MemoryHandleStore
 __all__ = [
     "REPLAY_TTL",
     "Claim",
+    "Lease",
     "MemoryStore",
     "ProposalRecord",
     "ReceiptRecord",
@@ -46,6 +48,51 @@ PROPOSAL_GRACE = 600
 Claim = Literal["new", "busy", "done"]
 """What a ``begin_*`` transaction found: claimed now, claimed by a request still running,
 or already finished."""
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who holds a ``COMMIT`` or ``UNDO`` in flight, and until when (**ours**, issue 18).
+
+    ``owner`` names the service process that claimed it (``host:pid:nonce``; empty: no
+    owner, e.g. a commit left unresolved by a reconciliation), ``began`` when, ``until``
+    when the lease runs out (after that any process may reconcile the claim). ``key``,
+    ``principal`` and ``hash`` are what the receipt needs if reconciliation finds the effect
+    happened: the requesting proof key, the grant's principal, the committed hash.
+    """
+
+    owner: str = ""
+    began: int = 0
+    until: int = 0
+    key: str = ""
+    principal: str | None = None
+    hash: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        """The lease as JSON (the SQLite store keeps it in one column)."""
+        return {
+            "owner": self.owner,
+            "began": self.began,
+            "until": self.until,
+            "key": self.key,
+            "principal": self.principal,
+            "hash": self.hash,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Lease:
+        """Inverse of :meth:`as_json`; anything unreadable is an ownerless, expired lease."""
+        if not isinstance(data, dict):
+            return cls()
+        principal = data.get("principal")
+        return cls(
+            str(data.get("owner") or ""),
+            int(data.get("began") or 0),
+            int(data.get("until") or 0),
+            str(data.get("key") or ""),
+            principal if isinstance(principal, str) else None,
+            str(data.get("hash") or ""),
+        )
 
 
 @dataclass(frozen=True)
@@ -172,9 +219,11 @@ class Store(Protocol):
         currency: str,
         *,
         now: int,
+        lease: Lease | None = None,
     ) -> Claim:
         """Claim a proposal for commit and reserve its cost against every cap, atomically.
 
+        ``lease`` records who holds the commit (kept until it is finished or aborted).
         Raises ``consent_required``/``spend_exceeded`` when a cap would be exceeded, and
         ``limit``/``store_full`` when there is no room for the receipt without forgetting
         one that can still be undone (nothing is reserved then). A free commit (``amount``
@@ -190,8 +239,28 @@ class Store(Protocol):
         """Release the claim and the reservation of a failed commit."""
         ...
 
-    def begin_undo(self, receipt_id: str) -> Claim:
-        """Claim a receipt for undo."""
+    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> Claim:
+        """Claim a receipt for undo; ``lease`` records who holds it."""
+        ...
+
+    def lease(self, kind: Literal["commit", "undo"], subject: str) -> Lease | None:
+        """The lease of the commit (proposal id) or undo (receipt id) in flight, else ``None``."""
+        ...
+
+    def leases(
+        self, kind: Literal["commit", "undo"], *, limit: int = 1000
+    ) -> list[tuple[str, Lease]]:
+        """Up to ``limit`` claims in flight of one kind: ``(proposal or receipt id, lease)``."""
+        ...
+
+    def take_over(
+        self, kind: Literal["commit", "undo"], subject: str, expect: Lease, lease: Lease
+    ) -> bool:
+        """Replace the lease of a claim still held under ``expect`` by ``lease``, atomically.
+
+        ``False`` when the claim is gone or another process took it over first: exactly one
+        process reconciles a stale claim.
+        """
         ...
 
     def finish_undo(self, receipt_id: str, undo: dict[str, Any], key: str) -> None:
@@ -248,7 +317,8 @@ def check_caps(
 class MemoryStore:
     """The in-memory :class:`Store`; thread-safe (one lock), bounded by expiry and size.
 
-    ``max_proposals``, ``max_receipts``, ``max_replay`` and ``max_blocks`` cap the maps;
+    ``max_proposals``, ``max_anonymous`` (proposals nobody can commit), ``max_receipts``,
+    ``max_replay`` and ``max_blocks`` cap the maps;
     ``receipt_ttl`` is how long a receipt whose undo window closed is still kept for
     idempotent replays.
     """
@@ -257,6 +327,7 @@ class MemoryStore:
         self,
         *,
         max_proposals: int = 10_000,
+        max_anonymous: int = 1_000,
         max_receipts: int = 10_000,
         max_replay: int = 100_000,
         max_blocks: int = 100_000,
@@ -264,6 +335,7 @@ class MemoryStore:
         handles: HandleStore | None = None,
     ) -> None:
         self.max_proposals = max_proposals
+        self.max_anonymous = max_anonymous
         self.max_receipts = max_receipts
         self.max_replay = max_replay
         self.max_blocks = max_blocks
@@ -271,10 +343,12 @@ class MemoryStore:
         self.handles: HandleStore = handles if handles is not None else _LockedHandles()
         self._lock = threading.RLock()
         self._proposals: OrderedDict[str, ProposalRecord] = OrderedDict()
+        self._anonymous: OrderedDict[str, ProposalRecord] = OrderedDict()
         self._receipts: OrderedDict[str, ReceiptRecord] = OrderedDict()
         self._by_proposal: dict[str, str] = {}
         self._inflight: dict[str, tuple[int, tuple[str, ...]]] = {}
-        self._undoing: set[str] = set()
+        self._leases: dict[str, Lease] = {}
+        self._undoing: dict[str, Lease] = {}
         self._totals: dict[str, int] = {}
         self._replay: OrderedDict[tuple[str, str], tuple[int, dict[str, Any] | None]] = (
             OrderedDict()
@@ -285,6 +359,7 @@ class MemoryStore:
         with self._lock:
             return {
                 "proposals": len(self._proposals),
+                "anonymous": len(self._anonymous),
                 "receipts": len(self._receipts),
                 "replay": len(self._replay),
                 "blocks": len(self._totals),
@@ -293,45 +368,54 @@ class MemoryStore:
 
     # ---------------------------------------------------------------- proposals
 
-    def _prune_proposals(self, now: int) -> None:
+    def _prune_proposals(self, pool: OrderedDict[str, ProposalRecord], now: int) -> None:
         for pid in [
-            p
-            for p, r in self._proposals.items()
-            if int(r.proposal.get("expires", 0)) + PROPOSAL_GRACE <= now
+            p for p, r in pool.items() if int(r.proposal.get("expires", 0)) + PROPOSAL_GRACE <= now
         ]:
             if pid not in self._inflight:
-                del self._proposals[pid]
+                del pool[pid]
 
     def add_proposal(self, record: ProposalRecord, *, now: int) -> None:
         """Keep a new proposal (see :class:`Store`).
 
-        When full, expired proposals go first, then the oldest open ones: forgetting a
-        proposal only makes its ``COMMIT`` answer ``not_found`` (never a second effect),
-        whereas refusing would let anyone with a fresh key shut INTENT off for everybody.
-        Only a proposal being committed right now is never forgotten.
+        Proposals of an INTENT without a proof (``key`` ``None``: never committable) live in
+        their own pool of ``max_anonymous``, so a flood of them only pushes out each other,
+        never a proposal somebody can commit. When a pool is full, expired proposals go
+        first, then its oldest open ones: forgetting a proposal only makes its ``COMMIT``
+        answer ``not_found`` (never a second effect), whereas refusing would let anyone
+        shut INTENT off for everybody. A proposal being committed is never forgotten.
         """
+        pool, cap = (
+            (self._anonymous, self.max_anonymous)
+            if record.key is None
+            else (self._proposals, self.max_proposals)
+        )
         with self._lock:
-            if len(self._proposals) >= self.max_proposals:
-                self._prune_proposals(now)
-            if len(self._proposals) >= self.max_proposals:
-                for pid in list(self._proposals):
-                    if len(self._proposals) < self.max_proposals:
+            if len(pool) >= cap:
+                self._prune_proposals(pool, now)
+            if len(pool) >= cap:
+                for pid in list(pool):
+                    if len(pool) < cap:
                         break
                     if pid not in self._inflight:
-                        del self._proposals[pid]
-            if len(self._proposals) >= self.max_proposals:
+                        del pool[pid]
+            if len(pool) >= cap:
                 raise _limit("open proposals")
-            self._proposals[record.id] = record
+            pool[record.id] = record
 
     def proposal(self, proposal_id: str, *, now: int) -> ProposalRecord | None:
         """The proposal or ``None`` (see :class:`Store`)."""
         with self._lock:
-            record = self._proposals.get(proposal_id)
-            if record is not None and int(record.proposal["expires"]) + PROPOSAL_GRACE <= now:
-                if proposal_id not in self._inflight:
-                    del self._proposals[proposal_id]
-                return None
-            return record
+            for pool in (self._proposals, self._anonymous):
+                record = pool.get(proposal_id)
+                if record is None:
+                    continue
+                if int(record.proposal["expires"]) + PROPOSAL_GRACE <= now:
+                    if proposal_id not in self._inflight:
+                        del pool[proposal_id]
+                    return None
+                return record
+            return None
 
     # ---------------------------------------------------------------- receipts
 
@@ -404,6 +488,7 @@ class MemoryStore:
         currency: str,
         *,
         now: int,
+        lease: Lease | None = None,
     ) -> Claim:
         """Claim and reserve atomically (see :class:`Store`)."""
         with self._lock:
@@ -422,20 +507,26 @@ class MemoryStore:
             for block in blocks:
                 self._totals[block] = self._totals.get(block, 0) + amount
             self._inflight[proposal_id] = (amount, blocks)
+            self._leases[proposal_id] = lease or Lease()
             return "new"
 
     def finish_commit(self, record: ReceiptRecord, *, now: int) -> None:
         """Store the receipt and make the reservation final (see :class:`Store`)."""
         with self._lock:
+            if record.proposal in self._by_proposal:  # reconciled meanwhile: keep that one
+                return
             amount, blocks = self._inflight.pop(record.proposal, (record.amount, record.blocks))
+            self._leases.pop(record.proposal, None)
             self._receipts[record.id] = replace(record, amount=amount, blocks=blocks)
             self._by_proposal[record.proposal] = record.id
             self._proposals.pop(record.proposal, None)
+            self._anonymous.pop(record.proposal, None)
 
     def abort_commit(self, proposal_id: str) -> None:
         """Release the claim and reservation (see :class:`Store`)."""
         with self._lock:
             held = self._inflight.pop(proposal_id, None)
+            self._leases.pop(proposal_id, None)
             if held is not None:
                 amount, blocks = held
                 for block in blocks:
@@ -443,7 +534,7 @@ class MemoryStore:
 
     # ---------------------------------------------------------------- undo
 
-    def begin_undo(self, receipt_id: str) -> Claim:
+    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> Claim:
         """Claim a receipt for undo (see :class:`Store`)."""
         with self._lock:
             record = self._receipts.get(receipt_id)
@@ -451,21 +542,45 @@ class MemoryStore:
                 return "done"
             if receipt_id in self._undoing:
                 return "busy"
-            self._undoing.add(receipt_id)
+            self._undoing[receipt_id] = lease or Lease()
             return "new"
+
+    def lease(self, kind: Literal["commit", "undo"], subject: str) -> Lease | None:
+        """The lease of a claim in flight (see :class:`Store`)."""
+        with self._lock:
+            return (self._leases if kind == "commit" else self._undoing).get(subject)
+
+    def leases(
+        self, kind: Literal["commit", "undo"], *, limit: int = 1000
+    ) -> list[tuple[str, Lease]]:
+        """Claims in flight of one kind (see :class:`Store`)."""
+        with self._lock:
+            held = self._leases if kind == "commit" else self._undoing
+            return list(itertools.islice(held.items(), limit))
+
+    def take_over(
+        self, kind: Literal["commit", "undo"], subject: str, expect: Lease, lease: Lease
+    ) -> bool:
+        """Compare-and-swap a lease (see :class:`Store`)."""
+        with self._lock:
+            held = self._leases if kind == "commit" else self._undoing
+            if held.get(subject) != expect:
+                return False
+            held[subject] = lease
+            return True
 
     def finish_undo(self, receipt_id: str, undo: dict[str, Any], key: str) -> None:
         """Record the reversal (see :class:`Store`)."""
         with self._lock:
-            self._undoing.discard(receipt_id)
+            self._undoing.pop(receipt_id, None)
             record = self._receipts.get(receipt_id)
-            if record is not None:
+            if record is not None and record.undo is None:  # a reconciled undo stays
                 self._receipts[receipt_id] = replace(record, undo=undo, undo_key=key)
 
     def abort_undo(self, receipt_id: str) -> None:
         """Release the undo claim (see :class:`Store`)."""
         with self._lock:
-            self._undoing.discard(receipt_id)
+            self._undoing.pop(receipt_id, None)
 
     # ---------------------------------------------------------------- auto replay memory
 
