@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,10 @@ from parley._cli import main
 from .runtime_harness import PRINCIPAL, SHOP_FILE
 
 
-def test_call_over_stdio(capsys: pytest.CaptureFixture[str]) -> None:
+def test_call_over_stdio(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PARLEY_HOME", str(tmp_path))  # the default state goes here
     url = f"stdio:{sys.executable} -m parley serve stdio: --app {SHOP_FILE}:build_service"
     assert main(["call", url, "hello"]) == 0
     assert "# Example Coffee (shop.example)" in capsys.readouterr().out
@@ -26,7 +30,10 @@ def test_call_over_stdio(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out)["code"] == "invalid_params"
 
 
-def test_serve_over_tcp(capsys: pytest.CaptureFixture[str]) -> None:
+def test_serve_over_tcp(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PARLEY_HOME", str(tmp_path))
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -43,6 +50,7 @@ def test_serve_over_tcp(capsys: pytest.CaptureFixture[str]) -> None:
             time.sleep(0.05)
         assert main(["call", url, "ask", "shop.search", "--params", '{"query":"mocha"}']) == 0
         assert "mocha" in capsys.readouterr().out
+        assert (tmp_path / "state" / "shop.example.sqlite").exists()
     finally:
         proc.terminate()
         proc.wait(timeout=10)
