@@ -257,7 +257,9 @@ class Client:
     """An asyncio client over any transport: ``send`` writes one frame.
 
     Transports call :meth:`deliver` for every frame that arrives and :meth:`lost` when the
-    connection ends. ``on_event`` is called with every ``EVENT`` frame.
+    connection ends. ``on_event`` is called with every ``EVENT`` frame. A ``reconnect``
+    client's ``send`` dials again when needed, so a lost connection fails only the
+    requests in flight and the client stays usable.
     """
 
     def __init__(
@@ -267,10 +269,12 @@ class Client:
         *,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         close: Callable[[], Awaitable[None]] | None = None,
+        reconnect: bool = False,
     ) -> None:
         self.agent = agent
         self._send = send
         self._close = close
+        self.reconnect = reconnect
         self.on_event = on_event
         self._waiting: dict[str, asyncio.Future[Result]] = {}
         self.closed = False
@@ -296,9 +300,10 @@ class Client:
         """The connection ended: fail every pending request with ``unavailable``.
 
         Later requests fail at once with ``unavailable`` (reason ``closed``) instead of
-        waiting for a reply that can never come; connect again to continue.
+        waiting for a reply that can never come; connect again to continue (a
+        ``reconnect`` client dials again by itself).
         """
-        self.closed = True
+        self.closed = not self.reconnect
         for ident, future in list(self._waiting.items()):
             if not future.done():
                 future.set_exception(
@@ -391,6 +396,7 @@ class Client:
 
     async def close(self) -> None:
         """Close the transport and fail whatever is still pending."""
+        self.reconnect = False
         self.lost()
         if self._close is not None:
             await self._close()

@@ -120,6 +120,8 @@ async def serve_connection(
                 pass
 
     loop = asyncio.get_running_loop()
+    partial_since: float | None = None  # when the frame now being received began
+    last_seen = loop.time()
 
     def send_now(data: bytes) -> None:
         if not writer.is_closing():
@@ -129,16 +131,15 @@ async def serve_connection(
         loop.call_soon_threadsafe(send_now, _encoded(frame))
 
     async def run(line: bytes) -> None:
+        nonlocal last_seen
         try:
             replies = await asyncio.to_thread(handle, line, emit=emit)
             await write(replies)
         except (ConnectionError, OSError):
             pass
         finally:
+            last_seen = loop.time()  # idle from the last reply, not from the request
             slots.release()
-
-    partial_since: float | None = None  # when the frame now being received began
-    last_seen = loop.time()
 
     def deadline() -> float | None:
         if tasks:  # the peer is waiting for us: only wake up to look again later
@@ -147,19 +148,27 @@ async def serve_connection(
             return partial_since + frame_timeout
         return None if idle_timeout is None else last_seen + idle_timeout
 
+    reading: asyncio.Future[bytes] | None = None
     try:
         while True:
+            if reading is None:
+                reading = asyncio.ensure_future(reader.read(_CHUNK))
             until = deadline()
-            try:
-                read = reader.read(_CHUNK)
-                if until is None:
-                    data = await read
-                else:
-                    data = await asyncio.wait_for(read, max(0.0, until - loop.time()))
-            except TimeoutError:
-                if tasks:
+            # wake on data, on a request finishing (the connection may turn idle, with its
+            # own deadline), or at the deadline; the pending read is never cancelled
+            waiting: set[asyncio.Future[Any]] = {reading, *tasks}
+            done, _ = await asyncio.wait(
+                waiting,
+                timeout=None if until is None else max(0.0, until - loop.time()),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if reading not in done:
+                until = deadline()
+                if tasks or done or until is None or until > loop.time():
                     continue
                 break  # idle too long, or trickling a frame that never ends
+            data = reading.result()
+            reading = None
             if not data:
                 if lines.rest() is None:  # else: a last frame ended by EOF, not newline
                     break
@@ -185,6 +194,10 @@ async def serve_connection(
     except (ConnectionError, OSError, _ssl.SSLError, asyncio.IncompleteReadError):
         pass
     finally:
+        if reading is not None:
+            reading.cancel()
+            with contextlib.suppress(BaseException):
+                await reading
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
@@ -284,20 +297,26 @@ def client_over(
     return client
 
 
-async def connect_stream(url: str, agent: Agent, *, ssl: _ssl.SSLContext | None = None) -> Client:
-    """Connect to ``parley://host[:port]`` or ``parleys://host[:port]``; return a client.
-
-    ``parleys`` uses ``ssl`` or the default verifying client context.
-    """
-    scheme, host, port = parse_url(url)
+async def _open(
+    scheme: str, host: str, port: int, ssl: _ssl.SSLContext | None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     context = None
     if scheme == "parleys":
         context = ssl if ssl is not None else _ssl.create_default_context()
     try:
-        reader, writer = await asyncio.open_connection(host, port, ssl=context, limit=_CHUNK)
-    except _ssl.SSLError as exc:  # e.g. a certificate the context does not trust
+        return await asyncio.open_connection(host, port, ssl=context, limit=_CHUNK)
+    except _ssl.SSLCertVerificationError as exc:
         raise ParleyError(
-            "unavailable", f"TLS with {host}:{port} failed: {type(exc).__name__}", reason="tls"
+            "unavailable",
+            f"TLS with {host}:{port} failed: the certificate was not accepted"
+            f" ({exc.verify_message or exc.reason})",
+            reason="tls",
+        ) from None
+    except _ssl.SSLError as exc:  # e.g. not TLS at all on that port
+        raise ParleyError(
+            "unavailable",
+            f"TLS with {host}:{port} failed: {exc.reason or type(exc).__name__}",
+            reason="tls",
         ) from None
     except OSError as exc:
         raise ParleyError(
@@ -305,4 +324,100 @@ async def connect_stream(url: str, agent: Agent, *, ssl: _ssl.SSLContext | None 
             f"cannot connect to {host}:{port}: {type(exc).__name__}",
             reason="connect",
         ) from None
-    return client_over(agent, reader, writer)
+
+
+RECONNECT_ATTEMPTS = 6
+"""**Ours:** dial attempts of a reconnecting client before a request fails ``unavailable``."""
+
+RECONNECT_BACKOFF = 0.25
+"""**Ours:** seconds before the second dial attempt; doubled each time, at most 10 s, with
+up to 50% random jitter so many agents do not redial in step."""
+
+
+async def connect_stream(
+    url: str,
+    agent: Agent,
+    *,
+    ssl: _ssl.SSLContext | None = None,
+    reconnect: bool = False,
+    attempts: int = RECONNECT_ATTEMPTS,
+    backoff: float = RECONNECT_BACKOFF,
+) -> Client:
+    """Connect to ``parley://host[:port]`` or ``parleys://host[:port]``; return a client.
+
+    ``parleys`` uses ``ssl`` or the default verifying client context. With ``reconnect``,
+    a connection the server closed (idle timeout, restart) is dialled again when the next
+    request is sent, up to ``attempts`` times with exponential ``backoff``; requests that
+    were in flight when it closed still fail ``unavailable`` (they are never resent: a
+    ``COMMIT`` retried by the caller is answered from the receipt, so that is safe to do
+    deliberately).
+    """
+    scheme, host, port = parse_url(url)
+    if not reconnect:
+        reader, writer = await _open(scheme, host, port, ssl)
+        return client_over(agent, reader, writer)
+    return await _redialling(agent, scheme, host, port, ssl, max(1, attempts), backoff)
+
+
+async def _redialling(
+    agent: Agent,
+    scheme: str,
+    host: str,
+    port: int,
+    ssl: _ssl.SSLContext | None,
+    attempts: int,
+    backoff: float,
+) -> Client:
+    lock = asyncio.Lock()
+    link: dict[str, Any] = {"writer": None, "task": None}
+
+    async def dial() -> asyncio.StreamWriter:
+        delay = backoff
+        for attempt in range(attempts):
+            try:
+                reader, writer = await _open(scheme, host, port, ssl)
+            except ParleyError:
+                if attempt == attempts - 1:
+                    raise
+                jitter = 1 + agent.rand(1)[0] / 510  # up to +50%
+                await asyncio.sleep(delay * jitter)
+                delay = min(delay * 2, 10.0)
+                continue
+
+            async def read(reader: asyncio.StreamReader = reader) -> None:
+                await pump(reader, client)
+
+            link["task"] = asyncio.create_task(read())
+            return writer
+        raise ParleyError("unavailable", "cannot connect", reason="connect")  # pragma: no cover
+
+    async def send(frame: dict[str, Any]) -> None:
+        data = encode_frame(frame)
+        async with lock:
+            writer = link["writer"]
+            task = link["task"]
+            if writer is None or writer.is_closing() or task is None or task.done():
+                if writer is not None:
+                    writer.close()
+                link["writer"] = writer = await dial()
+            try:
+                writer.write(data)
+                await writer.drain()
+            except (ConnectionError, OSError):
+                raise ParleyError("unavailable", "the connection closed", reason="closed") from None
+
+    async def close() -> None:
+        writer, task = link["writer"], link["task"]
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.close()
+                await writer.wait_closed()
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+    client = Client(agent, send, close=close, reconnect=True)
+    async with lock:
+        link["writer"] = await dial()
+    return client
