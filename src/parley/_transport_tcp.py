@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import ssl as _ssl
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -46,7 +47,33 @@ connection is running (a slowloris trickling a frame is cut off), and the longes
 for a peer that stops reading its replies."""
 
 MAX_CONNECTIONS = 1024
-"""**Ours:** concurrent connections per server; more are closed at once."""
+"""**Ours:** concurrent connections per server; when full, a new connection closes the
+oldest one with no request in flight (or is closed itself when every one is busy)."""
+
+MAX_PER_PEER = 64
+"""**Ours:** concurrent connections from one peer address; more are closed at once."""
+
+FIRST_FRAME_TIMEOUT = 30.0
+"""**Ours:** seconds a new connection may take to send its first complete frame."""
+
+HANDSHAKE_TIMEOUT = 10.0
+"""**Ours:** seconds a TLS handshake may take (``parleys://``)."""
+
+
+@dataclass(eq=False)
+class Activity:
+    """What the server knows of one connection: when it was last active, whether busy.
+
+    :func:`serve_connection` keeps it up to date; a full :func:`serve_tcp` server closes
+    the connection with the oldest ``last`` among those not ``busy`` (no request in
+    flight) to make room.
+    """
+
+    peer: str = ""
+    last: float = 0.0
+    busy: bool = False
+    writer: asyncio.StreamWriter | None = None
+
 
 _CHUNK = 64 * 1024
 
@@ -93,6 +120,8 @@ async def serve_connection(
     limit: int = MAX_FRAME,
     idle_timeout: float | None = IDLE_TIMEOUT,
     frame_timeout: float = FRAME_TIMEOUT,
+    first_frame_timeout: float | None = None,
+    activity: Activity | None = None,
 ) -> None:
     """Serve one stream connection with ``handle`` (usually ``Service.handle``).
 
@@ -101,6 +130,8 @@ async def serve_connection(
     connection is closed when a frame takes longer than ``frame_timeout`` seconds from its
     first byte to its newline, or when it sits empty for ``idle_timeout`` seconds
     (``None``: forever); a peer that stops reading replies for ``frame_timeout`` is dropped.
+    A connection that sends no complete frame within ``first_frame_timeout`` seconds
+    (``None``: no such limit) is closed. ``activity`` is kept up to date for the server.
     """
     lock = asyncio.Lock()
     lines = LineBuffer(limit=limit)
@@ -121,7 +152,10 @@ async def serve_connection(
 
     loop = asyncio.get_running_loop()
     partial_since: float | None = None  # when the frame now being received began
-    last_seen = loop.time()
+    last_seen = opened = loop.time()
+    framed = False  # a complete frame has arrived
+    state = activity if activity is not None else Activity()
+    state.last = last_seen
 
     def send_now(data: bytes) -> None:
         if not writer.is_closing():
@@ -138,15 +172,21 @@ async def serve_connection(
         except (ConnectionError, OSError):
             pass
         finally:
-            last_seen = loop.time()  # idle from the last reply, not from the request
+            last_seen = state.last = loop.time()  # idle from the last reply
+            state.busy = len(tasks) > 1
             slots.release()
 
     def deadline() -> float | None:
         if tasks:  # the peer is waiting for us: only wake up to look again later
             return loop.time() + frame_timeout
+        limits = []
         if partial_since is not None:
-            return partial_since + frame_timeout
-        return None if idle_timeout is None else last_seen + idle_timeout
+            limits.append(partial_since + frame_timeout)
+        if not framed and first_frame_timeout is not None:
+            limits.append(opened + first_frame_timeout)
+        if idle_timeout is not None:
+            limits.append(last_seen + idle_timeout)
+        return min(limits) if limits else None
 
     reading: asyncio.Future[bytes] | None = None
     try:
@@ -173,8 +213,9 @@ async def serve_connection(
                 if lines.rest() is None:  # else: a last frame ended by EOF, not newline
                     break
                 data = b"\n"
-            last_seen = loop.time()
+            last_seen = state.last = loop.time()
             completed = lines.feed(data)
+            framed = framed or bool(completed)
             if not lines.pending:
                 partial_since = None
             elif completed or partial_since is None:
@@ -188,6 +229,7 @@ async def serve_connection(
                     )
                     continue
                 await slots.acquire()
+                state.busy = True
                 task = asyncio.create_task(run(line))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
@@ -213,23 +255,48 @@ async def serve_tcp(
     ssl: _ssl.SSLContext | None = None,
     idle_timeout: float | None = IDLE_TIMEOUT,
     frame_timeout: float = FRAME_TIMEOUT,
+    first_frame_timeout: float | None = FIRST_FRAME_TIMEOUT,
     max_connections: int = MAX_CONNECTIONS,
+    max_per_peer: int = MAX_PER_PEER,
+    handshake_timeout: float = HANDSHAKE_TIMEOUT,
 ) -> asyncio.Server:
     """Start serving ``service`` over TCP (or TLS with an ``ssl`` server context).
 
     Returns the started :class:`asyncio.Server`; ``port=0`` picks a free port (read it
-    from ``server.sockets[0].getsockname()[1]``). ``idle_timeout`` and ``frame_timeout``
-    are passed to :func:`serve_connection`; connections beyond ``max_connections`` are
-    closed at once.
+    from ``server.sockets[0].getsockname()[1]``). The timeouts are passed to
+    :func:`serve_connection` (TLS handshakes get ``handshake_timeout``). A peer address
+    holding ``max_per_peer`` connections has further ones closed at once; when
+    ``max_connections`` are open, a new connection closes the oldest connection with no
+    request in flight, and is itself closed only when every connection is busy.
     """
-    open_connections = 0
+    connections: set[Activity] = set()
+    per_peer: dict[str, int] = {}
+
+    def forget(state: Activity) -> None:
+        if state in connections:
+            connections.discard(state)
+            per_peer[state.peer] -= 1
+            if not per_peer[state.peer]:
+                del per_peer[state.peer]
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal open_connections
-        if open_connections >= max_connections:
+        peername = writer.get_extra_info("peername")
+        peer = str(peername[0]) if isinstance(peername, tuple) and peername else "?"
+        if per_peer.get(peer, 0) >= max_per_peer:
             writer.transport.abort()
             return
-        open_connections += 1
+        if len(connections) >= max_connections:
+            idle = [c for c in connections if not c.busy]
+            if not idle:
+                writer.transport.abort()
+                return
+            oldest = min(idle, key=lambda c: c.last)
+            forget(oldest)
+            if oldest.writer is not None:
+                oldest.writer.transport.abort()
+        state = Activity(peer, asyncio.get_running_loop().time(), False, writer)
+        connections.add(state)
+        per_peer[peer] = per_peer.get(peer, 0) + 1
         try:
             # A connection still open when the loop shuts down ends quietly.
             with contextlib.suppress(asyncio.CancelledError):
@@ -239,11 +306,21 @@ async def serve_tcp(
                     writer,
                     idle_timeout=idle_timeout,
                     frame_timeout=frame_timeout,
+                    first_frame_timeout=first_frame_timeout,
+                    activity=state,
                 )
         finally:
-            open_connections -= 1
+            forget(state)
 
-    return await asyncio.start_server(on_connect, host, port, ssl=ssl, limit=_CHUNK)
+    return await asyncio.start_server(
+        on_connect,
+        host,
+        port,
+        ssl=ssl,
+        limit=_CHUNK,
+        ssl_handshake_timeout=handshake_timeout if ssl is not None else None,
+        backlog=1024,
+    )
 
 
 async def pump(reader: asyncio.StreamReader, client: Client, *, limit: int = MAX_FRAME) -> None:

@@ -263,11 +263,12 @@ def test_tcp_answers_a_last_frame_ended_by_eof_and_caps_connections() -> None:
             writer.write(b'{"parley":1,"id":"a","verb":"HELLO"}\n')
             await writer.drain()
             assert json.loads(await asyncio.wait_for(reader.readline(), 30))["re"] == "a"
-            # a second connection beyond the cap is closed at once
+            # a second connection beyond the cap closes the first, idle one (issue 18)
             extra_reader, extra = await asyncio.open_connection("127.0.0.1", port)
-            assert await _eof(extra_reader) == b""
-            extra.close()
-            # the first still works; a frame ended by EOF instead of a newline is answered
+            assert await _eof(reader) == b""
+            writer.close()
+            reader, writer = extra_reader, extra
+            # the newcomer works; a frame ended by EOF instead of a newline is answered
             writer.write(HELLO)
             writer.write_eof()
             out = await _eof(reader)
