@@ -111,12 +111,15 @@ def _serve(args: argparse.Namespace) -> int:
     if args.url.startswith("stdio:"):
         serve_stdio(service)
         return 0
-    if args.url.startswith(("http://", "https://")) and importlib.util.find_spec("uvicorn") is None:
-        raise ParleyError(
-            "unavailable",
-            "serving http:// needs uvicorn: pip install 'principal-protocols[http]'",
-            reason="no_http_extra",
-        )
+    if args.url.startswith(("http://", "https://")):
+        try:
+            import uvicorn  # noqa: F401
+        except ImportError:
+            raise ParleyError(
+                "unavailable",
+                "serving http:// needs uvicorn: pip install 'principal-protocols[http]'",
+                reason="no_http_extra",
+            ) from None
     print(f"serving {service.id} at {args.url} (state: {where})", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve_forever(args.url, service, certfile=args.cert, keyfile=args.key))

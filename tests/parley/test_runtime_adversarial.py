@@ -16,7 +16,7 @@ import pytest
 
 import parley
 
-from .runtime_harness import AGENT, PRINCIPAL, SHOP_FILE, grant
+from .runtime_harness import AGENT, PRINCIPAL, SHOP_FILE, grant, need_uvicorn
 from .test_runtime_service import NOW, Rig
 
 HELLO = b'{"parley":1,"id":"last","verb":"HELLO"}'
@@ -317,6 +317,8 @@ def test_stdio_answers_a_last_line_without_newline() -> None:
 
 
 def test_http_bridge_drops_a_body_that_trickles_in() -> None:
+    need_uvicorn()
+
     async def run() -> None:
         svc, _ = _service_with_gate()
         server = await parley.serve_http(svc, "127.0.0.1", 0, body_timeout=0.3)

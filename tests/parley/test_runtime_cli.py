@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -56,3 +57,46 @@ def test_serve_over_tcp(
         proc.wait(timeout=10)
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+@pytest.mark.parametrize("require", ["", "1"])
+def test_http_tests_skip_without_uvicorn_unless_required(tmp_path: Path, require: str) -> None:
+    # a uvicorn that cannot be imported stands for a machine without the http extra
+    shadow = tmp_path / "shadow" / "uvicorn"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('no http extra here')\n")
+    env = {**os.environ, "PYTHONPATH": str(shadow.parent), "PP_REQUIRE_UVICORN": require}
+    root = Path(__file__).resolve().parents[2]
+    test = "tests/parley/test_runtime_transports.py::test_over_http_bridge"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", test],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if require:
+        assert done.returncode == 1, done.stdout
+        assert "PP_REQUIRE_UVICORN=1 but uvicorn is missing" in done.stdout
+    else:
+        assert done.returncode == 0, done.stdout
+        assert "1 skipped" in done.stdout
+        assert "principal-protocols[http]" in done.stdout
+
+
+def test_serve_http_without_uvicorn_names_the_extra(tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow" / "uvicorn"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('no http extra here')\n")
+    env = {**os.environ, "PYTHONPATH": str(shadow.parent), "PARLEY_HOME": str(tmp_path)}
+    argv = ["serve", "http://127.0.0.1:1/", "--app", f"{SHOP_FILE}:build_service"]
+    done = subprocess.run(
+        [sys.executable, "-m", "parley", *argv, "--state", ":memory:"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "pip install 'principal-protocols[http]'" in done.stderr

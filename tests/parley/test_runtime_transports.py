@@ -19,7 +19,15 @@ import pytest
 
 import parley
 
-from .runtime_harness import AGENT, PRINCIPAL, grant, load_shop, stdio_url, tls_contexts
+from .runtime_harness import (
+    AGENT,
+    PRINCIPAL,
+    grant,
+    load_shop,
+    need_uvicorn,
+    stdio_url,
+    tls_contexts,
+)
 
 SHOP = load_shop()
 
@@ -136,6 +144,8 @@ def test_over_stdio_child_process() -> None:
 
 
 def test_over_http_bridge() -> None:
+    need_uvicorn()
+
     async def run() -> None:
         service = SHOP.build_service(trusted=[PRINCIPAL.public])
         server = await parley.serve_http(service, "127.0.0.1", 0)
@@ -155,6 +165,7 @@ def test_over_http_bridge() -> None:
 
 
 def test_over_https_bridge(tmp_path: Path) -> None:
+    need_uvicorn()
     from .runtime_harness import make_cert
 
     cert_file, key_file = make_cert(tmp_path)
