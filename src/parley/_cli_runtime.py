@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from ._agent import Agent, Result
+from ._b64 import b64url_decode
 from ._connect import connect, serve_forever
 from ._errors import ParleyError
-from ._keys import generate_key, key_from_seed
+from ._keys import Key, generate_key, key_from_seed
+from ._keystore import AgentKeyStore, _private_dir, agent_home
 from ._lens import lens
 from ._recovery import Kind, happened, not_happened, owner_id, resolve, stale
 from ._service import Service
@@ -204,7 +206,11 @@ def _json_arg(text: str | None, what: str) -> Any:
 
 
 def _seed(args: argparse.Namespace) -> bytes | None:
-    """The agent seed: ``--seed-file``, else ``$PARLEY_AGENT_SEED``, else ``--seed``."""
+    """The agent seed: ``--seed-file``, else ``$PARLEY_AGENT_SEED``, else ``--seed``.
+
+    One format, the key store's: base64url (43 characters), or a whole key file written by
+    ``parley keygen`` (``$PARLEY_HOME/keys/NAME.json``). 64 hex digits are still read.
+    """
     text = args.seed
     if args.seed_file:
         try:
@@ -215,18 +221,78 @@ def _seed(args: argparse.Namespace) -> bytes | None:
         text = os.environ["PARLEY_AGENT_SEED"]
     if not text:
         return None
-    try:
-        seed = bytes.fromhex(text.strip())
-    except ValueError:
-        seed = b""
+    text = text.strip()
+    seed = b""
+    if text.startswith("{"):
+        with contextlib.suppress(ValueError, ParleyError):
+            data = json.loads(text)
+            if isinstance(data, dict) and isinstance(data.get("seed"), str):
+                seed = b64url_decode(data["seed"], what="the seed")
+    elif len(text) == 64:
+        with contextlib.suppress(ValueError):
+            seed = bytes.fromhex(text)
+    else:
+        with contextlib.suppress(ParleyError):
+            seed = b64url_decode(text, what="the seed")
     if len(seed) != 32:
-        raise ParleyError("invalid_params", "the agent seed is 64 hex digits", reason="bad_seed")
+        raise ParleyError(
+            "invalid_params",
+            "the agent seed is base64url, as parley keygen writes it (or its key file)",
+            reason="bad_seed",
+        )
     return seed
 
 
-async def _call_async(args: argparse.Namespace) -> int:
+def _agent_key(args: argparse.Namespace) -> tuple[Key, bool]:
+    """The agent key (``--key NAME``, else a seed) and whether it is a throwaway one."""
+    if args.key:
+        return AgentKeyStore().key(args.key), False
     seed = _seed(args)
-    key = key_from_seed(seed) if seed is not None else generate_key()
+    if seed is not None:
+        return key_from_seed(seed), False
+    return generate_key(), True
+
+
+_LAST = "last-proposals.json"
+
+
+def _remember(proposals: list[Any]) -> None:
+    """Keep the proposals of the last ``call intent`` so ``call commit ID`` can find them."""
+    home = agent_home()
+    try:
+        _private_dir(home)
+        path = home / _LAST
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump({"proposals": proposals}, out, ensure_ascii=False)
+    except (OSError, ParleyError):
+        print(f"note: could not keep the proposals in {home}", file=sys.stderr)
+
+
+def _proposal_arg(text: str) -> dict[str, Any]:
+    """``call commit``'s target: a proposal object, or the id of one from the last intent."""
+    if text.lstrip().startswith("{"):
+        proposal = _json_arg(text, "the proposal")
+        if not isinstance(proposal, dict):
+            raise ParleyError("invalid_params", "commit takes a proposal object", reason="io")
+        return proposal
+    try:
+        kept = json.loads((agent_home() / _LAST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        kept = {}
+    for proposal in kept.get("proposals", []) if isinstance(kept, dict) else []:
+        if isinstance(proposal, dict) and proposal.get("id") == text:
+            return proposal
+    raise ParleyError(
+        "not_found",
+        f"no proposal {text[:80]!r} in the output of the last parley call intent;"
+        " pass the proposal's JSON instead",
+        reason="unknown_proposal",
+    )
+
+
+async def _call_async(args: argparse.Namespace) -> int:
+    key, throwaway = _agent_key(args)
     agent = Agent(key, list(args.grant), service=args.service)
     context = None
     if args.cafile:
@@ -245,11 +311,17 @@ async def _call_async(args: argparse.Namespace) -> int:
             result = await client.ask(args.target, params, budget=args.budget)
         elif verb == "intent":
             result = await client.intent(args.target, params, auto=args.auto, budget=args.budget)
+            if result.kind == "PROPOSALS" and result.reply is not None:
+                _remember(result.reply.get("proposals") or [])
+                if throwaway:
+                    print(
+                        "note: no --key was given, so these proposals were made for a"
+                        " throwaway key and can never be committed; run parley keygen and"
+                        " pass --key NAME",
+                        file=sys.stderr,
+                    )
         elif verb == "commit":
-            proposal = _json_arg(args.target, "the proposal")
-            if not isinstance(proposal, dict):
-                raise ParleyError("invalid_params", "commit takes a proposal object", reason="io")
-            result = await client.commit(proposal)
+            result = await client.commit(_proposal_arg(args.target))
         elif verb == "undo":
             result = await client.undo(args.target)
         else:
@@ -309,16 +381,18 @@ def register(sub: Any) -> None:
     call.add_argument(
         "target",
         nargs="?",
-        help="capability (ask, intent), proposal JSON (commit), receipt (undo), handle (expand)",
+        help="capability (ask, intent), proposal JSON or an id from the last intent (commit),"
+        " receipt (undo), handle (expand)",
     )
     call.add_argument("--params", help="params as a JSON object")
     call.add_argument("--auto", action="store_true", help="INTENT with auto-commit")
     call.add_argument("--budget", type=int, help="token budget of the reply")
     call.add_argument("--grant", action="append", default=[], help="a grant token to present")
+    call.add_argument("--key", metavar="NAME", help="the agent key NAME from parley keygen")
     call.add_argument(
         "--seed-file",
-        help="file holding the agent key seed, 64 hex digits (or set $PARLEY_AGENT_SEED;"
-        " default: a new key)",
+        help="file holding the agent key seed in base64url, or a key file of parley keygen"
+        " (or set $PARLEY_AGENT_SEED; default: a throwaway key)",
     )
     call.add_argument(
         "--seed",

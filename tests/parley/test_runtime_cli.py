@@ -100,3 +100,44 @@ def test_serve_http_without_uvicorn_names_the_extra(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "pip install 'principal-protocols[http]'" in done.stderr
+
+
+def test_keygen_key_intent_then_commit_by_id(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import parley
+
+    monkeypatch.setenv("PARLEY_HOME", str(tmp_path))
+    assert main(["keygen"]) == 0
+    agent = capsys.readouterr().out.strip()
+    token = parley.mint_grant(
+        PRINCIPAL,
+        agent,
+        [{"svc": ["shop.example"]}, {"per": {"max": 2000, "currency": "USD"}}, {"risk": "low"}],
+        iat=int(time.time()),
+        nonce="cli",
+    )
+    url = (
+        f"stdio:{sys.executable} -m parley serve stdio: --app {SHOP_FILE}:build_service"
+        f" --trust {PRINCIPAL.public}"
+    )
+    # a throwaway key: the CLI says its proposals can never be committed
+    assert main(["call", url, "intent", "shop.order", "--params", '{"item":"latte"}']) == 0
+    assert "can never be committed" in capsys.readouterr().err
+    auth = ["--key", "agent", "--grant", token]
+    intent = ["call", url, "intent", "shop.order", "--params", '{"item":"latte"}', "--json"]
+    assert main([*intent, *auth]) == 0
+    out, err = capsys.readouterr()
+    assert "never be committed" not in err
+    proposal = json.loads(out.splitlines()[-1])["proposals"][0]
+    # the next process finds the proposal by id (the state outlived the first server)
+    assert main(["call", url, "commit", proposal["id"], *auth, "--json"]) == 0
+    receipt = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert (receipt["kind"], receipt["receipt"]["proposal"]) == ("RECEIPT", proposal["id"])
+    # the key file of keygen is a seed file too: the same key, so a replay
+    seed_file = tmp_path / "keys" / "agent.json"
+    argv = ["call", url, "commit", proposal["id"], "--seed-file", str(seed_file)]
+    assert main([*argv, "--grant", token, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["replay"] is True
+    assert main(["call", url, "commit", "p_unknown", *auth]) == 1
+    assert "last parley call intent" in capsys.readouterr().err
