@@ -17,7 +17,7 @@ import pytest
 
 import parley
 
-from .runtime_harness import AGENT, PRINCIPAL, load_shop
+from .runtime_harness import AGENT, PRINCIPAL, load_shop, need_uvicorn
 
 SHOP = load_shop()
 ATTACKERS = [f"127.0.0.{n}" for n in range(2, 10)]
@@ -163,5 +163,60 @@ def test_per_peer_limit_and_first_frame_timeout() -> None:
         finally:
             server.close()
             await server.wait_closed()
+
+    asyncio.run(run())
+
+
+def test_the_http_bridge_serves_a_good_client_past_idle_and_slow_header_connections() -> None:
+    need_uvicorn()
+    _raise_nofile(4096)
+
+    async def run() -> None:
+        svc = SHOP.build_service(trusted=[PRINCIPAL.public])
+        server = await parley.serve_http(svc, "127.0.0.1", 0)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        held: Held = []
+        try:
+            held += await _hold(port, 1000, slow=False)
+            slow = await _hold(port, 1000, slow=False)
+            for _, writer in slow:
+                writer.write(b"POST / HTTP/1.1\\r\\nHost: x\\r\\n")  # the head never ends
+            held += slow
+            await asyncio.sleep(0.3)
+            url = f"http://127.0.0.1:{port}/"
+            for _ in range(3):
+                client = await parley.connect(url, parley.Agent(AGENT))
+                async with client:
+                    assert (await asyncio.wait_for(client.hello(), 10)).kind == "BRIEF"
+        finally:
+            for _, writer in held:
+                writer.close()
+            server.should_exit = True
+            await server.task
+
+    asyncio.run(run())
+
+
+def test_the_http_bridge_closes_a_trickled_header() -> None:
+    need_uvicorn()
+
+    async def run() -> None:
+        svc = SHOP.build_service(trusted=[PRINCIPAL.public])
+        server = await parley.serve_http(svc, "127.0.0.1", 0, header_timeout=0.3)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            started = time.monotonic()
+            for byte in b"POST / HTTP/1.1\\r\\nHost: x\\r\\n":
+                if writer.transport.is_closing() or reader.at_eof():
+                    break
+                writer.write(bytes([byte]))
+                await asyncio.sleep(0.05)
+            assert await asyncio.wait_for(reader.read(), 5) == b""
+            assert time.monotonic() - started < 3
+            writer.close()
+        finally:
+            server.should_exit = True
+            await server.task
 
     asyncio.run(run())
