@@ -637,7 +637,9 @@ def load_state(store: Store, state: dict[str, Any], *, now: int) -> None:
         ``state`` may hold ``proposals`` (:meth:`ProposalRecord.as_json` objects),
         ``receipts`` (:meth:`ReceiptRecord.as_json`), ``spent`` (block id to amount),
         ``replay`` (``{"key", "id", "reply", "at"?}``; a null reply is a request still running,
-    ``at`` when it was first seen, default ``now``) and
+    ``at`` when it was first seen, default ``now``), ``inflight`` (commits in flight:
+    ``{"proposal", "amount"?, "blocks"?, "lease"}``, the proposal also under
+    ``proposals``), ``undoing`` (undos in flight: ``{"receipt", "lease"}``) and
         ``handles`` (``{"handle", "key", "value", "expires"}``). Only the store's transactions
         are used, so any :class:`Store` can be loaded.
     """
@@ -663,6 +665,14 @@ def load_state(store: Store, state: dict[str, Any], *, now: int) -> None:
         if record.undo is not None:
             store.begin_undo(record.id)
             store.finish_undo(record.id, record.undo, record.undo_key or "")
+    for raw in state.get("inflight", []):
+        caps = [SpendCap(b, 2**53, "") for b in raw.get("blocks", ())]
+        lease = Lease.from_json(raw.get("lease"))
+        store.begin_commit(
+            raw["proposal"], caps, int(raw.get("amount", 0)), "", now=now, lease=lease
+        )
+    for raw in state.get("undoing", []):
+        store.begin_undo(raw["receipt"], lease=Lease.from_json(raw.get("lease")))
     for raw in state.get("replay", []):
         seen = int(raw.get("at", now))
         store.begin_auto(raw["key"], raw["id"], now=seen)
