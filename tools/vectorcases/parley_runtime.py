@@ -932,6 +932,7 @@ def _runtime_cases() -> Iterator[Case]:
         watch=[SPEND_BLOCK],
         flags=("spend",),
     )
+
     # a COMMIT cut short by a crash (issue 18): the claim in flight carries a lease
     def lease(owner: str, until: int) -> dict[str, Any]:
         return {
