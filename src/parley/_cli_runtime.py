@@ -101,8 +101,20 @@ def _state_store(state: str | None, service_id: str | None) -> Store:
     return open_store(url)
 
 
+def _example_app() -> str:
+    """The example shop: ``examples/`` of the current folder or of this checkout, else the
+    copy shipped in the wheel (``parley/_examples``)."""
+    shipped = Path(__file__).resolve().parent / "_examples" / "parley_shop.py"
+    checkout = Path(__file__).resolve().parents[2] / "examples" / "parley_shop.py"
+    for candidate in (Path("examples") / "parley_shop.py", checkout, shipped):
+        if candidate.is_file():
+            return f"{candidate}:build_service"
+    raise ParleyError("invalid_params", "the example app is not installed; pass --app", reason="io")
+
+
 def _serve(args: argparse.Namespace) -> int:
-    service = _load_service(args.app, list(args.trust), args.state)
+    app = args.app if args.app is not None else _example_app()
+    service = _load_service(app, list(args.trust), args.state)
     where = getattr(service.store, "path", ":memory:")
     for item in service.recover():
         print(
@@ -341,8 +353,8 @@ def register(sub: Any) -> None:
     serve.add_argument("url", help="parley://host:port, parleys://host:port, stdio: or http://…")
     serve.add_argument(
         "--app",
-        default="examples/parley_shop.py:build_service",
-        help="FILE.py:NAME or module:NAME, a Service or a function(trusted=…) returning one",
+        help="FILE.py:NAME or module:NAME, a Service or a function(trusted=…, store=…)"
+        " returning one (default: the example coffee shop)",
     )
     serve.add_argument("--trust", action="append", default=[], help="a trusted principal key")
     serve.add_argument(
