@@ -13,7 +13,9 @@ INTENT without a proof can never be committed), the exact hash, expiry, the gran
 in the proposal's principal, an atomic spend reservation, then the commit callable (a crash
 releases the reservation); for ``UNDO``: a grant rooted in the committing principal and the
 window; idempotent replays answered only to the key that made the original request;
-policy-gated auto-commit (section 4.3.1) with ``(proof.key, frame id)`` memory.
+policy-gated auto-commit (section 4.3.1) with ``(proof.key, frame id)`` memory. A commit
+or undo in flight carries a lease; one cut short by a crash is settled by the capability's
+reconciler (:meth:`Service.recover`, see ``_recovery.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import contextlib
 import difflib
 import itertools
 import math
+import os
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -371,11 +374,25 @@ class Service:
         self.proposal_ttl = proposal_ttl
         self.lens = lens
         self.commit_lease = commit_lease
-        # the lease owner names this process, not protocol data: its own randomness, so
-        # the ids and handles drawn from `rand` stay reproducible
-        self.owner = owner if owner is not None else owner_id(secrets.token_bytes)
+        self._owner = owner
+        self._owners: tuple[int, str] | None = None
         self.capabilities: dict[str, Capability] = {}
         self._ids = itertools.count(1)
+
+    @property
+    def owner(self) -> str:
+        """The lease owner name of this process (``host:pid:nonce``, or the one given).
+
+        Drawn afresh in a forked child, so a child's claims never pass for its parent's.
+        The nonce comes from ``secrets``, not ``rand``: it names a process, it is no
+        protocol data, and the ids and handles drawn from ``rand`` stay reproducible.
+        """
+        if self._owner is not None:
+            return self._owner
+        pid = os.getpid()
+        if self._owners is None or self._owners[0] != pid:
+            self._owners = (pid, owner_id(secrets.token_bytes))
+        return self._owners[1]
 
     # ---------------------------------------------------------------- declaring
 
@@ -935,7 +952,7 @@ class Service:
                 self.id, now, {}, lease.key, lease.principal, plan=plan, idempotency_key=subject
             )
             answer = fn(subject_json, context)
-        except Exception:  # a reconciler that fails cannot tell: an operator decides
+        except (Exception, SystemExit):  # a reconciler that fails cannot tell
             return None
         return answer if isinstance(answer, Outcome) else None
 
@@ -950,11 +967,14 @@ class Service:
         if not self.store.take_over(kind, subject, lease, mine):
             return "busy"
         outcome = self._ask_reconciler(kind, subject, mine, now)
-        if outcome is None:
-            self.store.take_over(kind, subject, mine, unresolved(mine))
-            return "unresolved"
-        written = resolve(self.store, kind, subject, mine, outcome, now=now, rand=self.rand)
-        return "released" if written is None else "done"
+        try:
+            if outcome is not None:
+                written = resolve(self.store, kind, subject, mine, outcome, now=now, rand=self.rand)
+                return "released" if written is None else "done"
+        except ParleyError:  # e.g. the store is full: leave it to an operator
+            pass
+        self.store.take_over(kind, subject, mine, unresolved(mine))
+        return "unresolved"
 
     def recover(self, *, now: int | None = None) -> list[dict[str, str]]:
         """Reconcile every stale commit and undo in the store; report what became of each.

@@ -6,7 +6,9 @@ processes sharing one database file never let concurrent commits pass a ``spend`
 together. Within a process one connection is shared behind a lock. Maps are bounded the
 same way as :class:`~parley._state.MemoryStore` (expiry, then size caps; live replay
 memory and undoable receipts are never dropped: a full store answers ``limit``). **Ours:**
-a reservation whose process died mid-commit stays counted (conservative).
+a commit or undo whose process died stays claimed, its reservation counted, until it is
+reconciled (``Service.recover``, ``parley state resolve``): its lease says who held it.
+The schema version is ``PRAGMA user_version``; opening applies the missing migrations.
 """
 
 from __future__ import annotations

@@ -327,3 +327,19 @@ def test_a_lease_that_runs_out_is_reconciled_by_another_process(tmp_path: Path) 
     assert kept is not None
     assert done["receipt"] == kept.receipt
     assert first.orders.count() == 1  # type: ignore[attr-defined]
+
+
+def test_the_lease_owner_names_the_process_and_a_forked_child_gets_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+    import socket
+
+    svc = SHOP.build_service(trusted=[PRINCIPAL.public])
+    first = svc.owner
+    assert first.startswith(f"{socket.gethostname()}:{os.getpid()}:")
+    assert svc.owner == first
+    monkeypatch.setattr(os, "getpid", lambda: 4_000_000)
+    assert svc.owner.startswith(f"{socket.gethostname()}:4000000:")
+    named = parley.Service("x", name="x", owner="ops-1")
+    assert named.owner == "ops-1"
