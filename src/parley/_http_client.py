@@ -64,6 +64,19 @@ async def http_request(
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection(parts.hostname, port, ssl=context), timeout
         )
+    except _ssl.SSLCertVerificationError as exc:
+        raise ParleyError(
+            "unavailable",
+            f"TLS with {host} failed: the certificate was not accepted"
+            f" ({exc.verify_message or exc.reason})",
+            reason="tls",
+        ) from None
+    except _ssl.SSLError as exc:
+        raise ParleyError(
+            "unavailable",
+            f"TLS with {host} failed: {exc.reason or type(exc).__name__}",
+            reason="tls",
+        ) from None
     except (OSError, TimeoutError) as exc:
         raise _unavailable(f"cannot connect to {host}: {type(exc).__name__}") from None
     try:

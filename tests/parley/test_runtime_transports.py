@@ -181,6 +181,10 @@ def test_over_https_bridge(tmp_path: Path) -> None:
             url = f"https://127.0.0.1:{port}/"
             brief = await parley.discover(url, ssl=client_ctx)
             assert brief["service"]["id"] == "shop.example"
+            with pytest.raises(parley.ParleyError) as refused:  # the default trust store
+                await parley.discover(url)
+            assert refused.value.reason == "tls"
+            assert "certificate was not accepted (self-signed" in refused.value.message
             async with await parley.connect(url, agent(), ssl=client_ctx) as client:
                 await scenario(client)
         finally:
