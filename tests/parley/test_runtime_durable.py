@@ -28,6 +28,7 @@ from .runtime_harness import AGENT, PRINCIPAL, ROOT, grant
 
 CRASH_APP = Path(__file__).with_name("crash_app.py")
 CAP = 1200
+pytestmark = pytest.mark.slow  # real servers and processes
 
 
 def _port() -> int:

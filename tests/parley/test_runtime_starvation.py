@@ -20,6 +20,7 @@ import parley
 from .runtime_harness import AGENT, PRINCIPAL, load_shop, need_uvicorn
 
 SHOP = load_shop()
+pytestmark = pytest.mark.slow  # real servers and processes
 ATTACKERS = [f"127.0.0.{n}" for n in range(2, 10)]
 HELLO = b'{"parley":1,"id":"h","verb":"HELLO"}\n'
 
