@@ -9,6 +9,7 @@ time) to the example shop. Printed, in one run, best and median of interleaved r
   parsing, proof verification, the handler, fitting the reply); the client's own work
   (building and signing the frame, parsing the reply) is timed apart, because on loopback
   it runs in the same process and on the same two cores as the server;
+* the same through ``asyncio.to_thread`` (the worker-thread hop every transport makes);
 * TCP at 1, 8 and 32 requests in flight, and the ratio of its time per request to the
   floor plus the client's work (the transport's share is what is above 1.00x);
 * the same frames against a plain NDJSON echo server (what asyncio alone costs);
@@ -129,6 +130,21 @@ def in_process(total: int) -> tuple[float, float]:
     return floor / total, (sign + parse) / total
 
 
+async def threaded(total: int) -> float:
+    """Seconds per request of ``Service.handle`` through ``asyncio.to_thread``, one at a time:
+    the floor plus the worker-thread hop every transport makes (no socket)."""
+    service = shop()
+    agent = parley.Agent(AGENT, service="shop.example")
+    frames = []
+    for _ in range(total):
+        frames.append(parley.encode_frame(agent.ask("shop.search", {"query": "latte"}))[:-1])
+        agent.pending.clear()
+    start = time.perf_counter()
+    for frame in frames:
+        await asyncio.to_thread(service.handle, frame)
+    return (time.perf_counter() - start) / total
+
+
 async def bench_tcp(total: int, inflight: int) -> tuple[float, float]:
     """(Parley, echo) seconds per request over TCP with ``inflight`` requests in flight."""
     server = await parley.serve_tcp(shop(), "127.0.0.1", 0)
@@ -219,6 +235,7 @@ def main() -> None:
     rounds = 1 if args.quick else args.rounds
     floor: list[float] = []
     client: list[float] = []
+    hop: list[float] = []
     tcp: dict[int, list[float]] = {1: [], 8: [], 32: []}
     echo: dict[int, list[float]] = {1: [], 8: [], 32: []}
     http: list[float] = []
@@ -227,6 +244,7 @@ def main() -> None:
         f, c = in_process(total)
         floor.append(f)
         client.append(c)
+        hop.append(asyncio.run(threaded(total)))
         for inflight in tcp:
             p, e = asyncio.run(bench_tcp(total, inflight))
             tcp[inflight].append(p)
@@ -240,6 +258,8 @@ def main() -> None:
     cb, cm = _stats(client)
     print(f"in-process floor (Service.handle)   best {fb * us:7.1f} us  median {fm * us:7.1f} us")
     print(f"client side (sign frame, parse)     best {cb * us:7.1f} us  median {cm * us:7.1f} us")
+    tb, tm = _stats(hop)
+    print(f"in-process via to_thread           best {tb * us:7.1f} us  median {tm * us:7.1f} us")
     base = fb + cb
     for inflight, samples in tcp.items():
         pb, pm = _stats(samples)

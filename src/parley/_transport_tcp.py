@@ -189,14 +189,22 @@ async def serve_connection(
         return min(limits) if limits else None
 
     reading: asyncio.Future[bytes] | None = None
+    ended: asyncio.Future[None] = loop.create_future()  # resolved when a request ends
+
+    def request_ended(_: object) -> None:
+        if not ended.done():
+            ended.set_result(None)
+
     try:
         while True:
             if reading is None:
                 reading = asyncio.ensure_future(reader.read(_CHUNK))
+            if ended.done():
+                ended = loop.create_future()
             until = deadline()
-            # wake on data, on a request finishing (the connection may turn idle, with its
+            # wake on data, on a request ending (the connection may turn idle, with its
             # own deadline), or at the deadline; the pending read is never cancelled
-            waiting: set[asyncio.Future[Any]] = {reading, *tasks}
+            waiting: set[asyncio.Future[Any]] = {reading, ended} if tasks else {reading}
             done, _ = await asyncio.wait(
                 waiting,
                 timeout=None if until is None else max(0.0, until - loop.time()),
@@ -233,6 +241,7 @@ async def serve_connection(
                 task = asyncio.create_task(run(line))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
+                task.add_done_callback(request_ended)  # after the discard: idle is seen
     except (ConnectionError, OSError, _ssl.SSLError, asyncio.IncompleteReadError):
         pass
     finally:
