@@ -81,7 +81,8 @@ from ._schemas import load_schema, schema_names
 from ._service import Capability, Clarify, Context, Service, ServiceError, clarify, offer
 from ._spend import MemorySpendLedger, SpendLedger
 from ._sqlite import SQLiteStore
-from ._state import MemoryStore, ProposalRecord, ReceiptRecord, Store, load_state
+from ._state import Lease, MemoryStore, ProposalRecord, ReceiptRecord, Store, load_state
+from ._stores import default_state_url, open_store
 from ._transport_stdio import serve_stdio
 from ._transport_tcp import serve_tcp
 
@@ -104,6 +105,7 @@ __all__ = [
     "GrantContext",
     "HandleStore",
     "Key",
+    "Lease",
     "LineBuffer",
     "MemoryHandleStore",
     "MemorySpendLedger",
@@ -133,6 +135,7 @@ __all__ = [
     "consent_for_shown",
     "consent_request",
     "decode_grant",
+    "default_state_url",
     "delegate",
     "discover",
     "effective_caveats",
@@ -155,6 +158,7 @@ __all__ = [
     "new_handle",
     "not_happened",
     "offer",
+    "open_store",
     "park",
     "parse_caveat",
     "parse_frame",
