@@ -111,3 +111,35 @@ def test_the_depth_limit_holds(depth: int) -> None:
     with pytest.raises(parley.ParleyError) as caught:
         parley.parse_frame(unterminated)
     assert caught.value.reason == "not_json"
+
+
+def _best_of(rounds: int, work: Any) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _refused(text: str) -> None:
+    with pytest.raises(parley.ParleyError):
+        parley.parse_frame(text)
+
+
+def test_an_unterminated_string_of_escaped_quotes_costs_a_multiple_of_json_loads() -> None:
+    # Review F1: past 64 brackets the depth rule cut strings out with a pattern that had to
+    # find the closing quote; for a string that never ends it scanned to the end from every
+    # escaped quote, so the cost grew with the square of the size (32 KB: 6 s). The ratio is
+    # against json.loads of a benign 1 MiB frame of escaped quotes in the same run (the same
+    # characters, well formed), generous for a loaded CI.
+    benign = _frame_with('"' * ((1 << 19) - 100))
+    baseline = _best_of(3, lambda: json.loads(benign))
+    head = '{"parley":1,"id":"x","verb":"HELLO","a":' + "[" * 65 + '"'
+    for size in (16_000, parley.MAX_FRAME - 200):  # the small one fails fast when quadratic
+        hostile = head + '\\"' * ((size - len(head)) // 2)
+        assert len(hostile.encode()) <= parley.MAX_FRAME
+        cost = _best_of(3, lambda: _refused(hostile))  # noqa: B023
+        assert cost < 50 * baseline, (size, cost, baseline)
