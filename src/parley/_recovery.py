@@ -151,18 +151,22 @@ def resolve(
                 raise ParleyError(
                     "not_found", "the proposal of this commit is gone", reason="unknown_proposal"
                 )
-            store.abort_commit(subject)
+            store.abort_commit(subject, owner=lease.owner)
             return None
         receipt = receipt_of(record.proposal, at=lease.began, rid=rid, result=outcome.result)
-        store.finish_commit(ReceiptRecord(receipt, lease.key, lease.principal, lease.hash), now=now)
+        store.finish_commit(
+            ReceiptRecord(receipt, lease.key, lease.principal, lease.hash),
+            now=now,
+            owner=lease.owner,
+        )
         done = store.receipt_for(subject)
         return None if done is None else done.receipt
     held = store.receipt(subject)
     if not outcome.happened or held is None:
-        store.abort_undo(subject)
+        store.abort_undo(subject, owner=lease.owner)
         return None
     undo = undo_receipt_of(held, at=lease.began, rid=rid, result=outcome.result)
-    store.finish_undo(subject, undo, lease.key)
+    store.finish_undo(subject, undo, lease.key, owner=lease.owner)
     latest = store.receipt(subject)
     return None if latest is None else latest.undo
 

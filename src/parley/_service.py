@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import itertools
+import logging
 import math
 import os
 import secrets
@@ -49,6 +50,7 @@ from ._frames import (
 )
 from ._grants import GrantCheck, GrantContext, ProposalFacts, decode_grant, verify_grant
 from ._handles import expand, new_handle, park
+from ._heartbeat import Heartbeat
 from ._lens import lens as render_lens
 from ._params import check_params, check_schema
 from ._proof import proof_target, verify_proof
@@ -306,6 +308,19 @@ class _Auth:
     @property
     def principal(self) -> str | None:
         return None if self.check is None else self.check.principal
+
+
+_LOG = logging.getLogger("parley")
+
+
+def _late(kind: str, subject: str) -> None:
+    """Flag a late finish for the operator: the claim was settled while the callable ran."""
+    _LOG.warning(
+        "parley: the %s of %s finished after its claim was taken over or settled; its effect"
+        " is recorded and counted, check it against the reconciler's answer",
+        kind,
+        subject,
+    )
 
 
 def _field(frame: dict[str, Any], name: str) -> str:
@@ -889,6 +904,7 @@ class Service:
         if claim == "done":
             return None
         cap = self.capabilities.get(proposal["capability"])
+        beat = Heartbeat(self.store, "commit", record.id, lease, self.commit_lease)
         try:
             if cap is None or cap.commit is None:
                 raise ParleyError("internal", "the capability cannot commit", reason="no_commit")
@@ -902,15 +918,17 @@ class Service:
                 events=events,
                 idempotency_key=record.id,
             )
-            result = cap.commit(dict(proposal), context)
+            with beat:
+                result = cap.commit(dict(proposal), context)
             receipt = receipt_of(proposal, at=now, rid=self._rid("r_"), result=result)
             encode_frame({"receipt": receipt}, limit=MAX_FRAME)  # JSON-able and not too large
         except BaseException:
-            self.store.abort_commit(record.id)
+            self.store.abort_commit(record.id, owner=self.owner)
             raise
-        self.store.finish_commit(
-            ReceiptRecord(receipt, key, check.principal, proposal["hash"]), now=now
-        )
+        blocks = tuple(dict.fromkeys(c.block for c in check.spend_caps)) if amount else ()
+        held = ReceiptRecord(receipt, key, check.principal, proposal["hash"], amount, blocks)
+        if not self.store.finish_commit(held, now=now, owner=self.owner):
+            _late("commit", record.id)
         done = self.store.receipt_for(record.id)
         return receipt if done is None else done.receipt
 
@@ -1046,18 +1064,21 @@ class Service:
             assert latest is not None
             return self._undo_replay(latest, key)
         cap = self.capabilities.get(record.receipt["capability"])
+        beat = Heartbeat(self.store, "undo", rid, lease, self.commit_lease)
         try:
             if cap is None or cap.undo is None:
                 raise ParleyError("internal", "the capability cannot undo", reason="no_undo")
             context = Context(
                 self.id, now, frame, key, check.principal, events=events, idempotency_key=rid
             )
-            result = cap.undo(dict(record.receipt), context)
+            with beat:
+                result = cap.undo(dict(record.receipt), context)
             undo = undo_receipt_of(record, at=now, rid=self._rid("r_"), result=result)
         except BaseException:
-            self.store.abort_undo(rid)
+            self.store.abort_undo(rid, owner=self.owner)
             raise
-        self.store.finish_undo(rid, undo, key)
+        if not self.store.finish_undo(rid, undo, key, owner=self.owner):
+            _late("undo", rid)
         latest = self.store.receipt(rid)
         if latest is not None and latest.undo is not None and latest.undo["id"] != undo["id"]:
             return self._undo_replay(latest, key)  # reconciled meanwhile: that one stands

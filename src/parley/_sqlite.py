@@ -337,31 +337,43 @@ class SQLiteStore:
                 blocks = ()
             if not self._room_for_receipt(db, now):
                 raise _limit("receipts still inside their undo window")
-            for block in blocks:
-                db.execute(
-                    "INSERT INTO totals VALUES (?, ?)"
-                    " ON CONFLICT(block) DO UPDATE SET amount = amount + excluded.amount",
-                    (block, amount),
-                )
+            self._count(db, amount, blocks)
             db.execute(
                 "INSERT INTO inflight VALUES (?, ?, ?, ?)",
                 (proposal_id, amount, _dump(blocks), _dump((lease or Lease()).as_json())),
             )
             return "new"
 
-    def finish_commit(self, record: ReceiptRecord, *, now: int) -> None:
-        """Store the receipt, make the reservation final, forget the proposal."""
+    def _count(self, db: sqlite3.Connection, amount: int, blocks: Iterable[str]) -> None:
+        for block in blocks if amount else ():
+            db.execute(
+                "INSERT INTO totals VALUES (?, ?)"
+                " ON CONFLICT(block) DO UPDATE SET amount = amount + excluded.amount",
+                (block, amount),
+            )
+
+    def finish_commit(self, record: ReceiptRecord, *, now: int, owner: str | None = None) -> bool:
+        """Store the receipt, make the reservation final, forget the proposal.
+
+        A late finisher (see ``Store.finish_commit``) never counts 0.
+        """
         with self._tx() as db:
             row = db.execute(
-                "SELECT amount, blocks FROM inflight WHERE proposal = ?", (record.proposal,)
+                "SELECT amount, blocks, lease FROM inflight WHERE proposal = ?",
+                (record.proposal,),
             ).fetchone()
-            if (
-                row is None
-                and db.execute(
-                    "SELECT 1 FROM receipts WHERE proposal = ?", (record.proposal,)
-                ).fetchone()
-            ):
-                return  # reconciled meanwhile: the receipt written then stays
+            mine = row is not None and (
+                owner is None or Lease.from_json(_load(row[2])).owner == owner
+            )
+            stored = db.execute(
+                "SELECT record FROM receipts WHERE proposal = ?", (record.proposal,)
+            ).fetchone()
+            if row is None and stored is not None:  # reconciled meanwhile: that receipt stays
+                if owner is not None and json.loads(stored[0])["receipt"].get(
+                    "at"
+                ) != record.receipt.get("at"):
+                    self._count(db, record.amount, record.blocks)  # the effect ran twice
+                return False
             if row is not None:
                 record = ReceiptRecord(
                     record.receipt,
@@ -371,6 +383,8 @@ class SQLiteStore:
                     int(row[0]),
                     tuple(json.loads(row[1])),
                 )
+            else:  # released meanwhile, yet the effect took place: count it
+                self._count(db, record.amount, record.blocks)
             db.execute("DELETE FROM inflight WHERE proposal = ?", (record.proposal,))
             db.execute("DELETE FROM proposals WHERE id = ?", (record.proposal,))
             at = int(record.receipt.get("at", now))
@@ -385,6 +399,7 @@ class SQLiteStore:
                     _dump(record.as_json()),
                 ),
             )
+            return mine
 
     def _room_for_receipt(self, db: sqlite3.Connection, now: int) -> bool:
         """Make room for one receipt (see ``MemoryStore``); False when full of undoable ones."""
@@ -410,14 +425,16 @@ class SQLiteStore:
             count = used()
         return count < self.max_receipts
 
-    def abort_commit(self, proposal_id: str) -> None:
-        """Release the claim and the reservation."""
+    def abort_commit(self, proposal_id: str, *, owner: str | None = None) -> None:
+        """Release the claim and the reservation (only ``owner``'s, when given)."""
         with self._tx() as db:
             row = db.execute(
-                "SELECT amount, blocks FROM inflight WHERE proposal = ?", (proposal_id,)
+                "SELECT amount, blocks, lease FROM inflight WHERE proposal = ?", (proposal_id,)
             ).fetchone()
             if row is None:
                 return
+            if owner is not None and Lease.from_json(_load(row[2])).owner != owner:
+                return  # not ours any more: the process holding it settles it
             for block in json.loads(row[1]):
                 db.execute(
                     "UPDATE totals SET amount = amount - ? WHERE block = ?", (int(row[0]), block)
@@ -487,23 +504,34 @@ class SQLiteStore:
                 )
             return True
 
-    def finish_undo(self, receipt_id: str, undo: dict[str, Any], key: str) -> None:
-        """Record the reversal."""
+    def finish_undo(
+        self, receipt_id: str, undo: dict[str, Any], key: str, *, owner: str | None = None
+    ) -> bool:
+        """Record the reversal (a late finisher's too, unless one is recorded)."""
         with self._tx() as db:
-            row = db.execute("SELECT record FROM receipts WHERE id = ?", (receipt_id,)).fetchone()
+            row = db.execute(
+                "SELECT record, undoing, undo_lease FROM receipts WHERE id = ?", (receipt_id,)
+            ).fetchone()
             if row is None:
-                return
+                return False
+            mine = bool(row[1]) and (owner is None or Lease.from_json(_load(row[2])).owner == owner)
             record = json.loads(row[0])
             if record.get("undo") is None:  # a reconciled undo stays
                 record["undo"], record["undo_key"] = undo, key
+            else:
+                mine = False
             db.execute(
                 "UPDATE receipts SET undoing = 0, undo_lease = NULL, record = ? WHERE id = ?",
                 (_dump(record), receipt_id),
             )
+            return mine
 
-    def abort_undo(self, receipt_id: str) -> None:
-        """Release the undo claim."""
+    def abort_undo(self, receipt_id: str, *, owner: str | None = None) -> None:
+        """Release the undo claim (only ``owner``'s, when given)."""
         with self._tx() as db:
+            held = None if owner is None else self.lease("undo", receipt_id)
+            if held is not None and held.owner != owner:
+                return
             db.execute(
                 "UPDATE receipts SET undoing = 0, undo_lease = NULL WHERE id = ?", (receipt_id,)
             )

@@ -231,12 +231,22 @@ class Store(Protocol):
         """
         ...
 
-    def finish_commit(self, record: ReceiptRecord, *, now: int) -> None:
-        """Store the receipt, count the reservation, forget the proposal."""
+    def finish_commit(self, record: ReceiptRecord, *, now: int, owner: str | None = None) -> bool:
+        """Store the receipt, count the reservation, forget the proposal.
+
+        ``owner`` (**ours**, review F2) is the lease owner finishing; ``True`` when the
+        claim was still its own. A late finisher (the claim was taken over, released, or
+        already reconciled) still records the truth and never counts 0: a claim still
+        held by the taker is finished with its reservation; a released one gets a receipt
+        counting ``record.amount`` on ``record.blocks`` (no cap check: the effect took
+        place); when a receipt is already there, it stays, and ``record.amount`` is counted
+        once more unless that receipt is the reconciliation of this very claim (same
+        ``at``): the effect then ran twice.
+        """
         ...
 
-    def abort_commit(self, proposal_id: str) -> None:
-        """Release the claim and the reservation of a failed commit."""
+    def abort_commit(self, proposal_id: str, *, owner: str | None = None) -> None:
+        """Release the claim and the reservation of a failed commit (if ``owner``'s)."""
         ...
 
     def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> Claim:
@@ -263,12 +273,18 @@ class Store(Protocol):
         """
         ...
 
-    def finish_undo(self, receipt_id: str, undo: dict[str, Any], key: str) -> None:
-        """Record the reversal receipt and the key that asked for it."""
+    def finish_undo(
+        self, receipt_id: str, undo: dict[str, Any], key: str, *, owner: str | None = None
+    ) -> bool:
+        """Record the reversal receipt and the key that asked for it; release the claim.
+
+        ``True`` when the claim was still ``owner``'s (see :meth:`finish_commit`); a late
+        finisher's reversal is recorded unless one already is.
+        """
         ...
 
-    def abort_undo(self, receipt_id: str) -> None:
-        """Release the undo claim of a failed undo."""
+    def abort_undo(self, receipt_id: str, *, owner: str | None = None) -> None:
+        """Release the undo claim of a failed undo (if ``owner``'s)."""
         ...
 
     def begin_auto(
@@ -510,21 +526,39 @@ class MemoryStore:
             self._leases[proposal_id] = lease or Lease()
             return "new"
 
-    def finish_commit(self, record: ReceiptRecord, *, now: int) -> None:
+    def finish_commit(self, record: ReceiptRecord, *, now: int, owner: str | None = None) -> bool:
         """Store the receipt and make the reservation final (see :class:`Store`)."""
         with self._lock:
-            if record.proposal in self._by_proposal:  # reconciled meanwhile: keep that one
-                return
-            amount, blocks = self._inflight.pop(record.proposal, (record.amount, record.blocks))
+            lease = self._leases.get(record.proposal)
+            mine = lease is not None and (owner is None or lease.owner == owner)
+            stored = self._by_proposal.get(record.proposal)
+            if stored is not None:  # reconciled meanwhile: keep that one
+                if owner is not None and self._receipts[stored].receipt.get(
+                    "at"
+                ) != record.receipt.get("at"):
+                    self._count(record.amount, record.blocks)  # the effect ran twice
+                return False
+            held = self._inflight.pop(record.proposal, None)
+            if held is None:  # released meanwhile, yet the effect took place: count it
+                held = (record.amount, record.blocks)
+                self._count(*held)
             self._leases.pop(record.proposal, None)
-            self._receipts[record.id] = replace(record, amount=amount, blocks=blocks)
+            self._receipts[record.id] = replace(record, amount=held[0], blocks=held[1])
             self._by_proposal[record.proposal] = record.id
             self._proposals.pop(record.proposal, None)
             self._anonymous.pop(record.proposal, None)
+            return mine
 
-    def abort_commit(self, proposal_id: str) -> None:
+    def _count(self, amount: int, blocks: Sequence[str]) -> None:
+        for block in blocks if amount else ():
+            self._totals[block] = self._totals.get(block, 0) + amount
+
+    def abort_commit(self, proposal_id: str, *, owner: str | None = None) -> None:
         """Release the claim and reservation (see :class:`Store`)."""
         with self._lock:
+            lease = self._leases.get(proposal_id)
+            if owner is not None and (lease is None or lease.owner != owner):
+                return  # not ours any more: the process holding it settles it
             held = self._inflight.pop(proposal_id, None)
             self._leases.pop(proposal_id, None)
             if held is not None:
@@ -569,17 +603,25 @@ class MemoryStore:
             held[subject] = lease
             return True
 
-    def finish_undo(self, receipt_id: str, undo: dict[str, Any], key: str) -> None:
+    def finish_undo(
+        self, receipt_id: str, undo: dict[str, Any], key: str, *, owner: str | None = None
+    ) -> bool:
         """Record the reversal (see :class:`Store`)."""
         with self._lock:
-            self._undoing.pop(receipt_id, None)
+            lease = self._undoing.pop(receipt_id, None)
+            mine = lease is not None and (owner is None or lease.owner == owner)
             record = self._receipts.get(receipt_id)
             if record is not None and record.undo is None:  # a reconciled undo stays
                 self._receipts[receipt_id] = replace(record, undo=undo, undo_key=key)
+                return mine
+            return False
 
-    def abort_undo(self, receipt_id: str) -> None:
+    def abort_undo(self, receipt_id: str, *, owner: str | None = None) -> None:
         """Release the undo claim (see :class:`Store`)."""
         with self._lock:
+            lease = self._undoing.get(receipt_id)
+            if owner is not None and (lease is None or lease.owner != owner):
+                return
             self._undoing.pop(receipt_id, None)
 
     # ---------------------------------------------------------------- auto replay memory

@@ -44,8 +44,11 @@ class _DiesBeforeReceipt:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def finish_commit(self, record: parley.ReceiptRecord, *, now: int) -> None:
+    def finish_commit(
+        self, record: parley.ReceiptRecord, *, now: int, owner: str | None = None
+    ) -> bool:
         _die()
+        return False
 
 
 def build_service(*, trusted: Sequence[str], store: parley.Store | None = None) -> parley.Service:
