@@ -755,7 +755,8 @@ class Service:
             proposal, plan = self._make_proposal(cap, item, now)
             records.append(ProposalRecord(proposal, auth.key, auth.principal, plan))
         for record in records:
-            self.store.add_proposal(record, now=now)
+            # only an INTENT with a verified grant competes for the committable pool
+            self.store.add_proposal(record, now=now, vouched=auth.check is not None)
         first = records[0]
         if auto and auth.check is not None and first.proposal["undo"] is not None:
             check = self._commit_check(frame, first, auth.key, now)

@@ -223,9 +223,11 @@ class SQLiteStore:
 
     # ---------------------------------------------------------------- proposals
 
-    def add_proposal(self, record: ProposalRecord, *, now: int) -> None:
-        """Keep a new proposal (see :class:`~parley._state.MemoryStore`: anonymous ones apart)."""
-        anon = int(record.key is None)
+    def add_proposal(
+        self, record: ProposalRecord, *, now: int, vouched: bool | None = None
+    ) -> None:
+        """Keep a new proposal (see :class:`~parley._state.MemoryStore`: unvouched ones apart)."""
+        anon = int(record.key is None if vouched is None else not vouched)
         cap = self.max_anonymous if anon else self.max_proposals
         with self._tx() as db:
             (count,) = db.execute(

@@ -191,8 +191,16 @@ class Store(Protocol):
 
     handles: HandleStore
 
-    def add_proposal(self, record: ProposalRecord, *, now: int) -> None:
-        """Keep a new proposal until it expires; ``limit`` when full of live proposals."""
+    def add_proposal(
+        self, record: ProposalRecord, *, now: int, vouched: bool | None = None
+    ) -> None:
+        """Keep a new proposal until it expires; ``limit`` when full of live proposals.
+
+        ``vouched`` (**ours**, review F3): the INTENT carried a verified grant. Proposals
+        of an INTENT without one (anonymous, or proven by a key nobody granted anything)
+        live in a pool of their own and push out only each other. ``None``: vouched when
+        ``record.key`` is set (loading fixtures).
+        """
         ...
 
     def proposal(self, proposal_id: str, *, now: int) -> ProposalRecord | None:
@@ -333,8 +341,8 @@ def check_caps(
 class MemoryStore:
     """The in-memory :class:`Store`; thread-safe (one lock), bounded by expiry and size.
 
-    ``max_proposals``, ``max_anonymous`` (proposals nobody can commit), ``max_receipts``,
-    ``max_replay`` and ``max_blocks`` cap the maps;
+    ``max_proposals``, ``max_anonymous`` (proposals of INTENTs without a verified
+    grant), ``max_receipts``, ``max_replay`` and ``max_blocks`` cap the maps;
     ``receipt_ttl`` is how long a receipt whose undo window closed is still kept for
     idempotent replays.
     """
@@ -391,20 +399,25 @@ class MemoryStore:
             if pid not in self._inflight:
                 del pool[pid]
 
-    def add_proposal(self, record: ProposalRecord, *, now: int) -> None:
+    def add_proposal(
+        self, record: ProposalRecord, *, now: int, vouched: bool | None = None
+    ) -> None:
         """Keep a new proposal (see :class:`Store`).
 
-        Proposals of an INTENT without a proof (``key`` ``None``: never committable) live in
-        their own pool of ``max_anonymous``, so a flood of them only pushes out each other,
-        never a proposal somebody can commit. When a pool is full, expired proposals go
-        first, then its oldest open ones: forgetting a proposal only makes its ``COMMIT``
-        answer ``not_found`` (never a second effect), whereas refusing would let anyone
-        shut INTENT off for everybody. A proposal being committed is never forgotten.
+        Proposals of an INTENT without a verified grant (no proof, or a proof by a key
+        nobody granted anything) live in their own pool of ``max_anonymous``, so a flood
+        of them only pushes out each other, never a proposal made for a granted key. When
+        a pool is full, expired proposals go first, then its oldest open ones: forgetting
+        a proposal only makes its ``COMMIT`` answer ``not_found`` (never a second effect),
+        whereas refusing would let anyone shut INTENT off for everybody. A proposal being
+        committed is never forgotten.
         """
+        if vouched is None:
+            vouched = record.key is not None
         pool, cap = (
-            (self._anonymous, self.max_anonymous)
-            if record.key is None
-            else (self._proposals, self.max_proposals)
+            (self._proposals, self.max_proposals)
+            if vouched
+            else (self._anonymous, self.max_anonymous)
         )
         with self._lock:
             if len(pool) >= cap:

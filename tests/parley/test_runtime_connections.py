@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 
 import parley
 
-from .runtime_harness import AGENT, PRINCIPAL, grant, load_shop
+from .runtime_harness import AGENT, PRINCIPAL, SERVICE_ID, grant, load_shop
 
 SHOP = load_shop()
 
@@ -143,5 +144,48 @@ def test_an_anonymous_intent_flood_does_not_evict_a_committable_proposal() -> No
             server.close()
             await server.wait_closed()
         assert store.sizes()["anonymous"] == 100
+
+    asyncio.run(run())
+
+
+def test_a_keyed_intent_flood_without_grants_does_not_evict_a_committable_proposal(
+    tmp_path: Path,
+) -> None:
+    # Review F3: a throwaway key proves possession of itself but carries no grant, so its
+    # proposals compete only with other proposals of INTENTs without a verified grant.
+    async def run() -> None:
+        store = parley.SQLiteStore(str(tmp_path / "s.sqlite"), max_proposals=40, max_anonymous=20)
+        svc = SHOP.build_service(trusted=[PRINCIPAL.public], store=store)
+        server = await parley.serve_tcp(svc, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            client = await parley.connect(
+                f"parley://127.0.0.1:{port}", parley.Agent(AGENT, [grant()])
+            )
+            async with client:
+                await client.hello()
+                shown = await client.intent("shop.order", {"item": "latte"})
+                assert shown.reply is not None
+                mine = shown.reply["proposals"][0]
+                attacker = parley.Agent(parley.generate_key(), [], service=SERVICE_ID)
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                flood = 60  # 120 proposals, three times the committable pool
+                for _ in range(flood):
+                    frame = attacker.intent("shop.order", {"item": "latte"})
+                    writer.write(json.dumps(frame).encode() + b"\n")
+                await writer.drain()
+                kinds = set()
+                for _ in range(flood):
+                    line = await asyncio.wait_for(reader.readline(), 60)
+                    kinds.add(json.loads(line)["kind"])
+                assert kinds == {"PROPOSALS"}
+                writer.close()
+                done = await client.commit(mine)
+                assert done.kind == "RECEIPT", done.reply
+        finally:
+            server.close()
+            await server.wait_closed()
+        # the flood's pool is full (20) beside the other offer of the good INTENT
+        assert store.sizes()["proposals"] == 21
 
     asyncio.run(run())
