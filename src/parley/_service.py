@@ -695,11 +695,19 @@ class Service:
             # dedupe: such requests never take a replay-memory slot (a flood of self-made
             # keys cannot fill it and shut auto-commit off for everybody).
             return self._intent_body(cap, frame, now, events, auth, auto=False)
-        claim = self.store.begin_auto(auth.key, frame["id"], now=now)
+        lease = Lease(self.owner, now, now + self.commit_lease, auth.key)
+        claim: str | dict[str, Any]
+        claim = self.store.begin_auto(auth.key, frame["id"], now=now, lease=lease)
         if claim == "busy":
+            claim = self._settle_auto(auth.key, frame["id"], now)
+            if claim == "released":
+                claim = self.store.begin_auto(auth.key, frame["id"], now=now, lease=lease)
+        if claim in ("busy", "released"):
             raise _RefusalError(
                 "conflict", "this auto request is still being handled", reason="busy", retry=1
             )
+        if claim == "unresolved":
+            raise self._unsettled("commit", "unresolved")
         if isinstance(claim, dict):
             stored = dict(claim)
             kind = stored.pop("kind")
@@ -761,6 +769,8 @@ class Service:
         if auto and auth.check is not None and first.proposal["undo"] is not None:
             check = self._commit_check(frame, first, auth.key, now)
             if check.ok:
+                # a crash from here on is settled by the commit's receipt (review F4)
+                self.store.link_auto(auth.key or "", frame["id"], first.id)
                 try:
                     receipt = self._execute(first, auth.key or "", check, now, frame, events)
                 except _RefusalError as exc:
@@ -995,6 +1005,37 @@ class Service:
         self.store.take_over(kind, subject, mine, unresolved(mine))
         return "unresolved"
 
+    def _settle_auto(self, key: str, frame_id: str, now: int) -> str | dict[str, Any]:
+        """Settle an auto INTENT found unfinished (review F4).
+
+        Its reply when the commit it started has a receipt (after settling that commit if
+        it is stale); ``released`` when its handler is gone before any commit took place
+        (the claim is dropped: the retry runs afresh); ``unresolved`` when its commit is
+        left to an operator; ``busy`` while it may still be running.
+        """
+        claim = next(
+            (c for c in self.store.auto_claims() if (c.key, c.frame) == (key, frame_id)), None
+        )
+        if claim is None:
+            return "released"  # finished or dropped meanwhile: claim again
+        if claim.lease is None:
+            return "busy"  # who handles it was not recorded: it waits out its replay time
+        if claim.proposal is not None:
+            done = self.store.receipt_for(claim.proposal)
+            if done is None and self.store.lease("commit", claim.proposal) is not None:
+                settled = self._settle("commit", claim.proposal, now)
+                if settled in ("busy", "unresolved"):
+                    return settled
+                done = self.store.receipt_for(claim.proposal)
+            if done is not None and done.key == key:
+                reply = {"kind": "RECEIPT", "receipt": done.receipt, "auto": True}
+                self.store.finish_auto(key, frame_id, reply, now=now)
+                return reply
+        if not stale(claim.lease, now):
+            return "busy"
+        self.store.abort_auto(key, frame_id)  # no effect took place: the retry runs afresh
+        return "released"
+
     def recover(self, *, now: int | None = None) -> list[dict[str, str]]:
         """Reconcile every stale commit and undo in the store; report what became of each.
 
@@ -1012,6 +1053,11 @@ class Service:
                     out.append(
                         {"kind": kind, "id": subject, "outcome": self._settle(kind, subject, at)}
                     )
+        for claim in self.store.auto_claims():
+            if claim.lease is not None and stale(claim.lease, at):
+                settled = self._settle_auto(claim.key, claim.frame, at)
+                outcome = "done" if isinstance(settled, dict) else settled
+                out.append({"kind": "auto", "id": claim.frame, "outcome": outcome})
         return out
 
     # ---------------------------------------------------------------- UNDO

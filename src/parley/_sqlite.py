@@ -26,6 +26,7 @@ from ._handles import HandleStore
 from ._state import (
     PROPOSAL_GRACE,
     REPLAY_TTL,
+    AutoClaim,
     Claim,
     Lease,
     ProposalRecord,
@@ -58,7 +59,13 @@ ALTER TABLE proposals ADD COLUMN anon INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS proposals_anon ON proposals (anon)
 """
 
-MIGRATIONS = (_V1, _V2)
+# v3 (review F4): an auto INTENT still being handled records who handles it and the
+# proposal it commits, so a claim left by a crash can be settled instead of answering busy.
+_V3 = """
+ALTER TABLE replay ADD COLUMN claim TEXT
+"""
+
+MIGRATIONS = (_V1, _V2, _V3)
 """The ordered schema migrations; ``PRAGMA user_version`` counts those applied."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -69,7 +76,7 @@ _COLUMNS = {
     "receipts": ("id", "proposal", "keep_until", "undoing", "record", "undo_lease"),
     "inflight": ("proposal", "amount", "blocks", "lease"),
     "totals": ("block", "amount"),
-    "replay": ("key", "frame", "until", "reply"),
+    "replay": ("key", "frame", "until", "reply", "claim"),
     "handles": ("handle", "key", "expires", "value"),
 }
 
@@ -541,7 +548,13 @@ class SQLiteStore:
     # ---------------------------------------------------------------- auto replay memory
 
     def begin_auto(
-        self, key: str, frame_id: str, *, now: int, ttl: int = REPLAY_TTL
+        self,
+        key: str,
+        frame_id: str,
+        *,
+        now: int,
+        ttl: int = REPLAY_TTL,
+        lease: Lease | None = None,
     ) -> Claim | dict[str, Any]:
         """Claim ``(key, frame_id)``."""
         with self._tx() as db:
@@ -559,11 +572,49 @@ class SQLiteStore:
                 (count,) = db.execute("SELECT COUNT(*) FROM replay").fetchone()
                 if count >= self.max_replay:
                     raise _limit("remembered auto requests")
+            claim = None if lease is None else _dump({"lease": lease.as_json(), "proposal": None})
             db.execute(
-                "INSERT OR REPLACE INTO replay VALUES (?, ?, ?, NULL)",
-                (key, frame_id, now + max(ttl, REPLAY_TTL)),
+                "INSERT OR REPLACE INTO replay VALUES (?, ?, ?, NULL, ?)",
+                (key, frame_id, now + max(ttl, REPLAY_TTL), claim),
             )
             return "new"
+
+    def link_auto(self, key: str, frame_id: str, proposal_id: str) -> None:
+        """Record the proposal an unfinished auto INTENT commits."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT claim FROM replay WHERE key = ? AND frame = ? AND reply IS NULL",
+                (key, frame_id),
+            ).fetchone()
+            claim = None if row is None else _load(row[0])
+            if isinstance(claim, dict):
+                claim["proposal"] = proposal_id
+                db.execute(
+                    "UPDATE replay SET claim = ? WHERE key = ? AND frame = ?",
+                    (_dump(claim), key, frame_id),
+                )
+
+    def auto_claims(self, *, limit: int = 1000) -> list[AutoClaim]:
+        """Unfinished auto INTENTs, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT key, frame, claim FROM replay WHERE reply IS NULL ORDER BY rowid LIMIT ?",
+                (limit,),
+            ).fetchall()
+        out = []
+        for key, frame, text in rows:
+            claim = _load(text)
+            if not isinstance(claim, dict):
+                out.append(AutoClaim(str(key), str(frame), None))
+                continue
+            proposal = claim.get("proposal")
+            lease = Lease.from_json(claim.get("lease"))
+            out.append(
+                AutoClaim(
+                    str(key), str(frame), lease, proposal if isinstance(proposal, str) else None
+                )
+            )
+        return out
 
     def finish_auto(
         self, key: str, frame_id: str, reply: dict[str, Any], *, now: int, ttl: int = REPLAY_TTL
@@ -571,7 +622,7 @@ class SQLiteStore:
         """Remember the reply."""
         with self._tx() as db:
             db.execute(
-                "INSERT OR REPLACE INTO replay VALUES (?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO replay VALUES (?, ?, ?, ?, NULL)",
                 (key, frame_id, now + max(ttl, REPLAY_TTL), _dump(reply)),
             )
 

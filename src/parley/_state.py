@@ -27,6 +27,7 @@ from ._handles import HandleStore, MemoryHandleStore
 
 __all__ = [
     "REPLAY_TTL",
+    "AutoClaim",
     "Claim",
     "Lease",
     "MemoryStore",
@@ -93,6 +94,21 @@ class Lease:
             principal if isinstance(principal, str) else None,
             str(data.get("hash") or ""),
         )
+
+
+@dataclass(frozen=True)
+class AutoClaim:
+    """An auto ``INTENT`` still being handled (**ours**, review F4).
+
+    ``key`` and ``frame`` name it; ``lease`` says which process handles it and until when
+    (``None``: not recorded, e.g. a claim from before schema v3: it waits out its replay
+    time); ``proposal`` is the proposal whose commit it started, once it started one.
+    """
+
+    key: str
+    frame: str
+    lease: Lease | None
+    proposal: str | None = None
 
 
 @dataclass(frozen=True)
@@ -296,9 +312,26 @@ class Store(Protocol):
         ...
 
     def begin_auto(
-        self, key: str, frame_id: str, *, now: int, ttl: int = REPLAY_TTL
+        self,
+        key: str,
+        frame_id: str,
+        *,
+        now: int,
+        ttl: int = REPLAY_TTL,
+        lease: Lease | None = None,
     ) -> Claim | dict[str, Any]:
-        """Claim ``(key, frame_id)`` of an auto INTENT: ``"new"``, ``"busy"`` or the reply."""
+        """Claim ``(key, frame_id)`` of an auto INTENT: ``"new"``, ``"busy"`` or the reply.
+
+        ``lease`` records who handles it, so that a claim left by a crash can be settled.
+        """
+        ...
+
+    def link_auto(self, key: str, frame_id: str, proposal_id: str) -> None:
+        """Record that the unfinished auto INTENT ``(key, frame_id)`` commits a proposal."""
+        ...
+
+    def auto_claims(self, *, limit: int = 1000) -> list[AutoClaim]:
+        """Up to ``limit`` auto INTENTs still being handled, oldest first."""
         ...
 
     def finish_auto(
@@ -377,6 +410,7 @@ class MemoryStore:
         self._replay: OrderedDict[tuple[str, str], tuple[int, dict[str, Any] | None]] = (
             OrderedDict()
         )
+        self._auto: dict[tuple[str, str], AutoClaim] = {}
 
     def sizes(self) -> dict[str, int]:
         """How many entries each map holds (for tests and monitoring)."""
@@ -640,7 +674,13 @@ class MemoryStore:
     # ---------------------------------------------------------------- auto replay memory
 
     def begin_auto(
-        self, key: str, frame_id: str, *, now: int, ttl: int = REPLAY_TTL
+        self,
+        key: str,
+        frame_id: str,
+        *,
+        now: int,
+        ttl: int = REPLAY_TTL,
+        lease: Lease | None = None,
     ) -> Claim | dict[str, Any]:
         """Claim ``(key, frame_id)`` (see :class:`Store`)."""
         with self._lock:
@@ -650,10 +690,24 @@ class MemoryStore:
             if len(self._replay) >= self.max_replay:
                 for old in [k for k, (until, _) in self._replay.items() if until < now]:
                     del self._replay[old]
+                    self._auto.pop(old, None)
             if len(self._replay) >= self.max_replay:
                 raise _limit("remembered auto requests")
             self._replay[(key, frame_id)] = (now + max(ttl, REPLAY_TTL), None)
+            self._auto[(key, frame_id)] = AutoClaim(key, frame_id, lease)
             return "new"
+
+    def link_auto(self, key: str, frame_id: str, proposal_id: str) -> None:
+        """Record the proposal an auto INTENT commits (see :class:`Store`)."""
+        with self._lock:
+            claim = self._auto.get((key, frame_id))
+            if claim is not None:
+                self._auto[(key, frame_id)] = replace(claim, proposal=proposal_id)
+
+    def auto_claims(self, *, limit: int = 1000) -> list[AutoClaim]:
+        """Auto INTENTs still being handled (see :class:`Store`)."""
+        with self._lock:
+            return list(itertools.islice(self._auto.values(), limit))
 
     def finish_auto(
         self, key: str, frame_id: str, reply: dict[str, Any], *, now: int, ttl: int = REPLAY_TTL
@@ -661,6 +715,7 @@ class MemoryStore:
         """Remember the reply (see :class:`Store`)."""
         with self._lock:
             self._replay[(key, frame_id)] = (now + max(ttl, REPLAY_TTL), reply)
+            self._auto.pop((key, frame_id), None)
 
     def abort_auto(self, key: str, frame_id: str) -> None:
         """Drop the claim (see :class:`Store`)."""
@@ -668,6 +723,7 @@ class MemoryStore:
             entry = self._replay.get((key, frame_id))
             if entry is not None and entry[1] is None:
                 del self._replay[(key, frame_id)]
+                self._auto.pop((key, frame_id), None)
 
 
 class _LockedHandles:
@@ -691,7 +747,8 @@ def load_state(store: Store, state: dict[str, Any], *, now: int) -> None:
 
         ``state`` may hold ``proposals`` (:meth:`ProposalRecord.as_json` objects),
         ``receipts`` (:meth:`ReceiptRecord.as_json`), ``spent`` (block id to amount),
-        ``replay`` (``{"key", "id", "reply", "at"?}``; a null reply is a request still running,
+        ``replay`` (``{"key", "id", "reply", "at"?, "lease"?, "proposal"?}``; a null reply is
+    a request still running, ``lease`` who runs it, ``proposal`` the one it commits,
     ``at`` when it was first seen, default ``now``), ``inflight`` (commits in flight:
     ``{"proposal", "amount"?, "blocks"?, "lease"}``, the proposal also under
     ``proposals``), ``undoing`` (undos in flight: ``{"receipt", "lease"}``) and
@@ -730,7 +787,10 @@ def load_state(store: Store, state: dict[str, Any], *, now: int) -> None:
         store.begin_undo(raw["receipt"], lease=Lease.from_json(raw.get("lease")))
     for raw in state.get("replay", []):
         seen = int(raw.get("at", now))
-        store.begin_auto(raw["key"], raw["id"], now=seen)
+        held = Lease.from_json(raw["lease"]) if "lease" in raw else None
+        store.begin_auto(raw["key"], raw["id"], now=seen, lease=held)
+        if raw.get("proposal") is not None:
+            store.link_auto(raw["key"], raw["id"], raw["proposal"])
         if raw.get("reply") is not None:
             store.finish_auto(raw["key"], raw["id"], raw["reply"], now=seen)
     for raw in state.get("handles", []):

@@ -283,3 +283,48 @@ def test_undo_killed_after_its_effect_is_reconciled(tmp_path: Path, servers: lis
     assert (reply["kind"], reply.get("replay")) == ("RECEIPT", True)
     assert reply["receipt"]["undoes"] == receipt["id"]
     assert reply["receipt"]["result"]["cancelled"] == "o1"
+
+
+async def _auto(server: Server, token: str, frame: dict[str, Any] | None) -> Any:
+    """Send the auto INTENT ``frame`` (a new one when ``None``); the reply or the error."""
+    client = await _client(server, [token])
+    async with client:
+        if frame is None:
+            frame = client.agent.intent("shop.order", {"item": "latte"}, auto=True)
+        client.agent.pending[frame["id"]] = parley.Result(frame)
+        try:
+            done = await client.request(frame)
+        except parley.ParleyError as exc:
+            return frame, exc
+        return frame, done.reply
+
+
+@pytest.mark.parametrize(
+    ("step", "outcome"), [("before_effect", "released"), ("after_effect", "done")]
+)
+def test_auto_intent_killed_mid_commit_is_settled_at_restart(
+    tmp_path: Path, servers: list[Server], step: str, outcome: str
+) -> None:
+    # Review F4: the replay claim of an auto INTENT cut short by a crash answered `busy`
+    # for its whole replay time (10 minutes) and its receipt could never be fetched.
+    token = _spend_grant()
+    db = tmp_path / "shop.sqlite"
+    state = ["--state", f"sqlite:{db}"]
+    servers.append(Server(tmp_path, state, {"PARLEY_TEST_CRASH": step}))
+    frame, cut = asyncio.run(_auto(servers[-1], token, None))
+    assert isinstance(cut, parley.ParleyError), cut
+    assert servers[-1].killed() == -signal.SIGKILL
+    servers.append(Server(tmp_path, state))
+    assert f"recovered auto {frame['id']}: {outcome}" in servers[-1].log, servers[-1].log
+    _, reply = asyncio.run(_auto(servers[-1], token, frame))  # the very same frame again
+    assert isinstance(reply, dict), reply
+    assert reply["kind"] == "RECEIPT", reply
+    assert bool(reply.get("replay")) is (outcome == "done")
+    assert reply["receipt"]["result"] == {"order": "o1"}
+    _, again = asyncio.run(_auto(servers[-1], token, frame))
+    assert (again["kind"], again.get("replay")) == ("RECEIPT", True)
+    assert again["receipt"] == reply["receipt"]
+    orders = asyncio.run(_orders(servers[-1], token))
+    assert [o["order"] for o in orders] == ["o1"]  # exactly one effect
+    servers[-1].stop()
+    assert _spent(db, token) == reply["receipt"]["cost"]["amount"]
