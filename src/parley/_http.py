@@ -170,8 +170,9 @@ def asgi_app(
 
 
 HEADER_TIMEOUT = 10.0
-"""**Ours:** seconds a new HTTP connection may take to send its request line and headers
-(a header trickled a byte at a time is closed)."""
+"""**Ours:** seconds an HTTP connection may take to send a request line and headers, from
+when it opened or, on a kept-alive connection, from the first byte of the next request (a
+header trickled a byte at a time is closed)."""
 
 
 def _guarded_protocol(
@@ -189,7 +190,8 @@ def _guarded_protocol(
         def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
             self._parley_last = self.loop.time()
-            self._parley_head = self.loop.call_later(header_timeout, self._parley_slow_head)
+            self._parley_head: asyncio.TimerHandle | None = None
+            self._parley_arm()
             peer = self.client[0] if self.client else None
             same = [c for c in self.connections if c.client and c.client[0] == peer]
             if peer is not None and len(same) > max_per_peer:
@@ -206,18 +208,28 @@ def _guarded_protocol(
         def _parley_idle(self) -> bool:
             return bool(self.cycle is None or self.cycle.response_complete)
 
+        def _parley_arm(self) -> None:
+            # a request head is awaited: it must be complete within header_timeout, on
+            # the first request and on every later one of a kept-alive connection (F5)
+            self._parley_waiting = self.cycle
+            self._parley_head = self.loop.call_later(header_timeout, self._parley_slow_head)
+
         def _parley_slow_head(self) -> None:
-            if self.cycle is None and not self.transport.is_closing():
+            if self.cycle is self._parley_waiting and not self.transport.is_closing():
                 self.transport.abort()
 
         def data_received(self, data: bytes) -> None:
             self._parley_last = self.loop.time()
+            if self._parley_head is None and self._parley_idle():  # a next request begins
+                self._parley_arm()
             super().data_received(data)
-            if self.cycle is not None:
-                self._parley_head.cancel()
+            if self._parley_head is not None and self.cycle is not self._parley_waiting:
+                self._parley_head.cancel()  # its head is complete
+                self._parley_head = None
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._parley_head.cancel()
+            if self._parley_head is not None:
+                self._parley_head.cancel()
             super().connection_lost(exc)
 
     return Guarded

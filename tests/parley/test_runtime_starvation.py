@@ -221,3 +221,44 @@ def test_the_http_bridge_closes_a_trickled_header() -> None:
             await server.task
 
     asyncio.run(run())
+
+
+def test_the_http_bridge_closes_a_trickled_header_on_a_kept_alive_connection() -> None:
+    # Review F5: the head timeout covered only a connection's first request; the head of
+    # the second one could be trickled a byte at a time for as long as the peer liked.
+    need_uvicorn()
+
+    async def run() -> None:
+        svc = SHOP.build_service(trusted=[PRINCIPAL.public])
+        server = await parley.serve_http(svc, "127.0.0.1", 0, header_timeout=0.3)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            body = b'{"parley":1,"id":"h","verb":"HELLO"}'
+            writer.write(
+                b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            assert head.startswith(b"HTTP/1.1 200"), head
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            await asyncio.wait_for(reader.readexactly(length), 10)
+            trickle = b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
+            sent = 0
+            for byte in trickle:  # a byte every 50 ms: 0.3 s is about six bytes
+                if writer.transport.is_closing() or reader.at_eof():
+                    break
+                writer.write(bytes([byte]))
+                sent += 1
+                try:
+                    if await asyncio.wait_for(reader.read(1), 0.05) == b"":
+                        break
+                except TimeoutError:
+                    pass
+            assert sent < len(trickle), "the trickled second head was never cut"
+            writer.close()
+        finally:
+            server.should_exit = True
+            await server.task
+
+    asyncio.run(run())
