@@ -151,7 +151,7 @@ def _state_url(args: argparse.Namespace) -> str:
 
 
 def _state_list(args: argparse.Namespace) -> int:
-    store = open_store(_state_url(args))
+    store = open_store(_state_url(args), create=False)
     now = int(time.time())
     kinds: tuple[Kind, ...] = ("commit", "undo")
     for kind in kinds:
@@ -164,14 +164,40 @@ def _state_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _resolve_subject(store: Store, kind: Kind, subject: str, began: int, needed: bool) -> None:
+    """Check, before anything is taken over, that what a resolve reads is there and readable.
+
+    ``needed``: the outcome writes a receipt, so the proposal (commit) or the receipt (undo)
+    must exist. A record that cannot be read is ``internal``/``bad_store`` either way.
+    """
+    try:
+        found = store.proposal(subject, now=began) if kind == "commit" else store.receipt(subject)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise ParleyError(
+            "internal",
+            f"the stored record of the {kind} {subject[:80]!r} cannot be read",
+            reason="bad_store",
+        ) from None
+    if found is None and needed:
+        what = "proposal of this commit" if kind == "commit" else "receipt of this undo"
+        raise ParleyError("not_found", f"the {what} is gone", reason="unknown_proposal")
+
+
 def _state_resolve(args: argparse.Namespace) -> int:
-    store = open_store(_state_url(args))
+    """Settle a claim for an operator; on any refusal the claim is left as it was (F6)."""
+    if args.result is not None and not args.happened:
+        raise ParleyError(
+            "invalid_params", "--result goes with --happened only", reason="bad_result"
+        )
+    outcome = happened(_json_arg(args.result, "--result")) if args.happened else not_happened()
+    store = open_store(_state_url(args), create=False)
     now = int(time.time())
     kind: Kind = "commit" if args.kind == "commit" else "undo"
-    lease = store.lease(kind, args.id)
+    subject = str(args.id)
+    lease = store.lease(kind, subject)
     if lease is None:
         raise ParleyError(
-            "not_found", f"no {kind} of {args.id[:80]!r} is in flight", reason="not_in_flight"
+            "not_found", f"no {kind} of {subject[:80]!r} is in flight", reason="not_in_flight"
         )
     if not stale(lease, now):
         raise ParleyError(
@@ -180,13 +206,17 @@ def _state_resolve(args: argparse.Namespace) -> int:
             " process or wait",
             reason="busy",
         )
+    _resolve_subject(store, kind, subject, lease.began, outcome.happened)
     mine = replace(lease, owner=owner_id(secrets.token_bytes), until=now + 60)
-    if not store.take_over(kind, args.id, lease, mine):
+    if not store.take_over(kind, subject, lease, mine):
         raise ParleyError("conflict", "another process is settling it", reason="busy")
-    outcome = happened(_json_arg(args.result, "--result")) if args.happened else not_happened()
-    written = resolve(store, kind, args.id, mine, outcome, now=now, rand=secrets.token_bytes)
+    try:
+        written = resolve(store, kind, subject, mine, outcome, now=now, rand=secrets.token_bytes)
+    except BaseException:
+        store.take_over(kind, subject, mine, lease)  # give the claim back as it was
+        raise
     if written is None:
-        print(f"released: the {kind} of {args.id} did not happen")
+        print(f"released: the {kind} of {subject} did not happen")
     else:
         print(json.dumps(written, ensure_ascii=False))
     return 0

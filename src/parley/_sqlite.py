@@ -13,7 +13,9 @@ The schema version is ``PRAGMA user_version``; opening applies the missing migra
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -79,6 +81,15 @@ _COLUMNS = {
     "replay": ("key", "frame", "until", "reply", "claim"),
     "handles": ("handle", "key", "expires", "value"),
 }
+
+
+def _create_private(path: str) -> None:
+    """Create a new database file readable by its owner only (0600): it holds plans, EXPAND
+    values and who asked for what. SQLite gives its -wal and -shm files the same mode."""
+    if path == ":memory:" or path.startswith("file:") or not path:
+        return
+    with contextlib.suppress(OSError):  # exists already, or cannot: SQLite says why
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def _dump(value: Any) -> str:
@@ -163,6 +174,7 @@ class SQLiteStore:
         self.max_handles = max_handles
         self.receipt_ttl = receipt_ttl
         self._lock = threading.RLock()
+        _create_private(path)
         self._db = sqlite3.connect(
             path, timeout=timeout, isolation_level=None, check_same_thread=False
         )

@@ -31,11 +31,14 @@ def default_state_url(service_id: str, home: Path | None = None) -> str:
     return f"sqlite:{base / 'state' / (name[:120] + '.sqlite')}"
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, *, create: bool = True) -> Store:
     """Open the store a state URL names; raise ``invalid_params`` for anything else.
 
     ``:memory:`` is a :class:`~parley.MemoryStore` (lost when the process ends);
-    ``sqlite:PATH`` a :class:`~parley.SQLiteStore`, its folder created ``0700`` if missing.
+    ``sqlite:PATH`` a :class:`~parley.SQLiteStore`, its folder created ``0700`` if missing
+    (the file is created ``0600`` by the store). ``create=False`` (read-only commands,
+    ``parley state``) refuses a file that does not exist (``not_found``/``no_state``)
+    rather than creating it and its folders.
     """
     if url == ":memory:":
         return MemoryStore()
@@ -43,6 +46,12 @@ def open_store(url: str) -> Store:
         path = Path(url.removeprefix("sqlite:")).expanduser()
         if not url.removeprefix("sqlite:"):
             raise ParleyError("invalid_params", "sqlite: needs a file path", reason="bad_state")
+        if not create and not path.is_file():
+            raise ParleyError(
+                "not_found",
+                f"no such state: {str(path)[:200]} does not exist (check --state or --service)",
+                reason="no_state",
+            )
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             return SQLiteStore(str(path))
