@@ -27,7 +27,7 @@ from ._agent import Agent, Result
 from ._b64 import b64url_decode
 from ._connect import connect, serve_forever
 from ._errors import ParleyError
-from ._keys import Key, generate_key, key_from_seed
+from ._keys import Key, generate_key, key_from_seed, parse_public_key
 from ._keystore import AgentKeyStore, _private_dir, agent_home
 from ._lens import lens
 from ._recovery import Kind, happened, not_happened, owner_id, resolve, stale
@@ -77,16 +77,30 @@ def _load_service(app: str, trusted: list[str], state: str | None) -> Service:
                 reason="io",
             )
         if state is None:
-            probe = found(trusted=trusted, store=MemoryStore())
+            probe = _build(found, app, trusted, MemoryStore())
             if not isinstance(probe, Service):
-                raise ParleyError("invalid_params", f"{app} did not return a Service", reason="io")
+                raise ParleyError("invalid_params", f"{app} did not return a Service", reason="app")
             state = default_state_url(probe.id)
-        built = found(trusted=trusted, store=_state_store(state, None))
+        built = _build(found, app, trusted, _state_store(state, None))
         if isinstance(built, Service):
             return built
     raise ParleyError(
         "invalid_params", f"{app} is neither a Service nor a function returning one", reason="io"
     )
+
+
+def _build(factory: Any, app: str, trusted: list[str], store: Store) -> Any:
+    """Call the app factory; whatever it raises becomes one error line (F7)."""
+    try:
+        return factory(trusted=trusted, store=store)
+    except ParleyError:
+        raise
+    except Exception as exc:  # the app's own failure, e.g. json:loads given keywords
+        raise ParleyError(
+            "invalid_params",
+            f"calling {app}(trusted=…, store=…) failed: {type(exc).__name__}: {exc}"[:300],
+            reason="app",
+        ) from None
 
 
 def _state_store(state: str | None, service_id: str | None) -> Store:
@@ -113,6 +127,8 @@ def _example_app() -> str:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    for key in args.trust:  # a typo here would silently trust nobody
+        parse_public_key(key)
     app = args.app if args.app is not None else _example_app()
     service = _load_service(app, list(args.trust), args.state)
     where = getattr(service.store, "path", ":memory:")
@@ -135,8 +151,15 @@ def _serve(args: argparse.Namespace) -> int:
                 reason="no_http_extra",
             ) from None
     print(f"serving {service.id} at {args.url} (state: {where})", file=sys.stderr)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_forever(args.url, service, certfile=args.cert, keyfile=args.key))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve_forever(args.url, service, certfile=args.cert, keyfile=args.key))
+    except OSError as exc:  # an unknown host, an address in use, no permission
+        raise ParleyError(
+            "unavailable",
+            f"cannot serve at {args.url[:80]}: {exc.strerror or exc}",
+            reason="listen",
+        ) from None
     return 0
 
 
@@ -194,6 +217,12 @@ def _state_resolve(args: argparse.Namespace) -> int:
     now = int(time.time())
     kind: Kind = "commit" if args.kind == "commit" else "undo"
     subject = str(args.id)
+    try:
+        subject.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ParleyError(
+            "invalid_params", f"the {kind} id is not text (no such id)", reason="bad_id"
+        ) from None
     lease = store.lease(kind, subject)
     if lease is None:
         raise ParleyError(
@@ -374,7 +403,16 @@ async def _call_async(args: argparse.Namespace) -> int:
 def _call(args: argparse.Namespace) -> int:
     if args.verb != "hello" and not args.target:
         raise ParleyError("invalid_params", f"{args.verb} needs a target", reason="io")
-    return asyncio.run(_call_async(args))
+    if not args.timeout > 0:
+        raise ParleyError("invalid_params", "--timeout must be positive", reason="io")
+    try:
+        return asyncio.run(asyncio.wait_for(_call_async(args), args.timeout))
+    except TimeoutError:
+        raise ParleyError(
+            "unavailable",
+            f"no reply from {args.url[:80]} within {args.timeout:g} s",
+            reason="timeout",
+        ) from None
 
 
 def register(sub: Any) -> None:
@@ -444,4 +482,11 @@ def register(sub: Any) -> None:
     call.add_argument("--service", help="the service id (default: learned from HELLO)")
     call.add_argument("--cafile", help="CA certificate to trust for parleys:// and https://")
     call.add_argument("--json", action="store_true", help="print frames as JSON, not Lens")
+    call.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="give up when the whole call takes longer (default 60)",
+    )
     call.set_defaults(handler=_call)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import ssl as _ssl
 from typing import Any
-from urllib.parse import urlsplit
 
 from ._agent import Agent, Client
 from ._errors import ParleyError
 from ._http import serve_http
-from ._http_client import connect_http
+from ._http_client import connect_http, split_http_url
 from ._service import Service
 from ._transport_stdio import connect_stdio
 from ._transport_tcp import (
@@ -80,7 +79,7 @@ async def serve(
                 context.load_cert_chain(certfile, keyfile)
         return await serve_tcp(service, host, port, ssl=context)
     if url.startswith(("http://", "https://")):
-        parts = urlsplit(url)
+        parts = split_http_url(url)
         default = 443 if parts.scheme == "https" else 80
         return await serve_http(
             service,

@@ -80,18 +80,19 @@ _CHUNK = 64 * 1024
 
 def parse_url(url: str) -> tuple[str, str, int]:
     """Split ``parley://host[:port]`` or ``parleys://host[:port]`` into scheme, host, port."""
-    parts = urlsplit(url)
-    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+        port = parts.port
+    except ValueError:  # "parley://[::1": an unclosed IPv6 literal, a port out of range
+        raise ParleyError(
+            "invalid_params", f"the URL {url[:80]!r} is malformed", reason="bad_url"
+        ) from None
+    if parts.scheme not in DEFAULT_PORTS or not hostname:
         raise ParleyError(
             "invalid_params", f"not a parley:// or parleys:// URL: {url[:80]!r}", reason="bad_url"
         )
-    try:
-        port = parts.port or DEFAULT_PORTS[parts.scheme]
-    except ValueError:
-        raise ParleyError(
-            "invalid_params", "the URL's port is not a number", reason="bad_url"
-        ) from None
-    return parts.scheme, parts.hostname, port
+    return parts.scheme, hostname, port or DEFAULT_PORTS[parts.scheme]
 
 
 def _encoded(frame: dict[str, Any]) -> bytes:
