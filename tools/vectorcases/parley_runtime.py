@@ -755,6 +755,44 @@ def _runtime_cases() -> Iterator[Case]:
         state={"replay": [{"key": AGENT.public, "id": "auto-1", "reply": None}]},
         flags=("auto",),
     )
+
+    # an auto INTENT cut short by a crash (review F4): its claim records who handled it
+    # and the proposal it was committing, so a repeat settles it instead of busy
+    def auto_claim(until: int, proposal: str | None) -> dict[str, Any]:
+        held = {"owner": "vectors.invalid:1:gone", "began": NOW - 30, "until": until}
+        claim = {"key": AGENT.public, "id": "auto-1", "reply": None, "at": NOW - 30}
+        return claim | {"lease": held | {"key": AGENT.public}, "proposal": proposal}
+
+    yield _case(
+        "auto-cut-short-committed",
+        auto,
+        ok,
+        "the handler died after its commit was written: the repeat gets that receipt (replay"
+        " true) instead of busy",
+        state={
+            "receipts": [_receipt(P_LATTE)],
+            "replay": [auto_claim(NOW - 1, P_LATTE["id"])],
+        },
+        flags=("auto", "replay", "recovery"),
+        replay=True,
+    )
+    yield _case(
+        "auto-cut-short-before-commit",
+        auto,
+        ok,
+        "the handler died before any commit began and its lease ran out: no effect took"
+        " place, so the repeat runs afresh (a new receipt, not a replay)",
+        state={"replay": [auto_claim(NOW - 1, None)]},
+        flags=("auto", "recovery"),
+    )
+    yield _case(
+        "auto-cut-short-lease-running",
+        auto,
+        ("ERROR", "conflict", "busy"),
+        "the handler's lease still runs (another host): busy, retry in a second",
+        state={"replay": [auto_claim(NOW + 570, None)]},
+        flags=("auto", "recovery"),
+    )
     # COMMIT
     open_latte = {"proposals": [_record(P_LATTE)]}
     yield _case("commit", _commit(P_LATTE), ok, "EVENTs then the receipt", state=open_latte)
