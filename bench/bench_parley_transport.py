@@ -1,13 +1,20 @@
-"""Parley transports: round-trip throughput against a plain NDJSON echo on the same transport.
+"""Parley transports: what TCP and the HTTP bridge add over the service called in-process.
 
-    python bench/bench_parley_transport.py [--quick]
+    python bench/bench_parley_transport.py [--quick] [--rounds N]
 
-Over TCP on 127.0.0.1: an agent sends ASK requests (proof of possession on each, 32 in
-flight) to the example shop through the Parley runtime, against the same client loop
-talking to a plain NDJSON echo server. Over the HTTP bridge (uvicorn): the same ASK POSTed
-to the ASGI bridge, against a plain ASGI app that echoes the body, both through the same
-small HTTP client. Each figure is requests per second and the ratio Parley / echo,
-measured in the same run.
+Every request is an ASK with a fresh proof of possession (a new Ed25519 signature each
+time) to the example shop. Printed, in one run, best and median of interleaved rounds:
+
+* in-process: ``Service.handle`` on the encoded frame, one after another: the floor (frame
+  parsing, proof verification, the handler, fitting the reply); the client's own work
+  (building and signing the frame, parsing the reply) is timed apart, because on loopback
+  it runs in the same process and on the same two cores as the server;
+* the same through ``asyncio.to_thread`` (the worker-thread hop every transport makes);
+* TCP at 1, 8 and 32 requests in flight, and the ratio of its time per request to the
+  floor plus the client's work (the transport's share is what is above 1.00x);
+* the same frames against a plain NDJSON echo server (what asyncio alone costs);
+* the HTTP bridge (uvicorn) against a bare ASGI app echoing the body, through the same
+  small HTTP client, 8 in flight.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib.util
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -99,7 +107,46 @@ async def echo_client(port: int, total: int, inflight: int) -> float:
     return rate
 
 
-async def bench_tcp(total: int) -> tuple[float, float]:
+def in_process(total: int) -> tuple[float, float]:
+    """(floor, client) seconds per request: ``Service.handle`` on bytes, and the agent's side."""
+    service = shop()
+    agent = parley.Agent(AGENT, service="shop.example")
+    frames = []
+    start = time.perf_counter()
+    for _ in range(total):
+        frames.append(parley.encode_frame(agent.ask("shop.search", {"query": "latte"})))
+        agent.pending.clear()
+    sign = time.perf_counter() - start
+    replies = []
+    start = time.perf_counter()
+    for frame in frames:
+        replies.append(service.handle(frame[:-1]))
+    floor = time.perf_counter() - start
+    encoded = [parley.encode_frame(r[-1]) for r in replies]
+    start = time.perf_counter()
+    for line in encoded:
+        parley.parse_frame(line[:-1])
+    parse = time.perf_counter() - start
+    return floor / total, (sign + parse) / total
+
+
+async def threaded(total: int) -> float:
+    """Seconds per request of ``Service.handle`` through ``asyncio.to_thread``, one at a time:
+    the floor plus the worker-thread hop every transport makes (no socket)."""
+    service = shop()
+    agent = parley.Agent(AGENT, service="shop.example")
+    frames = []
+    for _ in range(total):
+        frames.append(parley.encode_frame(agent.ask("shop.search", {"query": "latte"}))[:-1])
+        agent.pending.clear()
+    start = time.perf_counter()
+    for frame in frames:
+        await asyncio.to_thread(service.handle, frame)
+    return (time.perf_counter() - start) / total
+
+
+async def bench_tcp(total: int, inflight: int) -> tuple[float, float]:
+    """(Parley, echo) seconds per request over TCP with ``inflight`` requests in flight."""
     server = await parley.serve_tcp(shop(), "127.0.0.1", 0)
     echo = await asyncio.start_server(echo_connection, "127.0.0.1", 0)
     try:
@@ -107,12 +154,12 @@ async def bench_tcp(total: int) -> tuple[float, float]:
         client = await parley.connect(f"parley://127.0.0.1:{port}", parley.Agent(AGENT))
         async with client:
             await client.hello()
-            parley_rate = await run_client(client, total, 32)
-        echo_rate = await echo_client(echo.sockets[0].getsockname()[1], total, 32)
+            parley_rate = await run_client(client, total, inflight)
+        echo_rate = await echo_client(echo.sockets[0].getsockname()[1], total, inflight)
     finally:
         server.close()
         echo.close()
-    return parley_rate, echo_rate
+    return 1 / parley_rate, 1 / echo_rate
 
 
 async def echo_app(scope: Any, receive: Any, send: Any) -> None:
@@ -175,20 +222,62 @@ async def bench_http(total: int) -> tuple[float, float]:
     return parley_rate, echo_rate
 
 
+def _stats(samples: list[float]) -> tuple[float, float]:
+    return min(samples), statistics.median(samples)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer requests")
+    parser.add_argument("--quick", action="store_true", help="fewer requests and rounds")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (3)")
     args = parser.parse_args()
-    tcp_total, http_total = (500, 200) if args.quick else (5000, 1500)
-    for name, bench, total in (
-        ("TCP", bench_tcp, tcp_total),
-        ("HTTP bridge", bench_http, http_total),
-    ):
-        parley_rate, echo_rate = asyncio.run(bench(total))
+    total, http_total = (300, 100) if args.quick else (2000, 600)
+    rounds = 1 if args.quick else args.rounds
+    floor: list[float] = []
+    client: list[float] = []
+    hop: list[float] = []
+    tcp: dict[int, list[float]] = {1: [], 8: [], 32: []}
+    echo: dict[int, list[float]] = {1: [], 8: [], 32: []}
+    http: list[float] = []
+    asgi: list[float] = []
+    for _ in range(rounds):  # interleaved: every figure sees the same machine load
+        f, c = in_process(total)
+        floor.append(f)
+        client.append(c)
+        hop.append(asyncio.run(threaded(total)))
+        for inflight in tcp:
+            p, e = asyncio.run(bench_tcp(total, inflight))
+            tcp[inflight].append(p)
+            echo[inflight].append(e)
+        with contextlib.suppress(ImportError):
+            h, a = asyncio.run(bench_http(http_total))
+            http.append(1 / h)
+            asgi.append(1 / a)
+    us = 1e6
+    fb, fm = _stats(floor)
+    cb, cm = _stats(client)
+    print(f"in-process floor (Service.handle)   best {fb * us:7.1f} us  median {fm * us:7.1f} us")
+    print(f"client side (sign frame, parse)     best {cb * us:7.1f} us  median {cm * us:7.1f} us")
+    tb, tm = _stats(hop)
+    print(f"in-process via to_thread           best {tb * us:7.1f} us  median {tm * us:7.1f} us")
+    base = fb + cb
+    for inflight, samples in tcp.items():
+        pb, pm = _stats(samples)
+        eb, _ = _stats(echo[inflight])
         print(
-            f"{name:12} Parley {parley_rate:8.0f} req/s   echo {echo_rate:8.0f} req/s   "
-            f"ratio {parley_rate / echo_rate:.2f}x  ({total} requests)"
+            f"TCP {inflight:2d} in flight  {1 / pb:7.0f} req/s  best {pb * us:7.1f} us"
+            f"  median {pm * us:7.1f} us  vs floor+client {pb / base:5.2f}x"
+            f"  (echo {1 / eb:7.0f} req/s)"
         )
+    if http:
+        hb, hm = _stats(http)
+        ab, _ = _stats(asgi)
+        print(
+            f"HTTP bridge 8 in flight {1 / hb:6.0f} req/s  best {hb * us:7.1f} us  median"
+            f" {hm * us:7.1f} us  vs bare ASGI {1 / ab:6.0f} req/s: {ab / hb:5.2f}x"
+        )
+    else:
+        print("HTTP bridge: skipped (needs uvicorn: pip install 'principal-protocols[http]')")
 
 
 if __name__ == "__main__":

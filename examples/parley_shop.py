@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -31,6 +33,77 @@ MENU = [
 BY_SKU = {item["sku"]: item for item in MENU}
 
 
+class Orders:
+    """The shop's own record of orders, keyed by the committing proposal's id.
+
+    Placing an order and remembering which proposal placed it are one SQLite transaction,
+    so after a crash the reconciler can say for sure whether a commit's order exists. With
+    ``path`` ``None`` the orders live in memory (tests, the demo).
+    """
+
+    def __init__(self, path: str | None = None) -> None:
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(
+            path or ":memory:", isolation_level=None, check_same_thread=False
+        )
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS orders (proposal TEXT PRIMARY KEY, number TEXT NOT NULL,"
+            " plan TEXT NOT NULL, by TEXT, open INTEGER NOT NULL)"
+        )
+
+    def place(self, proposal: str, plan: dict[str, Any], by: str | None) -> str:
+        """Place the order of ``proposal`` once; return its number (the same on a retry)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute(
+                    "SELECT number FROM orders WHERE proposal = ?", (proposal,)
+                ).fetchone()
+                if row is None:
+                    (count,) = self._db.execute("SELECT COUNT(*) FROM orders").fetchone()
+                    row = (f"o{count + 1}",)
+                    self._db.execute(
+                        "INSERT INTO orders VALUES (?, ?, ?, ?, 1)",
+                        (proposal, row[0], json.dumps(plan), by),
+                    )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            return str(row[0])
+
+    def find(self, proposal: str) -> tuple[str, bool] | None:
+        """``(number, open)`` of the order placed by ``proposal``, or ``None``."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT number, open FROM orders WHERE proposal = ?", (proposal,)
+            ).fetchone()
+        return None if row is None else (str(row[0]), bool(row[1]))
+
+    def cancel(self, number: str) -> None:
+        """Close an order (idempotent)."""
+        with self._lock:
+            self._db.execute("UPDATE orders SET open = 0 WHERE number = ?", (number,))
+
+    def of(self, by: str | None) -> list[dict[str, Any]]:
+        """The orders placed for principal ``by``."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT number, plan, by, open FROM orders ORDER BY rowid"
+            ).fetchall()
+        return [
+            {"order": n, **json.loads(plan), "by": who, "open": bool(is_open)}
+            for n, plan, who, is_open in rows
+            if who == by
+        ]
+
+    def count(self) -> int:
+        """How many orders were ever placed."""
+        with self._lock:
+            (count,) = self._db.execute("SELECT COUNT(*) FROM orders").fetchone()
+        return int(count)
+
+
 def build_service(
     *,
     trusted: Sequence[str],
@@ -38,7 +111,12 @@ def build_service(
     rand: Callable[[int], bytes] | None = None,
     clock: Callable[[], float] | None = None,
 ) -> parley.Service:
-    """Return the shop service trusting the given principal keys."""
+    """Return the shop service trusting the given principal keys.
+
+    ``store`` is the service state (``parley serve`` passes the one its ``--state`` names);
+    with a :class:`parley.SQLiteStore`, the shop keeps its orders durably beside it
+    (``<state file>.orders``), so a crashed commit can be reconciled after a restart.
+    """
     extra: dict[str, Any] = {}
     if rand is not None:
         extra["rand"] = rand
@@ -52,8 +130,8 @@ def build_service(
         store=store,
         **extra,
     )
-    orders: dict[str, dict[str, Any]] = {}
-    lock = threading.Lock()
+    orders = Orders(store.path + ".orders" if isinstance(store, parley.SQLiteStore) else None)
+    svc.orders = orders  # type: ignore[attr-defined]  # for tests and operators
 
     @svc.ask("shop.search", summary="Search the menu", params={"query?": "string"})
     def search(params: dict[str, Any], ctx: parley.Context) -> Any:
@@ -62,8 +140,7 @@ def build_service(
 
     @svc.ask("shop.orders", summary="Your orders")
     def list_orders(params: dict[str, Any], ctx: parley.Context) -> Any:
-        with lock:
-            return {"orders": [o for o in orders.values() if o["by"] == ctx.principal]}
+        return {"orders": orders.of(ctx.principal)}
 
     @svc.intent(
         "shop.order",
@@ -114,18 +191,27 @@ def build_service(
     @order.on_commit
     def place(proposal: dict[str, Any], ctx: parley.Context) -> Any:
         ctx.event("sending the order to the barista", 0.5)
-        with lock:
-            number = f"o{len(orders) + 1}"
-            orders[number] = {"order": number, **ctx.plan, "by": ctx.principal, "open": True}
-        return {"order": number}
+        assert ctx.idempotency_key is not None
+        return {"order": orders.place(ctx.idempotency_key, ctx.plan, ctx.principal)}
+
+    @order.on_reconcile
+    def placed(proposal: dict[str, Any], ctx: parley.Context) -> parley.Outcome:
+        assert ctx.idempotency_key is not None
+        found = orders.find(ctx.idempotency_key)
+        return parley.not_happened() if found is None else parley.happened({"order": found[0]})
 
     @order.on_undo
     def cancel(receipt: dict[str, Any], ctx: parley.Context) -> Any:
         number = receipt["result"]["order"]
-        with lock:
-            if number in orders:  # this demo keeps orders in memory only
-                orders[number]["open"] = False
+        orders.cancel(number)
         return {"cancelled": number, "refund": receipt["cost"]}
+
+    @order.on_reconcile_undo
+    def cancelled(receipt: dict[str, Any], ctx: parley.Context) -> parley.Outcome:
+        found = orders.find(receipt["proposal"])
+        if found is None or found[1]:
+            return parley.not_happened()
+        return parley.happened({"cancelled": found[0], "refund": receipt["cost"]})
 
     @svc.intent(
         "shop.gift_card",

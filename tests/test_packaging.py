@@ -125,3 +125,20 @@ def test_python_dash_m_runs(package: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert f"usage: {package}" in done.stdout
+
+
+@pytest.mark.slow
+def test_parley_serve_finds_its_example_app_when_installed(installed: Path, tmp_path: Path) -> None:
+    hello = '{"parley":1,"id":"h","verb":"HELLO"}\n'
+    done = subprocess.run(
+        [str(installed / "bin" / "parley"), "serve", "stdio:", "--state", ":memory:"],
+        input=hello,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,  # no examples/ folder here
+        env=_clean_env(),
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"service":{"id":"shop.example"' in done.stdout

@@ -76,11 +76,13 @@ from ._lean import lean
 from ._lens import lens
 from ._params import ParamsError, check_params, merge_patch
 from ._proof import PROOF_WINDOW, proof_target, sign_proof, verify_proof
+from ._recovery import Outcome, happened, not_happened
 from ._schemas import load_schema, schema_names
 from ._service import Capability, Clarify, Context, Service, ServiceError, clarify, offer
 from ._spend import MemorySpendLedger, SpendLedger
 from ._sqlite import SQLiteStore
-from ._state import MemoryStore, ProposalRecord, ReceiptRecord, Store, load_state
+from ._state import Lease, MemoryStore, ProposalRecord, ReceiptRecord, Store, load_state
+from ._stores import default_state_url, open_store
 from ._transport_stdio import serve_stdio
 from ._transport_tcp import serve_tcp
 
@@ -103,10 +105,12 @@ __all__ = [
     "GrantContext",
     "HandleStore",
     "Key",
+    "Lease",
     "LineBuffer",
     "MemoryHandleStore",
     "MemorySpendLedger",
     "MemoryStore",
+    "Outcome",
     "ParamsError",
     "ParleyError",
     "ProposalFacts",
@@ -131,6 +135,7 @@ __all__ = [
     "consent_for_shown",
     "consent_request",
     "decode_grant",
+    "default_state_url",
     "delegate",
     "discover",
     "effective_caveats",
@@ -140,6 +145,7 @@ __all__ = [
     "expand_slice",
     "fit",
     "generate_key",
+    "happened",
     "inspect_grant",
     "key_from_seed",
     "lean",
@@ -150,7 +156,9 @@ __all__ = [
     "mint_consent_grant",
     "mint_grant",
     "new_handle",
+    "not_happened",
     "offer",
+    "open_store",
     "park",
     "parse_caveat",
     "parse_frame",

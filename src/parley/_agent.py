@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._b64 import b64url_encode
+from ._canonical import proposal_hash
 from ._consent import consent_for_shown
 from ._errors import ParleyError
 from ._frames import FINAL_KINDS, check_envelope, parse_frame
@@ -151,10 +152,27 @@ class Agent:
         return self._track(frame)
 
     def commit(self, proposal: dict[str, Any], *, grants: Sequence[str] = ()) -> dict[str, Any]:
-        """A ``COMMIT`` of a proposal this agent was shown, with its grants plus ``grants``."""
-        frame = self._frame("COMMIT", None, proposal=proposal.get("id"), hash=proposal.get("hash"))
-        self._prove(frame, str(proposal.get("hash")), [*self.grants, *grants])
-        self.shown.setdefault(str(proposal.get("id")), proposal)
+        """A ``COMMIT`` of a proposal this agent was shown, with its grants plus ``grants``.
+
+        The proposal's hash is recomputed from what it says (summary, effects, cost, …)
+        first: a proposal whose ``hash`` is not its own (a service showing "free" with the
+        hash of a paid offer, or an edit made after it was shown) is refused with
+        ``conflict``/``hash_mismatch`` and nothing is sent.
+        """
+        digest = proposal.get("hash") if isinstance(proposal, dict) else None
+        try:
+            own = proposal_hash(proposal)
+        except ParleyError:
+            own = None
+        if not isinstance(digest, str) or own != digest or not isinstance(proposal.get("id"), str):
+            raise ParleyError(
+                "conflict",
+                "the proposal's hash does not match its content; it was not committed",
+                reason="hash_mismatch",
+            )
+        frame = self._frame("COMMIT", None, proposal=proposal["id"], hash=digest)
+        self._prove(frame, digest, [*self.grants, *grants])
+        self.shown.setdefault(proposal["id"], proposal)
         return self._track(frame)
 
     def undo(self, receipt: str, *, grants: Sequence[str] = ()) -> dict[str, Any]:
@@ -239,7 +257,9 @@ class Client:
     """An asyncio client over any transport: ``send`` writes one frame.
 
     Transports call :meth:`deliver` for every frame that arrives and :meth:`lost` when the
-    connection ends. ``on_event`` is called with every ``EVENT`` frame.
+    connection ends. ``on_event`` is called with every ``EVENT`` frame. A ``reconnect``
+    client's ``send`` dials again when needed, so a lost connection fails only the
+    requests in flight and the client stays usable.
     """
 
     def __init__(
@@ -249,10 +269,12 @@ class Client:
         *,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         close: Callable[[], Awaitable[None]] | None = None,
+        reconnect: bool = False,
     ) -> None:
         self.agent = agent
         self._send = send
         self._close = close
+        self.reconnect = reconnect
         self.on_event = on_event
         self._waiting: dict[str, asyncio.Future[Result]] = {}
         self.closed = False
@@ -278,9 +300,10 @@ class Client:
         """The connection ended: fail every pending request with ``unavailable``.
 
         Later requests fail at once with ``unavailable`` (reason ``closed``) instead of
-        waiting for a reply that can never come; connect again to continue.
+        waiting for a reply that can never come; connect again to continue (a
+        ``reconnect`` client dials again by itself).
         """
-        self.closed = True
+        self.closed = not self.reconnect
         for ident, future in list(self._waiting.items()):
             if not future.done():
                 future.set_exception(
@@ -373,6 +396,7 @@ class Client:
 
     async def close(self) -> None:
         """Close the transport and fail whatever is still pending."""
+        self.reconnect = False
         self.lost()
         if self._close is not None:
             await self._close()

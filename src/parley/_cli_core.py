@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -26,19 +27,32 @@ _TTY = "/dev/tty"
 
 
 def _tty_confirm(prompt: str) -> bool:
-    """Ask on the controlling terminal; ``True`` only for a typed ``yes``."""
+    """Ask on the controlling terminal; ``True`` only for a typed ``yes``.
+
+    The terminal is opened as one unbuffered read-write descriptor: Python's buffered
+    ``"r+"`` text mode needs a seekable file and fails on every terminal.
+    """
     try:
-        with open(_TTY, "r+", encoding="utf-8") as tty:
-            tty.write(prompt + "\nType 'yes' to sign: ")
-            tty.flush()
-            answer = tty.readline()
+        fd = os.open(_TTY, os.O_RDWR | getattr(os, "O_NOCTTY", 0))
     except OSError:
         raise ParleyError(
             "forbidden",
             "signing with the principal key needs an interactive terminal (no /dev/tty)",
             reason="not_interactive",
         ) from None
-    return answer.strip().lower() == "yes"
+    answer = b""
+    try:
+        os.write(fd, (prompt + "\nType 'yes' to sign: ").encode("utf-8", "replace"))
+        while b"\n" not in answer and len(answer) < 1024:
+            chunk = os.read(fd, 1024)
+            if not chunk:  # end of input (Ctrl-D): no answer
+                break
+            answer += chunk
+    except OSError:
+        answer = b""
+    finally:
+        os.close(fd)
+    return answer.split(b"\n", 1)[0].strip().lower() == b"yes"
 
 
 def _now(args: argparse.Namespace) -> int:

@@ -5,28 +5,45 @@ from __future__ import annotations
 import asyncio
 import ssl as _ssl
 from typing import Any
-from urllib.parse import urlsplit
 
 from ._agent import Agent, Client
 from ._errors import ParleyError
 from ._http import serve_http
-from ._http_client import connect_http
+from ._http_client import connect_http, split_http_url
 from ._service import Service
 from ._transport_stdio import connect_stdio
-from ._transport_tcp import connect_stream, parse_url, serve_tcp
+from ._transport_tcp import (
+    RECONNECT_ATTEMPTS,
+    RECONNECT_BACKOFF,
+    connect_stream,
+    parse_url,
+    serve_tcp,
+)
 
 __all__ = ["connect", "serve", "serve_forever"]
 
 
-async def connect(url: str, agent: Agent, *, ssl: _ssl.SSLContext | None = None) -> Client:
+async def connect(
+    url: str,
+    agent: Agent,
+    *,
+    ssl: _ssl.SSLContext | None = None,
+    reconnect: bool = False,
+    attempts: int = RECONNECT_ATTEMPTS,
+    backoff: float = RECONNECT_BACKOFF,
+) -> Client:
     """Connect ``agent`` to a service by URL and return an async :class:`Client`.
 
     ``parley://host[:port]`` (TCP, 7447), ``parleys://host[:port]`` (TLS, 7448; ``ssl`` is
     the client context, default verifying), ``stdio:<command line>`` (a child process),
-    ``http://…`` / ``https://…`` (the HTTP bridge).
+    ``http://…`` / ``https://…`` (the HTTP bridge, a connection per request). For the
+    stream URLs, ``reconnect=True`` dials again after the server closed the connection
+    (``attempts`` tries, exponential ``backoff`` seconds); see :func:`connect_stream`.
     """
     if url.startswith(("parley://", "parleys://")):
-        return await connect_stream(url, agent, ssl=ssl)
+        return await connect_stream(
+            url, agent, ssl=ssl, reconnect=reconnect, attempts=attempts, backoff=backoff
+        )
     if url.startswith("stdio:"):
         return await connect_stdio(url, agent)
     if url.startswith(("http://", "https://")):
@@ -62,7 +79,7 @@ async def serve(
                 context.load_cert_chain(certfile, keyfile)
         return await serve_tcp(service, host, port, ssl=context)
     if url.startswith(("http://", "https://")):
-        parts = urlsplit(url)
+        parts = split_http_url(url)
         default = 443 if parts.scheme == "https" else 80
         return await serve_http(
             service,

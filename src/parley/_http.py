@@ -19,7 +19,7 @@ from typing import Any
 
 from ._frames import MAX_FRAME, error_reply
 from ._service import Service
-from ._transport_tcp import _encoded
+from ._transport_tcp import MAX_CONNECTIONS, MAX_PER_PEER, _encoded
 
 __all__ = ["WELL_KNOWN", "asgi_app", "serve_http"]
 
@@ -169,6 +169,72 @@ def asgi_app(
     return app
 
 
+HEADER_TIMEOUT = 10.0
+"""**Ours:** seconds an HTTP connection may take to send a request line and headers, from
+when it opened or, on a kept-alive connection, from the first byte of the next request (a
+header trickled a byte at a time is closed)."""
+
+
+def _guarded_protocol(
+    base: type[Any], *, max_connections: int, max_per_peer: int, header_timeout: float
+) -> type[Any]:
+    """uvicorn's h11 protocol with the limits of the TCP transport (see ``serve_tcp``).
+
+    A peer address holding ``max_per_peer`` connections has further ones closed at once;
+    a connection that has not sent a complete request head ``header_timeout`` seconds
+    after it opened is closed; when ``max_connections`` are open, a new one closes the
+    oldest connection with no request in flight (or is closed itself when all are busy).
+    """
+
+    class Guarded(base):  # type: ignore[misc]
+        def connection_made(self, transport: asyncio.Transport) -> None:
+            super().connection_made(transport)
+            self._parley_last = self.loop.time()
+            self._parley_head: asyncio.TimerHandle | None = None
+            self._parley_arm()
+            peer = self.client[0] if self.client else None
+            same = [c for c in self.connections if c.client and c.client[0] == peer]
+            if peer is not None and len(same) > max_per_peer:
+                transport.abort()
+                return
+            if len(self.connections) > max_connections:
+                idle = [c for c in self.connections if c is not self and c._parley_idle()]
+                if not idle:
+                    transport.abort()
+                    return
+                oldest = min(idle, key=lambda c: c._parley_last)
+                oldest.transport.abort()
+
+        def _parley_idle(self) -> bool:
+            return bool(self.cycle is None or self.cycle.response_complete)
+
+        def _parley_arm(self) -> None:
+            # a request head is awaited: it must be complete within header_timeout, on
+            # the first request and on every later one of a kept-alive connection (F5)
+            self._parley_waiting = self.cycle
+            self._parley_head = self.loop.call_later(header_timeout, self._parley_slow_head)
+
+        def _parley_slow_head(self) -> None:
+            if self.cycle is self._parley_waiting and not self.transport.is_closing():
+                self.transport.abort()
+
+        def data_received(self, data: bytes) -> None:
+            self._parley_last = self.loop.time()
+            if self._parley_head is None and self._parley_idle():  # a next request begins
+                self._parley_arm()
+            super().data_received(data)
+            if self._parley_head is not None and self.cycle is not self._parley_waiting:
+                self._parley_head.cancel()  # its head is complete
+                self._parley_head = None
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._parley_head is not None:
+                self._parley_head.cancel()
+            super().connection_lost(exc)
+
+    return Guarded
+
+
 async def serve_http(
     service: Service,
     host: str = "127.0.0.1",
@@ -178,15 +244,27 @@ async def serve_http(
     ssl_certfile: str | None = None,
     ssl_keyfile: str | None = None,
     body_timeout: float | None = BODY_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
+    max_per_peer: int = MAX_PER_PEER,
+    header_timeout: float = HEADER_TIMEOUT,
 ) -> Any:
     """Start uvicorn serving the bridge in the background; return the started server.
 
     Needs the ``http`` extra (``uvicorn``). The bound port is
     ``server.servers[0].sockets[0].getsockname()[1]``; stop with ``server.should_exit =
-    True`` and await the returned server's ``task`` attribute.
+    True`` and await the returned server's ``task`` attribute. Connections are limited as
+    by :func:`~parley.serve_tcp`: ``max_per_peer`` per address, a request head within
+    ``header_timeout`` seconds, and a full server closes its oldest idle connection.
     """
     import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
 
+    protocol = _guarded_protocol(
+        H11Protocol,
+        max_connections=max_connections,
+        max_per_peer=max_per_peer,
+        header_timeout=header_timeout,
+    )
     config = uvicorn.Config(
         asgi_app(service, endpoint=endpoint, body_timeout=body_timeout),
         host=host,
@@ -194,9 +272,10 @@ async def serve_http(
         log_level="warning",
         lifespan="on",
         access_log=False,
-        http="h11",  # bounded header size (below), whichever parsers are installed
+        http=protocol,  # h11 with bounded header size (below) and the limits above
         h11_max_incomplete_event_size=64 * 1024,
-        limit_concurrency=1024,
+        limit_concurrency=max_connections + 1,  # the protocol keeps within max_connections
+        backlog=1024,
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
     )

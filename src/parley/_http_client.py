@@ -11,14 +11,14 @@ import contextlib
 import ssl as _ssl
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from ._agent import Agent, Client
 from ._errors import ParleyError
 from ._frames import MAX_FRAME, LineBuffer, encode_frame, parse_frame
 from ._http import WELL_KNOWN
 
-__all__ = ["connect_http", "discover", "http_request"]
+__all__ = ["connect_http", "discover", "http_request", "split_http_url"]
 
 MAX_RESPONSE = 64 * 1024 * 1024
 
@@ -28,6 +28,19 @@ MAX_HEADERS = 100
 
 def _unavailable(message: str) -> ParleyError:
     return ParleyError("unavailable", message, reason="http")
+
+
+def split_http_url(url: str) -> SplitResult:
+    """``urlsplit`` of an ``http(s)://`` URL whose host and port can be read; ``bad_url``."""
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:  # "http://[::1": an unclosed IPv6 literal
+        ok = False
+    if not ok:
+        raise ParleyError("invalid_params", f"not an http(s) URL: {url[:80]!r}", reason="bad_url")
+    return parts
 
 
 async def http_request(
@@ -45,9 +58,7 @@ async def http_request(
     With ``on_chunk``, every piece of a chunked body is passed on as it arrives (and the
     returned body is empty); other bodies are passed on once, whole.
     """
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ParleyError("invalid_params", f"not an http(s) URL: {url[:80]!r}", reason="bad_url")
+    parts = split_http_url(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     context = None
     if parts.scheme == "https":
@@ -64,6 +75,19 @@ async def http_request(
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection(parts.hostname, port, ssl=context), timeout
         )
+    except _ssl.SSLCertVerificationError as exc:
+        raise ParleyError(
+            "unavailable",
+            f"TLS with {host} failed: the certificate was not accepted"
+            f" ({exc.verify_message or exc.reason})",
+            reason="tls",
+        ) from None
+    except _ssl.SSLError as exc:
+        raise ParleyError(
+            "unavailable",
+            f"TLS with {host} failed: {exc.reason or type(exc).__name__}",
+            reason="tls",
+        ) from None
     except (OSError, TimeoutError) as exc:
         raise _unavailable(f"cannot connect to {host}: {type(exc).__name__}") from None
     try:
@@ -129,7 +153,7 @@ async def _read_response(
 
 async def discover(url: str, *, ssl: _ssl.SSLContext | None = None) -> dict[str, Any]:
     """``GET /.well-known/parley`` of the URL's origin: the service's ``BRIEF`` frame."""
-    parts = urlsplit(url)
+    parts = split_http_url(url)
     status, _, body = await http_request(
         f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}", "GET", ssl=ssl
     )

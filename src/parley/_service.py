@@ -13,7 +13,9 @@ INTENT without a proof can never be committed), the exact hash, expiry, the gran
 in the proposal's principal, an atomic spend reservation, then the commit callable (a crash
 releases the reservation); for ``UNDO``: a grant rooted in the committing principal and the
 window; idempotent replays answered only to the key that made the original request;
-policy-gated auto-commit (section 4.3.1) with ``(proof.key, frame id)`` memory.
+policy-gated auto-commit (section 4.3.1) with ``(proof.key, frame id)`` memory. A commit
+or undo in flight carries a lease; one cut short by a crash is settled by the capability's
+reconciler (:meth:`Service.recover`, see ``_recovery.py``).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from __future__ import annotations
 import contextlib
 import difflib
 import itertools
+import logging
 import math
+import os
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._b64 import b64url_encode
@@ -46,10 +50,21 @@ from ._frames import (
 )
 from ._grants import GrantCheck, GrantContext, ProposalFacts, decode_grant, verify_grant
 from ._handles import expand, new_handle, park
+from ._heartbeat import Heartbeat
 from ._lens import lens as render_lens
 from ._params import check_params, check_schema
 from ._proof import proof_target, verify_proof
-from ._state import MemoryStore, ProposalRecord, ReceiptRecord, Store
+from ._recovery import (
+    Kind,
+    Outcome,
+    owner_id,
+    receipt_of,
+    resolve,
+    stale,
+    undo_receipt_of,
+    unresolved,
+)
+from ._state import Lease, MemoryStore, ProposalRecord, ReceiptRecord, Store
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -61,6 +76,10 @@ __all__ = [
     "clarify",
     "offer",
 ]
+
+COMMIT_LEASE = 600
+"""**Ours:** seconds a process holds a ``COMMIT``/``UNDO`` it started before another may
+reconcile it (a commit callable must finish well within it)."""
 
 DEFAULT_BUDGET = 2000
 """The budget of a request that names none (SPEC.md section 3)."""
@@ -171,6 +190,9 @@ class Context:
     ``principal`` the root of the authorizing grant, ``now`` the service clock, ``plan``
     the private plan of the proposal being committed (or the receipt being undone's
     committed ``result``), ``frame`` the request. Call :meth:`event` to send progress.
+    ``idempotency_key`` is set for commit, undo and reconcile callables: the proposal id
+    (commit) or the receipt id (undo). Record the effect under it, atomically with the
+    effect, so a reconciler can later tell whether it happened.
     """
 
     service: str
@@ -180,6 +202,7 @@ class Context:
     principal: str | None = None
     plan: Any = None
     events: list[dict[str, Any]] = field(default_factory=list)
+    idempotency_key: str | None = None
 
     def event(self, message: str, progress: float | None = None, data: Any = None) -> None:
         """Queue an ``EVENT`` frame (sent before the final reply)."""
@@ -201,7 +224,8 @@ class Capability:
     :func:`offer` dicts or a :func:`clarify`; attach the commit callable with
     :meth:`on_commit` (it gets the proposal and a :class:`Context`, returns the receipt
     ``result``) and, for undoable offers, the undo callable with :meth:`on_undo` (gets the
-    original receipt).
+    original receipt). Register reconcilers beside them (:meth:`on_reconcile`,
+    :meth:`on_reconcile_undo`) so a commit or undo cut short by a crash can be settled.
     """
 
     def __init__(
@@ -226,6 +250,8 @@ class Capability:
         self.risk = risk
         self.commit: Callable[[dict[str, Any], Context], Any] | None = None
         self.undo: Callable[[dict[str, Any], Context], Any] | None = None
+        self.reconcile: Callable[[dict[str, Any], Context], Any] | None = None
+        self.reconcile_undo: Callable[[dict[str, Any], Context], Any] | None = None
 
     def on_commit(
         self, fn: Callable[[dict[str, Any], Context], Any]
@@ -239,6 +265,27 @@ class Capability:
     ) -> Callable[[dict[str, Any], Context], Any]:
         """Decorator: the callable that reverses a receipt."""
         self.undo = fn
+        return fn
+
+    def on_reconcile(
+        self, fn: Callable[[dict[str, Any], Context], Any]
+    ) -> Callable[[dict[str, Any], Context], Any]:
+        """Decorator: the callable that tells whether a crashed commit's effect happened.
+
+        It gets the proposal and a :class:`Context` whose ``idempotency_key`` is the
+        proposal id and whose ``plan`` is the proposal's plan, and returns
+        :func:`parley.happened` (with the receipt ``result``) or
+        :func:`parley.not_happened`; anything else (or raising) leaves the commit
+        unresolved for an operator.
+        """
+        self.reconcile = fn
+        return fn
+
+    def on_reconcile_undo(
+        self, fn: Callable[[dict[str, Any], Context], Any]
+    ) -> Callable[[dict[str, Any], Context], Any]:
+        """Decorator: as :meth:`on_reconcile`, for an undo cut short (gets the receipt)."""
+        self.reconcile_undo = fn
         return fn
 
     def entry(self) -> dict[str, Any]:
@@ -261,6 +308,19 @@ class _Auth:
     @property
     def principal(self) -> str | None:
         return None if self.check is None else self.check.principal
+
+
+_LOG = logging.getLogger("parley")
+
+
+def _late(kind: str, subject: str) -> None:
+    """Flag a late finish for the operator: the claim was settled while the callable ran."""
+    _LOG.warning(
+        "parley: the %s of %s finished after its claim was taken over or settled; its effect"
+        " is recorded and counted, check it against the reconciler's answer",
+        kind,
+        subject,
+    )
 
 
 def _field(frame: dict[str, Any], name: str) -> str:
@@ -299,7 +359,9 @@ class Service:
     whose grants are honoured; ``store`` the state (in memory by default); ``rand`` the
     randomness for ids and handles; ``clock`` the time source used when ``handle`` gets no
     ``now``; ``proposal_ttl`` the default proposal lifetime; ``lens=True`` attaches the
-    Lens rendering to every final reply.
+    Lens rendering to every final reply; ``commit_lease`` the seconds a started commit or
+    undo is held before another process may reconcile it (see :meth:`recover`); ``owner``
+    the lease owner name (default ``host:pid:nonce``).
     """
 
     def __init__(
@@ -314,6 +376,8 @@ class Service:
         clock: Callable[[], float] = time.time,
         proposal_ttl: int = 600,
         lens: bool = False,
+        commit_lease: int = COMMIT_LEASE,
+        owner: str | None = None,
     ) -> None:
         self.id = service_id
         self.name = name
@@ -324,8 +388,26 @@ class Service:
         self.clock = clock
         self.proposal_ttl = proposal_ttl
         self.lens = lens
+        self.commit_lease = commit_lease
+        self._owner = owner
+        self._owners: tuple[int, str] | None = None
         self.capabilities: dict[str, Capability] = {}
         self._ids = itertools.count(1)
+
+    @property
+    def owner(self) -> str:
+        """The lease owner name of this process (``host:pid:nonce``, or the one given).
+
+        Drawn afresh in a forked child, so a child's claims never pass for its parent's.
+        The nonce comes from ``secrets``, not ``rand``: it names a process, it is no
+        protocol data, and the ids and handles drawn from ``rand`` stay reproducible.
+        """
+        if self._owner is not None:
+            return self._owner
+        pid = os.getpid()
+        if self._owners is None or self._owners[0] != pid:
+            self._owners = (pid, owner_id(secrets.token_bytes))
+        return self._owners[1]
 
     # ---------------------------------------------------------------- declaring
 
@@ -613,11 +695,19 @@ class Service:
             # dedupe: such requests never take a replay-memory slot (a flood of self-made
             # keys cannot fill it and shut auto-commit off for everybody).
             return self._intent_body(cap, frame, now, events, auth, auto=False)
-        claim = self.store.begin_auto(auth.key, frame["id"], now=now)
+        lease = Lease(self.owner, now, now + self.commit_lease, auth.key)
+        claim: str | dict[str, Any]
+        claim = self.store.begin_auto(auth.key, frame["id"], now=now, lease=lease)
         if claim == "busy":
+            claim = self._settle_auto(auth.key, frame["id"], now)
+            if claim == "released":
+                claim = self.store.begin_auto(auth.key, frame["id"], now=now, lease=lease)
+        if claim in ("busy", "released"):
             raise _RefusalError(
                 "conflict", "this auto request is still being handled", reason="busy", retry=1
             )
+        if claim == "unresolved":
+            raise self._unsettled("commit", "unresolved")
         if isinstance(claim, dict):
             stored = dict(claim)
             kind = stored.pop("kind")
@@ -673,11 +763,14 @@ class Service:
             proposal, plan = self._make_proposal(cap, item, now)
             records.append(ProposalRecord(proposal, auth.key, auth.principal, plan))
         for record in records:
-            self.store.add_proposal(record, now=now)
+            # only an INTENT with a verified grant competes for the committable pool
+            self.store.add_proposal(record, now=now, vouched=auth.check is not None)
         first = records[0]
         if auto and auth.check is not None and first.proposal["undo"] is not None:
             check = self._commit_check(frame, first, auth.key, now)
             if check.ok:
+                # a crash from here on is settled by the commit's receipt (review F4)
+                self.store.link_auto(auth.key or "", frame["id"], first.id)
                 try:
                     receipt = self._execute(first, auth.key or "", check, now, frame, events)
                 except _RefusalError as exc:
@@ -791,52 +884,181 @@ class Service:
         cost = proposal.get("cost")
         amount = cost["amount"] if isinstance(cost, dict) else 0
         currency = cost["currency"] if isinstance(cost, dict) else ""
-        try:
-            claim = self.store.begin_commit(record.id, check.spend_caps, amount, currency, now=now)
-        except ParleyError as exc:
-            if exc.code == "consent_required" and check.principal is not None:
-                raise _RefusalError(
-                    exc.code,
-                    exc.message,
-                    reason=exc.reason,
-                    consent=consent_request(proposal, service=self.id, principal=check.principal),
-                ) from None
-            raise
-        if claim == "busy":
-            raise _RefusalError(
-                "conflict", "this proposal is being committed", reason="busy", retry=1
-            )
+        lease = Lease(
+            self.owner, now, now + self.commit_lease, key, check.principal, proposal["hash"]
+        )
+        for _ in range(3):
+            try:
+                claim = self.store.begin_commit(
+                    record.id, check.spend_caps, amount, currency, now=now, lease=lease
+                )
+            except ParleyError as exc:
+                if exc.code == "consent_required" and check.principal is not None:
+                    raise _RefusalError(
+                        exc.code,
+                        exc.message,
+                        reason=exc.reason,
+                        consent=consent_request(
+                            proposal, service=self.id, principal=check.principal
+                        ),
+                    ) from None
+                raise
+            if claim != "busy":
+                break
+            settled = self._settle("commit", record.id, now)
+            if settled == "done":
+                return None
+            if settled != "released":
+                raise self._unsettled("commit", settled)
+        else:
+            raise self._unsettled("commit", "busy")
         if claim == "done":
             return None
         cap = self.capabilities.get(proposal["capability"])
+        beat = Heartbeat(self.store, "commit", record.id, lease, self.commit_lease)
         try:
             if cap is None or cap.commit is None:
                 raise ParleyError("internal", "the capability cannot commit", reason="no_commit")
             context = Context(
-                self.id, now, frame, key, check.principal, plan=record.plan, events=events
+                self.id,
+                now,
+                frame,
+                key,
+                check.principal,
+                plan=record.plan,
+                events=events,
+                idempotency_key=record.id,
             )
-            result = cap.commit(dict(proposal), context)
-            window = proposal["undo"]
-            receipt: dict[str, Any] = {
-                "id": self._rid("r_"),
-                "proposal": record.id,
-                "capability": proposal["capability"],
-                "summary": proposal["summary"],
-                "at": now,
-                "effects": proposal["effects"],
-                "cost": proposal["cost"],
-                "undo": None if window is None else {"until": now + window["window"]},
-            }
-            if result is not None:
-                receipt["result"] = result
+            with beat:
+                result = cap.commit(dict(proposal), context)
+            receipt = receipt_of(proposal, at=now, rid=self._rid("r_"), result=result)
             encode_frame({"receipt": receipt}, limit=MAX_FRAME)  # JSON-able and not too large
         except BaseException:
-            self.store.abort_commit(record.id)
+            self.store.abort_commit(record.id, owner=self.owner)
             raise
-        self.store.finish_commit(
-            ReceiptRecord(receipt, key, check.principal, proposal["hash"]), now=now
+        blocks = tuple(dict.fromkeys(c.block for c in check.spend_caps)) if amount else ()
+        held = ReceiptRecord(receipt, key, check.principal, proposal["hash"], amount, blocks)
+        if not self.store.finish_commit(held, now=now, owner=self.owner):
+            _late("commit", record.id)
+        done = self.store.receipt_for(record.id)
+        return receipt if done is None else done.receipt
+
+    # ---------------------------------------------------------------- recovery
+
+    def _unsettled(self, kind: Kind, settled: str) -> _RefusalError:
+        if settled == "unresolved":
+            return _RefusalError(
+                "unavailable",
+                f"an earlier attempt of this {kind} was cut short and its outcome is not"
+                " known yet; the reservation stays held until an operator resolves it"
+                " (parley state resolve)",
+                reason=f"{kind}_unresolved",
+                retry=60,
+            )
+        verb = "committed" if kind == "commit" else "undone"
+        return _RefusalError("conflict", f"this is being {verb}", reason="busy", retry=1)
+
+    def _ask_reconciler(self, kind: Kind, subject: str, lease: Lease, now: int) -> Outcome | None:
+        """The capability reconciler's answer, or ``None`` when it cannot tell."""
+        try:
+            if kind == "commit":
+                record = self.store.proposal(subject, now=lease.began)
+                if record is None:
+                    return None
+                cap = self.capabilities.get(record.proposal["capability"])
+                fn = None if cap is None else cap.reconcile
+                subject_json, plan = dict(record.proposal), record.plan
+            else:
+                held = self.store.receipt(subject)
+                if held is None:
+                    return None
+                cap = self.capabilities.get(held.receipt["capability"])
+                fn = None if cap is None else cap.reconcile_undo
+                subject_json, plan = dict(held.receipt), held.receipt.get("result")
+            if fn is None:
+                return None
+            context = Context(
+                self.id, now, {}, lease.key, lease.principal, plan=plan, idempotency_key=subject
+            )
+            answer = fn(subject_json, context)
+        except (Exception, SystemExit):  # a reconciler that fails cannot tell
+            return None
+        return answer if isinstance(answer, Outcome) else None
+
+    def _settle(self, kind: Kind, subject: str, now: int) -> str:
+        """Settle a claim found busy: ``done``, ``released``, ``unresolved`` or ``busy``."""
+        lease = self.store.lease(kind, subject)
+        if lease is None:
+            return "released"  # finished or released meanwhile: claim again
+        if not stale(lease, now):
+            return "busy"
+        mine = replace(lease, owner=self.owner, until=now + self.commit_lease)
+        if not self.store.take_over(kind, subject, lease, mine):
+            return "busy"
+        outcome = self._ask_reconciler(kind, subject, mine, now)
+        try:
+            if outcome is not None:
+                written = resolve(self.store, kind, subject, mine, outcome, now=now, rand=self.rand)
+                return "released" if written is None else "done"
+        except ParleyError:  # e.g. the store is full: leave it to an operator
+            pass
+        self.store.take_over(kind, subject, mine, unresolved(mine))
+        return "unresolved"
+
+    def _settle_auto(self, key: str, frame_id: str, now: int) -> str | dict[str, Any]:
+        """Settle an auto INTENT found unfinished (review F4).
+
+        Its reply when the commit it started has a receipt (after settling that commit if
+        it is stale); ``released`` when its handler is gone before any commit took place
+        (the claim is dropped: the retry runs afresh); ``unresolved`` when its commit is
+        left to an operator; ``busy`` while it may still be running.
+        """
+        claim = next(
+            (c for c in self.store.auto_claims() if (c.key, c.frame) == (key, frame_id)), None
         )
-        return receipt
+        if claim is None:
+            return "released"  # finished or dropped meanwhile: claim again
+        if claim.lease is None:
+            return "busy"  # who handles it was not recorded: it waits out its replay time
+        if claim.proposal is not None:
+            done = self.store.receipt_for(claim.proposal)
+            if done is None and self.store.lease("commit", claim.proposal) is not None:
+                settled = self._settle("commit", claim.proposal, now)
+                if settled in ("busy", "unresolved"):
+                    return settled
+                done = self.store.receipt_for(claim.proposal)
+            if done is not None and done.key == key:
+                reply = {"kind": "RECEIPT", "receipt": done.receipt, "auto": True}
+                self.store.finish_auto(key, frame_id, reply, now=now)
+                return reply
+        if not stale(claim.lease, now):
+            return "busy"
+        self.store.abort_auto(key, frame_id)  # no effect took place: the retry runs afresh
+        return "released"
+
+    def recover(self, *, now: int | None = None) -> list[dict[str, str]]:
+        """Reconcile every stale commit and undo in the store; report what became of each.
+
+        Run it when a service starts (``parley serve`` does): a claim whose owner process
+        is gone, or whose lease ran out, is settled by the capability's reconciler
+        (``done``: the receipt is written; ``released``: the reservation is given back) or
+        left ``unresolved`` for an operator. Claims still held by a live process are left.
+        """
+        at = self._now(now)
+        out = []
+        kinds: tuple[Kind, ...] = ("commit", "undo")
+        for kind in kinds:
+            for subject, lease in self.store.leases(kind):
+                if stale(lease, at):
+                    out.append(
+                        {"kind": kind, "id": subject, "outcome": self._settle(kind, subject, at)}
+                    )
+        for claim in self.store.auto_claims():
+            if claim.lease is not None and stale(claim.lease, at):
+                settled = self._settle_auto(claim.key, claim.frame, at)
+                outcome = "done" if isinstance(settled, dict) else settled
+                out.append({"kind": "auto", "id": claim.frame, "outcome": outcome})
+        return out
 
     # ---------------------------------------------------------------- UNDO
 
@@ -871,36 +1093,42 @@ class Service:
             raise ParleyError("expired", "the action cannot be undone", reason="irreversible")
         if now >= int(window["until"]):
             raise ParleyError("expired", "the undo window has closed", reason="undo_expired")
-        claim = self.store.begin_undo(rid)
-        if claim == "busy":
-            raise _RefusalError("conflict", "this receipt is being undone", reason="busy", retry=1)
+        lease = Lease(self.owner, now, now + self.commit_lease, key, check.principal)
+        for _ in range(3):
+            claim = self.store.begin_undo(rid, lease=lease)
+            if claim != "busy":
+                break
+            settled = self._settle("undo", rid, now)
+            if settled == "done":
+                claim = "done"
+                break
+            if settled != "released":
+                raise self._unsettled("undo", settled)
+        else:
+            raise self._unsettled("undo", "busy")
         if claim == "done":
             latest = self.store.receipt(rid)
             assert latest is not None
             return self._undo_replay(latest, key)
         cap = self.capabilities.get(record.receipt["capability"])
+        beat = Heartbeat(self.store, "undo", rid, lease, self.commit_lease)
         try:
             if cap is None or cap.undo is None:
                 raise ParleyError("internal", "the capability cannot undo", reason="no_undo")
-            context = Context(self.id, now, frame, key, check.principal, events=events)
-            result = cap.undo(dict(record.receipt), context)
-            undo: dict[str, Any] = {
-                "id": self._rid("r_"),
-                "proposal": record.proposal,
-                "capability": record.receipt["capability"],
-                "summary": record.receipt["summary"],
-                "at": now,
-                "effects": [],
-                "cost": None,
-                "undo": None,
-                "undoes": rid,
-            }
-            if result is not None:
-                undo["result"] = result
+            context = Context(
+                self.id, now, frame, key, check.principal, events=events, idempotency_key=rid
+            )
+            with beat:
+                result = cap.undo(dict(record.receipt), context)
+            undo = undo_receipt_of(record, at=now, rid=self._rid("r_"), result=result)
         except BaseException:
-            self.store.abort_undo(rid)
+            self.store.abort_undo(rid, owner=self.owner)
             raise
-        self.store.finish_undo(rid, undo, key)
+        if not self.store.finish_undo(rid, undo, key, owner=self.owner):
+            _late("undo", rid)
+        latest = self.store.receipt(rid)
+        if latest is not None and latest.undo is not None and latest.undo["id"] != undo["id"]:
+            return self._undo_replay(latest, key)  # reconciled meanwhile: that one stands
         return "RECEIPT", {"receipt": undo}
 
     def _undo_replay(self, record: ReceiptRecord, key: str) -> tuple[str, dict[str, Any]]:

@@ -6,24 +6,31 @@ processes sharing one database file never let concurrent commits pass a ``spend`
 together. Within a process one connection is shared behind a lock. Maps are bounded the
 same way as :class:`~parley._state.MemoryStore` (expiry, then size caps; live replay
 memory and undoable receipts are never dropped: a full store answers ``limit``). **Ours:**
-a reservation whose process died mid-commit stays counted (conservative).
+a commit or undo whose process died stays claimed, its reservation counted, until it is
+reconciled (``Service.recover``, ``parley state resolve``): its lease says who held it.
+The schema version is ``PRAGMA user_version``; opening applies the missing migrations.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 from ._errors import ParleyError
 from ._grants import SpendCap
+from ._handles import HandleStore
 from ._state import (
     PROPOSAL_GRACE,
     REPLAY_TTL,
+    AutoClaim,
     Claim,
+    Lease,
     ProposalRecord,
     ReceiptRecord,
     check_caps,
@@ -31,7 +38,7 @@ from ._state import (
 
 __all__ = ["SQLiteStore"]
 
-_SCHEMA = """
+_V1 = """
 CREATE TABLE IF NOT EXISTS proposals (id TEXT PRIMARY KEY, expires INTEGER NOT NULL,
     record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS receipts (id TEXT PRIMARY KEY, proposal TEXT NOT NULL UNIQUE,
@@ -42,22 +49,58 @@ CREATE TABLE IF NOT EXISTS totals (block TEXT PRIMARY KEY, amount INTEGER NOT NU
 CREATE TABLE IF NOT EXISTS replay (key TEXT NOT NULL, frame TEXT NOT NULL,
     until INTEGER NOT NULL, reply TEXT, PRIMARY KEY (key, frame));
 CREATE TABLE IF NOT EXISTS handles (handle TEXT PRIMARY KEY, key TEXT,
-    expires INTEGER NOT NULL, value TEXT NOT NULL);
+    expires INTEGER NOT NULL, value TEXT NOT NULL)
 """
 
+# v2 (issue 18): commits and undos in flight carry a lease (owner, times, who asked), and
+# proposals say whether they can ever be committed (anonymous ones are kept apart).
+_V2 = """
+ALTER TABLE inflight ADD COLUMN lease TEXT;
+ALTER TABLE receipts ADD COLUMN undo_lease TEXT;
+ALTER TABLE proposals ADD COLUMN anon INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS proposals_anon ON proposals (anon)
+"""
+
+# v3 (review F4): an auto INTENT still being handled records who handles it and the
+# proposal it commits, so a claim left by a crash can be settled instead of answering busy.
+_V3 = """
+ALTER TABLE replay ADD COLUMN claim TEXT
+"""
+
+MIGRATIONS = (_V1, _V2, _V3)
+"""The ordered schema migrations; ``PRAGMA user_version`` counts those applied."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this code reads and writes."""
 
 _COLUMNS = {
-    "proposals": ("id", "expires", "record"),
-    "receipts": ("id", "proposal", "keep_until", "undoing", "record"),
-    "inflight": ("proposal", "amount", "blocks"),
+    "proposals": ("id", "expires", "record", "anon"),
+    "receipts": ("id", "proposal", "keep_until", "undoing", "record", "undo_lease"),
+    "inflight": ("proposal", "amount", "blocks", "lease"),
     "totals": ("block", "amount"),
-    "replay": ("key", "frame", "until", "reply"),
+    "replay": ("key", "frame", "until", "reply", "claim"),
     "handles": ("handle", "key", "expires", "value"),
 }
 
 
+def _create_private(path: str) -> None:
+    """Create a new database file readable by its owner only (0600): it holds plans, EXPAND
+    values and who asked for what. SQLite gives its -wal and -shm files the same mode."""
+    if path == ":memory:" or path.startswith("file:") or not path:
+        return
+    with contextlib.suppress(OSError):  # exists already, or cannot: SQLite says why
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _load(text: str | None) -> Any:
+    try:
+        return None if text is None else json.loads(text)
+    except ValueError:
+        return None
 
 
 def _limit(what: str) -> ParleyError:
@@ -116,6 +159,7 @@ class SQLiteStore:
         path: str,
         *,
         max_proposals: int = 100_000,
+        max_anonymous: int = 10_000,
         max_receipts: int = 100_000,
         max_replay: int = 1_000_000,
         max_handles: int = 100_000,
@@ -124,11 +168,13 @@ class SQLiteStore:
     ) -> None:
         self.path = path
         self.max_proposals = max_proposals
+        self.max_anonymous = max_anonymous
         self.max_receipts = max_receipts
         self.max_replay = max_replay
         self.max_handles = max_handles
         self.receipt_ttl = receipt_ttl
         self._lock = threading.RLock()
+        _create_private(path)
         self._db = sqlite3.connect(
             path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
@@ -146,7 +192,7 @@ class SQLiteStore:
                 f"the database is not a Parley store ({wrong[0]} has another shape)",
                 reason="bad_store",
             )
-        self.handles = _Handles(self)
+        self.handles: HandleStore = _Handles(self)
 
     def _open(self, timeout: float) -> list[str]:
         """Set the pragmas, create missing tables; return the tables of another shape."""
@@ -157,9 +203,21 @@ class SQLiteStore:
         # against nothing, or an auto INTENT run again).
         self._db.execute("PRAGMA synchronous = FULL")
         with self._tx() as db:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            if (
+                version == 0
+                and db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'proposals'"
+                ).fetchone()
+            ):
+                version = 1  # a store written before versions were recorded
+            if version > SCHEMA_VERSION:
+                return [f"schema version {version}"]
+            for migration in MIGRATIONS[version:]:
+                for statement in migration.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             return [
                 f"table {table}"
                 for table, columns in _COLUMNS.items()
@@ -184,29 +242,40 @@ class SQLiteStore:
 
     # ---------------------------------------------------------------- proposals
 
-    def add_proposal(self, record: ProposalRecord, *, now: int) -> None:
-        """Keep a new proposal (see :class:`~parley._state.Store`)."""
+    def add_proposal(
+        self, record: ProposalRecord, *, now: int, vouched: bool | None = None
+    ) -> None:
+        """Keep a new proposal (see :class:`~parley._state.MemoryStore`: unvouched ones apart)."""
+        anon = int(record.key is None if vouched is None else not vouched)
+        cap = self.max_anonymous if anon else self.max_proposals
         with self._tx() as db:
-            (count,) = db.execute("SELECT COUNT(*) FROM proposals").fetchone()
-            if count >= self.max_proposals:
+            (count,) = db.execute(
+                "SELECT COUNT(*) FROM proposals WHERE anon = ?", (anon,)
+            ).fetchone()
+            if count >= cap:
                 db.execute(
-                    "DELETE FROM proposals WHERE expires + ? <= ?"
+                    "DELETE FROM proposals WHERE anon = ? AND expires + ? <= ?"
                     " AND id NOT IN (SELECT proposal FROM inflight)",
-                    (PROPOSAL_GRACE, now),
+                    (anon, PROPOSAL_GRACE, now),
                 )
-                (count,) = db.execute("SELECT COUNT(*) FROM proposals").fetchone()
-            if count >= self.max_proposals:  # forget the oldest open ones (see MemoryStore)
+                (count,) = db.execute(
+                    "SELECT COUNT(*) FROM proposals WHERE anon = ?", (anon,)
+                ).fetchone()
+            if count >= cap:  # forget the oldest open ones of the same pool
                 db.execute(
                     "DELETE FROM proposals WHERE rowid IN (SELECT rowid FROM proposals"
-                    " WHERE id NOT IN (SELECT proposal FROM inflight) ORDER BY rowid LIMIT ?)",
-                    (count - self.max_proposals + 1,),
+                    " WHERE anon = ? AND id NOT IN (SELECT proposal FROM inflight)"
+                    " ORDER BY rowid LIMIT ?)",
+                    (anon, count - cap + 1),
                 )
-                (count,) = db.execute("SELECT COUNT(*) FROM proposals").fetchone()
-                if count >= self.max_proposals:
+                (count,) = db.execute(
+                    "SELECT COUNT(*) FROM proposals WHERE anon = ?", (anon,)
+                ).fetchone()
+                if count >= cap:
                     raise _limit("open proposals")
             db.execute(
-                "INSERT INTO proposals VALUES (?, ?, ?)",
-                (record.id, int(record.proposal["expires"]), _dump(record.as_json())),
+                "INSERT INTO proposals VALUES (?, ?, ?, ?)",
+                (record.id, int(record.proposal["expires"]), _dump(record.as_json()), anon),
             )
 
     def proposal(self, proposal_id: str, *, now: int) -> ProposalRecord | None:
@@ -275,6 +344,7 @@ class SQLiteStore:
         currency: str,
         *,
         now: int,
+        lease: Lease | None = None,
     ) -> Claim:
         """Claim and reserve under SQLite's write lock."""
         with self._tx() as db:
@@ -288,23 +358,43 @@ class SQLiteStore:
                 blocks = ()
             if not self._room_for_receipt(db, now):
                 raise _limit("receipts still inside their undo window")
-            for block in blocks:
-                db.execute(
-                    "INSERT INTO totals VALUES (?, ?)"
-                    " ON CONFLICT(block) DO UPDATE SET amount = amount + excluded.amount",
-                    (block, amount),
-                )
+            self._count(db, amount, blocks)
             db.execute(
-                "INSERT INTO inflight VALUES (?, ?, ?)", (proposal_id, amount, _dump(blocks))
+                "INSERT INTO inflight VALUES (?, ?, ?, ?)",
+                (proposal_id, amount, _dump(blocks), _dump((lease or Lease()).as_json())),
             )
             return "new"
 
-    def finish_commit(self, record: ReceiptRecord, *, now: int) -> None:
-        """Store the receipt, make the reservation final, forget the proposal."""
+    def _count(self, db: sqlite3.Connection, amount: int, blocks: Iterable[str]) -> None:
+        for block in blocks if amount else ():
+            db.execute(
+                "INSERT INTO totals VALUES (?, ?)"
+                " ON CONFLICT(block) DO UPDATE SET amount = amount + excluded.amount",
+                (block, amount),
+            )
+
+    def finish_commit(self, record: ReceiptRecord, *, now: int, owner: str | None = None) -> bool:
+        """Store the receipt, make the reservation final, forget the proposal.
+
+        A late finisher (see ``Store.finish_commit``) never counts 0.
+        """
         with self._tx() as db:
             row = db.execute(
-                "SELECT amount, blocks FROM inflight WHERE proposal = ?", (record.proposal,)
+                "SELECT amount, blocks, lease FROM inflight WHERE proposal = ?",
+                (record.proposal,),
             ).fetchone()
+            mine = row is not None and (
+                owner is None or Lease.from_json(_load(row[2])).owner == owner
+            )
+            stored = db.execute(
+                "SELECT record FROM receipts WHERE proposal = ?", (record.proposal,)
+            ).fetchone()
+            if row is None and stored is not None:  # reconciled meanwhile: that receipt stays
+                if owner is not None and json.loads(stored[0])["receipt"].get(
+                    "at"
+                ) != record.receipt.get("at"):
+                    self._count(db, record.amount, record.blocks)  # the effect ran twice
+                return False
             if row is not None:
                 record = ReceiptRecord(
                     record.receipt,
@@ -314,13 +404,15 @@ class SQLiteStore:
                     int(row[0]),
                     tuple(json.loads(row[1])),
                 )
+            else:  # released meanwhile, yet the effect took place: count it
+                self._count(db, record.amount, record.blocks)
             db.execute("DELETE FROM inflight WHERE proposal = ?", (record.proposal,))
             db.execute("DELETE FROM proposals WHERE id = ?", (record.proposal,))
             at = int(record.receipt.get("at", now))
             undo = record.receipt.get("undo")
             until = int(undo["until"]) if isinstance(undo, dict) else at
             db.execute(
-                "INSERT INTO receipts VALUES (?, ?, ?, 0, ?)",
+                "INSERT INTO receipts VALUES (?, ?, ?, 0, ?, NULL)",
                 (
                     record.id,
                     record.proposal,
@@ -328,6 +420,7 @@ class SQLiteStore:
                     _dump(record.as_json()),
                 ),
             )
+            return mine
 
     def _room_for_receipt(self, db: sqlite3.Connection, now: int) -> bool:
         """Make room for one receipt (see ``MemoryStore``); False when full of undoable ones."""
@@ -353,14 +446,16 @@ class SQLiteStore:
             count = used()
         return count < self.max_receipts
 
-    def abort_commit(self, proposal_id: str) -> None:
-        """Release the claim and the reservation."""
+    def abort_commit(self, proposal_id: str, *, owner: str | None = None) -> None:
+        """Release the claim and the reservation (only ``owner``'s, when given)."""
         with self._tx() as db:
             row = db.execute(
-                "SELECT amount, blocks FROM inflight WHERE proposal = ?", (proposal_id,)
+                "SELECT amount, blocks, lease FROM inflight WHERE proposal = ?", (proposal_id,)
             ).fetchone()
             if row is None:
                 return
+            if owner is not None and Lease.from_json(_load(row[2])).owner != owner:
+                return  # not ours any more: the process holding it settles it
             for block in json.loads(row[1]):
                 db.execute(
                     "UPDATE totals SET amount = amount - ? WHERE block = ?", (int(row[0]), block)
@@ -369,7 +464,7 @@ class SQLiteStore:
 
     # ---------------------------------------------------------------- undo
 
-    def begin_undo(self, receipt_id: str) -> Claim:
+    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> Claim:
         """Claim a receipt for undo."""
         with self._tx() as db:
             row = db.execute(
@@ -381,31 +476,97 @@ class SQLiteStore:
                 return "done"
             if row[0]:
                 return "busy"
-            db.execute("UPDATE receipts SET undoing = 1 WHERE id = ?", (receipt_id,))
+            db.execute(
+                "UPDATE receipts SET undoing = 1, undo_lease = ? WHERE id = ?",
+                (_dump((lease or Lease()).as_json()), receipt_id),
+            )
             return "new"
 
-    def finish_undo(self, receipt_id: str, undo: dict[str, Any], key: str) -> None:
-        """Record the reversal."""
+    def lease(self, kind: Literal["commit", "undo"], subject: str) -> Lease | None:
+        """The lease of a claim in flight."""
+        query = (
+            "SELECT lease FROM inflight WHERE proposal = ?"
+            if kind == "commit"
+            else "SELECT undo_lease FROM receipts WHERE id = ? AND undoing = 1"
+        )
+        with self._lock:
+            row = self._db.execute(query, (subject,)).fetchone()
+        return None if row is None else Lease.from_json(_load(row[0]))
+
+    def leases(
+        self, kind: Literal["commit", "undo"], *, limit: int = 1000
+    ) -> list[tuple[str, Lease]]:
+        """Claims in flight of one kind, oldest first."""
+        query = (
+            "SELECT proposal, lease FROM inflight ORDER BY rowid LIMIT ?"
+            if kind == "commit"
+            else "SELECT id, undo_lease FROM receipts WHERE undoing = 1 ORDER BY rowid LIMIT ?"
+        )
+        with self._lock:
+            rows = self._db.execute(query, (limit,)).fetchall()
+        return [(str(row[0]), Lease.from_json(_load(row[1]))) for row in rows]
+
+    def take_over(
+        self, kind: Literal["commit", "undo"], subject: str, expect: Lease, lease: Lease
+    ) -> bool:
+        """Compare-and-swap a lease under the write lock."""
         with self._tx() as db:
-            row = db.execute("SELECT record FROM receipts WHERE id = ?", (receipt_id,)).fetchone()
+            if self.lease(kind, subject) != expect:
+                return False
+            if kind == "commit":
+                db.execute(
+                    "UPDATE inflight SET lease = ? WHERE proposal = ?",
+                    (_dump(lease.as_json()), subject),
+                )
+            else:
+                db.execute(
+                    "UPDATE receipts SET undo_lease = ? WHERE id = ?",
+                    (_dump(lease.as_json()), subject),
+                )
+            return True
+
+    def finish_undo(
+        self, receipt_id: str, undo: dict[str, Any], key: str, *, owner: str | None = None
+    ) -> bool:
+        """Record the reversal (a late finisher's too, unless one is recorded)."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT record, undoing, undo_lease FROM receipts WHERE id = ?", (receipt_id,)
+            ).fetchone()
             if row is None:
-                return
+                return False
+            mine = bool(row[1]) and (owner is None or Lease.from_json(_load(row[2])).owner == owner)
             record = json.loads(row[0])
-            record["undo"], record["undo_key"] = undo, key
+            if record.get("undo") is None:  # a reconciled undo stays
+                record["undo"], record["undo_key"] = undo, key
+            else:
+                mine = False
             db.execute(
-                "UPDATE receipts SET undoing = 0, record = ? WHERE id = ?",
+                "UPDATE receipts SET undoing = 0, undo_lease = NULL, record = ? WHERE id = ?",
                 (_dump(record), receipt_id),
             )
+            return mine
 
-    def abort_undo(self, receipt_id: str) -> None:
-        """Release the undo claim."""
+    def abort_undo(self, receipt_id: str, *, owner: str | None = None) -> None:
+        """Release the undo claim (only ``owner``'s, when given)."""
         with self._tx() as db:
-            db.execute("UPDATE receipts SET undoing = 0 WHERE id = ?", (receipt_id,))
+            held = None if owner is None else self.lease("undo", receipt_id)
+            if held is not None and held.owner != owner:
+                return
+            db.execute(
+                "UPDATE receipts SET undoing = 0, undo_lease = NULL WHERE id = ?", (receipt_id,)
+            )
 
     # ---------------------------------------------------------------- auto replay memory
 
     def begin_auto(
-        self, key: str, frame_id: str, *, now: int, ttl: int = REPLAY_TTL
+        self,
+        key: str,
+        frame_id: str,
+        *,
+        now: int,
+        ttl: int = REPLAY_TTL,
+        lease: Lease | None = None,
     ) -> Claim | dict[str, Any]:
         """Claim ``(key, frame_id)``."""
         with self._tx() as db:
@@ -423,11 +584,49 @@ class SQLiteStore:
                 (count,) = db.execute("SELECT COUNT(*) FROM replay").fetchone()
                 if count >= self.max_replay:
                     raise _limit("remembered auto requests")
+            claim = None if lease is None else _dump({"lease": lease.as_json(), "proposal": None})
             db.execute(
-                "INSERT OR REPLACE INTO replay VALUES (?, ?, ?, NULL)",
-                (key, frame_id, now + max(ttl, REPLAY_TTL)),
+                "INSERT OR REPLACE INTO replay VALUES (?, ?, ?, NULL, ?)",
+                (key, frame_id, now + max(ttl, REPLAY_TTL), claim),
             )
             return "new"
+
+    def link_auto(self, key: str, frame_id: str, proposal_id: str) -> None:
+        """Record the proposal an unfinished auto INTENT commits."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT claim FROM replay WHERE key = ? AND frame = ? AND reply IS NULL",
+                (key, frame_id),
+            ).fetchone()
+            claim = None if row is None else _load(row[0])
+            if isinstance(claim, dict):
+                claim["proposal"] = proposal_id
+                db.execute(
+                    "UPDATE replay SET claim = ? WHERE key = ? AND frame = ?",
+                    (_dump(claim), key, frame_id),
+                )
+
+    def auto_claims(self, *, limit: int = 1000) -> list[AutoClaim]:
+        """Unfinished auto INTENTs, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT key, frame, claim FROM replay WHERE reply IS NULL ORDER BY rowid LIMIT ?",
+                (limit,),
+            ).fetchall()
+        out = []
+        for key, frame, text in rows:
+            claim = _load(text)
+            if not isinstance(claim, dict):
+                out.append(AutoClaim(str(key), str(frame), None))
+                continue
+            proposal = claim.get("proposal")
+            lease = Lease.from_json(claim.get("lease"))
+            out.append(
+                AutoClaim(
+                    str(key), str(frame), lease, proposal if isinstance(proposal, str) else None
+                )
+            )
+        return out
 
     def finish_auto(
         self, key: str, frame_id: str, reply: dict[str, Any], *, now: int, ttl: int = REPLAY_TTL
@@ -435,7 +634,7 @@ class SQLiteStore:
         """Remember the reply."""
         with self._tx() as db:
             db.execute(
-                "INSERT OR REPLACE INTO replay VALUES (?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO replay VALUES (?, ?, ?, ?, NULL)",
                 (key, frame_id, now + max(ttl, REPLAY_TTL), _dump(reply)),
             )
 

@@ -14,6 +14,7 @@ refuses new work with ``limit`` (forgetting would re-open replays or take away a
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -26,7 +27,9 @@ from ._handles import HandleStore, MemoryHandleStore
 
 __all__ = [
     "REPLAY_TTL",
+    "AutoClaim",
     "Claim",
+    "Lease",
     "MemoryStore",
     "ProposalRecord",
     "ReceiptRecord",
@@ -46,6 +49,66 @@ PROPOSAL_GRACE = 600
 Claim = Literal["new", "busy", "done"]
 """What a ``begin_*`` transaction found: claimed now, claimed by a request still running,
 or already finished."""
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who holds a ``COMMIT`` or ``UNDO`` in flight, and until when (**ours**, issue 18).
+
+    ``owner`` names the service process that claimed it (``host:pid:nonce``; empty: no
+    owner, e.g. a commit left unresolved by a reconciliation), ``began`` when, ``until``
+    when the lease runs out (after that any process may reconcile the claim). ``key``,
+    ``principal`` and ``hash`` are what the receipt needs if reconciliation finds the effect
+    happened: the requesting proof key, the grant's principal, the committed hash.
+    """
+
+    owner: str = ""
+    began: int = 0
+    until: int = 0
+    key: str = ""
+    principal: str | None = None
+    hash: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        """The lease as JSON (the SQLite store keeps it in one column)."""
+        return {
+            "owner": self.owner,
+            "began": self.began,
+            "until": self.until,
+            "key": self.key,
+            "principal": self.principal,
+            "hash": self.hash,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Lease:
+        """Inverse of :meth:`as_json`; anything unreadable is an ownerless, expired lease."""
+        if not isinstance(data, dict):
+            return cls()
+        principal = data.get("principal")
+        return cls(
+            str(data.get("owner") or ""),
+            int(data.get("began") or 0),
+            int(data.get("until") or 0),
+            str(data.get("key") or ""),
+            principal if isinstance(principal, str) else None,
+            str(data.get("hash") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class AutoClaim:
+    """An auto ``INTENT`` still being handled (**ours**, review F4).
+
+    ``key`` and ``frame`` name it; ``lease`` says which process handles it and until when
+    (``None``: not recorded, e.g. a claim from before schema v3: it waits out its replay
+    time); ``proposal`` is the proposal whose commit it started, once it started one.
+    """
+
+    key: str
+    frame: str
+    lease: Lease | None
+    proposal: str | None = None
 
 
 @dataclass(frozen=True)
@@ -144,8 +207,16 @@ class Store(Protocol):
 
     handles: HandleStore
 
-    def add_proposal(self, record: ProposalRecord, *, now: int) -> None:
-        """Keep a new proposal until it expires; ``limit`` when full of live proposals."""
+    def add_proposal(
+        self, record: ProposalRecord, *, now: int, vouched: bool | None = None
+    ) -> None:
+        """Keep a new proposal until it expires; ``limit`` when full of live proposals.
+
+        ``vouched`` (**ours**, review F3): the INTENT carried a verified grant. Proposals
+        of an INTENT without one (anonymous, or proven by a key nobody granted anything)
+        live in a pool of their own and push out only each other. ``None``: vouched when
+        ``record.key`` is set (loading fixtures).
+        """
         ...
 
     def proposal(self, proposal_id: str, *, now: int) -> ProposalRecord | None:
@@ -172,9 +243,11 @@ class Store(Protocol):
         currency: str,
         *,
         now: int,
+        lease: Lease | None = None,
     ) -> Claim:
         """Claim a proposal for commit and reserve its cost against every cap, atomically.
 
+        ``lease`` records who holds the commit (kept until it is finished or aborted).
         Raises ``consent_required``/``spend_exceeded`` when a cap would be exceeded, and
         ``limit``/``store_full`` when there is no room for the receipt without forgetting
         one that can still be undone (nothing is reserved then). A free commit (``amount``
@@ -182,30 +255,83 @@ class Store(Protocol):
         """
         ...
 
-    def finish_commit(self, record: ReceiptRecord, *, now: int) -> None:
-        """Store the receipt, count the reservation, forget the proposal."""
+    def finish_commit(self, record: ReceiptRecord, *, now: int, owner: str | None = None) -> bool:
+        """Store the receipt, count the reservation, forget the proposal.
+
+        ``owner`` (**ours**, review F2) is the lease owner finishing; ``True`` when the
+        claim was still its own. A late finisher (the claim was taken over, released, or
+        already reconciled) still records the truth and never counts 0: a claim still
+        held by the taker is finished with its reservation; a released one gets a receipt
+        counting ``record.amount`` on ``record.blocks`` (no cap check: the effect took
+        place); when a receipt is already there, it stays, and ``record.amount`` is counted
+        once more unless that receipt is the reconciliation of this very claim (same
+        ``at``): the effect then ran twice.
+        """
         ...
 
-    def abort_commit(self, proposal_id: str) -> None:
-        """Release the claim and the reservation of a failed commit."""
+    def abort_commit(self, proposal_id: str, *, owner: str | None = None) -> None:
+        """Release the claim and the reservation of a failed commit (if ``owner``'s)."""
         ...
 
-    def begin_undo(self, receipt_id: str) -> Claim:
-        """Claim a receipt for undo."""
+    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> Claim:
+        """Claim a receipt for undo; ``lease`` records who holds it."""
         ...
 
-    def finish_undo(self, receipt_id: str, undo: dict[str, Any], key: str) -> None:
-        """Record the reversal receipt and the key that asked for it."""
+    def lease(self, kind: Literal["commit", "undo"], subject: str) -> Lease | None:
+        """The lease of the commit (proposal id) or undo (receipt id) in flight, else ``None``."""
         ...
 
-    def abort_undo(self, receipt_id: str) -> None:
-        """Release the undo claim of a failed undo."""
+    def leases(
+        self, kind: Literal["commit", "undo"], *, limit: int = 1000
+    ) -> list[tuple[str, Lease]]:
+        """Up to ``limit`` claims in flight of one kind: ``(proposal or receipt id, lease)``."""
+        ...
+
+    def take_over(
+        self, kind: Literal["commit", "undo"], subject: str, expect: Lease, lease: Lease
+    ) -> bool:
+        """Replace the lease of a claim still held under ``expect`` by ``lease``, atomically.
+
+        ``False`` when the claim is gone or another process took it over first: exactly one
+        process reconciles a stale claim.
+        """
+        ...
+
+    def finish_undo(
+        self, receipt_id: str, undo: dict[str, Any], key: str, *, owner: str | None = None
+    ) -> bool:
+        """Record the reversal receipt and the key that asked for it; release the claim.
+
+        ``True`` when the claim was still ``owner``'s (see :meth:`finish_commit`); a late
+        finisher's reversal is recorded unless one already is.
+        """
+        ...
+
+    def abort_undo(self, receipt_id: str, *, owner: str | None = None) -> None:
+        """Release the undo claim of a failed undo (if ``owner``'s)."""
         ...
 
     def begin_auto(
-        self, key: str, frame_id: str, *, now: int, ttl: int = REPLAY_TTL
+        self,
+        key: str,
+        frame_id: str,
+        *,
+        now: int,
+        ttl: int = REPLAY_TTL,
+        lease: Lease | None = None,
     ) -> Claim | dict[str, Any]:
-        """Claim ``(key, frame_id)`` of an auto INTENT: ``"new"``, ``"busy"`` or the reply."""
+        """Claim ``(key, frame_id)`` of an auto INTENT: ``"new"``, ``"busy"`` or the reply.
+
+        ``lease`` records who handles it, so that a claim left by a crash can be settled.
+        """
+        ...
+
+    def link_auto(self, key: str, frame_id: str, proposal_id: str) -> None:
+        """Record that the unfinished auto INTENT ``(key, frame_id)`` commits a proposal."""
+        ...
+
+    def auto_claims(self, *, limit: int = 1000) -> list[AutoClaim]:
+        """Up to ``limit`` auto INTENTs still being handled, oldest first."""
         ...
 
     def finish_auto(
@@ -248,7 +374,8 @@ def check_caps(
 class MemoryStore:
     """The in-memory :class:`Store`; thread-safe (one lock), bounded by expiry and size.
 
-    ``max_proposals``, ``max_receipts``, ``max_replay`` and ``max_blocks`` cap the maps;
+    ``max_proposals``, ``max_anonymous`` (proposals of INTENTs without a verified
+    grant), ``max_receipts``, ``max_replay`` and ``max_blocks`` cap the maps;
     ``receipt_ttl`` is how long a receipt whose undo window closed is still kept for
     idempotent replays.
     """
@@ -257,6 +384,7 @@ class MemoryStore:
         self,
         *,
         max_proposals: int = 10_000,
+        max_anonymous: int = 1_000,
         max_receipts: int = 10_000,
         max_replay: int = 100_000,
         max_blocks: int = 100_000,
@@ -264,6 +392,7 @@ class MemoryStore:
         handles: HandleStore | None = None,
     ) -> None:
         self.max_proposals = max_proposals
+        self.max_anonymous = max_anonymous
         self.max_receipts = max_receipts
         self.max_replay = max_replay
         self.max_blocks = max_blocks
@@ -271,20 +400,24 @@ class MemoryStore:
         self.handles: HandleStore = handles if handles is not None else _LockedHandles()
         self._lock = threading.RLock()
         self._proposals: OrderedDict[str, ProposalRecord] = OrderedDict()
+        self._anonymous: OrderedDict[str, ProposalRecord] = OrderedDict()
         self._receipts: OrderedDict[str, ReceiptRecord] = OrderedDict()
         self._by_proposal: dict[str, str] = {}
         self._inflight: dict[str, tuple[int, tuple[str, ...]]] = {}
-        self._undoing: set[str] = set()
+        self._leases: dict[str, Lease] = {}
+        self._undoing: dict[str, Lease] = {}
         self._totals: dict[str, int] = {}
         self._replay: OrderedDict[tuple[str, str], tuple[int, dict[str, Any] | None]] = (
             OrderedDict()
         )
+        self._auto: dict[tuple[str, str], AutoClaim] = {}
 
     def sizes(self) -> dict[str, int]:
         """How many entries each map holds (for tests and monitoring)."""
         with self._lock:
             return {
                 "proposals": len(self._proposals),
+                "anonymous": len(self._anonymous),
                 "receipts": len(self._receipts),
                 "replay": len(self._replay),
                 "blocks": len(self._totals),
@@ -293,45 +426,59 @@ class MemoryStore:
 
     # ---------------------------------------------------------------- proposals
 
-    def _prune_proposals(self, now: int) -> None:
+    def _prune_proposals(self, pool: OrderedDict[str, ProposalRecord], now: int) -> None:
         for pid in [
-            p
-            for p, r in self._proposals.items()
-            if int(r.proposal.get("expires", 0)) + PROPOSAL_GRACE <= now
+            p for p, r in pool.items() if int(r.proposal.get("expires", 0)) + PROPOSAL_GRACE <= now
         ]:
             if pid not in self._inflight:
-                del self._proposals[pid]
+                del pool[pid]
 
-    def add_proposal(self, record: ProposalRecord, *, now: int) -> None:
+    def add_proposal(
+        self, record: ProposalRecord, *, now: int, vouched: bool | None = None
+    ) -> None:
         """Keep a new proposal (see :class:`Store`).
 
-        When full, expired proposals go first, then the oldest open ones: forgetting a
-        proposal only makes its ``COMMIT`` answer ``not_found`` (never a second effect),
-        whereas refusing would let anyone with a fresh key shut INTENT off for everybody.
-        Only a proposal being committed right now is never forgotten.
+        Proposals of an INTENT without a verified grant (no proof, or a proof by a key
+        nobody granted anything) live in their own pool of ``max_anonymous``, so a flood
+        of them only pushes out each other, never a proposal made for a granted key. When
+        a pool is full, expired proposals go first, then its oldest open ones: forgetting
+        a proposal only makes its ``COMMIT`` answer ``not_found`` (never a second effect),
+        whereas refusing would let anyone shut INTENT off for everybody. A proposal being
+        committed is never forgotten.
         """
+        if vouched is None:
+            vouched = record.key is not None
+        pool, cap = (
+            (self._proposals, self.max_proposals)
+            if vouched
+            else (self._anonymous, self.max_anonymous)
+        )
         with self._lock:
-            if len(self._proposals) >= self.max_proposals:
-                self._prune_proposals(now)
-            if len(self._proposals) >= self.max_proposals:
-                for pid in list(self._proposals):
-                    if len(self._proposals) < self.max_proposals:
+            if len(pool) >= cap:
+                self._prune_proposals(pool, now)
+            if len(pool) >= cap:
+                for pid in list(pool):
+                    if len(pool) < cap:
                         break
                     if pid not in self._inflight:
-                        del self._proposals[pid]
-            if len(self._proposals) >= self.max_proposals:
+                        del pool[pid]
+            if len(pool) >= cap:
                 raise _limit("open proposals")
-            self._proposals[record.id] = record
+            pool[record.id] = record
 
     def proposal(self, proposal_id: str, *, now: int) -> ProposalRecord | None:
         """The proposal or ``None`` (see :class:`Store`)."""
         with self._lock:
-            record = self._proposals.get(proposal_id)
-            if record is not None and int(record.proposal["expires"]) + PROPOSAL_GRACE <= now:
-                if proposal_id not in self._inflight:
-                    del self._proposals[proposal_id]
-                return None
-            return record
+            for pool in (self._proposals, self._anonymous):
+                record = pool.get(proposal_id)
+                if record is None:
+                    continue
+                if int(record.proposal["expires"]) + PROPOSAL_GRACE <= now:
+                    if proposal_id not in self._inflight:
+                        del pool[proposal_id]
+                    return None
+                return record
+            return None
 
     # ---------------------------------------------------------------- receipts
 
@@ -404,6 +551,7 @@ class MemoryStore:
         currency: str,
         *,
         now: int,
+        lease: Lease | None = None,
     ) -> Claim:
         """Claim and reserve atomically (see :class:`Store`)."""
         with self._lock:
@@ -422,20 +570,44 @@ class MemoryStore:
             for block in blocks:
                 self._totals[block] = self._totals.get(block, 0) + amount
             self._inflight[proposal_id] = (amount, blocks)
+            self._leases[proposal_id] = lease or Lease()
             return "new"
 
-    def finish_commit(self, record: ReceiptRecord, *, now: int) -> None:
+    def finish_commit(self, record: ReceiptRecord, *, now: int, owner: str | None = None) -> bool:
         """Store the receipt and make the reservation final (see :class:`Store`)."""
         with self._lock:
-            amount, blocks = self._inflight.pop(record.proposal, (record.amount, record.blocks))
-            self._receipts[record.id] = replace(record, amount=amount, blocks=blocks)
+            lease = self._leases.get(record.proposal)
+            mine = lease is not None and (owner is None or lease.owner == owner)
+            stored = self._by_proposal.get(record.proposal)
+            if stored is not None:  # reconciled meanwhile: keep that one
+                if owner is not None and self._receipts[stored].receipt.get(
+                    "at"
+                ) != record.receipt.get("at"):
+                    self._count(record.amount, record.blocks)  # the effect ran twice
+                return False
+            held = self._inflight.pop(record.proposal, None)
+            if held is None:  # released meanwhile, yet the effect took place: count it
+                held = (record.amount, record.blocks)
+                self._count(*held)
+            self._leases.pop(record.proposal, None)
+            self._receipts[record.id] = replace(record, amount=held[0], blocks=held[1])
             self._by_proposal[record.proposal] = record.id
             self._proposals.pop(record.proposal, None)
+            self._anonymous.pop(record.proposal, None)
+            return mine
 
-    def abort_commit(self, proposal_id: str) -> None:
+    def _count(self, amount: int, blocks: Sequence[str]) -> None:
+        for block in blocks if amount else ():
+            self._totals[block] = self._totals.get(block, 0) + amount
+
+    def abort_commit(self, proposal_id: str, *, owner: str | None = None) -> None:
         """Release the claim and reservation (see :class:`Store`)."""
         with self._lock:
+            lease = self._leases.get(proposal_id)
+            if owner is not None and (lease is None or lease.owner != owner):
+                return  # not ours any more: the process holding it settles it
             held = self._inflight.pop(proposal_id, None)
+            self._leases.pop(proposal_id, None)
             if held is not None:
                 amount, blocks = held
                 for block in blocks:
@@ -443,7 +615,7 @@ class MemoryStore:
 
     # ---------------------------------------------------------------- undo
 
-    def begin_undo(self, receipt_id: str) -> Claim:
+    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> Claim:
         """Claim a receipt for undo (see :class:`Store`)."""
         with self._lock:
             record = self._receipts.get(receipt_id)
@@ -451,26 +623,64 @@ class MemoryStore:
                 return "done"
             if receipt_id in self._undoing:
                 return "busy"
-            self._undoing.add(receipt_id)
+            self._undoing[receipt_id] = lease or Lease()
             return "new"
 
-    def finish_undo(self, receipt_id: str, undo: dict[str, Any], key: str) -> None:
+    def lease(self, kind: Literal["commit", "undo"], subject: str) -> Lease | None:
+        """The lease of a claim in flight (see :class:`Store`)."""
+        with self._lock:
+            return (self._leases if kind == "commit" else self._undoing).get(subject)
+
+    def leases(
+        self, kind: Literal["commit", "undo"], *, limit: int = 1000
+    ) -> list[tuple[str, Lease]]:
+        """Claims in flight of one kind (see :class:`Store`)."""
+        with self._lock:
+            held = self._leases if kind == "commit" else self._undoing
+            return list(itertools.islice(held.items(), limit))
+
+    def take_over(
+        self, kind: Literal["commit", "undo"], subject: str, expect: Lease, lease: Lease
+    ) -> bool:
+        """Compare-and-swap a lease (see :class:`Store`)."""
+        with self._lock:
+            held = self._leases if kind == "commit" else self._undoing
+            if held.get(subject) != expect:
+                return False
+            held[subject] = lease
+            return True
+
+    def finish_undo(
+        self, receipt_id: str, undo: dict[str, Any], key: str, *, owner: str | None = None
+    ) -> bool:
         """Record the reversal (see :class:`Store`)."""
         with self._lock:
-            self._undoing.discard(receipt_id)
+            lease = self._undoing.pop(receipt_id, None)
+            mine = lease is not None and (owner is None or lease.owner == owner)
             record = self._receipts.get(receipt_id)
-            if record is not None:
+            if record is not None and record.undo is None:  # a reconciled undo stays
                 self._receipts[receipt_id] = replace(record, undo=undo, undo_key=key)
+                return mine
+            return False
 
-    def abort_undo(self, receipt_id: str) -> None:
+    def abort_undo(self, receipt_id: str, *, owner: str | None = None) -> None:
         """Release the undo claim (see :class:`Store`)."""
         with self._lock:
-            self._undoing.discard(receipt_id)
+            lease = self._undoing.get(receipt_id)
+            if owner is not None and (lease is None or lease.owner != owner):
+                return
+            self._undoing.pop(receipt_id, None)
 
     # ---------------------------------------------------------------- auto replay memory
 
     def begin_auto(
-        self, key: str, frame_id: str, *, now: int, ttl: int = REPLAY_TTL
+        self,
+        key: str,
+        frame_id: str,
+        *,
+        now: int,
+        ttl: int = REPLAY_TTL,
+        lease: Lease | None = None,
     ) -> Claim | dict[str, Any]:
         """Claim ``(key, frame_id)`` (see :class:`Store`)."""
         with self._lock:
@@ -480,10 +690,24 @@ class MemoryStore:
             if len(self._replay) >= self.max_replay:
                 for old in [k for k, (until, _) in self._replay.items() if until < now]:
                     del self._replay[old]
+                    self._auto.pop(old, None)
             if len(self._replay) >= self.max_replay:
                 raise _limit("remembered auto requests")
             self._replay[(key, frame_id)] = (now + max(ttl, REPLAY_TTL), None)
+            self._auto[(key, frame_id)] = AutoClaim(key, frame_id, lease)
             return "new"
+
+    def link_auto(self, key: str, frame_id: str, proposal_id: str) -> None:
+        """Record the proposal an auto INTENT commits (see :class:`Store`)."""
+        with self._lock:
+            claim = self._auto.get((key, frame_id))
+            if claim is not None:
+                self._auto[(key, frame_id)] = replace(claim, proposal=proposal_id)
+
+    def auto_claims(self, *, limit: int = 1000) -> list[AutoClaim]:
+        """Auto INTENTs still being handled (see :class:`Store`)."""
+        with self._lock:
+            return list(itertools.islice(self._auto.values(), limit))
 
     def finish_auto(
         self, key: str, frame_id: str, reply: dict[str, Any], *, now: int, ttl: int = REPLAY_TTL
@@ -491,6 +715,7 @@ class MemoryStore:
         """Remember the reply (see :class:`Store`)."""
         with self._lock:
             self._replay[(key, frame_id)] = (now + max(ttl, REPLAY_TTL), reply)
+            self._auto.pop((key, frame_id), None)
 
     def abort_auto(self, key: str, frame_id: str) -> None:
         """Drop the claim (see :class:`Store`)."""
@@ -498,6 +723,7 @@ class MemoryStore:
             entry = self._replay.get((key, frame_id))
             if entry is not None and entry[1] is None:
                 del self._replay[(key, frame_id)]
+                self._auto.pop((key, frame_id), None)
 
 
 class _LockedHandles:
@@ -521,8 +747,11 @@ def load_state(store: Store, state: dict[str, Any], *, now: int) -> None:
 
         ``state`` may hold ``proposals`` (:meth:`ProposalRecord.as_json` objects),
         ``receipts`` (:meth:`ReceiptRecord.as_json`), ``spent`` (block id to amount),
-        ``replay`` (``{"key", "id", "reply", "at"?}``; a null reply is a request still running,
-    ``at`` when it was first seen, default ``now``) and
+        ``replay`` (``{"key", "id", "reply", "at"?, "lease"?, "proposal"?}``; a null reply is
+    a request still running, ``lease`` who runs it, ``proposal`` the one it commits,
+    ``at`` when it was first seen, default ``now``), ``inflight`` (commits in flight:
+    ``{"proposal", "amount"?, "blocks"?, "lease"}``, the proposal also under
+    ``proposals``), ``undoing`` (undos in flight: ``{"receipt", "lease"}``) and
         ``handles`` (``{"handle", "key", "value", "expires"}``). Only the store's transactions
         are used, so any :class:`Store` can be loaded.
     """
@@ -548,9 +777,20 @@ def load_state(store: Store, state: dict[str, Any], *, now: int) -> None:
         if record.undo is not None:
             store.begin_undo(record.id)
             store.finish_undo(record.id, record.undo, record.undo_key or "")
+    for raw in state.get("inflight", []):
+        caps = [SpendCap(b, 2**53, "") for b in raw.get("blocks", ())]
+        lease = Lease.from_json(raw.get("lease"))
+        store.begin_commit(
+            raw["proposal"], caps, int(raw.get("amount", 0)), "", now=now, lease=lease
+        )
+    for raw in state.get("undoing", []):
+        store.begin_undo(raw["receipt"], lease=Lease.from_json(raw.get("lease")))
     for raw in state.get("replay", []):
         seen = int(raw.get("at", now))
-        store.begin_auto(raw["key"], raw["id"], now=seen)
+        held = Lease.from_json(raw["lease"]) if "lease" in raw else None
+        store.begin_auto(raw["key"], raw["id"], now=seen, lease=held)
+        if raw.get("proposal") is not None:
+            store.link_auto(raw["key"], raw["id"], raw["proposal"])
         if raw.get("reply") is not None:
             store.finish_auto(raw["key"], raw["id"], raw["reply"], now=seen)
     for raw in state.get("handles", []):

@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime
 import importlib.util
 import ipaddress
+import os
 import ssl
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -26,6 +28,20 @@ OTHER_PRINCIPAL = parley.key_from_seed(bytes([12]) * 32)
 AGENT = parley.key_from_seed(bytes([21]) * 32)
 INTRUDER = parley.key_from_seed(bytes([22]) * 32)
 SERVICE_ID = "shop.example"
+
+
+def need_uvicorn() -> None:
+    """Skip, saying why, when the ``http`` extra (uvicorn) is missing.
+
+    ``PP_REQUIRE_UVICORN=1`` (set by ``.ci/run``) turns the skip into a failure.
+    """
+    try:
+        import uvicorn  # noqa: F401
+    except ImportError:
+        reason = "needs uvicorn: pip install 'principal-protocols[http]'"
+        if os.environ.get("PP_REQUIRE_UVICORN") == "1":
+            pytest.fail(f"PP_REQUIRE_UVICORN=1 but uvicorn is missing ({reason})")
+        pytest.skip(reason)
 
 
 def load_shop() -> Any:

@@ -16,7 +16,7 @@ import pytest
 
 import parley
 
-from .runtime_harness import AGENT, PRINCIPAL, SHOP_FILE, grant
+from .runtime_harness import AGENT, PRINCIPAL, SHOP_FILE, grant, need_uvicorn
 from .test_runtime_service import NOW, Rig
 
 HELLO = b'{"parley":1,"id":"last","verb":"HELLO"}'
@@ -263,11 +263,12 @@ def test_tcp_answers_a_last_frame_ended_by_eof_and_caps_connections() -> None:
             writer.write(b'{"parley":1,"id":"a","verb":"HELLO"}\n')
             await writer.drain()
             assert json.loads(await asyncio.wait_for(reader.readline(), 30))["re"] == "a"
-            # a second connection beyond the cap is closed at once
+            # a second connection beyond the cap closes the first, idle one (issue 18)
             extra_reader, extra = await asyncio.open_connection("127.0.0.1", port)
-            assert await _eof(extra_reader) == b""
-            extra.close()
-            # the first still works; a frame ended by EOF instead of a newline is answered
+            assert await _eof(reader) == b""
+            writer.close()
+            reader, writer = extra_reader, extra
+            # the newcomer works; a frame ended by EOF instead of a newline is answered
             writer.write(HELLO)
             writer.write_eof()
             out = await _eof(reader)
@@ -316,6 +317,8 @@ def test_stdio_answers_a_last_line_without_newline() -> None:
 
 
 def test_http_bridge_drops_a_body_that_trickles_in() -> None:
+    need_uvicorn()
+
     async def run() -> None:
         svc, _ = _service_with_gate()
         server = await parley.serve_http(svc, "127.0.0.1", 0, body_timeout=0.3)

@@ -8,7 +8,7 @@ from typing import Any
 
 import parley
 
-from .runtime_harness import AGENT, PRINCIPAL, grant, load_shop
+from .runtime_harness import AGENT, PRINCIPAL, grant, load_shop, need_uvicorn
 
 SHOP = load_shop()
 
@@ -103,6 +103,8 @@ def post(body: bytes, *, length: int | None = None) -> bytes:
 
 
 def test_http_bridge_survives_malformed_requests() -> None:
+    need_uvicorn()
+
     async def run() -> None:
         server = await parley.serve_http(shop(), "127.0.0.1", 0)
         port = server.servers[0].sockets[0].getsockname()[1]
@@ -209,6 +211,7 @@ async def _live_round(client: parley.Client, release: Any) -> None:
 
 
 def test_events_stream_before_the_commit_finishes() -> None:
+    need_uvicorn()
     import time
 
     async def run() -> None:

@@ -528,11 +528,12 @@ def test_brief_fits_small_budgets() -> None:
 
 def test_state_maps_are_bounded() -> None:
     rig = Rig(max_proposals=4, max_replay=2)
-    first = rig.proposals()
-    rig.proposals()
+    vouched = [grant(now=rig.now)]  # only granted INTENTs fill the committable pool
+    first = rig.proposals(grants=vouched)
+    rig.proposals(grants=vouched)
     # Full of open proposals: the oldest are forgotten (refusing would let anyone with a
     # fresh key shut INTENT off for everybody); a forgotten one is simply not found.
-    assert rig.send(rig.intent({"item": "latte"}))["kind"] == "PROPOSALS"
+    assert rig.send(rig.intent({"item": "latte"}, grants=vouched))["kind"] == "PROPOSALS"
     assert rig.store.sizes()["proposals"] == 4
     assert rig.send(rig.commit(first[0]))["code"] == "not_found"
     rig.now += 600 + 700  # past expiry and grace: old proposals are forgotten

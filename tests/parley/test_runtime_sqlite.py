@@ -10,6 +10,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import parley
 
 from .runtime_harness import AGENT, PRINCIPAL, ROOT, grant, load_shop
@@ -223,7 +225,7 @@ CRASHER = textwrap.dedent(
 )
 
 
-def test_a_process_killed_mid_commit_leaves_its_spend_counted(tmp_path: Path) -> None:
+def test_a_process_killed_mid_commit_is_reconciled_then_committed_once(tmp_path: Path) -> None:
     db = tmp_path / "crash.db"
     svc = service(db)
     spend = [grant(now=NOW, extra=[{"spend": {"max": 1000, "currency": "USD"}}], nonce="k")]
@@ -252,13 +254,92 @@ def test_a_process_killed_mid_commit_leaves_its_spend_counted(tmp_path: Path) ->
     finally:
         proc.kill()
         proc.communicate(timeout=30)  # reaps it and closes the pipes
-    # a fresh process on the same file: the dead commit's reservation still counts
-    # (conservative: its effect may have happened), its proposal stays claimed, and the
-    # cap holds for everything else
+    # a fresh process on the same file: the dead commit's reservation still counts until
+    # the shop's reconciler says its order was never placed; then the retried COMMIT runs
+    # once, and the cap holds for everything else
     again = service(db)
     assert again.store.spent([block])[block] == price
-    busy = again.handle(commit("c1", victim, spend))[-1]
-    assert (busy["code"], busy["reason"], busy["retry"]) == ("conflict", "busy", 1)
+    done = again.handle(commit("c1", victim, spend))[-1]
+    assert done["kind"] == "RECEIPT"
+    assert again.store.spent([block])[block] == price
     kinds = [again.handle(commit(f"c{n + 2}", p, spend))[-1]["kind"] for n, p in enumerate(rest)]
     assert kinds.count("RECEIPT") == 1000 // price - 1
     assert again.store.spent([block])[block] <= 1000
+
+
+def test_a_version_1_store_is_migrated_on_open(tmp_path: Path) -> None:
+    import sqlite3
+
+    from parley._sqlite import _V1, SCHEMA_VERSION
+
+    db = tmp_path / "v1.db"
+    raw = sqlite3.connect(db)
+    raw.executescript(_V1)
+    raw.execute("INSERT INTO inflight VALUES ('p_old', 500, '[\"b1\"]')")
+    raw.execute("INSERT INTO totals VALUES ('b1', 500)")
+    raw.commit()
+    raw.close()
+    store = parley.SQLiteStore(str(db))
+    try:
+        assert store.spent(["b1"]) == {"b1": 500}
+        # a commit in flight from before leases existed: ownerless, so reconcilable
+        lease = store.lease("commit", "p_old")
+        assert lease is not None
+        assert lease.owner == ""
+        assert lease.until == 0
+        version = store._db.execute("PRAGMA user_version").fetchone()[0]
+        assert version == SCHEMA_VERSION
+    finally:
+        store.close()
+    newer = sqlite3.connect(db)
+    newer.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    newer.commit()
+    newer.close()
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.SQLiteStore(str(db))
+    assert caught.value.reason == "bad_store"
+
+
+def test_a_lease_that_runs_out_is_reconciled_by_another_process(tmp_path: Path) -> None:
+    db = tmp_path / "lease.db"
+    first, second = service(db), service(db)
+    first.commit_lease = 1
+    g = [grant(now=NOW)]
+    proposal = first.handle(intent("i", g, {"item": "latte"}))[-1]["proposals"][0]
+    seen: list[str] = []
+    cap = first.capabilities["shop.order"]
+    place = cap.commit
+    assert place is not None
+
+    def slow(p: dict[str, Any], ctx: parley.Context) -> Any:
+        # another process retries while this commit runs: busy while the lease lasts,
+        # reconciled (the order exists by then) once it has run out
+        seen.append(second.handle(commit("c2", p, g), now=NOW)[-1]["reason"])
+        out = place(p, ctx)
+        seen.append(second.handle(commit("c3", p, g), now=NOW + 2)[-1]["kind"])
+        return out
+
+    cap.commit = slow
+    done = first.handle(commit("c1", proposal, g), now=NOW)[-1]
+    assert seen == ["busy", "RECEIPT"]
+    # the first process's late finish keeps the receipt the reconciliation wrote
+    kept = second.store.receipt_for(proposal["id"])
+    assert kept is not None
+    assert done["receipt"] == kept.receipt
+    assert first.orders.count() == 1  # type: ignore[attr-defined]
+
+
+def test_the_lease_owner_names_the_process_and_a_forked_child_gets_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+    import socket
+
+    svc = SHOP.build_service(trusted=[PRINCIPAL.public])
+    first = svc.owner
+    assert first.startswith(f"{socket.gethostname()}:{os.getpid()}:")
+    assert svc.owner == first
+    monkeypatch.setattr(os, "getpid", lambda: 4_000_000)
+    assert svc.owner.startswith(f"{socket.gethostname()}:4000000:")
+    named = parley.Service("x", name="x", owner="ops-1")
+    assert named.owner == "ops-1"

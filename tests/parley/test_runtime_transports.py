@@ -19,7 +19,15 @@ import pytest
 
 import parley
 
-from .runtime_harness import AGENT, PRINCIPAL, grant, load_shop, stdio_url, tls_contexts
+from .runtime_harness import (
+    AGENT,
+    PRINCIPAL,
+    grant,
+    load_shop,
+    need_uvicorn,
+    stdio_url,
+    tls_contexts,
+)
 
 SHOP = load_shop()
 
@@ -121,7 +129,7 @@ def test_over_tls(tmp_path: Path) -> None:
             with pytest.raises(parley.ParleyError) as exc:
                 await parley.connect(f"parleys://127.0.0.1:{port}", agent())
             assert (exc.value.code, exc.value.reason) == ("unavailable", "tls")
-            assert "SSLCertVerificationError" in exc.value.message
+            assert "certificate was not accepted (self-signed" in exc.value.message
 
     asyncio.run(run())
 
@@ -136,6 +144,8 @@ def test_over_stdio_child_process() -> None:
 
 
 def test_over_http_bridge() -> None:
+    need_uvicorn()
+
     async def run() -> None:
         service = SHOP.build_service(trusted=[PRINCIPAL.public])
         server = await parley.serve_http(service, "127.0.0.1", 0)
@@ -155,6 +165,7 @@ def test_over_http_bridge() -> None:
 
 
 def test_over_https_bridge(tmp_path: Path) -> None:
+    need_uvicorn()
     from .runtime_harness import make_cert
 
     cert_file, key_file = make_cert(tmp_path)
@@ -170,6 +181,10 @@ def test_over_https_bridge(tmp_path: Path) -> None:
             url = f"https://127.0.0.1:{port}/"
             brief = await parley.discover(url, ssl=client_ctx)
             assert brief["service"]["id"] == "shop.example"
+            with pytest.raises(parley.ParleyError) as refused:  # the default trust store
+                await parley.discover(url)
+            assert refused.value.reason == "tls"
+            assert "certificate was not accepted (self-signed" in refused.value.message
             async with await parley.connect(url, agent(), ssl=client_ctx) as client:
                 await scenario(client)
         finally:

@@ -755,6 +755,44 @@ def _runtime_cases() -> Iterator[Case]:
         state={"replay": [{"key": AGENT.public, "id": "auto-1", "reply": None}]},
         flags=("auto",),
     )
+
+    # an auto INTENT cut short by a crash (review F4): its claim records who handled it
+    # and the proposal it was committing, so a repeat settles it instead of busy
+    def auto_claim(until: int, proposal: str | None) -> dict[str, Any]:
+        held = {"owner": "vectors.invalid:1:gone", "began": NOW - 30, "until": until}
+        claim = {"key": AGENT.public, "id": "auto-1", "reply": None, "at": NOW - 30}
+        return claim | {"lease": held | {"key": AGENT.public}, "proposal": proposal}
+
+    yield _case(
+        "auto-cut-short-committed",
+        auto,
+        ok,
+        "the handler died after its commit was written: the repeat gets that receipt (replay"
+        " true) instead of busy",
+        state={
+            "receipts": [_receipt(P_LATTE)],
+            "replay": [auto_claim(NOW - 1, P_LATTE["id"])],
+        },
+        flags=("auto", "replay", "recovery"),
+        replay=True,
+    )
+    yield _case(
+        "auto-cut-short-before-commit",
+        auto,
+        ok,
+        "the handler died before any commit began and its lease ran out: no effect took"
+        " place, so the repeat runs afresh (a new receipt, not a replay)",
+        state={"replay": [auto_claim(NOW - 1, None)]},
+        flags=("auto", "recovery"),
+    )
+    yield _case(
+        "auto-cut-short-lease-running",
+        auto,
+        ("ERROR", "conflict", "busy"),
+        "the handler's lease still runs (another host): busy, retry in a second",
+        state={"replay": [auto_claim(NOW + 570, None)]},
+        flags=("auto", "recovery"),
+    )
     # COMMIT
     open_latte = {"proposals": [_record(P_LATTE)]}
     yield _case("commit", _commit(P_LATTE), ok, "EVENTs then the receipt", state=open_latte)
@@ -932,8 +970,82 @@ def _runtime_cases() -> Iterator[Case]:
         watch=[SPEND_BLOCK],
         flags=("spend",),
     )
+
+    # a COMMIT cut short by a crash (issue 18): the claim in flight carries a lease
+    def lease(owner: str, until: int) -> dict[str, Any]:
+        return {
+            "owner": owner,
+            "began": NOW - 30,
+            "until": until,
+            "key": AGENT.public,
+            "principal": PRINCIPAL.public,
+            "hash": P_LATTE["hash"],
+        }
+
+    def reconciling(answer: str) -> dict[str, Any]:
+        caps = [
+            {**c, "reconcile": answer} if c["name"] == "shop.order" else c
+            for c in SPEC["capabilities"]
+        ]
+        return {**SPEC, "capabilities": caps}
+
+    def in_flight(owner: str, until: int) -> dict[str, Any]:
+        held = {"proposal": P_LATTE["id"], "amount": 275, "blocks": [SPEND_BLOCK]}
+        return open_latte | {"inflight": [held | {"lease": lease(owner, until)}]}
+
+    live = "vectors.invalid:1:live"  # a process on another host, lease still running
+    yield _case(
+        "commit-inflight-running",
+        _commit(P_LATTE, grants=[SPEND_GRANT]),
+        ("ERROR", "conflict", "busy"),
+        "another process holds the commit and its lease runs: busy, retry in a second",
+        state=in_flight(live, NOW + 570),
+        watch=[SPEND_BLOCK],
+        flags=("recovery",),
+    )
+    yield _case(
+        "commit-inflight-unresolved",
+        _commit(P_LATTE, grants=[SPEND_GRANT]),
+        ("ERROR", "unavailable", "commit_unresolved"),
+        "a commit cut short, no reconciler: the reservation stays held and the retry is"
+        " told the outcome is unknown until an operator resolves it (never busy forever)",
+        state=in_flight("", 0),
+        watch=[SPEND_BLOCK],
+        flags=("recovery",),
+    )
+    yield _case(
+        "commit-inflight-lease-over-happened",
+        _commit(P_LATTE, grants=[SPEND_GRANT]),
+        ok,
+        "the lease ran out and the reconciler says the effect happened: the receipt is"
+        " written (dated when the commit began) and replayed; the spend counted once",
+        state=in_flight("vectors.invalid:1:gone", NOW - 1),
+        spec=reconciling("happened"),
+        watch=[SPEND_BLOCK],
+        flags=("recovery", "replay"),
+        replay=True,
+    )
+    yield _case(
+        "commit-inflight-lease-over-not-happened",
+        _commit(P_LATTE, grants=[SPEND_GRANT]),
+        ok,
+        "the lease ran out and the reconciler says the effect did not happen: the claim"
+        " and reservation are released and the COMMIT runs now; the spend counted once",
+        state=in_flight("vectors.invalid:1:gone", NOW - 1),
+        spec=reconciling("not_happened"),
+        watch=[SPEND_BLOCK],
+        flags=("recovery",),
+    )
     # UNDO
     done = {"receipts": [_receipt(P_LATTE)]}
+    yield _case(
+        "undo-inflight-unresolved",
+        _undo("r_latte"),
+        ("ERROR", "unavailable", "undo_unresolved"),
+        "an undo cut short, no reconciler: unavailable until an operator resolves it",
+        state=done | {"undoing": [{"receipt": "r_latte", "lease": lease("", 0)}]},
+        flags=("recovery",),
+    )
     rid = "r_latte"
     yield _case("undo", _undo(rid), ok, "an undo receipt naming the original", state=done)
     yield _case(
@@ -1045,6 +1157,8 @@ def _runtime_cases() -> Iterator[Case]:
         "spend": "spend caps: output.spent shows the watched block totals afterwards",
         "seed-finding": "regression for a finding of the security review",
         "bounded": "a full store forgets what is safe to forget and refuses the rest",
+        "recovery": "a COMMIT or UNDO cut short by a crash: state.inflight/undoing hold its"
+        " lease; the capability's reconcile answer (or none) decides (ours, issue 18)",
     },
 )
 def runtime_cases() -> Iterator[Case]:

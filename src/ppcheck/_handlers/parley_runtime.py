@@ -98,6 +98,21 @@ def _add(svc: parley.Service, spec: dict[str, Any]) -> None:
 
         cap.on_commit(commit)
         cap.on_undo(undo)
+        settle = spec.get("reconcile")
+        if settle is not None:  # the answer a crashed commit's or undo's reconciler gives
+
+            def reconcile(proposal: dict[str, Any], ctx: parley.Context) -> parley.Outcome:
+                if settle != "happened":
+                    return parley.not_happened()
+                return parley.happened(copy.deepcopy(spec.get("result")))
+
+            def reconcile_undo(receipt: dict[str, Any], ctx: parley.Context) -> parley.Outcome:
+                if settle != "happened":
+                    return parley.not_happened()
+                return parley.happened(copy.deepcopy(spec.get("undo_result")))
+
+            cap.on_reconcile(reconcile)
+            cap.on_reconcile_undo(reconcile_undo)
     svc.add(cap)
 
 
