@@ -40,6 +40,8 @@ from ._conformance import (
     make_settlement,
     observe,
     presentation_for,
+    presented_terms,
+    settlement_evidence,
     terms_at,
 )
 from ._decisions import (
@@ -151,9 +153,11 @@ __all__ = [
     "presentation",
     "presentation_for",
     "presented_digest",
+    "presented_terms",
     "public_jwks",
     "read_state_document",
     "schema_names",
+    "settlement_evidence",
     "sign_proof",
     "signing_input",
     "sync_state_document",

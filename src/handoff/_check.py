@@ -15,10 +15,10 @@ from typing import Any
 
 from ._config import Extension, ExtensionRegistry, Roles
 from ._errors import HandoffError
-from ._json import MAX_SAFE_INTEGER, check_json_value
+from ._json import MAX_SAFE_INTEGER, check_json_value, parse_line
 from ._validate import compiled_validator, ecma_pattern
 
-__all__ = ["PH_VERSION", "Verdict", "admit", "admit_fast", "check_record"]
+__all__ = ["PH_VERSION", "Verdict", "admit", "admit_fast", "admit_line", "check_record"]
 
 PH_VERSION = "0.3"
 """The core version this library implements (§14)."""
@@ -80,6 +80,15 @@ def admit(record: dict[str, Any], roles: Roles, extensions: ExtensionRegistry) -
     if isinstance(found, str):
         return Verdict("ignored", found)
     return Verdict("accepted", None, found)
+
+
+def admit_line(line: str | bytes, roles: Roles, extensions: ExtensionRegistry) -> Verdict:
+    """Admit one record given as JSON text: the path every file and store read takes.
+
+    :func:`handoff.parse_record`'s strict parse (which applies the same nesting and size
+    limits as :func:`check_record` does to objects), then :func:`admit`.
+    """
+    return admit(parse_line(line), roles, extensions)
 
 
 def _where(record: dict[str, Any]) -> str:

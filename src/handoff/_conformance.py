@@ -30,9 +30,12 @@ __all__ = [
     "PrincipalSide",
     "check_principal_side_record",
     "check_requester_record",
+    "current_settlement",
     "make_settlement",
     "observe",
     "presentation_for",
+    "presented_terms",
+    "settlement_evidence",
     "terms_at",
 ]
 
@@ -103,20 +106,28 @@ def _item(record: Mapping[str, Any]) -> ItemId:
     return ItemId(str(record["ext"]).partition("/")[0], str(record["project"]), str(record["key"]))
 
 
-def terms_at(registry: Registry, item: ItemId, rev: int) -> Mapping[str, Any] | None:
-    """Return the terms of ``item`` at revision ``rev`` as held, or ``None``.
-
-    When several need records carry that revision (a conflict), the current need's terms
-    are used if it is one of them (they are what a principal side presents), and otherwise
-    those of the record with the lowest digest, the fold's own tie-break; either way the
-    answer does not depend on arrival order.
-    """
-    state = registry.state(item)
-    candidates = [
+def _need_versions(registry: Registry, item: ItemId, rev: int) -> list[dict[str, Any]]:
+    return [
         record
         for record in registry.records(item)
         if record["type"] in ("raised", "amended") and record.get("terms_rev") == rev
     ]
+
+
+def terms_at(registry: Registry, item: ItemId, rev: int) -> Mapping[str, Any] | None:
+    """Return the terms of ``item`` at revision ``rev`` as held, or ``None``.
+
+    A need id held with several contents (``same_id``) names no terms: none of its
+    versions is ever the answer. When several other need records carry that revision (a
+    forked register), the current need's terms are used if it is one of them (they are
+    what a principal side presents), and otherwise those of the record with the lowest
+    digest; either way the answer does not depend on arrival order. What a settlement was
+    made against is :func:`presented_terms`, which its digest decides.
+    """
+    state = registry.state(item)
+    candidates = _need_versions(registry, item, rev)
+    ids = [c["id"] for c in candidates]
+    candidates = [c for c in candidates if ids.count(c["id"]) == 1]
     if not candidates:
         return None
     current = [c for c in candidates if c["id"] == state.need]
@@ -125,11 +136,37 @@ def terms_at(registry: Registry, item: ItemId, rev: int) -> Mapping[str, Any] | 
     return terms
 
 
-def presentation_for(registry: Registry, record: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Return the presentation a settlement's ``evidence.presented`` must digest (§9).
+def presented_terms(registry: Registry, record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Return the terms a settlement was made against: those its ``presented`` digest names.
 
-    ``None`` when the need record at the settlement's ``terms_rev`` is not held.
+    Every need record held at the settlement's ``terms_rev`` is tried, including each
+    version of a rewritten id, so whatever arrives later, the digest keeps binding the
+    terms the person saw. ``None`` when no held version gives the digest (or the
+    settlement carries no ``presented``).
     """
+    evidence = record.get("evidence") if isinstance(record, Mapping) else None
+    wanted = evidence.get("presented") if isinstance(evidence, Mapping) else None
+    if not isinstance(wanted, str):
+        return None
+    rev = _settled_rev(record)
+    item = _item(record)
+    proposal = evidence.get("proposal") if isinstance(evidence, Mapping) else None
+    for need in _need_versions(registry, item, rev):
+        shown = presentation(
+            ext=str(record["ext"]),
+            project=item.project,
+            key=item.key,
+            terms_rev=rev,
+            terms=need["terms"],
+            proposal=proposal if isinstance(proposal, str) else None,
+        )
+        if presented_digest(shown) == wanted:
+            terms: Mapping[str, Any] = need["terms"]
+            return terms
+    return None
+
+
+def _settled_rev(record: Mapping[str, Any]) -> int:
     rev = record.get("terms_rev") if isinstance(record, Mapping) else None
     if (
         isinstance(rev, bool)
@@ -141,6 +178,15 @@ def presentation_for(registry: Registry, record: Mapping[str, Any]) -> dict[str,
             "a presentation needs a settlement with ext, project, key and terms_rev",
             reason="presentation",
         )
+    return rev
+
+
+def presentation_for(registry: Registry, record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Return the presentation a settlement's ``evidence.presented`` must digest (§9).
+
+    ``None`` when the need record at the settlement's ``terms_rev`` is not held.
+    """
+    _settled_rev(record)
     item = _item(record)
     terms = terms_at(registry, item, int(record["terms_rev"]))
     if terms is None:
@@ -181,6 +227,12 @@ def make_settlement(
         raise HandoffError("settle", "only principal or confirmed are built here", reason="kind")
     state = registry.state(item)
     extension = next((e for e in registry.extensions if e.name == item.ext), None)
+    if state.state == "conflicted":
+        raise HandoffError(
+            "settle",
+            f"{item.key!r} is conflicted (an id was sent with two contents): its terms are unknown",
+            reason="conflicted",
+        )
     if state.terms is None or state.terms_rev is None or extension is None:
         raise HandoffError("settle", f"no need record is held for {item.key!r}", reason="unknown")
     record: dict[str, Any] = {
@@ -353,13 +405,12 @@ def _evidence_report(
     report: dict[str, str] = {}
     if "presented" not in evidence:
         report["presented"] = "absent"
+    elif presented_terms(registry, record) is not None:
+        report["presented"] = "match"
+    elif _need_versions(registry, _item(record), _settled_rev(record)):
+        report["presented"] = "mismatch"
     else:
-        shown = presentation_for(registry, record)
-        if shown is None:
-            report["presented"] = "unverifiable"
-        else:
-            matches = presented_digest(shown) == evidence["presented"]
-            report["presented"] = "match" if matches else "mismatch"
+        report["presented"] = "unverifiable"
     if "proof" not in evidence:
         report["proof"] = "absent"
     elif jwks is None:
@@ -371,6 +422,48 @@ def _evidence_report(
         except HandoffError as exc:
             report["proof"] = f"invalid:{exc.reason}"
     return report
+
+
+def current_settlement(registry: Registry, item: ItemId) -> dict[str, Any] | None:
+    """Return the current ``settled`` record of ``item`` (also while it is conflicted)."""
+    state = registry.state(item)
+    if state.settlement is None:
+        return None
+    for record in registry.records(item):
+        if record["id"] == state.settlement and record["type"] == "settled":
+            return record
+    return None
+
+
+def settlement_evidence(
+    registry: Registry, item: ItemId, side: PrincipalSide
+) -> dict[str, str] | None:
+    """Check the evidence of ``item``'s current settlement; ``None`` when it has none.
+
+    Returns ``{"verdict", "presented", "proof"}``: ``presented`` and ``proof`` as an
+    observer reports them, and ``verdict`` ``forged`` (the presented digest names no terms
+    held at that revision, a proof does not verify, or a verifiable side lacks a proof or a
+    digest a person's settlement must carry), ``verified`` (a valid proof with the key of
+    ``side.jwks``, and the digest matches where one is required) or ``unverified``
+    (nothing false found, but not everything checkable: no proof, or no terms held).
+    """
+    record = current_settlement(registry, item)
+    if record is None:
+        return None
+    report = _evidence_report(record, registry, side.jwks)
+    presented, proof = report["presented"], report["proof"]
+    person = record["authority"]["kind"] in ("principal", "confirmed")
+    if (
+        presented == "mismatch"
+        or proof.startswith("invalid")
+        or (person and side.verifiable and "absent" in (presented, proof))
+    ):
+        verdict = "forged"
+    elif proof == "valid" and (presented == "match" or not person):
+        verdict = "verified"
+    else:
+        verdict = "unverified"
+    return {"verdict": verdict, **report}
 
 
 def observe(
@@ -397,16 +490,21 @@ def _observed(
     registry: Registry, item: ItemId, state: ItemState, jwks: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     shown = state.to_json()
-    if state.state != "settled" or state.settlement is None:
+    if state.state not in ("settled", "conflicted") or state.settlement is None:
         return shown
     settlement = next(
         r
         for r in registry.records(item)
         if r["id"] == state.settlement and r["type"] in ("settled", "reopened")
     )
+    if settlement["type"] != "settled":
+        return shown
+    bound = presented_terms(registry, settlement)
+    if bound is not None:
+        shown["presented_terms"] = dict(bound)
     shown["evidence"] = _evidence_report(settlement, registry, jwks)
     if item.ext == DECISIONS.name:
-        chosen = terms_at(registry, item, settlement["terms_rev"])
+        chosen = bound if bound is not None else terms_at(registry, item, settlement["terms_rev"])
         shown["option_status"] = option_status(settlement["outcome"], chosen, state.terms)
     return shown
 

@@ -28,13 +28,16 @@ __all__ = ["Added", "Conflict", "ItemState", "Registry", "RelationState", "fold"
 class Conflict:
     """Something a receiver holds that the owners' rules say should not happen (reported).
 
-    ``kind`` is ``same_id`` (one id, different contents: the lowest digest is kept),
-    ``multiple_heads`` (several unsuperseded records in one register: one was chosen),
+    ``kind`` is ``same_id`` (one id, different contents in one owner's slot: every version
+    is held, none is chosen, and a rewritten need or settlement makes the item
+    ``conflicted``), ``multiple_heads`` (several unsuperseded records in one register:
+    one was chosen),
     ``supersedes_cycle`` (every record of a register is superseded: one was chosen), or
     ``id_reused`` (one id in several items, or used by several owners within one item:
     each keeps its own record). ``register`` is
     ``need``, ``settlement``, ``relation`` or ``None``; ``ids`` lists the record ids (or,
-    for ``same_id``, the digests of the versions) and ``chosen`` the one kept.
+    for ``same_id``, the digests of the versions) and ``chosen`` the one kept (``None``
+    for ``same_id`` and ``id_reused``).
     """
 
     kind: str
@@ -71,7 +74,9 @@ class RelationState:
 class ItemState:
     """The current state of one item (§6) and what else the receiver holds about it.
 
-    ``state`` is ``open``, ``settled``, ``withdrawn`` or ``unknown``; ``outcome``,
+    ``state`` is ``open``, ``settled``, ``withdrawn``, ``unknown`` or ``conflicted`` (a
+    need, settlement or relation id was sent with two contents: the terms and the outcome
+    are unknown until the owner resolves it); ``outcome``,
     ``stale`` and ``authority`` describe the current settlement when settled;
     ``need_withdrawn`` is reported in every state. ``terms``/``terms_rev`` are those of
     the current need record, ``held_terms_rev`` the highest ``terms_rev`` held in the need
@@ -127,10 +132,11 @@ class Added:
     """What :meth:`Registry.add` did with one record.
 
     ``status`` is ``accepted`` (new), ``duplicate`` (identical content already held:
-    nothing changed), ``conflict`` (same id, different content: kept order-free and
-    reported) or ``ignored`` (an extension or version this receiver does not implement:
-    ``why`` says which). ``state`` is the item's new state (``None`` when ignored) and
-    ``conflicts`` the conflicts of that item or id that this record introduced.
+    nothing changed), ``conflict`` (same id, different content: both held, the item
+    ``conflicted`` when a register's id was rewritten) or ``ignored`` (an extension or
+    version this receiver does not implement: ``why`` says which). ``state`` is the
+    item's new state (``None`` when ignored) and ``conflicts`` the conflicts of that
+    item or id that this record introduced.
     """
 
     status: str
@@ -148,14 +154,18 @@ _SETTLEMENT = frozenset({"settled", "reopened"})
 
 _TYPE_NAMES = {t: t for t in (*_NEED, *_SETTLEMENT, "claimed", "note", "related")}
 _REGISTER_SLOT = dict.fromkeys(_NEED, "need") | dict.fromkeys(_SETTLEMENT, "settlement")
+# the slots whose rewrite makes an item conflicted: the two registers and the relations
+# (owned by the requester and the principal side); a claimant's or author's own slot
+# (claims, notes) cannot make another owner's item conflicted
+_SLOT_REGISTER = {"need": "need", "settlement": "settlement", "related": "relation"}
 
 
 def _slot(obj: Mapping[str, Any]) -> str:
     """Who owns a record's id within its item: a register, or a claimant's or author's own.
 
-    Versions of one id compete (lowest digest kept) only within one slot, so a record of
+    Two contents of one id are a ``same_id`` conflict only within one slot, so a record of
     another owner that reuses an id (a requester's need, an agent's claim or note reusing
-    a settlement's id) never displaces the owner's record: both are held, and the reuse is
+    a settlement's id) never touches the owner's record: both are held, and the reuse is
     reported as ``id_reused``.
     """
     type_ = obj["type"]
@@ -230,8 +240,13 @@ class _Item:
         self.variants: dict[tuple[str, str], dict[str, _Held]] = {}
 
     def held(self) -> list[_Held]:
-        """Every record held (the kept version of each (id, slot))."""
-        return [*self.records.values(), *self.others.values()]
+        """Every record held: each (id, slot), and every version of a rewritten one."""
+        out = [*self.records.values(), *self.others.values()]
+        if self.variants:
+            present = {id(record) for record in out}
+            for versions in self.variants.values():
+                out += [v for v in versions.values() if id(v) not in present]
+        return out
 
     def put(self, record: _Held) -> str:
         rid = record.id
@@ -257,8 +272,8 @@ class _Item:
         new = digest(record.body())
         if new in versions:
             return "duplicate"
+        # an id names one content: every version is held and none replaces another
         versions[new] = record
-        into[at] = versions[min(versions)]
         return "conflict"
 
 
@@ -322,6 +337,21 @@ def _target_key(target: Mapping[str, Any]) -> str:
     return json.dumps(known, sort_keys=True, ensure_ascii=False)
 
 
+def _canonical_copy(value: Any) -> Any:
+    """A deep copy with every integral number an ``int``, as JCS writes it (``1.0`` is 1).
+
+    Two records equal in JCS are one record; showing the canonical number means what is
+    shown never depends on which of the two spellings arrived first.
+    """
+    if isinstance(value, dict):
+        return {k: _canonical_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canonical_copy(v) for v in value]
+    if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
+        return int(value)
+    return value
+
+
 def _compute(item: ItemId, data: _Item) -> ItemState:
     need: list[_Held] = []
     settlement: list[_Held] = []
@@ -342,11 +372,26 @@ def _compute(item: ItemId, data: _Item) -> ItemState:
             rel = record.body()["relation"]
             relations.setdefault((rel["kind"], _target_key(rel["target"])), []).append(record)
     conflicts: list[Conflict] = []
-    for slot in sorted(data.variants):
-        versions = data.variants[slot]
-        conflicts.append(Conflict("same_id", item, None, tuple(sorted(versions)), min(versions)))
+    rewritten: set[str] = set()
+    for rid, slot in sorted(data.variants):
+        versions = data.variants[(rid, slot)]
+        register = _SLOT_REGISTER.get(slot.partition("/")[0])
+        if register is not None:
+            rewritten.add(register)
+        conflicts.append(Conflict("same_id", item, register, tuple(sorted(versions)), None))
     for rid in sorted({rid for rid, _ in data.others}):
         conflicts.append(Conflict("id_reused", item, None, (rid,), None))
+    # a claim sent with two contents is never adopted: which one was confirmed is unknown
+    rewritten_claims = {rid for rid, slot in data.variants if slot.startswith("claimed/")}
+    if rewritten:
+        # an owner sent one id with two contents: which terms (or which settlement) it
+        # meant is unknown, so neither is shown and nothing is chosen for it
+        if "need" in rewritten:
+            need = []
+        if "settlement" in rewritten:
+            settlement = []
+        if "relation" in rewritten:
+            relations = {}
     current_need = _choose(item, "need", need, _need_key, conflicts)
     current_settlement = _choose(item, "settlement", settlement, _settlement_key, conflicts)
     active: list[RelationState] = []
@@ -376,13 +421,15 @@ def _compute(item: ItemId, data: _Item) -> ItemState:
         authority = body["authority"]["kind"]
         settled_rev = current_settlement.terms_rev
         stale = held_rev is not None and settled_rev is not None and settled_rev < held_rev
-        adopted = tuple(sorted(set(body.get("adopts", ())) & set(claims)))
+        adopted = tuple(sorted(set(body.get("adopts", ())) & set(claims) - rewritten_claims))
     elif current_need is None:
         state = "unknown"
     elif need_withdrawn:
         state = "open" if policy == "keep" else "withdrawn"
     else:
         state = "open"
+    if rewritten:
+        state, outcome, stale, terms_body = "conflicted", None, False, None
     conflicts.sort(key=lambda c: (c.kind, c.register or "", c.ids))
     return ItemState(
         item=item,
@@ -394,7 +441,7 @@ def _compute(item: ItemId, data: _Item) -> ItemState:
         need=current_need.id if current_need is not None else None,
         settlement=current_settlement.id if current_settlement is not None else None,
         authority=authority,
-        terms=MappingProxyType(copy_json(terms_body["terms"])) if terms_body else None,
+        terms=MappingProxyType(_canonical_copy(terms_body["terms"])) if terms_body else None,
         terms_rev=terms_body.get("terms_rev") if terms_body else None,
         held_terms_rev=held_rev,
         settled_terms_rev=settled_rev,
@@ -586,15 +633,17 @@ class Registry:
         return dict(sorted(self._ignored.items()))
 
     def records(self, item: ItemId) -> list[dict[str, Any]]:
-        """The records held for ``item`` (the kept version of each id), sorted by id.
+        """The records held for ``item``, sorted by id, in their canonical (JCS) form.
 
-        Records of different owners that reuse one id are all held (see ``id_reused``).
+        Records of different owners that reuse one id are all held (see ``id_reused``),
+        and so is every version of an id sent with several contents (``same_id``).
         """
         data = self._items.get(item)
         if data is None:
             return []
-        held = sorted(data.held(), key=_Held.slot)
-        return [copy_json(record.body()) for record in held]
+        bodies = [_canonical_copy(record.body()) for record in data.held()]
+        bodies.sort(key=lambda body: (body["id"], _slot(body), digest(body)))
+        return bodies
 
     def __len__(self) -> int:
         return sum(len(d.records) for d in self._items.values())

@@ -1,9 +1,10 @@
 """Durable and in-memory stores of records: append-only, idempotent, folded on read.
 
-A store holds every admitted record version once, keyed by (id, digest): inserting the
-same record again changes nothing; a different record under a held id is kept beside the
-first (the fold keeps the lowest digest and reports the conflict, whichever arrived
-first). Nothing is ever updated or deleted. State is computed on read by a
+A store holds every admitted record once, keyed by (id, digest): inserting the same
+record again changes nothing. A record id, once admitted, names one content forever: a
+different content under an id the same item's owner already used is refused
+(``conflict``/``same_id``), so the first admitted wins and nothing can rewrite history.
+Nothing is ever updated or deleted. State is computed on read by a
 :class:`handoff.Registry`, so a store never holds derived state that could drift.
 
 The interface (:class:`Store`) is two transactions, ``append`` and ``records``, with
@@ -24,7 +25,7 @@ from ._canonical import canonical, digest
 from ._check import check_record
 from ._config import ExtensionRegistry, Roles
 from ._errors import HandoffError
-from ._fold import ItemState, Registry
+from ._fold import ItemState, Registry, _slot
 from ._json import parse_line
 from ._records import ItemId, Record
 
@@ -40,10 +41,11 @@ class Store(Protocol):
     def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
         """Admit and append one record; return what happened.
 
-        ``accepted``, ``duplicate``, ``conflict`` (another version of the id is held;
-        both are kept) or ``ignored`` (not stored: an extension or version this receiver
-        does not implement). A rejected record raises :class:`HandoffError`; nothing is
-        stored.
+        ``accepted``, ``duplicate`` or ``ignored`` (not stored: an extension or version
+        this receiver does not implement). A rejected record raises :class:`HandoffError`
+        and nothing is stored; so does a different content under an id the same owner's
+        slot of the same item already holds (``conflict``/``same_id``: first admitted wins).
+        Another owner reusing an id is stored beside it (the fold reports ``id_reused``).
         """
         ...
 
@@ -67,6 +69,15 @@ def _prepare(
     if verdict.status == "ignored":
         return obj, "", "ignored"
     return obj, digest(obj), verdict.status
+
+
+def _rewrite(obj: Mapping[str, Any], held: str) -> HandoffError:
+    return HandoffError(
+        "conflict",
+        f"record {obj['id']!r} is already held with other content ({held}); a record id "
+        "names one content forever, so the first admitted is kept",
+        reason="same_id",
+    )
 
 
 class _Folding:
@@ -98,8 +109,7 @@ class MemoryStore(_Folding):
         self.roles = roles
         self.extensions = extensions
         self._rows: list[tuple[str, str, ItemId, dict[str, Any]]] = []
-        self._keys: set[tuple[str, str]] = set()
-        self._ids: set[str] = set()
+        self._held: dict[tuple[ItemId, str, str], str] = {}
         self._lock = threading.Lock()
 
     def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
@@ -108,14 +118,16 @@ class MemoryStore(_Folding):
         if status == "ignored":
             return "ignored"
         item = ItemId(obj["ext"].partition("/")[0], obj["project"], obj["key"])
+        slot = (item, obj["id"], _slot(obj))
         with self._lock:
-            if (obj["id"], dig) in self._keys:
+            held = self._held.get(slot)
+            if held == dig:
                 return "duplicate"
-            clash = obj["id"] in self._ids
-            self._keys.add((obj["id"], dig))
-            self._ids.add(obj["id"])
+            if held is not None:
+                raise _rewrite(obj, held)
+            self._held[slot] = dig
             self._rows.append((obj["id"], dig, item, json.loads(json.dumps(obj))))
-        return "conflict" if clash else "accepted"
+        return "accepted"
 
     def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
         """Return the held record versions in insertion order (see :meth:`Store.records`)."""
@@ -211,10 +223,15 @@ class SQLiteStore(_Folding):
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
-                    clash = self._db.execute(
-                        "SELECT COUNT(*) FROM handoff_records WHERE id = ? AND digest <> ?",
-                        (obj["id"], dig),
-                    ).fetchone()[0]
+                    others = self._db.execute(
+                        "SELECT digest, body FROM handoff_records WHERE id = ? AND digest <> ?"
+                        " AND ext = ? AND project = ? AND key = ?",
+                        (obj["id"], dig, *row[2:5]),
+                    ).fetchall()
+                    slot = _slot(obj)
+                    for held, text in others:
+                        if _slot(parse_line(text)) == slot:
+                            raise _rewrite(obj, held)
                     cursor = self._db.execute(
                         "INSERT OR IGNORE INTO handoff_records "
                         "(id, digest, ext, project, key, body) VALUES (?, ?, ?, ?, ?, ?)",
@@ -229,9 +246,7 @@ class SQLiteStore(_Folding):
                 raise HandoffError(
                     "store", f"cannot append to {self.path}: {exc}", reason="store_write"
                 ) from None
-        if not inserted:
-            return "duplicate"
-        return "conflict" if clash else "accepted"
+        return "accepted" if inserted else "duplicate"
 
     def registry(self, item: ItemId | None = None) -> Registry:
         """Fold what is held (everything, or one item's records) into a new registry.

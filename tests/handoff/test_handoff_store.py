@@ -34,22 +34,24 @@ def test_store_append_and_fold(tmp_path: Path, kind: int) -> None:
     assert store.append(handoff.Record.from_json(raised())) == "duplicate"
     other = raised()
     other["terms"] = {"text": "Pay more"}
-    assert store.append(other) == "conflict"
+    with pytest.raises(handoff.HandoffError) as caught:
+        store.append(other)  # an id names one content: the first admitted is kept
+    assert caught.value.reason == "same_id"
     assert store.append(raised("z", ext="travel/0.3")) == "ignored"
     assert store.append(settled("s1")) == "accepted"
     bad = settled("s2")
     bad["by"] = "mallory"
     with pytest.raises(handoff.HandoffError):
         store.append(bad)
-    assert len(store.records()) == 3
-    assert len(store.records(ITEM)) == 3
+    assert len(store.records()) == 2
+    assert len(store.records(ITEM)) == 2
     state = store.state(ITEM)
     assert state.state == "settled"
-    assert [c.kind for c in state.conflicts] == ["same_id"]
+    assert state.conflicts == ()
     assert store.states()[ITEM] == state
-    # the store keeps both versions; the fold keeps the same one as a registry would
+    # the store folds what a registry fed the same admitted records folds
     reg = registry()
-    reg.add_many([raised(), other, settled("s1")])
+    reg.add_many([raised(), settled("s1")])
     assert reg.state(ITEM) == state
 
 

@@ -80,13 +80,17 @@ def test_reused_id_in_stores(tmp_path: Path, kind: str) -> None:
     assert store.state(ITEM).settlement == "s1"
 
 
-def test_same_slot_conflict_still_picks_lowest_digest() -> None:
+def test_same_slot_conflict_holds_every_version_and_chooses_none() -> None:
     v1, v2 = claimed("c1", context="a"), claimed("c1", context="b")
-    low = min((v1, v2), key=handoff.digest)
+    both = sorted((v1, v2), key=handoff.digest)
     for order in ([v1, v2], [v2, v1]):
         reg = registry()
         assert [reg.add(r).status for r in order] == ["accepted", "conflict"]
-        assert reg.records(ITEM) == [low]
+        assert reg.records(ITEM) == both
+        [conflict] = reg.state(ITEM).conflicts
+        assert (conflict.kind, conflict.chosen) == ("same_id", None)
+        # a claimant's own slot never makes the owners' item conflicted
+        assert reg.state(ITEM).state == "unknown"
 
 
 @pytest.mark.parametrize("party", ["alice", "alice-pa"])

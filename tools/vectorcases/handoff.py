@@ -923,7 +923,8 @@ def t(rev: int) -> dict[str, str]:
         "skipped-revision": "a skipped terms_rev is accepted",
         "withdrawal": "withdrawal under the keep and stop policies",
         "duplicates": "at-least-once delivery: identical records are idempotent",
-        "same-id": "one id, different contents: lowest digest kept, conflict reported",
+        "same-id": "one id, different contents in one owner's slot: both held, none chosen; "
+        "a rewritten need, settlement or relation makes the item conflicted",
         "claims": "claims change no register",
         "relations": "relations and their retraction",
         "notes": "notes change no register",
@@ -1229,24 +1230,75 @@ def fold_cases() -> Iterator[Case]:
     )
     v1 = raised(text="Pay invoice 42")
     v2 = raised(text="Pay invoice 43")
-    vwin, vlose = sorted((v1, v2), key=dig)
-    same = [conflict("same_id", None, [dig(v1), dig(v2)], dig(vwin))]
-    state = item(need="n1", terms_rev=1, held_terms_rev=1, terms=vwin["terms"], conflicts=same)
+    vlow, vhigh = sorted((v1, v2), key=dig)
+    same = [conflict("same_id", "need", [dig(v1), dig(v2)], None)]
+    # (the item shows no terms and no current need: which content n1 means is unknown)
+    state = item(state="conflicted", conflicts=same)
     yield fold_case(
         "same-id-conflict",
-        [vwin, vlose],
+        [vlow, vhigh],
         ok("accepted", "conflict"),
         [state],
-        "one id, two contents: the lower digest is kept",
+        "one need id, two contents: the item is conflicted, its terms unknown, nothing chosen",
         ("same-id",),
     )
     yield fold_case(
         "same-id-conflict-reversed",
-        [vlose, vwin],
+        [vhigh, vlow],
         ok("accepted", "conflict"),
         [state],
         "the same two versions in the other order: same result",
         ("same-id", "order"),
+    )
+    # the rewrite attack: after the principal settled against "Pay invoice 42", the
+    # requester re-sends n1 with other terms; the settlement's outcome is not shown as
+    # standing, and no version of n1 becomes the terms
+    genuine = raised(text="Pay invoice 42")
+    rewrite = next(
+        r
+        for r in (raised(text="Pay invoice 4200", x_pad=n) for n in range(10_000))
+        if dig(r) < dig(genuine)
+    )
+    rewritten = item(
+        state="conflicted",
+        authority="principal",
+        settled_terms_rev=1,
+        settlement="s1",
+        conflicts=[conflict("same_id", "need", [dig(genuine), dig(rewrite)], None)],
+    )
+    yield fold_case(
+        "same-id-rewrite-after-settlement",
+        [genuine, settled("s1"), rewrite],
+        ok("accepted", "accepted", "conflict"),
+        [rewritten],
+        "a settled item whose need id is re-sent with other terms (of a lower digest) is "
+        "conflicted: the outcome is withheld and neither version's terms are shown",
+        ("same-id",),
+    )
+    yield fold_case(
+        "same-id-rewrite-first",
+        [rewrite, settled("s1"), genuine],
+        ok("accepted", "accepted", "conflict"),
+        [rewritten],
+        "the rewrite arriving first changes nothing: the fold is order-free",
+        ("same-id", "order"),
+    )
+    s_low, s_high = settled("s1"), settled("s1", outcome="declined")
+    yield fold_case(
+        "same-id-settlement-rewrite",
+        [raised(), s_low, s_high],
+        ok("accepted", "accepted", "conflict"),
+        [
+            item(
+                state="conflicted",
+                need="n1",
+                held_terms_rev=1,
+                conflicts=[conflict("same_id", "settlement", [dig(s_low), dig(s_high)], None)],
+            )
+        ],
+        "the principal side re-sends its settlement id with another outcome: conflicted, "
+        "no outcome shown",
+        ("same-id",),
     )
     # an agent reuses the principal side's settlement id, its content ground so that its
     # digest is the lower one: it must not displace the settlement (different owners)
