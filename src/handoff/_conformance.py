@@ -254,6 +254,14 @@ def make_settlement(
             record["adopts"] = [proposal]
     if answer is not None:
         record["answer"] = answer
+    if extension.offered is not None:
+        why = extension.offered(record, state.terms)
+        if why is not None:
+            raise HandoffError(
+                "record",
+                f"{outcome!r} is not an outcome the terms of {item.key!r} offer",
+                reason=why,
+            )
     if state.settlement is not None:
         record["supersedes"] = [state.settlement]
     shown = presentation_for(registry, record)

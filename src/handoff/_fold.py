@@ -352,6 +352,21 @@ def _canonical_copy(value: Any) -> Any:
     return value
 
 
+def _not_offered(data: _Item, settlement: _Held | None, need: list[_Held]) -> str | None:
+    """The id of ``settlement`` when every held terms at its revision refuse its outcome."""
+    check = data.extension.offered
+    if check is None or settlement is None or settlement.type != "settled":
+        return None
+    rev = settlement.terms_rev
+    seen = [r for r in need if r.terms_rev == rev and r.type != "withdrawn"]
+    if not seen:
+        return None
+    body = settlement.body()
+    if any(check(body, r.body()["terms"]) is None for r in seen):
+        return None
+    return settlement.id
+
+
 def _compute(item: ItemId, data: _Item) -> ItemState:
     need: list[_Held] = []
     settlement: list[_Held] = []
@@ -414,7 +429,12 @@ def _compute(item: ItemId, data: _Item) -> ItemState:
     outcome = authority = settled_rev = None
     adopted: tuple[str, ...] = ()
     stale = False
-    if current_settlement is not None and current_settlement.type == "settled":
+    refused = _not_offered(data, current_settlement, need)
+    if refused is not None:
+        # the terms it was made against are held and never offered its outcome: it does
+        # not stand (it stays the current settlement, so a new one must supersede it)
+        conflicts.append(Conflict("outcome_not_offered", item, "settlement", (refused,), None))
+    if refused is None and current_settlement is not None and current_settlement.type == "settled":
         state = "settled"
         body = current_settlement.body()
         outcome = body["outcome"]

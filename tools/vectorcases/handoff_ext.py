@@ -625,7 +625,10 @@ def _dec_amend(rid: str, rev: int, options: list[dict[str, str]], sup: str) -> d
         "how the option a settlement chose fares under the current terms (current, changed, "
         "gone, unknown). Input {roles, records}; output {items: [...]}."
     ),
-    notes={"stale": "a settlement made against outdated terms"},
+    notes={
+        "stale": "a settlement made against outdated terms",
+        "not-offered": "an outcome the held terms never offered does not stand",
+    },
 )
 def decisions_state() -> Iterator[Case]:
     small, large = DEC_TERMS["options"]
@@ -699,7 +702,7 @@ def decisions_state() -> Iterator[Case]:
         {
             "roles": ROLES,
             "records": [
-                DEC_RAISED,
+                {**DEC_RAISED, "terms": {**DEC_TERMS, "free_answer": True}},
                 dec_settled("free", answer="Whatever is cheapest"),
                 _dec_amend("d2", 2, [large], "d1"),
             ],
@@ -716,7 +719,8 @@ def decisions_state() -> Iterator[Case]:
                 )
             ]
         },
-        comment="stale by revision, but no option it chose can have changed",
+        comment="stale by revision, but no option it chose can have changed (revision 1 "
+        "allowed a free answer)",
         flags=("stale",),
     )
     withdrawn = rec(
@@ -745,6 +749,29 @@ def decisions_state() -> Iterator[Case]:
         },
         comment="Decisions uses the stop policy: a withdrawn question is no longer presented",
     )
+    for outcome, why in (
+        ("approve_all_future_orders", "an option never offered"),
+        ("free", "a free answer the terms do not allow"),
+    ):
+        extra = {"answer": "anything"} if outcome == "free" else {}
+        yield Case(
+            f"outcome-not-offered-{outcome.replace('_', '-')}",
+            {"roles": ROLES, "records": [dec_settled(outcome, **extra), DEC_RAISED]},
+            output={
+                "items": [
+                    {
+                        "key": "q1",
+                        "state": "open",
+                        "stale": False,
+                        "need_withdrawn": False,
+                        "held_terms_rev": 1,
+                    }
+                ]
+            },
+            comment=f"a settlement choosing {why}, against terms the receiver holds, does "
+            "not stand: the question stays open and no outcome is reported",
+            flags=("not-offered",),
+        )
 
 
 # --- evidence: presented digests and proofs -------------------------------------------------
