@@ -16,8 +16,10 @@ from typing import Any
 from ._check import admit_line
 from ._cli_ext import add_extension_commands, settlement_checks
 from ._cli_io import Target, describe, load_config, read_lines, target
+from ._conformance import evidence_verdict
 from ._errors import HandoffError
-from ._fold import ItemState
+from ._fold import ItemState, Registry
+from ._json import parse_line
 
 __all__ = ["build_parser", "main"]
 
@@ -71,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _cmd_validate(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     counts = {"accepted": 0, "ignored": 0, "rejected": 0}
+    registry = Registry(roles=config.roles, extensions=config.extensions)
+    settlements: list[tuple[int, dict[str, Any]]] = []
     for number, line in read_lines(args.file):
         try:
             verdict = admit_line(line, config.roles, config.extensions)
@@ -81,8 +85,26 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         counts[verdict.status] += 1
         if verdict.status == "ignored":
             print(f"{args.file}:{number}: ignored ({verdict.why})")
-    print(", ".join(f"{n} {k}" for k, n in counts.items()))
-    return 1 if counts["rejected"] else 0
+            continue
+        if config.jwks_named:
+            record = parse_line(line)
+            registry.add(record)
+            if record["type"] == "settled":
+                settlements.append((number, record))
+    forged = 0
+    for number, record in settlements:
+        # where the configuration names keys, a settlement's evidence is checked too
+        check = evidence_verdict(record, registry, config.side)
+        forged += check["verdict"] == "forged"
+        print(
+            f"{args.file}:{number}: {check['verdict']} "
+            f"(presented {check['presented']}, proof {check['proof']})"
+        )
+    print(
+        ", ".join(f"{n} {k}" for k, n in counts.items())
+        + (f", {forged} forged" if settlements else "")
+    )
+    return 1 if counts["rejected"] or forged else 0
 
 
 def _state_line(state: ItemState, evidence: str | None) -> str:

@@ -31,6 +31,7 @@ __all__ = [
     "check_principal_side_record",
     "check_requester_record",
     "current_settlement",
+    "evidence_verdict",
     "make_settlement",
     "observe",
     "presentation_for",
@@ -458,6 +459,16 @@ def settlement_evidence(
     record = current_settlement(registry, item)
     if record is None:
         return None
+    return evidence_verdict(record, registry, side)
+
+
+def evidence_verdict(
+    record: Mapping[str, Any], registry: Registry, side: PrincipalSide
+) -> dict[str, str]:
+    """Check one ``settled`` record's evidence against what ``registry`` holds.
+
+    See :func:`settlement_evidence` for ``{"verdict", "presented", "proof"}``.
+    """
     report = _evidence_report(record, registry, side.jwks)
     presented, proof = report["presented"], report["proof"]
     person = record["authority"]["kind"] in ("principal", "confirmed")
