@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 import handoff
-from handoff._cli_io import append_lines
 
 from .ext_fixtures import ROLES_JSON, TS, ed_key, raised
 
@@ -90,6 +89,8 @@ def test_a_torn_last_line_is_reported_never_extended(tmp_path: Path) -> None:
 
 
 def test_append_refuses_to_extend_a_torn_line(tmp_path: Path) -> None:
+    from handoff._cli_io import append_lines  # the one append every command uses
+
     path = tmp_path / "r.jsonl"
     path.write_text('{"ph": "0.3", "id": ', encoding="utf-8")
     with pytest.raises(handoff.HandoffError) as caught:
