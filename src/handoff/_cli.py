@@ -149,6 +149,7 @@ def _cmd_state(args: argparse.Namespace) -> int:
             "conflicts": [c.to_json() for c in registry.conflicts()],
             "ignored": registry.ignored(),
             "rejected": len(rejected),
+            "role_changed": registry.role_changed(),
         }
         print(json.dumps(out, indent=2, ensure_ascii=False, sort_keys=False))
     else:
@@ -157,7 +158,8 @@ def _cmd_state(args: argparse.Namespace) -> int:
             print(_state_line(state, check["verdict"] if check else None))
         print(
             f"{len(states)} items, {len(registry.conflicts())} conflicts, "
-            f"{conflicted} conflicted, {forged} forged, {len(rejected)} rejected"
+            f"{conflicted} conflicted, {forged} forged, {len(rejected)} rejected, "
+            f"{len(registry.role_changed())} role_changed"
         )
     return 1 if rejected or conflicted or forged else 0
 

@@ -148,6 +148,13 @@ class Target:
                 registry.add_lines([line])
             except HandoffError as exc:
                 where = f"{self.spec}:{number}"
+                if exc.code in ("ownership", "authority"):
+                    # who held which role when a line was written cannot be known from a
+                    # plain file: a refusal by today's roles is reported, never dropped
+                    # silently (docs/spec/handoff.md §3)
+                    registry.note_role_changed(number, exc)
+                    print(f"{where}: role_changed {describe(exc)}", file=sys.stderr)
+                    continue
                 if strict:
                     raise HandoffError(
                         exc.code, f"{where}: {exc.message}", reason=exc.reason

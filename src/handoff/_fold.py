@@ -494,6 +494,21 @@ class Registry:
         self._first_item: dict[str, Any] | None = {}
         self._reused: dict[str, set[Any]] = {}
         self._ignored: dict[str, int] = {}
+        self._role_changed: list[dict[str, Any]] = []
+
+    def note_role_changed(self, where: Any, error: HandoffError) -> None:
+        """Report a record the current roles refuse but that was held before (§3, ours).
+
+        ``where`` says which record (a line number of a file, the id of a store's record);
+        ``error`` is the refusal.
+        The record is not folded: who held which role when it was sent cannot be known
+        from a plain file.
+        """
+        self._role_changed.append({"at": where, "code": error.code, "reason": error.reason})
+
+    def role_changed(self) -> list[dict[str, Any]]:
+        """The records reported by :meth:`note_role_changed`, in the order reported."""
+        return [dict(entry) for entry in self._role_changed]
 
     def add(self, record: Record | Mapping[str, Any] | str | bytes) -> Added:
         """Admit and fold one record; return what happened and the item's new state.
@@ -524,9 +539,14 @@ class Registry:
         for record in records:
             self._add(self._object(record))
 
-    def add_lines(self, lines: Iterable[str | bytes]) -> None:
-        """Like :meth:`add_many` for JSON lines (the fast path; parsing is strict)."""
-        roles, extensions, put = self.roles, self.extensions, self._put
+    def add_lines(self, lines: Iterable[str | bytes], *, roles: Roles | None = None) -> None:
+        """Like :meth:`add_many` for JSON lines (the fast path; parsing is strict).
+
+        ``roles``: admit under these roles instead of the registry's (a store reads each
+        record under the roles it was admitted under, never under today's).
+        """
+        extensions, put = self.extensions, self._put
+        roles = self.roles if roles is None else roles
         items, cache = self._items, self._cache
         self._first_item = None
         names: dict[str, str] = {}

@@ -161,6 +161,31 @@ BEGIN SELECT RAISE(IGNORE); END;
 """
 
 
+_ROLE_CODES = frozenset({"ownership", "authority"})
+"""Refusals that depend on the roles configuration: what a role change can cause."""
+
+SCHEMA_VERSION = 2
+"""The SQLite store's schema version (``PRAGMA user_version``), reached by migrations."""
+
+_MIGRATIONS: dict[int, str] = {
+    # 1 -> 2: each record is stamped with the roles it was admitted under
+    2: """
+ALTER TABLE handoff_records ADD COLUMN roles_version INTEGER;
+CREATE TABLE IF NOT EXISTS handoff_roles (
+    version INTEGER PRIMARY KEY AUTOINCREMENT,
+    roles   TEXT NOT NULL UNIQUE
+);
+CREATE TRIGGER IF NOT EXISTS handoff_roles_no_update BEFORE UPDATE ON handoff_roles
+BEGIN SELECT RAISE(ABORT, 'handoff_roles is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS handoff_roles_no_delete BEFORE DELETE ON handoff_roles
+BEGIN SELECT RAISE(ABORT, 'handoff_roles is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS handoff_records_stamped BEFORE INSERT ON handoff_records
+WHEN NEW.roles_version IS NULL
+BEGIN SELECT RAISE(ABORT, 'every record is stamped with the roles it was admitted under'); END;
+""",
+}
+
+
 def _body_digest(body: str) -> str:
     try:
         return "sha-256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
@@ -177,6 +202,9 @@ class SQLiteStore(_Folding):
     ``INSERT OR REPLACE``); bodies are stored in JCS and checked against their digest on
     every read.
     """
+
+    SCHEMA_VERSION = SCHEMA_VERSION
+    """The schema version this class reads and writes (``PRAGMA user_version``)."""
 
     def __init__(
         self,
@@ -197,10 +225,40 @@ class SQLiteStore(_Folding):
             self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.executescript(_SCHEMA)
+            self._migrate()
         except sqlite3.Error as exc:
             raise HandoffError(
                 "store", f"cannot open the SQLite store {self.path}: {exc}", reason="store_open"
             ) from None
+
+    def _migrate(self) -> None:
+        # one writer migrates; the others wait for its transaction and find it done
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version >= SCHEMA_VERSION:
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            version = max(1, self._db.execute("PRAGMA user_version").fetchone()[0])
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[target].split(";\n"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {target}")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def _roles_version(self) -> int:
+        """The stamp of the current roles (added on first use); inside a write transaction."""
+        text = canonical(self.roles.to_json()).decode("utf-8")
+        row = self._db.execute(
+            "SELECT version FROM handoff_roles WHERE roles = ?", (text,)
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+        cursor = self._db.execute("INSERT INTO handoff_roles (roles) VALUES (?)", (text,))
+        return int(cursor.lastrowid or 0)
 
     def close(self) -> None:
         """Close the database connection."""
@@ -234,8 +292,9 @@ class SQLiteStore(_Folding):
                             raise _rewrite(obj, held)
                     cursor = self._db.execute(
                         "INSERT OR IGNORE INTO handoff_records "
-                        "(id, digest, ext, project, key, body) VALUES (?, ?, ?, ?, ?, ?)",
-                        row,
+                        "(id, digest, ext, project, key, body, roles_version) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (*row, self._roles_version()),
                     )
                     inserted = cursor.rowcount == 1
                     self._db.execute("COMMIT")
@@ -251,27 +310,61 @@ class SQLiteStore(_Folding):
     def registry(self, item: ItemId | None = None) -> Registry:
         """Fold what is held (everything, or one item's records) into a new registry.
 
-        The stored JCS bodies are admitted again on the way in (strictly, as text), so a
-        file changed behind the store's back cannot smuggle in a record.
+        Each stored JCS body is checked again on the way in (strictly, as text) under the
+        roles **it was admitted under** (its stamp), never under today's, so a role change
+        never makes history unreadable while a row changed behind the store's back is still
+        refused. Rows written before stamps existed are checked under the current roles;
+        those the current roles refuse are reported (:meth:`Registry.role_changed`).
         """
         registry = Registry(roles=self.roles, extensions=self.extensions)
-        registry.add_lines(self._bodies(item))
+        groups: dict[int | None, list[str]] = {}
+        for body, stamp in self._rows(item):
+            groups.setdefault(stamp, []).append(body)
+        for stamp, bodies in groups.items():
+            if stamp is not None:
+                registry.add_lines(bodies, roles=self._roles_at(stamp))
+                continue
+            for body in bodies:
+                try:
+                    registry.add_lines([body])
+                except HandoffError as exc:
+                    if exc.code not in _ROLE_CODES:
+                        raise
+                    registry.note_role_changed(parse_line(body).get("id"), exc)
         return registry
+
+    def _roles_at(self, stamp: int) -> Roles:
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT roles FROM handoff_roles WHERE version = ?", (stamp,)
+                ).fetchone()
+        except sqlite3.Error as exc:
+            raise HandoffError(
+                "store", f"cannot read {self.path}: {exc}", reason="store_read"
+            ) from None
+        if row is None:
+            raise HandoffError(
+                "store",
+                f"{self.path}: a record names roles the store does not hold",
+                reason="store_tampered",
+            )
+        return Roles.from_json(parse_line(row[0], where="stored roles"))
 
     def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
         """Return the held record versions in insertion order (see :meth:`Store.records`)."""
-        return [parse_line(body) for body in self._bodies(item)]
+        return [parse_line(body) for body, _ in self._rows(item)]
 
-    def _bodies(self, item: ItemId | None) -> list[str]:
+    def _rows(self, item: ItemId | None) -> list[tuple[str, int | None]]:
         try:
             with self._lock:
                 if item is None:
                     rows = self._db.execute(
-                        "SELECT digest, body FROM handoff_records ORDER BY seq"
+                        "SELECT digest, body, roles_version FROM handoff_records ORDER BY seq"
                     ).fetchall()
                 else:
                     rows = self._db.execute(
-                        "SELECT digest, body FROM handoff_records"
+                        "SELECT digest, body, roles_version FROM handoff_records"
                         " WHERE ext = ? AND project = ? AND key = ? ORDER BY seq",
                         (item.ext, item.project, item.key),
                     ).fetchall()
@@ -279,7 +372,7 @@ class SQLiteStore(_Folding):
             raise HandoffError(
                 "store", f"cannot read {self.path}: {exc}", reason="store_read"
             ) from None
-        for dig, body in rows:
+        for dig, body, _ in rows:
             # a body edited behind the store's back no longer matches its digest
             if not isinstance(body, str) or dig != _body_digest(body):
                 raise HandoffError(
@@ -287,7 +380,7 @@ class SQLiteStore(_Folding):
                     f"{self.path}: a stored record does not match its digest",
                     reason="store_tampered",
                 )
-        return [body for _, body in rows]
+        return [(body, stamp) for _, body, stamp in rows]
 
     def __len__(self) -> int:
         with self._lock:

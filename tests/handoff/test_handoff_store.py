@@ -132,16 +132,17 @@ def test_sqlite_tampering_is_caught_on_read(tmp_path: Path) -> None:
     forged = settled("s9")
     forged["by"] = "bot-1"  # a requester settling: never admitted
     db = sqlite3.connect(path)
+    row = ("s9", handoff.digest(forged), "demo-keep", "house", "k1", handoff.canonical(forged))
+    with pytest.raises(sqlite3.IntegrityError):  # every row carries its roles stamp
+        db.execute(
+            "INSERT INTO handoff_records (id, digest, ext, project, key, body)"
+            " VALUES (?,?,?,?,?,?)",
+            (*row[:5], row[5].decode()),
+        )
     db.execute(
-        "INSERT INTO handoff_records (id, digest, ext, project, key, body) VALUES (?,?,?,?,?,?)",
-        (
-            "s9",
-            handoff.digest(forged),
-            "demo-keep",
-            "house",
-            "k1",
-            handoff.canonical(forged).decode(),
-        ),
+        "INSERT INTO handoff_records (id, digest, ext, project, key, body, roles_version)"
+        " VALUES (?,?,?,?,?,?,1)",
+        (*row[:5], row[5].decode()),
     )
     db.commit()
     db.close()

@@ -265,8 +265,8 @@ def test_insert_or_replace_cannot_remove_a_record(tmp_path: Path) -> None:
             (seq, "zz", handoff.digest(other), handoff.canonical(other).decode()),
         )
     db.execute(
-        "REPLACE INTO handoff_records (id, digest, ext, project, key, body)"
-        " VALUES (?, ?, 'demo-keep', 'house', 'k1', ?)",
+        "REPLACE INTO handoff_records (id, digest, ext, project, key, body, roles_version)"
+        " VALUES (?, ?, 'demo-keep', 'house', 'k1', ?, 1)",
         (rid, dig, body),
     )
     db.commit()
