@@ -277,14 +277,14 @@ def _authority(record: dict[str, Any], roles: Roles) -> None:
                 "decider_not_principal",
                 f"{_where(record)}: a settlement of kind {kind} must name the principal as decider",
             )
-        if not roles.principal_is_person and (
-            "representative" not in authority or "evidence" not in record
-        ):
+        # seed §5: representative is a MUST; evidence of the power to represent is a
+        # SHOULD (reported by observers), a MUST only for a verifiable principal side
+        if not roles.principal_is_person and "representative" not in authority:
             raise _reject(
                 "authority",
                 "representative_missing",
-                f"{_where(record)}: for an organisation, kind {kind} needs representative "
-                "and evidence",
+                f"{_where(record)}: for an organisation, kind {kind} needs the representative "
+                "who acted for it",
             )
         return
     if _looks_like(decider, roles.principal):

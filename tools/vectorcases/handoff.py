@@ -610,6 +610,17 @@ def validate_cases() -> Iterator[Case]:
         flags=("valid", "organisation"),
     )
     yield good_org
+    bare_org = copy.deepcopy(org)
+    bare_org["record"]["authority"] = {"kind": "principal", "decider": "alice",
+                                       "representative": "carol"}  # fmt: skip
+    yield Case(
+        "settled-organisation-without-evidence",
+        bare_org,
+        output=ACCEPTED,
+        comment="seed §5: an organisation's settlement needs its representative; evidence of "
+        "the power to represent is a SHOULD (required only by a verifiable principal side)",
+        flags=("valid", "organisation"),
+    )
     yield from derive(
         good_org,
         [
