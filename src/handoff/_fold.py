@@ -14,7 +14,7 @@ from itertools import chain
 from types import MappingProxyType
 from typing import Any
 
-from ._canonical import canonical, digest
+from ._canonical import canonical, digest, identity
 from ._check import admit_fast, check_record
 from ._config import Extension, ExtensionRegistry, Roles
 from ._errors import HandoffError
@@ -267,12 +267,20 @@ class _Item:
         if held is record or held.same_as(record):
             return "duplicate"
         versions = self.variants.get(key)
-        if versions is None:
-            versions = self.variants[key] = {digest(held.body()): held}
-        new = digest(record.body())
-        if new in versions:
+        known = versions if versions is not None else {identity(held.body()): held}
+        new = identity(record.body())
+        same = known.get(new)
+        if same is not None:
+            # the same record up to its ts or its proof's signature bytes: a repeat. Of
+            # the two, the lowest digest is held, whichever arrived first (order-free)
+            if digest(record.body()) < digest(same.body()):
+                known[new] = record
+                if into[at] is same:
+                    into[at] = record
             return "duplicate"
         # an id names one content: every version is held and none replaces another
+        if versions is None:
+            versions = self.variants[key] = known
         versions[new] = record
         return "conflict"
 
@@ -393,7 +401,8 @@ def _compute(item: ItemId, data: _Item) -> ItemState:
         register = _SLOT_REGISTER.get(slot.partition("/")[0])
         if register is not None:
             rewritten.add(register)
-        conflicts.append(Conflict("same_id", item, register, tuple(sorted(versions)), None))
+        digests = tuple(sorted(digest(v.body()) for v in versions.values()))
+        conflicts.append(Conflict("same_id", item, register, digests, None))
     for rid in sorted({rid for rid, _ in data.others}):
         conflicts.append(Conflict("id_reused", item, None, (rid,), None))
     # a claim sent with two contents is never adopted: which one was confirmed is unknown

@@ -167,7 +167,10 @@ def act_key_for(project: str, text: str, n: int = 0) -> str:
 
 
 def _record_id(record: Mapping[str, Any]) -> str:
-    return "md-" + hashlib.sha256(canonical(dict(record))).hexdigest()[:32]
+    # from the content alone, never the time: two syncs of the same line (another
+    # machine, another minute) send one record, a repeat (docs/spec/handoff.md §10)
+    content = {k: v for k, v in record.items() if k != "ts"}
+    return "md-" + hashlib.sha256(canonical(content)).hexdigest()[:32]
 
 
 def _stamp(record: dict[str, Any]) -> dict[str, Any]:

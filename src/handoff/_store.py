@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from ._canonical import canonical, digest
+from ._canonical import canonical, digest, identity
 from ._check import check_record
 from ._config import ExtensionRegistry, Roles
 from ._errors import HandoffError
@@ -109,7 +109,7 @@ class MemoryStore(_Folding):
         self.roles = roles
         self.extensions = extensions
         self._rows: list[tuple[str, str, ItemId, dict[str, Any]]] = []
-        self._held: dict[tuple[ItemId, str, str], str] = {}
+        self._held: dict[tuple[ItemId, str, str], tuple[str, str]] = {}
         self._lock = threading.Lock()
 
     def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
@@ -119,13 +119,14 @@ class MemoryStore(_Folding):
             return "ignored"
         item = ItemId(obj["ext"].partition("/")[0], obj["project"], obj["key"])
         slot = (item, obj["id"], _slot(obj))
+        ident = identity(obj)
         with self._lock:
             held = self._held.get(slot)
-            if held == dig:
+            if held is not None and held[1] == ident:
                 return "duplicate"
             if held is not None:
-                raise _rewrite(obj, held)
-            self._held[slot] = dig
+                raise _rewrite(obj, held[0])
+            self._held[slot] = (dig, ident)
             self._rows.append((obj["id"], dig, item, json.loads(json.dumps(obj))))
         return "accepted"
 
@@ -286,10 +287,18 @@ class SQLiteStore(_Folding):
                         " AND ext = ? AND project = ? AND key = ?",
                         (obj["id"], dig, *row[2:5]),
                     ).fetchall()
-                    slot = _slot(obj)
+                    slot, ident = _slot(obj), identity(obj)
+                    repeat = False
                     for held, text in others:
-                        if _slot(parse_line(text)) == slot:
+                        other = parse_line(text)
+                        if _slot(other) != slot:
+                            continue
+                        if identity(other) != ident:
                             raise _rewrite(obj, held)
+                        repeat = True  # the same record, another ts or proof signature
+                    if repeat:
+                        self._db.execute("COMMIT")
+                        return "duplicate"
                     cursor = self._db.execute(
                         "INSERT OR IGNORE INTO handoff_records "
                         "(id, digest, ext, project, key, body, roles_version) "

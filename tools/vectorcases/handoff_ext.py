@@ -1099,7 +1099,8 @@ def evidence_verify() -> Iterator[Case]:
 
 
 def md_id(record: dict[str, Any]) -> str:
-    body = {k: v for k, v in record.items() if k != "id"}
+    # from the content alone: neither the id itself nor the time (ts) is hashed
+    body = {k: v for k, v in record.items() if k not in ("id", "ts")}
     return "md-" + hashlib.sha256(rfc8785.dumps(body)).hexdigest()[:32]
 
 
