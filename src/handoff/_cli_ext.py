@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from ._cli_io import Config, Target, load_config
 from ._conformance import (
     check_principal_side_record,
     make_settlement,
+    observe,
     presentation_for,
     settlement_evidence,
 )
@@ -72,6 +74,16 @@ def add_extension_commands(sub: Any) -> None:
     settle.add_argument("--now", help="RFC 3339 time of the record (default: the clock)")
     settle.add_argument("--yes", action="store_true", help="do not ask before recording")
     settle.set_defaults(handler=_cmd_settle)
+
+    observe = sub.add_parser(
+        "observe",
+        help="as an observer: fold, report evidence, claims' bases and option status (JSON)",
+    )
+    observe.add_argument("records", nargs="?", help="the records, JSON Lines ('-' for stdin)")
+    observe.add_argument("--state", dest="state_url", metavar="URL", help="a store: sqlite:PATH")
+    observe.add_argument("--db", help="alias: --state sqlite:DB")
+    observe.add_argument("--config", required=True, help=_CONFIG_HELP)
+    observe.set_defaults(handler=_cmd_observe)
 
     md = sub.add_parser("md", help="the Acts Markdown binding (a project's state document)")
     md.set_defaults(handler=lambda _args: _help(md))
@@ -202,6 +214,26 @@ def _settle(args: argparse.Namespace, config: Config, where: Target) -> int:
     where.append([signed])
     print(f"settled {args.key} as {args.outcome!r}: record {signed['id']} appended")
     return 0
+
+
+def _cmd_observe(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    where = _target(args, config, args.records)
+    try:
+        registry, rejected = where.registry(strict=False)
+    finally:
+        where.close()
+    for line in rejected:
+        print(line, file=sys.stderr)
+    items = observe([], registry, jwks=config.side.jwks)
+    out = {
+        "items": items,
+        "ignored": registry.ignored(),
+        "rejected": len(rejected),
+        "role_changed": registry.role_changed(),
+    }
+    print(json.dumps(out, indent=2, ensure_ascii=False))
+    return 1 if rejected else 0
 
 
 def _cmd_md_sync(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ __all__ = [
     "PrincipalSide",
     "check_principal_side_record",
     "check_requester_record",
+    "claim_evidence",
     "current_settlement",
     "evidence_verdict",
     "make_settlement",
@@ -485,6 +486,32 @@ def evidence_verdict(
     return {"verdict": verdict, **report}
 
 
+def claim_evidence(registry: Registry, item: ItemId) -> list[dict[str, Any]]:
+    """Report what each claim of ``item`` says it rests on (seed §7: claims SHOULD carry
+    ``evidence.basis``).
+
+    One entry per claim held, sorted by id then claimant: ``{"claim", "by", "outcome",
+    "basis"}`` with ``basis`` the claim's ``evidence.basis`` or ``None`` when it gives
+    none. A basis is the claimant's word: it is reported, never taken as proof.
+    """
+    out: list[dict[str, Any]] = []
+    for record in registry.records(item):
+        if record["type"] != "claimed":
+            continue
+        evidence = record.get("evidence")
+        basis = evidence.get("basis") if isinstance(evidence, Mapping) else None
+        out.append(
+            {
+                "claim": record["id"],
+                "by": record["by"],
+                "outcome": record["outcome"],
+                "basis": basis if isinstance(basis, str) else None,
+            }
+        )
+    out.sort(key=lambda entry: (entry["claim"], entry["by"]))
+    return out
+
+
 def observe(
     records: Iterable[Mapping[str, Any]],
     registry: Registry,
@@ -493,7 +520,8 @@ def observe(
 ) -> list[dict[str, Any]]:
     """Fold ``records`` into ``registry`` and report every item as an observer sees it (§12).
 
-    Each item is its core state (``ItemState.to_json``) plus, when settled, ``evidence``
+    Each item is its core state (``ItemState.to_json``) plus, when it holds claims,
+    ``claim_evidence`` (:func:`claim_evidence`), and when settled, ``evidence``
     (``presented``: ``match``/``mismatch``/``absent``/``unverifiable``; ``proof``:
     ``valid``/``invalid:<reason>``/``absent``/``unverifiable``) and, for a decision,
     ``option_status`` (:func:`handoff.option_status`).
@@ -509,6 +537,8 @@ def _observed(
     registry: Registry, item: ItemId, state: ItemState, jwks: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     shown = state.to_json()
+    if state.claims:
+        shown["claim_evidence"] = claim_evidence(registry, item)
     if state.state not in ("settled", "conflicted") or state.settlement is None:
         return shown
     settlement = next(

@@ -1884,7 +1884,12 @@ def conformance_verifiable_principal_side() -> Iterator[Case]:
         "decision, option_status; records of unknown extensions are consumed without acting. "
         "Input {roles, records, jwks?}; output {items, ignored}."
     ),
-    notes={"stale": "a settlement made against outdated terms", "proof": "proof checks"},
+    notes={
+        "stale": "a settlement made against outdated terms",
+        "proof": "proof checks",
+        "claims": "claims' evidence.basis",
+        "conflicted": "a need id re-sent with other terms",
+    },
 )
 def conformance_observer() -> Iterator[Case]:
     signed = with_proof(settled(), ED_KEY)
@@ -1920,4 +1925,22 @@ def conformance_observer() -> Iterator[Case]:
         {"roles": ROLES, "records": [RAISED, signed]},
         comment="without the principal's JWKS an observer cannot check the proof",
         flags=("proof",),
+    )
+    based = rec("c1", "claimed", "agent", "helper-9", outcome="done",
+                evidence={"basis": "bank statement line 4"})  # fmt: skip
+    bare = rec("c2", "claimed", "agent", "helper-9", outcome="done")
+    yield Case(
+        "claims-basis-reported",
+        {"roles": ROLES, "records": [RAISED, based, bare]},
+        comment="seed §7: each claim's evidence.basis is reported (null when it gives none)",
+        flags=("claims",),
+    )
+    rewrite = {**RAISED, "terms": {**RAISED["terms"], "amount": "9999.00"}}
+    yield Case(
+        "rewritten-need-after-signed-settlement",
+        {"roles": ROLES, "jwks": JWKS, "records": [RAISED, signed, rewrite]},
+        comment="the requester re-sends the need id with other terms after the principal "
+        "signed: the item is conflicted, and the settlement's presented digest still binds "
+        "the terms it was made against (presented_terms)",
+        flags=("conflicted", "proof"),
     )
