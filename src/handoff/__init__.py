@@ -28,7 +28,8 @@ Public names are listed in ``__all__``; implementation modules are private.
 from __future__ import annotations
 
 from ._acts import ACTS, ACTS_CLAIM_OUTCOMES, ACTS_OUTCOMES, ACTS_REASONS, check_act_terms
-from ._canonical import canonical, digest, presented_digest, signing_input
+from ._builders import make_amended, make_note, make_raised
+from ._canonical import canonical, digest, identity, presented_digest, signing_input
 from ._check import PH_VERSION, Verdict, check_record
 from ._config import CORE_PAIRS, CORE_ROLES, Extension, ExtensionRegistry, Roles
 from ._conformance import (
@@ -148,7 +149,11 @@ __all__ = [
     "ecma_pattern",
     "evidence_verdict",
     "fold",
+    "identity",
     "load_schema",
+    "make_amended",
+    "make_note",
+    "make_raised",
     "make_settlement",
     "observe",
     "option_status",
