@@ -146,14 +146,21 @@ def presented_terms(registry: Registry, record: Mapping[str, Any]) -> Mapping[st
     terms the person saw. ``None`` when no held version gives the digest (or the
     settlement carries no ``presented``).
     """
-    evidence = record.get("evidence") if isinstance(record, Mapping) else None
+    rev = _settled_rev(record)  # refuses anything but a settlement-shaped object
+    return _bound_terms(record, _need_versions(registry, _item(record), rev))
+
+
+def _bound_terms(
+    record: Mapping[str, Any], versions: list[dict[str, Any]]
+) -> Mapping[str, Any] | None:
+    evidence = record.get("evidence")
     wanted = evidence.get("presented") if isinstance(evidence, Mapping) else None
-    if not isinstance(wanted, str):
+    if not isinstance(wanted, str) or not isinstance(evidence, Mapping):
         return None
     rev = _settled_rev(record)
     item = _item(record)
-    proposal = evidence.get("proposal") if isinstance(evidence, Mapping) else None
-    for need in _need_versions(registry, item, rev):
+    proposal = evidence.get("proposal")
+    for need in versions:
         shown = presentation(
             ext=str(record["ext"]),
             project=item.project,
@@ -413,11 +420,12 @@ def _evidence_report(
 ) -> dict[str, str]:
     evidence = record.get("evidence", _EMPTY)
     report: dict[str, str] = {}
+    versions = _need_versions(registry, _item(record), _settled_rev(record))
     if "presented" not in evidence:
         report["presented"] = "absent"
-    elif presented_terms(registry, record) is not None:
+    elif _bound_terms(record, versions) is not None:
         report["presented"] = "match"
-    elif _need_versions(registry, _item(record), _settled_rev(record)):
+    elif versions:
         report["presented"] = "mismatch"
     else:
         report["presented"] = "unverifiable"

@@ -152,6 +152,16 @@ _NEED = frozenset({"raised", "amended", "withdrawn"})
 _SETTLEMENT = frozenset({"settled", "reopened"})
 
 
+def _no_literals(source: str | bytes | None) -> bool:
+    """Whether a record's text certainly holds no ``true`` or ``false`` value."""
+    if isinstance(source, str):
+        return "true" not in source and "false" not in source
+    if isinstance(source, bytes):
+        return b"true" not in source and b"false" not in source
+    return False
+
+
+_SORTED = json.JSONEncoder(sort_keys=True, ensure_ascii=False, check_circular=False).encode
 _TYPE_NAMES = {t: t for t in (*_NEED, *_SETTLEMENT, "claimed", "note", "related")}
 _REGISTER_SLOT = dict.fromkeys(_NEED, "need") | dict.fromkeys(_SETTLEMENT, "settlement")
 # the slots whose rewrite makes an item conflicted: the two registers and the relations
@@ -208,7 +218,9 @@ class _Held:
     def body(self) -> dict[str, Any]:
         if self._body is None:
             assert self.source is not None
-            self._body = parse_line(self.source)
+            # the text passed the strict parse when it was admitted, so the plain parser
+            # gives the very same object (no duplicate members, numbers in range)
+            self._body = json.loads(self.source)
         return self._body
 
     def slot(self) -> tuple[str, str]:
@@ -219,7 +231,15 @@ class _Held:
         if self.source is not None and self.source == other.source:
             return True
         left, right = self.body(), other.body()
-        return left == right and canonical(left) == canonical(right)
+        if left != right:  # Python equality is coarser than JCS (True == 1): never finer
+            return False
+        if _no_literals(self.source) and _no_literals(other.source):
+            # without true or false anywhere in either text, Python equality is JCS
+            # equality: 1 == 1.0 and -0.0 == 0 are equal in JCS too
+            return True
+        # sorted-key JSON tells True from 1 as JCS does (C speed); only text that differs
+        # there (1.0 against 1) needs JCS itself
+        return _SORTED(left) == _SORTED(right) or canonical(left) == canonical(right)
 
 
 class _Item:
@@ -624,7 +644,11 @@ class Registry:
             data.records[rid] = _Held(obj, source)
             status = "accepted"
         else:
-            status = data.put(_Held(obj, source))
+            # a second record under a held id: keep the parsed object at hand, since
+            # telling a repeat from a rewrite reads it
+            incoming = _Held(obj, source)
+            incoming._body = obj
+            status = data.put(incoming)
             if status == "duplicate":
                 return status
         if self._cache:
@@ -691,7 +715,9 @@ class Registry:
         if data is None:
             return []
         bodies = [_canonical_copy(record.body()) for record in data.held()]
-        bodies.sort(key=lambda body: (body["id"], _slot(body), digest(body)))
+        # versions of one id in one slot (same_id) follow each other in the order of
+        # their sorted-key JSON: an order of the content alone, never of arrival
+        bodies.sort(key=lambda body: (body["id"], _slot(body), _SORTED(body)))
         return bodies
 
     def __len__(self) -> int:

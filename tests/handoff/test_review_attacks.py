@@ -82,7 +82,7 @@ def test_reused_id_in_stores(tmp_path: Path, kind: str) -> None:
 
 def test_same_slot_conflict_holds_every_version_and_chooses_none() -> None:
     v1, v2 = claimed("c1", context="a"), claimed("c1", context="b")
-    both = sorted((v1, v2), key=handoff.digest)
+    both = sorted((v1, v2), key=lambda r: json.dumps(r, sort_keys=True, ensure_ascii=False))
     for order in ([v1, v2], [v2, v1]):
         reg = registry()
         assert [reg.add(r).status for r in order] == ["accepted", "conflict"]
