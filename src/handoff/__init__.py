@@ -59,6 +59,7 @@ from ._errors import HandoffError
 from ._evidence import (
     PROOF_ALGORITHMS,
     PROOF_TYP,
+    KeySet,
     ProofCheck,
     attach_proof,
     presentation,
@@ -119,6 +120,7 @@ __all__ = [
     "HandoffError",
     "ItemId",
     "ItemState",
+    "KeySet",
     "Mandate",
     "MemoryStore",
     "PrincipalSide",

@@ -20,7 +20,7 @@ from ._check import check_record
 from ._config import ExtensionRegistry
 from ._decisions import DECISIONS, check_decision_outcome, option_status
 from ._errors import HandoffError
-from ._evidence import presentation, verify_proof
+from ._evidence import KeySet, presentation, verify_proof
 from ._fold import ItemState, Registry
 from ._records import ItemId
 
@@ -68,6 +68,15 @@ class PrincipalSide:
     mandates: Mapping[str, Mandate] = field(default_factory=lambda: MappingProxyType({}))
     jwks: Mapping[str, Any] | None = None
     verifiable: bool = False
+    _keys: list[KeySet] = field(default_factory=list, init=False, compare=False, repr=False)
+
+    def key_set(self) -> KeySet | None:
+        """The principal's keys from ``jwks``, parsed on first use and kept by this object."""
+        if self.jwks is None:
+            return None
+        if not self._keys:
+            self._keys.append(KeySet(self.jwks))
+        return self._keys[0]
 
     @classmethod
     def from_json(cls, value: Any) -> PrincipalSide:
@@ -390,7 +399,7 @@ def _check_settlement(
     if "proof" in evidence:
         if side.jwks is None:
             raise _fail("proof", "jwks_missing", "a proof cannot be checked without the JWKS")
-        verify_proof(record, side.jwks)
+        verify_proof(record, side.key_set() or side.jwks)
     elif side.verifiable and kind in ("principal", "confirmed"):
         raise _fail("proof", "proof_missing", f"a verifiable side requires a proof on {kind}")
 
@@ -416,7 +425,7 @@ def _check_proposal(
 
 
 def _evidence_report(
-    record: Mapping[str, Any], registry: Registry, jwks: Mapping[str, Any] | None
+    record: Mapping[str, Any], registry: Registry, jwks: KeySet | None
 ) -> dict[str, str]:
     evidence = record.get("evidence", _EMPTY)
     report: dict[str, str] = {}
@@ -478,7 +487,7 @@ def evidence_verdict(
 
     See :func:`settlement_evidence` for ``{"verdict", "presented", "proof"}``.
     """
-    report = _evidence_report(record, registry, side.jwks)
+    report = _evidence_report(record, registry, side.key_set())
     presented, proof = report["presented"], report["proof"]
     person = record["authority"]["kind"] in ("principal", "confirmed")
     if (
@@ -535,14 +544,15 @@ def observe(
     ``option_status`` (:func:`handoff.option_status`).
     """
     registry.add_many(records)
+    keys = KeySet(jwks) if jwks is not None else None  # parsed once for every item
     out: list[dict[str, Any]] = []
     for item, state in registry.states().items():
-        out.append(_observed(registry, item, state, jwks))
+        out.append(_observed(registry, item, state, keys))
     return out
 
 
 def _observed(
-    registry: Registry, item: ItemId, state: ItemState, jwks: Mapping[str, Any] | None
+    registry: Registry, item: ItemId, state: ItemState, jwks: KeySet | None
 ) -> dict[str, Any]:
     shown = state.to_json()
     if state.claims:
