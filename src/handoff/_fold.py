@@ -188,6 +188,20 @@ def _slot(obj: Mapping[str, Any]) -> str:
     return f"{type_}/{obj['by']}"
 
 
+def _repeat(items: dict[Any, _Item], obj: dict[str, Any], line: str | bytes) -> bool:
+    """Whether ``obj`` repeats the record first held under its item and id (JCS-equal)."""
+    ext, project, key, rid = obj.get("ext"), obj.get("project"), obj.get("key"), obj.get("id")
+    if not (type(ext) is str and type(project) is str and type(key) is str and type(rid) is str):
+        return False
+    data = items.get((ext.partition("/")[0], project, key))
+    held = data.records.get(rid) if data is not None else None
+    if held is None:
+        return False
+    incoming = _Held.__new__(_Held)
+    incoming.source, incoming._body = line, obj
+    return held.same_as(incoming)
+
+
 def _version(extension: Extension) -> tuple[int, ...]:
     try:
         return tuple(int(part) for part in extension.version.split("."))
@@ -575,12 +589,17 @@ class Registry:
         record under the roles it was admitted under, never under today's).
         """
         extensions, put = self.extensions, self._put
+        # a repeat of a record this registry admitted under these very roles is the same
+        # record: admitting it again could only give the same answer, so it is skipped
+        repeats = roles is None or roles is self.roles
         roles = self.roles if roles is None else roles
         items, cache = self._items, self._cache
         self._first_item = None
         names: dict[str, str] = {}
         for line in lines:
             obj = parse_line(line)
+            if repeats and items and _repeat(items, obj, line):
+                continue
             found = admit_fast(obj, roles, extensions)
             if isinstance(found, str):
                 self._ignored[found] = self._ignored.get(found, 0) + 1
