@@ -141,3 +141,16 @@ def test_store_url_must_be_known(tmp_path: Path, argv: list[str]) -> None:
     done = _cli(*argv, "--state", "postgres://x/y", "--config", _config(tmp_path))
     assert done.returncode == 1
     assert "error: usage" in done.stderr
+
+
+def test_the_bulk_path_treats_repeats_as_the_plain_path_does() -> None:
+    flag_true = {**raised("n9", key="k9"), "x_flag": True}
+    flag_one = {**raised("n9", key="k9"), "x_flag": 1}  # equal in Python, not in JCS
+    feed = [raised(), {**raised(), "x_n": 1.0}, {**raised(), "x_n": 1}, flag_true, flag_one]
+    texts = [json.dumps(r) for r in feed]
+    texts += [handoff.canonical(r).decode() for r in feed]
+    bulk, plain = registry(), registry()
+    bulk.add_lines(texts)
+    plain.add_many(texts)
+    assert repr(bulk.states()) == repr(plain.states())
+    assert bulk.state(handoff.ItemId("acts", "web", "k9")).state == "conflicted"
