@@ -14,7 +14,7 @@ from importlib import metadata
 from typing import Any
 
 from ._check import admit_line
-from ._cli_ext import add_extension_commands, settlement_checks
+from ._cli_ext import add_extension_commands, settlement_checks, terms_mismatched
 from ._cli_io import Target, describe, load_config, read_lines, target
 from ._conformance import evidence_verdict
 from ._errors import HandoffError
@@ -107,7 +107,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 1 if counts["rejected"] or forged else 0
 
 
-def _state_line(state: ItemState, evidence: str | None) -> str:
+def _state_line(state: ItemState, evidence: str | None, mismatch: bool = False) -> str:
     parts = [f"{state.item.ext}/{state.item.project}/{state.item.key}", state.state]
     if state.outcome is not None:
         parts.append(state.outcome)
@@ -115,6 +115,8 @@ def _state_line(state: ItemState, evidence: str | None) -> str:
         parts.append(evidence)
     if state.stale:
         parts.append("stale")
+    if mismatch:
+        parts.append("terms_mismatch")
     if state.need_withdrawn:
         parts.append("need-withdrawn")
     if state.conflicts:
@@ -137,12 +139,15 @@ def _cmd_state(args: argparse.Namespace) -> int:
     checks = settlement_checks(registry, config)
     conflicted = sum(1 for s in states.values() if s.state == "conflicted")
     forged = sum(1 for c in checks.values() if c["verdict"] == "forged")
+    mismatched = terms_mismatched(registry)
     if args.json:
         items = []
         for item, state in states.items():
             shown = state.to_json()
             if item in checks:
                 shown["evidence"] = checks[item]
+            if item in mismatched:
+                shown["terms_mismatch"] = True
             items.append(shown)
         out: dict[str, Any] = {
             "items": items,
@@ -155,13 +160,14 @@ def _cmd_state(args: argparse.Namespace) -> int:
     else:
         for item, state in states.items():
             check = checks.get(item)
-            print(_state_line(state, check["verdict"] if check else None))
+            print(_state_line(state, check["verdict"] if check else None, item in mismatched))
         print(
             f"{len(states)} items, {len(registry.conflicts())} conflicts, "
-            f"{conflicted} conflicted, {forged} forged, {len(rejected)} rejected, "
+            f"{conflicted} conflicted, {forged} forged, {len(mismatched)} terms_mismatch, "
+            f"{len(rejected)} rejected, "
             f"{len(registry.role_changed())} role_changed"
         )
-    return 1 if rejected or conflicted or forged else 0
+    return 1 if rejected or conflicted or forged or mismatched else 0
 
 
 def _cmd_add(args: argparse.Namespace) -> int:

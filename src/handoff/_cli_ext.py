@@ -21,9 +21,11 @@ from ._canonical import canonical
 from ._cli_io import Config, Target, load_config
 from ._conformance import (
     check_principal_side_record,
+    current_settlement,
     make_settlement,
     observe,
     presentation_for,
+    presented_terms,
     settlement_evidence,
 )
 from ._decisions import DECISIONS
@@ -140,6 +142,28 @@ def settlement_checks(registry: Registry, config: Config) -> dict[ItemId, dict[s
     return found
 
 
+def terms_mismatched(registry: Registry) -> frozenset[ItemId]:
+    """Settled items whose shown terms are not the terms their settlement was made against.
+
+    Either the settlement's revision was reused for other terms (the fold marks it stale
+    at its own revision), or its ``presented`` digest binds held terms that differ from
+    the ones shown (docs/spec/handoff.md §10, ours). ``state`` exits 1 for them and ``md
+    sync`` never ticks them.
+    """
+    found: set[ItemId] = set()
+    for item, state in registry.states().items():
+        if state.state != "settled" or state.terms is None:
+            continue
+        if state.stale and state.settled_terms_rev == state.terms_rev:
+            found.add(item)
+            continue
+        record = current_settlement(registry, item)
+        bound = presented_terms(registry, record) if record is not None else None
+        if bound is not None and canonical(bound) != canonical(dict(state.terms)):
+            found.add(item)
+    return frozenset(found)
+
+
 def _now(value: str | None) -> str:
     if value is not None:
         return value
@@ -254,6 +278,11 @@ def _md_sync(args: argparse.Namespace, config: Config, where: Target) -> int:
         for item, check in checks.items()
         if check["verdict"] == "forged" and item.ext == ACTS.name and item.project == args.project
     )
+    mismatched = frozenset(
+        item.key
+        for item in terms_mismatched(registry)
+        if item.ext == ACTS.name and item.project == args.project
+    )
     result = sync_state_document(
         text,
         registry,
@@ -261,7 +290,7 @@ def _md_sync(args: argparse.Namespace, config: Config, where: Target) -> int:
         registrar=args.registrar,
         now=_now(args.now),
         section=args.section,
-        distrusted=forged,
+        distrusted=forged | mismatched,
     )
     where.append(list(result.records))
     if result.document != text:
@@ -283,5 +312,8 @@ def _md_sync(args: argparse.Namespace, config: Config, where: Target) -> int:
         elif item.key in forged:
             trouble += 1
             print(f"forged {item.key}: its settlement's evidence does not verify; not ticked")
+        elif item.key in mismatched:
+            trouble += 1
+            print(f"terms_mismatch {item.key}: settled against other terms; not ticked")
     sys.stdout.flush()
     return 1 if trouble else 0

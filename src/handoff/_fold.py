@@ -409,6 +409,16 @@ def _not_offered(data: _Item, settlement: _Held | None, need: list[_Held]) -> st
     return settlement.id
 
 
+def _not_raised(item: ItemId, need: list[_Held], conflicts: list[Conflict]) -> None:
+    """Report each amended whose ``terms_rev`` is not above a need record it supersedes."""
+    revs = {r.id: r.terms_rev or 0 for r in need if r.type != "withdrawn"}
+    for record in need:
+        if record.type != "amended" or not record.supersedes:
+            continue
+        if any(revs.get(old, 0) >= (record.terms_rev or 0) for old in record.supersedes):
+            conflicts.append(Conflict("terms_rev_not_raised", item, "need", (record.id,), None))
+
+
 def _compute(item: ItemId, data: _Item) -> ItemState:
     need: list[_Held] = []
     settlement: list[_Held] = []
@@ -460,6 +470,7 @@ def _compute(item: ItemId, data: _Item) -> ItemState:
             target = rel["target"]
             known = {k: target[k] for k in _TARGET_MEMBERS if k in target}
             active.append(RelationState(rel["kind"], MappingProxyType(known), current.id))
+    _not_raised(item, need, conflicts)
     revs = [r.terms_rev for r in need if r.terms_rev is not None]
     held_rev = max(revs) if revs else None
     need_withdrawn = current_need is not None and current_need.type == "withdrawn"
@@ -484,6 +495,16 @@ def _compute(item: ItemId, data: _Item) -> ItemState:
         authority = body["authority"]["kind"]
         settled_rev = current_settlement.terms_rev
         stale = held_rev is not None and settled_rev is not None and settled_rev < held_rev
+        if not stale and terms_body is not None:
+            # ours: terms held at the settled revision other than the ones shown mean the
+            # revision was reused for other terms; which were settled cannot be told from
+            # the revision, so the settlement does not stand for what is shown
+            shown = canonical(terms_body["terms"])
+            stale = any(
+                canonical(r.body()["terms"]) != shown
+                for r in need
+                if r.terms_rev == settled_rev and r.type != "withdrawn"
+            )
         adopted = tuple(sorted(set(body.get("adopts", ())) & set(claims) - rewritten_claims))
     elif current_need is None:
         state = "unknown"

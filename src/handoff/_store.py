@@ -80,6 +80,29 @@ def _rewrite(obj: Mapping[str, Any], held: str) -> HandoffError:
     )
 
 
+def _check_raised(obj: Mapping[str, Any], held: list[Mapping[str, Any]]) -> None:
+    """Refuse an amended whose ``terms_rev`` is not above a held need it supersedes (ours).
+
+    A revision names one set of terms: reusing it for other terms would let a settlement
+    of that revision read as a settlement of the new terms.
+    """
+    if obj.get("type") != "amended":
+        return
+    wanted = set(obj.get("supersedes") or ())
+    for other in held:
+        if (
+            other.get("id") in wanted
+            and other.get("type") in ("raised", "amended")
+            and other.get("terms_rev", 0) >= obj["terms_rev"]
+        ):
+            raise HandoffError(
+                "record",
+                f"record {obj['id']!r}: an amended must carry a terms_rev above the "
+                f"{other['terms_rev']} of {other['id']!r}, which it supersedes",
+                reason="terms_rev_not_raised",
+            )
+
+
 class _Folding:
     roles: Roles
     extensions: ExtensionRegistry
@@ -126,6 +149,7 @@ class MemoryStore(_Folding):
                 return "duplicate"
             if held is not None:
                 raise _rewrite(obj, held[0])
+            _check_raised(obj, [r for _, _, i, r in self._rows if i == item])
             self._held[slot] = (dig, ident)
             self._rows.append((obj["id"], dig, item, json.loads(json.dumps(obj))))
         return "accepted"
@@ -299,6 +323,14 @@ class SQLiteStore(_Folding):
                     if repeat:
                         self._db.execute("COMMIT")
                         return "duplicate"
+                    if obj["type"] == "amended":
+                        ids = list(obj["supersedes"])
+                        found = self._db.execute(
+                            "SELECT body FROM handoff_records WHERE ext = ? AND project = ?"
+                            f" AND key = ? AND id IN ({','.join('?' * len(ids))})",
+                            (*row[2:5], *ids),
+                        ).fetchall()
+                        _check_raised(obj, [parse_line(text) for (text,) in found])
                     cursor = self._db.execute(
                         "INSERT OR IGNORE INTO handoff_records "
                         "(id, digest, ext, project, key, body, roles_version) "
