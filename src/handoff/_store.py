@@ -324,13 +324,16 @@ class SQLiteStore(_Folding):
                         self._db.execute("COMMIT")
                         return "duplicate"
                     if obj["type"] == "amended":
-                        ids = list(obj["supersedes"])
-                        found = self._db.execute(
-                            "SELECT body FROM handoff_records WHERE ext = ? AND project = ?"
-                            f" AND key = ? AND id IN ({','.join('?' * len(ids))})",
-                            (*row[2:5], *ids),
-                        ).fetchall()
-                        _check_raised(obj, [parse_line(text) for (text,) in found])
+                        found = [
+                            text
+                            for old in obj["supersedes"]
+                            for (text,) in self._db.execute(
+                                "SELECT body FROM handoff_records WHERE ext = ? AND project = ?"
+                                " AND key = ? AND id = ?",
+                                (*row[2:5], old),
+                            )
+                        ]
+                        _check_raised(obj, [parse_line(text) for text in found])
                     cursor = self._db.execute(
                         "INSERT OR IGNORE INTO handoff_records "
                         "(id, digest, ext, project, key, body, roles_version) "

@@ -75,7 +75,9 @@ def test_unrelated_same_revision_terms_still_settle_cleanly() -> None:
     for record in (N1, N2, _settlement()):
         reg.add(record)
     state = reg.state(ITEM)
-    assert state.state == "settled" and not state.stale and not state.conflicts
+    assert state.state == "settled"
+    assert not state.stale
+    assert not state.conflicts
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
@@ -137,7 +139,8 @@ def test_cli_state_and_md_sync_refuse_the_swapped_terms(tmp_path: Path, supersed
     config, path = _setup(tmp_path, supersedes)
     done = _cli("state", path, "--config", config)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "stale" in done.stdout and "terms_mismatch" in done.stdout
+    assert "stale" in done.stdout
+    assert "terms_mismatch" in done.stdout
     shown = json.loads(_cli("state", path, "--config", config, "--json").stdout)
     [item] = shown["items"]
     assert item["stale"] is True
