@@ -138,7 +138,18 @@ class Target:
         otherwise each is reported and the rest folded.
         """
         if self.store is not None:
-            return self.store.registry(), []
+            registry = self.store.registry()
+            found = [
+                f"{self.spec}: record {bad['at']!r}: rejected {bad['code']}/{bad['reason']}"
+                for bad in registry.rejected()
+            ]
+            if strict and found:
+                raise HandoffError(
+                    "store",
+                    f"{found[0]} (the store holds a row it cannot read)",
+                    reason="store_row_rejected",
+                )
+            return registry, found
         registry = Registry(roles=self.config.roles, extensions=self.config.extensions)
         rejected: list[str] = []
         if self.spec != "-" and not Path(self.spec).exists():

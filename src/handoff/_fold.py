@@ -559,6 +559,7 @@ class Registry:
         self._reused: dict[str, set[Any]] = {}
         self._ignored: dict[str, int] = {}
         self._role_changed: list[dict[str, Any]] = []
+        self._rejected: list[dict[str, Any]] = []
 
     def note_role_changed(self, where: Any, error: HandoffError) -> None:
         """Report a record the current roles refuse but that was held before (§3, ours).
@@ -573,6 +574,18 @@ class Registry:
     def role_changed(self) -> list[dict[str, Any]]:
         """The records reported by :meth:`note_role_changed`, in the order reported."""
         return [dict(entry) for entry in self._role_changed]
+
+    def note_rejected(self, where: Any, error: HandoffError) -> None:
+        """Report a held record that could not be read back (a store row, ours).
+
+        A store reads every other row: one refused row (over the size limit, written
+        before the limit held on the canonical form) never makes the store unreadable.
+        """
+        self._rejected.append({"at": where, "code": error.code, "reason": error.reason})
+
+    def rejected(self) -> list[dict[str, Any]]:
+        """The records reported by :meth:`note_rejected`, in the order reported."""
+        return [dict(entry) for entry in self._rejected]
 
     def add(self, record: Record | Mapping[str, Any] | str | bytes) -> Added:
         """Admit and fold one record; return what happened and the item's new state.
@@ -621,7 +634,7 @@ class Registry:
             obj = parse_line(line)
             if repeats and items and _repeat(items, obj, line):
                 continue
-            found = admit_fast(obj, roles, extensions)
+            found = admit_fast(obj, roles, extensions, len(line))
             if isinstance(found, str):
                 self._ignored[found] = self._ignored.get(found, 0) + 1
                 continue

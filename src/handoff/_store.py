@@ -218,6 +218,14 @@ def _body_digest(body: str) -> str:
         return ""
 
 
+def _row_id(body: str) -> Any:
+    """The id of a stored row, for a report (``None`` when the row cannot be parsed)."""
+    try:
+        return json.loads(body).get("id")
+    except (ValueError, RecursionError, AttributeError):
+        return None
+
+
 class SQLiteStore(_Folding):
     """A :class:`Store` in one SQLite file: survives restarts, safe for several processes.
 
@@ -366,15 +374,25 @@ class SQLiteStore(_Folding):
             groups.setdefault(stamp, []).append(body)
         for stamp, bodies in groups.items():
             if stamp is not None:
-                registry.add_lines(bodies, roles=self._roles_at(stamp))
+                roles = self._roles_at(stamp)
+                try:
+                    registry.add_lines(bodies, roles=roles)
+                except HandoffError:
+                    # one refused row: read the group row by row, reporting that one
+                    for body in bodies:
+                        try:
+                            registry.add_lines([body], roles=roles)
+                        except HandoffError as exc:
+                            registry.note_rejected(_row_id(body), exc)
                 continue
             for body in bodies:
                 try:
                     registry.add_lines([body])
                 except HandoffError as exc:
-                    if exc.code not in _ROLE_CODES:
-                        raise
-                    registry.note_role_changed(parse_line(body).get("id"), exc)
+                    if exc.code in _ROLE_CODES:
+                        registry.note_role_changed(_row_id(body), exc)
+                    else:
+                        registry.note_rejected(_row_id(body), exc)
         return registry
 
     def _roles_at(self, stamp: int) -> Roles:
