@@ -40,16 +40,21 @@ def digest(value: Any) -> str:
 def identity(record: Mapping[str, Any]) -> str:
     """Return the digest of what makes two records with one id the same record (§10, ours).
 
-    The whole record in JCS except ``ts`` (the sender's informative clock, never used) and
-    the signature bytes of a detached ``evidence.proof``: its header (``alg``, ``kid``,
-    ``typ``) counts, and what it signs is the rest of the record. So a relay that turns an
-    ES256 proof into a second valid one, or a registrar re-sending a line at another
-    time, repeats the record instead of rewriting it.
+    The whole record in JCS except the signature bytes of a detached ``evidence.proof``
+    (its header, ``alg``, ``kid`` and ``typ``, counts, and what it signs is the rest of the
+    record), and, for a record without a proof only, ``ts`` (the sender's informative
+    clock). A proof signs ``ts``, so a signed record at another time is another record;
+    two copies that differ only in signature bytes are *signature variants* of one
+    record: every one is held and the best evidence among them counts, so a relay that
+    turns an ES256 proof into a second valid one, or swaps in junk bytes, never rewrites
+    or displaces the record.
     """
-    copy = {k: v for k, v in record.items() if k != "ts"}
+    copy = dict(record)
     evidence = copy.get("evidence")
     if isinstance(evidence, Mapping) and isinstance(evidence.get("proof"), str):
         copy["evidence"] = {**evidence, "proof": evidence["proof"].partition(".")[0]}
+    else:
+        copy.pop("ts", None)
     return digest(copy)
 
 

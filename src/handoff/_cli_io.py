@@ -122,7 +122,13 @@ class Target:
                 raise HandoffError("usage", "sqlite: needs a path (sqlite:PATH)", reason="url")
             if not create and not Path(db).exists():
                 raise HandoffError("io", f"no SQLite store at {db}", reason="store_missing")
-            self.store = SQLiteStore(db, roles=config.roles, extensions=config.extensions)
+            self.store = SQLiteStore(
+                db,
+                roles=config.roles,
+                extensions=config.extensions,
+                keys=config.side.key_set(),
+                verifiable=config.side.verifiable,
+            )
         elif "://" in spec:
             raise HandoffError("usage", f"unsupported store URL {spec!r}", reason="url")
 

@@ -265,13 +265,15 @@ class _Item:
     arrival order, but every reader takes both together, so state does not.
     """
 
-    __slots__ = ("extension", "others", "records", "variants")
+    __slots__ = ("extension", "others", "records", "signed", "variants")
 
     def __init__(self, extension: Extension) -> None:
         self.extension = extension
         self.records: dict[str, _Held] = {}
         self.others: dict[tuple[str, str], _Held] = {}
         self.variants: dict[tuple[str, str], dict[str, _Held]] = {}
+        # signature variants of one record (same identity, other proof bytes) by digest
+        self.signed: dict[tuple[str, str], dict[str, _Held]] = {}
 
     def held(self) -> list[_Held]:
         """Every record held: each (id, slot), and every version of a rewritten one."""
@@ -305,8 +307,13 @@ class _Item:
         new = identity(record.body())
         same = known.get(new)
         if same is not None:
-            # the same record up to its ts or its proof's signature bytes: a repeat. Of
-            # the two, the lowest digest is held, whichever arrived first (order-free)
+            # the same record up to its proof's signature bytes (or, unsigned, its ts): a
+            # repeat. Every signature variant is kept for the evidence verdict (the best
+            # counts); the fold holds the lowest digest, whichever arrived first
+            group = self.signed.get(key)
+            if group is None:
+                group = self.signed[key] = {digest(same.body()): same}
+            group.setdefault(digest(record.body()), record)
             if digest(record.body()) < digest(same.body()):
                 known[new] = record
                 if into[at] is same:
@@ -703,6 +710,8 @@ class Registry:
             incoming._body = obj
             status = data.put(incoming)
             if status == "duplicate":
+                # a repeat may have replaced the held record by its lower-digest variant
+                self._cache.pop(item, None)
                 return status
         if self._cache:
             self._cache.pop(item, None)
@@ -772,6 +781,30 @@ class Registry:
         # their sorted-key JSON: an order of the content alone, never of arrival
         bodies.sort(key=lambda body: (body["id"], _slot(body), _SORTED(body)))
         return bodies
+
+    def signature_variants(self, record: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Every held copy of ``record`` that differs from it in signature bytes only.
+
+        ``record`` is one held record (for example the current settlement); the answer
+        holds it and each signature variant held (§10, ours), in JCS form, sorted by
+        digest: an evidence verdict takes the best of them, so a copy with junk bytes
+        never displaces a genuine proof.
+        """
+        ext = record.get("ext")
+        if not isinstance(ext, str):
+            return [_canonical_copy(dict(record))]
+        item = (ext.partition("/")[0], record.get("project"), record.get("key"))
+        data = self._items.get(item)  # type: ignore[call-overload]
+        wanted = identity(record)
+        found = {digest(record): _canonical_copy(dict(record))}
+        if data is not None:
+            for (rid, _), group in data.signed.items():
+                if rid != record.get("id"):
+                    continue
+                for dig, held in group.items():
+                    if identity(held.body()) == wanted:
+                        found.setdefault(dig, _canonical_copy(held.body()))
+        return [found[d] for d in sorted(found)]
 
     def __len__(self) -> int:
         return sum(len(d.records) for d in self._items.values())

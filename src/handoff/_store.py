@@ -25,6 +25,7 @@ from ._canonical import canonical, digest, identity
 from ._check import check_record
 from ._config import ExtensionRegistry, Roles
 from ._errors import HandoffError
+from ._evidence import KeySet, verify_proof
 from ._fold import ItemState, Registry, _slot
 from ._json import parse_line
 from ._records import ItemId, Record
@@ -54,8 +55,33 @@ class Store(Protocol):
         ...
 
 
+def _check_proof(obj: Mapping[str, Any], keys: KeySet | None, verifiable: bool) -> None:
+    """Refuse a settlement whose proof fails against the principal's keys (ours, §10).
+
+    Only where the store is given the keys: a forged copy admitted first would otherwise
+    win "first admitted wins" over the genuine settlement. ``verifiable``: a settlement of
+    a person (kinds ``principal`` and ``confirmed``) must carry a proof.
+    """
+    if keys is None or obj.get("type") != "settled":
+        return
+    evidence = obj.get("evidence")
+    if isinstance(evidence, Mapping) and "proof" in evidence:
+        verify_proof(obj, keys)
+    elif verifiable and obj["authority"]["kind"] in ("principal", "confirmed"):
+        raise HandoffError(
+            "proof",
+            f"record {obj['id']!r}: a verifiable principal side's settlement of a person must "
+            "carry evidence.proof",
+            reason="proof_missing",
+        )
+
+
 def _prepare(
-    record: Record | Mapping[str, Any] | str | bytes, roles: Roles, extensions: ExtensionRegistry
+    record: Record | Mapping[str, Any] | str | bytes,
+    roles: Roles,
+    extensions: ExtensionRegistry,
+    keys: KeySet | None = None,
+    verifiable: bool = False,
 ) -> tuple[dict[str, Any], str, str]:
     if isinstance(record, Record):
         obj = record.to_json()
@@ -68,6 +94,7 @@ def _prepare(
     verdict = check_record(obj, roles=roles, extensions=extensions)
     if verdict.status == "ignored":
         return obj, "", "ignored"
+    _check_proof(obj, keys, verifiable)
     return obj, digest(obj), verdict.status
 
 
@@ -128,16 +155,27 @@ class _Folding:
 class MemoryStore(_Folding):
     """An in-memory :class:`Store` (the default for tests and short-lived receivers)."""
 
-    def __init__(self, *, roles: Roles, extensions: ExtensionRegistry) -> None:
+    def __init__(
+        self,
+        *,
+        roles: Roles,
+        extensions: ExtensionRegistry,
+        keys: KeySet | None = None,
+        verifiable: bool = False,
+    ) -> None:
+        """``keys``/``verifiable``: check settlement proofs at append (see ``SQLiteStore``)."""
         self.roles = roles
         self.extensions = extensions
+        self.keys = keys
+        self.verifiable = verifiable
         self._rows: list[tuple[str, str, ItemId, dict[str, Any]]] = []
         self._held: dict[tuple[ItemId, str, str], tuple[str, str]] = {}
+        self._digests: set[tuple[ItemId, str, str]] = set()
         self._lock = threading.Lock()
 
     def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
         """Admit and append one record (see :meth:`Store.append`)."""
-        obj, dig, status = _prepare(record, self.roles, self.extensions)
+        obj, dig, status = _prepare(record, self.roles, self.extensions, self.keys, self.verifiable)
         if status == "ignored":
             return "ignored"
         item = ItemId(obj["ext"].partition("/")[0], obj["project"], obj["key"])
@@ -146,9 +184,16 @@ class MemoryStore(_Folding):
         with self._lock:
             held = self._held.get(slot)
             if held is not None and held[1] == ident:
-                return "duplicate"
+                # the same record; a new signature variant is kept beside it
+                signed = "proof" in obj.get("evidence", {})
+                if not signed or (item, obj["id"], dig) in self._digests:
+                    return "duplicate"
+                self._digests.add((item, obj["id"], dig))
+                self._rows.append((obj["id"], dig, item, json.loads(json.dumps(obj))))
+                return "accepted"
             if held is not None:
                 raise _rewrite(obj, held[0])
+            self._digests.add((item, obj["id"], dig))
             _check_raised(obj, [r for _, _, i, r in self._rows if i == item])
             self._held[slot] = (dig, ident)
             self._rows.append((obj["id"], dig, item, json.loads(json.dumps(obj))))
@@ -246,9 +291,19 @@ class SQLiteStore(_Folding):
         roles: Roles,
         extensions: ExtensionRegistry,
         timeout: float = 30.0,
+        keys: KeySet | None = None,
+        verifiable: bool = False,
     ) -> None:
+        """Open (or create) the store at ``path``.
+
+        ``keys``: the principal's keys; given, a settlement whose ``evidence.proof`` fails
+        is refused at append (``proof``/...), and with ``verifiable`` so is a settlement of
+        a person without a proof.
+        """
         self.roles = roles
         self.extensions = extensions
+        self.keys = keys
+        self.verifiable = verifiable
         self.path = str(path)
         self._lock = threading.Lock()
         try:
@@ -305,7 +360,7 @@ class SQLiteStore(_Folding):
 
     def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
         """Admit and append one record (see :meth:`Store.append`)."""
-        obj, dig, status = _prepare(record, self.roles, self.extensions)
+        obj, dig, status = _prepare(record, self.roles, self.extensions, self.keys, self.verifiable)
         if status == "ignored":
             return "ignored"
         body = canonical(obj).decode("utf-8")
@@ -320,17 +375,17 @@ class SQLiteStore(_Folding):
                         (obj["id"], dig, *row[2:5]),
                     ).fetchall()
                     slot, ident = _slot(obj), identity(obj)
-                    repeat = False
                     for held, text in others:
                         other = parse_line(text)
                         if _slot(other) != slot:
                             continue
                         if identity(other) != ident:
                             raise _rewrite(obj, held)
-                        repeat = True  # the same record, another ts or proof signature
-                    if repeat:
-                        self._db.execute("COMMIT")
-                        return "duplicate"
+                        # the same record with other signature bytes (or, unsigned, another
+                        # ts): a signature variant is stored beside it, an unsigned repeat not
+                        if "proof" not in obj.get("evidence", {}):
+                            self._db.execute("COMMIT")
+                            return "duplicate"
                     if obj["type"] == "amended":
                         found = [
                             text

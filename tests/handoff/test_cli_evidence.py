@@ -85,7 +85,15 @@ def test_state_reports_forged_and_verified(tmp_path: Path) -> None:
 def test_state_of_a_store_reports_forged(tmp_path: Path) -> None:
     config, path = _setup(tmp_path, _forged())
     db = f"sqlite:{tmp_path / 'h.sqlite'}"
-    assert _cli("add", path, "--state", db, "--config", config).returncode == 0
+    # a store given the keys refuses the forged settlement at append (review M1)
+    refused = _cli("add", path, "--state", db, "--config", config)
+    assert refused.returncode == 1
+    assert ":2: rejected proof/" in refused.stdout
+    # one filled without the keys holds it, and a reader with the keys reports it
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"roles": ROLES_JSON}), encoding="utf-8")
+    db = f"sqlite:{tmp_path / 'h2.sqlite'}"
+    assert _cli("add", path, "--state", db, "--config", str(plain)).returncode == 0
     done = _cli("state", "--state", db, "--config", config)
     assert done.returncode == 1
     assert "forged" in done.stdout

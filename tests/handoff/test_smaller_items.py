@@ -97,8 +97,11 @@ def test_a_relayed_second_es256_signature_is_a_repeat(tmp_path: Path) -> None:
     ) as store:
         store.append(raised())
         assert store.append(signed) == "accepted"
+        # a signature variant is kept beside the first (review M1), once
+        assert store.append(twin) == "accepted"
         assert store.append(twin) == "duplicate"
-        assert len(store) == 2
+        assert len(store) == 3
+        assert store.state(ITEM).state == "settled"
 
 
 def test_markdown_ids_come_from_content_not_time() -> None:

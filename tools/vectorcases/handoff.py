@@ -40,6 +40,7 @@ STOP: dict[str, Any] = {
 }
 EXTS = [KEEP, STOP]
 TS = "2026-10-27T10:00:00Z"
+TS2 = "2026-10-28T10:00:00Z"
 HEX = "3f" * 32
 
 
@@ -1213,11 +1214,83 @@ def fold_cases() -> Iterator[Case]:
                 terms_rev=3,
                 held_terms_rev=3,
                 terms=t(3),
-                conflicts=[conflict("supersedes_cycle", "need", ["n1", "n2", "n3"], cwin["id"])],
+                conflicts=[
+                    conflict("supersedes_cycle", "need", ["n1", "n2", "n3"], cwin["id"]),
+                    conflict("terms_rev_not_raised", "need", ["n2"], None),
+                ],
             )
         ],
-        "every need record is superseded: all are candidates, highest terms_rev chosen",
+        "every need record is superseded: all are candidates, highest terms_rev chosen; n2 "
+        "supersedes n3 at a higher revision (terms_rev_not_raised)",
         ("multiple-heads",),
+    )
+    # a revision names one set of terms: after the settlement of revision 2, the requester
+    # sends a new amended at revision 2 with other terms (review H1)
+    r2 = amended("n2", 2, ["n1"], text="Pay invoice 42")
+    swap = amended("n3", 2, ["n2"], text="Pay invoice 4200")
+    reused = item(
+        state="settled",
+        outcome="done",
+        authority="principal",
+        settled_terms_rev=2,
+        stale=True,
+        need="n3",
+        settlement="s1",
+        terms_rev=2,
+        held_terms_rev=2,
+        terms={"text": "Pay invoice 4200"},
+        conflicts=[conflict("terms_rev_not_raised", "need", ["n3"], None)],
+    )
+    yield fold_case(
+        "terms-rev-reused-after-settlement",
+        [raised(), r2, settled("s1", 2), swap],
+        ok("accepted", "accepted", "accepted", "accepted"),
+        [reused],
+        "an amended reusing the settled revision for other terms: the settlement is stale "
+        "(terms held at its revision differ from those shown) and terms_rev_not_raised is "
+        "reported",
+        ("staleness",),
+    )
+    yield fold_case(
+        "terms-rev-reused-first",
+        [swap, settled("s1", 2), r2, raised()],
+        ok("accepted", "accepted", "accepted", "accepted"),
+        [reused],
+        "the same records in another order: the same state",
+        ("staleness", "order"),
+    )
+    # a signed record's ts is signed: another ts is another content; other signature
+    # bytes are a signature variant (a repeat) (review M1)
+    signed = settled("s1", evidence={"proof": "eyJhbGciOiJFZERTQSJ9..AAAA"})
+    later = settled("s1", evidence={"proof": "eyJhbGciOiJFZERTQSJ9..AAAA"}, ts=TS2)
+    variant = settled("s1", evidence={"proof": "eyJhbGciOiJFZERTQSJ9..BBBB"})
+    yield fold_case(
+        "signed-ts-is-content",
+        [raised(), signed, variant, later],
+        ok("accepted", "accepted", "duplicate", "conflict"),
+        [
+            item(
+                state="conflicted",
+                need="n1",
+                held_terms_rev=1,
+                conflicts=[
+                    conflict(
+                        "same_id", "settlement", [min(dig(signed), dig(variant)), dig(later)], None
+                    ),
+                ],
+            )
+        ],
+        "a copy with other proof signature bytes repeats a signed settlement; one with "
+        "another ts (which the proof signs) rewrites it",
+        ("same-id", "duplicates"),
+    )
+    yield fold_case(
+        "unsigned-ts-is-not-content",
+        [raised(), raised(ts=TS2)],
+        ok("accepted", "duplicate"),
+        [item(need="n1", terms_rev=1, held_terms_rev=1, terms=T1)],
+        "an unsigned record sent again at another time is a repeat",
+        ("duplicates",),
     )
     yield fold_case(
         "duplicates",
