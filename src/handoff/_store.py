@@ -344,6 +344,17 @@ class SQLiteStore(_Folding):
             "SELECT version FROM handoff_roles WHERE roles = ?", (text,)
         ).fetchone()
         if row is not None:
+            latest = self._db.execute("SELECT MAX(version) FROM handoff_roles").fetchone()[0]
+            if int(row[0]) < int(latest):
+                # roles move forward only: a device still configured with roles the store
+                # has since replaced cannot write under them (it could re-admit a revoked
+                # party); it must take up the current roles
+                raise HandoffError(
+                    "store",
+                    f"{self.path}: these roles were replaced by newer ones (version "
+                    f"{latest}); update the configuration before appending",
+                    reason="roles_stale",
+                )
             return int(row[0])
         cursor = self._db.execute("INSERT INTO handoff_roles (roles) VALUES (?)", (text,))
         return int(cursor.lastrowid or 0)
@@ -425,8 +436,22 @@ class SQLiteStore(_Folding):
         """
         registry = Registry(roles=self.roles, extensions=self.extensions)
         groups: dict[int | None, list[str]] = {}
-        for body, stamp in self._rows(item):
+        behind: list[tuple[str, int]] = []
+        for body, stamp, in_force in self._rows(item):
+            if stamp is not None and in_force is not None and stamp < in_force:
+                # stamped with roles older than those already in force at its place (a
+                # stale device, before roles moved forward only): read under those in force
+                behind.append((body, in_force))
+                continue
             groups.setdefault(stamp, []).append(body)
+        for body, stamp in behind:
+            try:
+                registry.add_lines([body], roles=self._roles_at(stamp))
+            except HandoffError as exc:
+                if exc.code in _ROLE_CODES:
+                    registry.note_role_changed(_row_id(body), exc)
+                else:
+                    registry.note_rejected(_row_id(body), exc)
         for stamp, bodies in groups.items():
             if stamp is not None:
                 roles = self._roles_at(stamp)
@@ -470,26 +495,30 @@ class SQLiteStore(_Folding):
 
     def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
         """Return the held record versions in insertion order (see :meth:`Store.records`)."""
-        return [parse_line(body) for body, _ in self._rows(item)]
+        return [parse_line(body) for body, _, _ in self._rows(item)]
 
-    def _rows(self, item: ItemId | None) -> list[tuple[str, int | None]]:
+    def _rows(self, item: ItemId | None) -> list[tuple[str, int | None, int | None]]:
+        """``(body, stamp, in_force)`` in insertion order; ``in_force`` is the newest stamp
+        of any row up to this one in the whole store (the roles in force at its place)."""
+        query = (
+            "SELECT digest, body, roles_version, in_force FROM (SELECT seq, digest, body,"
+            " roles_version, ext, project, key, MAX(roles_version) OVER (ORDER BY seq ROWS"
+            " UNBOUNDED PRECEDING) AS in_force FROM handoff_records)"
+        )
         try:
             with self._lock:
                 if item is None:
-                    rows = self._db.execute(
-                        "SELECT digest, body, roles_version FROM handoff_records ORDER BY seq"
-                    ).fetchall()
+                    rows = self._db.execute(query + " ORDER BY seq").fetchall()
                 else:
                     rows = self._db.execute(
-                        "SELECT digest, body, roles_version FROM handoff_records"
-                        " WHERE ext = ? AND project = ? AND key = ? ORDER BY seq",
+                        query + " WHERE ext = ? AND project = ? AND key = ? ORDER BY seq",
                         (item.ext, item.project, item.key),
                     ).fetchall()
         except sqlite3.Error as exc:
             raise HandoffError(
                 "store", f"cannot read {self.path}: {exc}", reason="store_read"
             ) from None
-        for dig, body, _ in rows:
+        for dig, body, _, _ in rows:
             # a body edited behind the store's back no longer matches its digest
             if not isinstance(body, str) or dig != _body_digest(body):
                 raise HandoffError(
@@ -497,7 +526,7 @@ class SQLiteStore(_Folding):
                     f"{self.path}: a stored record does not match its digest",
                     reason="store_tampered",
                 )
-        return [(body, stamp) for _, body, stamp in rows]
+        return [(body, stamp, in_force) for _, body, stamp, in_force in rows]
 
     def __len__(self) -> int:
         with self._lock:
