@@ -140,6 +140,12 @@ def _cmd_state(args: argparse.Namespace) -> int:
     conflicted = sum(1 for s in states.values() if s.state == "conflicted")
     forged = sum(1 for c in checks.values() if c["verdict"] == "forged")
     mismatched = terms_mismatched(registry)
+    # a settlement whose outcome the held terms do not offer does not stand (§12, ours)
+    refused = sum(
+        1
+        for s in states.values()
+        if any(c.kind in ("outcome_not_offered", "outcome_unchecked") for c in s.conflicts)
+    )
     if args.json:
         items = []
         for item, state in states.items():
@@ -164,10 +170,11 @@ def _cmd_state(args: argparse.Namespace) -> int:
         print(
             f"{len(states)} items, {len(registry.conflicts())} conflicts, "
             f"{conflicted} conflicted, {forged} forged, {len(mismatched)} terms_mismatch, "
+            f"{refused} outcome_refused, "
             f"{len(rejected)} rejected, "
             f"{len(registry.role_changed())} role_changed"
         )
-    return 1 if rejected or conflicted or forged or mismatched else 0
+    return 1 if rejected or conflicted or forged or mismatched or refused else 0
 
 
 def _cmd_add(args: argparse.Namespace) -> int:

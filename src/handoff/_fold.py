@@ -401,19 +401,34 @@ def _canonical_copy(value: Any) -> Any:
     return value
 
 
-def _not_offered(data: _Item, settlement: _Held | None, need: list[_Held]) -> str | None:
-    """The id of ``settlement`` when every held terms at its revision refuse its outcome."""
-    check = data.extension.offered
-    if check is None or settlement is None or settlement.type != "settled":
+def _not_offered(
+    data: _Item, settlement: _Held | None, need: list[_Held], extensions: ExtensionRegistry
+) -> tuple[str, str] | None:
+    """``(kind, id)`` when ``settlement``'s outcome is not one the held terms offered.
+
+    The terms at its revision are checked, each with the offered check of the extension
+    version that made them (ours). When the item holds terms but none at that revision (a
+    settlement ahead of everything held), its outcome stands only if some held terms offer
+    it: otherwise ``outcome_unchecked``. Without any terms held only its form is checked.
+    """
+    if settlement is None or settlement.type != "settled":
+        return None
+    with_terms = [r for r in need if r.type != "withdrawn"]
+    if not with_terms:
         return None
     rev = settlement.terms_rev
-    seen = [r for r in need if r.terms_rev == rev and r.type != "withdrawn"]
-    if not seen:
-        return None
+    seen = [r for r in with_terms if r.terms_rev == rev]
     body = settlement.body()
-    if any(check(body, r.body()["terms"]) is None for r in seen):
-        return None
-    return settlement.id
+
+    def offered(record: _Held) -> bool:
+        made = record.body()
+        extension = extensions._by_ext.get(made["ext"], data.extension)
+        check = extension.offered
+        return check is None or check(body, made["terms"]) is None
+
+    if seen:
+        return None if any(offered(r) for r in seen) else ("outcome_not_offered", settlement.id)
+    return None if any(offered(r) for r in with_terms) else ("outcome_unchecked", settlement.id)
 
 
 def _not_raised(item: ItemId, need: list[_Held], conflicts: list[Conflict]) -> None:
@@ -426,7 +441,7 @@ def _not_raised(item: ItemId, need: list[_Held], conflicts: list[Conflict]) -> N
             conflicts.append(Conflict("terms_rev_not_raised", item, "need", (record.id,), None))
 
 
-def _compute(item: ItemId, data: _Item) -> ItemState:
+def _compute(item: ItemId, data: _Item, extensions: ExtensionRegistry) -> ItemState:
     need: list[_Held] = []
     settlement: list[_Held] = []
     claims: list[str] = []
@@ -490,11 +505,11 @@ def _compute(item: ItemId, data: _Item) -> ItemState:
     outcome = authority = settled_rev = None
     adopted: tuple[str, ...] = ()
     stale = False
-    refused = _not_offered(data, current_settlement, need)
+    refused = _not_offered(data, current_settlement, need, extensions)
     if refused is not None:
         # the terms it was made against are held and never offered its outcome: it does
         # not stand (it stays the current settlement, so a new one must supersede it)
-        conflicts.append(Conflict("outcome_not_offered", item, "settlement", (refused,), None))
+        conflicts.append(Conflict(refused[0], item, "settlement", (refused[1],), None))
     if refused is None and current_settlement is not None and current_settlement.type == "settled":
         state = "settled"
         body = current_settlement.body()
@@ -745,7 +760,7 @@ class Registry:
         data = self._items.get(item)
         if data is None:
             return ItemState(item=item, state="unknown")
-        state = self._cache[item] = _compute(ItemId(*item), data)
+        state = self._cache[item] = _compute(ItemId(*item), data, self.extensions)
         return state
 
     def states(self) -> dict[ItemId, ItemState]:

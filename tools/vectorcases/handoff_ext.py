@@ -772,6 +772,27 @@ def decisions_state() -> Iterator[Case]:
             "not stand: the question stays open and no outcome is reported",
             flags=("not-offered",),
         )
+    yield Case(
+        "outcome-unchecked-ahead-of-held-terms",
+        {
+            "roles": ROLES,
+            "records": [dec_settled("approve_all_future_orders", rev=7), DEC_RAISED],
+        },
+        output={
+            "items": [
+                {
+                    "key": "q1",
+                    "state": "open",
+                    "stale": False,
+                    "need_withdrawn": False,
+                    "held_terms_rev": 1,
+                }
+            ]
+        },
+        comment="a settlement at a revision above every terms held (7 against 1) still has "
+        "its outcome checked: no held terms offer it, so it does not stand (outcome_unchecked)",
+        flags=("not-offered",),
+    )
 
 
 # --- evidence: presented digests and proofs -------------------------------------------------
