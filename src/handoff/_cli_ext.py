@@ -270,7 +270,7 @@ def _cmd_md_sync(args: argparse.Namespace) -> int:
 
 
 def _md_sync(args: argparse.Namespace, config: Config, where: Target) -> int:
-    registry, _ = where.registry(strict=True)
+    registry, _ = where.registry(strict=True, missing_ok=True)
     text = _read(args.document, "state document") if Path(args.document).exists() else ""
     checks = settlement_checks(registry, config)
     forged = frozenset(
@@ -283,6 +283,15 @@ def _md_sync(args: argparse.Namespace, config: Config, where: Target) -> int:
         for item in terms_mismatched(registry)
         if item.ext == ACTS.name and item.project == args.project
     )
+    # on a verifiable side only a verified settlement is ticked (docs/spec/handoff.md §12)
+    unverified = frozenset(
+        item.key
+        for item, check in checks.items()
+        if config.side.verifiable
+        and check["verdict"] == "unverified"
+        and item.ext == ACTS.name
+        and item.project == args.project
+    )
     result = sync_state_document(
         text,
         registry,
@@ -290,7 +299,7 @@ def _md_sync(args: argparse.Namespace, config: Config, where: Target) -> int:
         registrar=args.registrar,
         now=_now(args.now),
         section=args.section,
-        distrusted=forged | mismatched,
+        distrusted=forged | mismatched | unverified,
     )
     where.append(list(result.records))
     if result.document != text:
@@ -315,5 +324,10 @@ def _md_sync(args: argparse.Namespace, config: Config, where: Target) -> int:
         elif item.key in mismatched:
             trouble += 1
             print(f"terms_mismatch {item.key}: settled against other terms; not ticked")
+        elif item.key in unverified and state.state == "settled":
+            trouble += 1
+            print(
+                f"unverified {item.key}: a verifiable side's settlement without proof; not ticked"
+            )
     sys.stdout.flush()
     return 1 if trouble else 0

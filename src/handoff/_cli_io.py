@@ -93,6 +93,21 @@ def load_config(path: str) -> Config:
         extensions = ExtensionRegistry(chosen)
     side_value = value.get("side", {})
     side = PrincipalSide.from_json(side_value)
+    keys = side.key_set()
+    if keys is not None:
+        # an unusable JWKS would make every genuine settlement read as forged: refused here
+        try:
+            usable = keys.keys()
+        except HandoffError as exc:
+            raise HandoffError(
+                "config", f"config {path}: side.jwks: {exc.message}", reason="config_invalid"
+            ) from None
+        if not usable:
+            raise HandoffError(
+                "config",
+                f"config {path}: side.jwks holds no Ed25519 or P-256 key",
+                reason="config_invalid",
+            )
     return Config(Roles.from_json(value["roles"]), extensions, side, side.jwks is not None)
 
 
@@ -137,11 +152,13 @@ class Target:
         if self.store is not None:
             self.store.close()
 
-    def registry(self, *, strict: bool) -> tuple[Registry, list[str]]:
+    def registry(self, *, strict: bool, missing_ok: bool = False) -> tuple[Registry, list[str]]:
         """Fold every record held; return the registry and the rejections reported.
 
         ``strict``: the first rejected line of a file raises (a command about to act);
-        otherwise each is reported and the rest folded.
+        otherwise each is reported and the rest folded. A records file that does not
+        exist is an error (``io``/``records_missing``) unless ``missing_ok`` (a command
+        that creates it, ``md sync``).
         """
         if self.store is not None:
             registry = self.store.registry()
@@ -159,6 +176,8 @@ class Target:
         registry = Registry(roles=self.config.roles, extensions=self.config.extensions)
         rejected: list[str] = []
         if self.spec != "-" and not Path(self.spec).exists():
+            if not missing_ok:
+                raise HandoffError("io", f"no records file {self.spec}", reason="records_missing")
             return registry, rejected
         for number, line in read_lines(self.spec):
             try:

@@ -476,13 +476,52 @@ def settlement_evidence(
     """
     record = current_settlement(registry, item)
     if record is None:
-        return None
+        return _reopening_evidence(registry, item, side)
     # every signature variant held counts: the best verdict among them (§10, ours)
     checks = [evidence_verdict(v, registry, side) for v in registry.signature_variants(record)]
     return min(checks, key=lambda c: _VERDICT_RANK[c["verdict"]])
 
 
 _VERDICT_RANK = {"verified": 0, "unverified": 1, "forged": 2}
+
+
+def _reopening_evidence(
+    registry: Registry, item: ItemId, side: PrincipalSide
+) -> dict[str, str] | None:
+    """On a verifiable side, the evidence of a current ``reopened`` record (ours).
+
+    A reopening undoes a settlement: whoever can write one unsigned can undo a verified
+    decision, so its proof is reported like a settlement's (no presented digest applies).
+    """
+    state = registry.state(item)
+    if not side.verifiable or state.settlement is None:
+        return None
+    found = [
+        r for r in registry.records(item) if r["id"] == state.settlement and r["type"] == "reopened"
+    ]
+    if not found:
+        return None
+    best: dict[str, str] | None = None
+    for variant in registry.signature_variants(found[0]):
+        evidence = variant.get("evidence", _EMPTY)
+        keys = side.key_set()
+        if "proof" not in evidence:
+            report = {"verdict": "unverified", "presented": "absent", "proof": "absent"}
+        elif keys is None:
+            report = {"verdict": "unverified", "presented": "absent", "proof": "unverifiable"}
+        else:
+            try:
+                verify_proof(variant, keys)
+                report = {"verdict": "verified", "presented": "absent", "proof": "valid"}
+            except HandoffError as exc:
+                report = {
+                    "verdict": "forged",
+                    "presented": "absent",
+                    "proof": f"invalid:{exc.reason}",
+                }
+        if best is None or _VERDICT_RANK[report["verdict"]] < _VERDICT_RANK[best["verdict"]]:
+            best = report
+    return best
 
 
 def evidence_verdict(
