@@ -309,6 +309,13 @@ def acts_check() -> Iterator[Case]:
                 extra_flags=("terms",),
             ),
             Mutation(
+                "text-raw-html",
+                "text may not hold '<': raw HTML would be rendered into the state document",
+                _set("record.terms.text", "Pay <img src=x onerror=alert(1)>"),
+                error={"code": "record", "reason": "text_invalid"},
+                extra_flags=("terms",),
+            ),
+            Mutation(
                 "text-nul",
                 "a NUL in the text would make the state document unreadable",
                 _set("record.terms.text", "Pay the\u0000invoice"),
