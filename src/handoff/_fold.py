@@ -34,7 +34,10 @@ class Conflict:
     one was chosen),
     ``supersedes_cycle`` (every record of a register is superseded: one was chosen), or
     ``id_reused`` (one id in several items, or used by several owners within one item:
-    each keeps its own record). ``register`` is
+    each keeps its own record), ``terms_rev_not_raised`` (an amended whose ``terms_rev``
+    is not above a need record it supersedes), ``outcome_not_offered`` or
+    ``outcome_unchecked`` (a settlement whose outcome the held terms do not offer: it does
+    not stand). ``register`` is
     ``need``, ``settlement``, ``relation`` or ``None``; ``ids`` lists the record ids (or,
     for ``same_id``, the digests of the versions) and ``chosen`` the one kept (``None``
     for ``same_id`` and ``id_reused``).

@@ -42,8 +42,9 @@ class Store(Protocol):
     def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
         """Admit and append one record; return what happened.
 
-        ``accepted``, ``duplicate`` or ``ignored`` (not stored: an extension or version
-        this receiver does not implement). A rejected record raises :class:`HandoffError`
+        ``accepted`` (also a new signature variant of a held signed record),
+        ``duplicate`` or ``ignored`` (not stored: an extension or version this receiver
+        does not implement). A rejected record raises :class:`HandoffError`
         and nothing is stored; so does a different content under an id the same owner's
         slot of the same item already holds (``conflict``/``same_id``: first admitted wins).
         Another owner reusing an id is stored beside it (the fold reports ``id_reused``).
