@@ -102,10 +102,12 @@ def main() -> None:
     [state] = states.values()
     print(f"  state={state.state} outcome={state.outcome} stale={state.stale} need={state.need}")
 
-    print("\n4. Same id, different content: lowest digest kept, conflict reported.")
+    print("\n4. Same id, different content: an id names one content forever.")
     other = dict(amended, terms={"text": "Pay the roofer 1000 EUR"})
     added = registry.add(other)
     print(f"  status={added.status} conflicts={[c.kind for c in added.conflicts]}")
+    assert added.state is not None
+    print(f"  the item is {added.state.state}: terms={added.state.terms} (unknown, none chosen)")
 
     print("\n5. A durable SQLite store survives a restart and folds on read.")
     with tempfile.TemporaryDirectory() as tmp:
@@ -113,6 +115,10 @@ def main() -> None:
         with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
             for r in (raised, claim, settled, amended, amended):
                 print(f"  append {r['id']}: {store.append(r)}")
+            try:
+                store.append(other)
+            except handoff.HandoffError as exc:
+                print(f"  the store keeps the first content: {exc.code}/{exc.reason}")
         with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
             item = handoff.ItemId("demo-acts", "house", "pay-roofer")
             show("after reopening the store", store.state(item))

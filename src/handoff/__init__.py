@@ -28,7 +28,8 @@ Public names are listed in ``__all__``; implementation modules are private.
 from __future__ import annotations
 
 from ._acts import ACTS, ACTS_CLAIM_OUTCOMES, ACTS_OUTCOMES, ACTS_REASONS, check_act_terms
-from ._canonical import canonical, digest, presented_digest, signing_input
+from ._builders import make_amended, make_note, make_raised
+from ._canonical import canonical, digest, identity, presented_digest, signing_input
 from ._check import PH_VERSION, Verdict, check_record
 from ._config import CORE_PAIRS, CORE_ROLES, Extension, ExtensionRegistry, Roles
 from ._conformance import (
@@ -37,9 +38,13 @@ from ._conformance import (
     PrincipalSide,
     check_principal_side_record,
     check_requester_record,
+    claim_evidence,
+    evidence_verdict,
     make_settlement,
     observe,
     presentation_for,
+    presented_terms,
+    settlement_evidence,
     terms_at,
 )
 from ._decisions import (
@@ -54,6 +59,7 @@ from ._errors import HandoffError
 from ._evidence import (
     PROOF_ALGORITHMS,
     PROOF_TYP,
+    KeySet,
     ProofCheck,
     attach_proof,
     presentation,
@@ -114,6 +120,7 @@ __all__ = [
     "HandoffError",
     "ItemId",
     "ItemState",
+    "KeySet",
     "Mandate",
     "MemoryStore",
     "PrincipalSide",
@@ -139,10 +146,16 @@ __all__ = [
     "check_record",
     "check_requester_record",
     "check_schema",
+    "claim_evidence",
     "digest",
     "ecma_pattern",
+    "evidence_verdict",
     "fold",
+    "identity",
     "load_schema",
+    "make_amended",
+    "make_note",
+    "make_raised",
     "make_settlement",
     "observe",
     "option_status",
@@ -151,9 +164,11 @@ __all__ = [
     "presentation",
     "presentation_for",
     "presented_digest",
+    "presented_terms",
     "public_jwks",
     "read_state_document",
     "schema_names",
+    "settlement_evidence",
     "sign_proof",
     "signing_input",
     "sync_state_document",

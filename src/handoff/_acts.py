@@ -65,7 +65,8 @@ def check_act_terms(terms: Mapping[str, Any], where: str = "the act") -> None:
     """Apply the Acts rules the schema cannot express to ``terms``.
 
     ``text`` has no surrounding whitespace, no ``<!--`` (the Markdown binding's
-    marker) and no control or bidirectional formatting character (tab aside);
+    marker), no ``<`` at all (raw HTML) and no control or bidirectional formatting
+    character (tab aside);
     ``amount`` and ``currency`` come together; ``due`` is a real date.
     """
     text = terms.get("text")
@@ -73,6 +74,10 @@ def check_act_terms(terms: Mapping[str, Any], where: str = "the act") -> None:
         raise _bad_terms(where, "terms.text is empty or has surrounding spaces", "text_invalid")
     if "<!--" in text or "-->" in text:
         raise _bad_terms(where, "terms.text may not hold an HTML comment marker", "text_invalid")
+    if "<" in text:
+        # the state document is Markdown, which renders raw HTML: an act's text is shown
+        # as text, never as markup (ours)
+        raise _bad_terms(where, "terms.text may not hold '<' (raw HTML)", "text_invalid")
     if _UNSHOWABLE.search(text) is not None:
         # a control character would make the state document unreadable (NUL) or show the
         # person other text than is recorded (bidirectional overrides)

@@ -10,7 +10,7 @@ import rfc8785
 
 from ._errors import HandoffError
 
-__all__ = ["canonical", "digest", "presented_digest", "signing_input"]
+__all__ = ["canonical", "digest", "identity", "presented_digest", "signing_input"]
 
 
 def canonical(value: Any) -> bytes:
@@ -31,9 +31,31 @@ def canonical(value: Any) -> bytes:
 def digest(value: Any) -> str:
     """Return ``sha-256:`` + lowercase hex of the JCS form of ``value``.
 
-    This is the record digest used to break ties order-free (lowest digest wins).
+    This is a record's digest (docs/spec/handoff.md §10), reported in conflicts and used
+    to break ties between heads with different ids.
     """
     return "sha-256:" + hashlib.sha256(canonical(value)).hexdigest()
+
+
+def identity(record: Mapping[str, Any]) -> str:
+    """Return the digest of what makes two records with one id the same record (§10, ours).
+
+    The whole record in JCS except the signature bytes of a detached ``evidence.proof``
+    (its header, ``alg``, ``kid`` and ``typ``, counts, and what it signs is the rest of the
+    record), and, for a record without a proof only, ``ts`` (the sender's informative
+    clock). A proof signs ``ts``, so a signed record at another time is another record;
+    two copies that differ only in signature bytes are *signature variants* of one
+    record: every one is held and the best evidence among them counts, so a relay that
+    turns an ES256 proof into a second valid one, or swaps in junk bytes, never rewrites
+    or displaces the record.
+    """
+    copy = dict(record)
+    evidence = copy.get("evidence")
+    if isinstance(evidence, Mapping) and isinstance(evidence.get("proof"), str):
+        copy["evidence"] = {**evidence, "proof": evidence["proof"].partition(".")[0]}
+    else:
+        copy.pop("ts", None)
+    return digest(copy)
 
 
 def presented_digest(shown: Any) -> str:

@@ -8,17 +8,19 @@ stages run in a fixed order and the first failing one names the error ``code``:
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._canonical import canonical
 from ._config import Extension, ExtensionRegistry, Roles
 from ._errors import HandoffError
-from ._json import MAX_SAFE_INTEGER, check_json_value
+from ._json import MAX_RECORD_CHARS, MAX_SAFE_INTEGER, check_json_value, parse_line
 from ._validate import compiled_validator, ecma_pattern
 
-__all__ = ["PH_VERSION", "Verdict", "admit", "admit_fast", "check_record"]
+__all__ = ["PH_VERSION", "Verdict", "admit", "admit_fast", "admit_line", "check_record"]
 
 PH_VERSION = "0.3"
 """The core version this library implements (§14)."""
@@ -74,12 +76,27 @@ def _core_check() -> Any:
 _CORE = _core_check()
 
 
-def admit(record: dict[str, Any], roles: Roles, extensions: ExtensionRegistry) -> Verdict:
-    """Admit an I-JSON record object (hot path; see :func:`check_record`)."""
-    found = admit_fast(record, roles, extensions)
+def admit(
+    record: dict[str, Any], roles: Roles, extensions: ExtensionRegistry, size: int | None = None
+) -> Verdict:
+    """Admit an I-JSON record object (hot path; see :func:`check_record`).
+
+    ``size``: the length of the text it was parsed from, when it was (see
+    :func:`admit_fast`).
+    """
+    found = admit_fast(record, roles, extensions, size)
     if isinstance(found, str):
         return Verdict("ignored", found)
     return Verdict("accepted", None, found)
+
+
+def admit_line(line: str | bytes, roles: Roles, extensions: ExtensionRegistry) -> Verdict:
+    """Admit one record given as JSON text: the path every file and store read takes.
+
+    :func:`handoff.parse_record`'s strict parse (which applies the same nesting and size
+    limits as :func:`check_record` does to objects), then :func:`admit`.
+    """
+    return admit(parse_line(line), roles, extensions, len(line))
 
 
 def _where(record: dict[str, Any]) -> str:
@@ -87,10 +104,38 @@ def _where(record: dict[str, Any]) -> str:
     return f"record {rid!r}" if isinstance(rid, str) and len(rid) <= 256 else "the record"
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+# JCS writes a number at most 21/4 times as long as its shortest JSON spelling (``1e20``)
+# and every other token at most as long, so text under MAX/6 is certainly within the limit
+_EXPANSION = 6
+
+
+def _check_size(record: dict[str, Any], size: int | None) -> None:
+    """Refuse a record whose JCS form (what every store writes) is over the size limit."""
+    if size is None:
+        size = len(_COMPACT(record))
+    if size * _EXPANSION <= MAX_RECORD_CHARS:
+        return
+    length = len(canonical(record).decode("utf-8"))
+    if length > MAX_RECORD_CHARS:
+        raise _reject(
+            "parse",
+            "too_large",
+            f"{_where(record)} is {length} characters in its canonical (JCS) form, more "
+            f"than the limit of {MAX_RECORD_CHARS}",
+        )
+
+
 def admit_fast(
-    record: dict[str, Any], roles: Roles, extensions: ExtensionRegistry
+    record: dict[str, Any], roles: Roles, extensions: ExtensionRegistry, size: int | None = None
 ) -> Extension | str:
-    """Admit a record: its extension when accepted, the reason when ignored."""
+    """Admit a record: its extension when accepted, the reason when ignored.
+
+    This is the one admission function every path runs (objects, lines, files, stores).
+    ``size`` is the length of the text the record was parsed from, if any: it bounds the
+    JCS form cheaply; without it the record is measured (docs/spec/handoff.md §13, ours).
+    """
+    _check_size(record, size)
     ph = record.get("ph")
     if ph != PH_VERSION:
         if not isinstance(ph, str) or _PH_SHAPE(ph) is None:
@@ -268,14 +313,14 @@ def _authority(record: dict[str, Any], roles: Roles) -> None:
                 "decider_not_principal",
                 f"{_where(record)}: a settlement of kind {kind} must name the principal as decider",
             )
-        if not roles.principal_is_person and (
-            "representative" not in authority or "evidence" not in record
-        ):
+        # seed §5: representative is a MUST; evidence of the power to represent is a
+        # SHOULD (reported by observers), a MUST only for a verifiable principal side
+        if not roles.principal_is_person and "representative" not in authority:
             raise _reject(
                 "authority",
                 "representative_missing",
-                f"{_where(record)}: for an organisation, kind {kind} needs representative "
-                "and evidence",
+                f"{_where(record)}: for an organisation, kind {kind} needs the representative "
+                "who acted for it",
             )
         return
     if _looks_like(decider, roles.principal):

@@ -9,18 +9,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
-from ._check import check_record
-from ._cli_ext import add_extension_commands
-from ._config import Extension, ExtensionRegistry, Roles
+from ._check import admit_line
+from ._cli_ext import add_extension_commands, settlement_checks, terms_mismatched
+from ._cli_io import Target, describe, load_config, read_lines, target
+from ._conformance import evidence_verdict
 from ._errors import HandoffError
 from ._fold import ItemState, Registry
 from ._json import parse_line
-from ._store import SQLiteStore
 
 __all__ = ["build_parser", "main"]
 
@@ -42,9 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     config_help = (
-        "JSON file with the deployment: {'roles': {...}, 'extensions'?: [...]}; "
+        "JSON file with the deployment: {'roles': {...}, 'extensions'?: [...], 'side'?: {...}}; "
         "without extensions, the built-in acts/0.3 and decisions/0.3 (docs/spec/handoff.md)"
     )
+    state_help = "the records as a store URL: sqlite:PATH (instead of FILE)"
     validate = sub.add_parser(
         "validate", help="check every record of a JSON Lines file; exit 1 if any is rejected"
     )
@@ -54,93 +54,69 @@ def build_parser() -> argparse.ArgumentParser:
 
     state = sub.add_parser("state", help="fold records and print every item's current state")
     state.add_argument("file", nargs="?", help="records, one JSON object per line ('-' for stdin)")
-    state.add_argument("--db", help="fold the records of this SQLite store instead of a file")
+    state.add_argument("--state", dest="state_url", metavar="URL", help=state_help)
+    state.add_argument("--db", help="alias: --state sqlite:DB")
     state.add_argument("--config", required=True, help=config_help)
     state.add_argument("--json", action="store_true", help="print JSON instead of a table")
     state.set_defaults(handler=_cmd_state)
 
-    add = sub.add_parser("add", help="append records to a SQLite store (created if missing)")
+    add = sub.add_parser("add", help="append records to a store (a SQLite store is created)")
     add.add_argument("file", nargs="?", default="-", help="records as JSON Lines (default stdin)")
-    add.add_argument("--db", required=True, help="the SQLite store file")
+    add.add_argument("--state", dest="state_url", metavar="URL", help="the store: sqlite:PATH")
+    add.add_argument("--db", help="alias: --state sqlite:DB")
     add.add_argument("--config", required=True, help=config_help)
     add.set_defaults(handler=_cmd_add)
     add_extension_commands(sub)
     return parser
 
 
-def _load_config(path: str) -> tuple[Roles, ExtensionRegistry]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise HandoffError("config", f"cannot read {path}: {exc.strerror}") from None
-    value = parse_line(text, where=f"config {path}")
-    if "roles" not in value:
-        raise HandoffError("config", f"config {path} has no roles", reason="config_invalid")
-    from ._conformance import EXTENSIONS  # the extensions this library implements
-
-    listed = value.get("extensions")
-    if listed is None:
-        return Roles.from_json(value["roles"]), EXTENSIONS
-    if not isinstance(listed, list):
-        raise HandoffError("config", f"config {path}: extensions is not a list")
-    chosen = []
-    for entry in listed:
-        if isinstance(entry, str):
-            builtin = EXTENSIONS.get(entry)
-            if builtin is None:
-                raise HandoffError("config", f"config {path}: no built-in extension {entry!r}")
-            chosen.append(builtin)
-        else:
-            chosen.append(Extension.from_json(entry))
-    return Roles.from_json(value["roles"]), ExtensionRegistry(chosen)
-
-
-def _lines(path: str) -> Iterator[tuple[int, str]]:
-    if path == "-":
-        stream = sys.stdin
-        for number, line in enumerate(stream, 1):
-            if line.strip():
-                yield number, line
-        return
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if line.strip():
-                    yield number, line
-    except OSError as exc:
-        raise HandoffError("io", f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise HandoffError("parse", f"{path} is not UTF-8 text", reason="json_syntax") from None
-
-
-def _describe(exc: HandoffError) -> str:
-    tag = exc.code if exc.reason is None else f"{exc.code}/{exc.reason}"
-    return f"{tag}: {exc.message}"
-
-
 def _cmd_validate(args: argparse.Namespace) -> int:
-    roles, extensions = _load_config(args.config)
+    config = load_config(args.config)
     counts = {"accepted": 0, "ignored": 0, "rejected": 0}
-    for number, line in _lines(args.file):
+    registry = Registry(roles=config.roles, extensions=config.extensions)
+    settlements: list[tuple[int, dict[str, Any]]] = []
+    for number, line in read_lines(args.file):
         try:
-            verdict = check_record(parse_line(line), roles=roles, extensions=extensions)
+            verdict = admit_line(line, config.roles, config.extensions)
         except HandoffError as exc:
             counts["rejected"] += 1
-            print(f"{args.file}:{number}: rejected {_describe(exc)}")
+            print(f"{args.file}:{number}: rejected {describe(exc)}")
             continue
         counts[verdict.status] += 1
         if verdict.status == "ignored":
             print(f"{args.file}:{number}: ignored ({verdict.why})")
-    print(", ".join(f"{n} {k}" for k, n in counts.items()))
-    return 1 if counts["rejected"] else 0
+            continue
+        if config.jwks_named:
+            record = parse_line(line)
+            registry.add(record)
+            if record["type"] == "settled":
+                settlements.append((number, record))
+    forged = 0
+    for number, record in settlements:
+        # where the configuration names keys, a settlement's evidence is checked too
+        check = evidence_verdict(record, registry, config.side)
+        forged += check["verdict"] == "forged"
+        print(
+            f"{args.file}:{number}: {check['verdict']} "
+            f"(presented {check['presented']}, proof {check['proof']})"
+        )
+    print(
+        ", ".join(f"{n} {k}" for k, n in counts.items())
+        + (f", {forged} forged" if settlements else "")
+    )
+    return 1 if counts["rejected"] or forged else 0
 
 
-def _state_line(state: ItemState) -> str:
+def _state_line(state: ItemState, evidence: str | None, mismatch: bool = False) -> str:
     parts = [f"{state.item.ext}/{state.item.project}/{state.item.key}", state.state]
     if state.outcome is not None:
         parts.append(state.outcome)
+    if evidence is not None:
+        parts.append(evidence)
     if state.stale:
         parts.append("stale")
+    if mismatch:
+        parts.append("terms_mismatch")
     if state.need_withdrawn:
         parts.append("need-withdrawn")
     if state.conflicts:
@@ -151,49 +127,78 @@ def _state_line(state: ItemState) -> str:
 
 
 def _cmd_state(args: argparse.Namespace) -> int:
-    roles, extensions = _load_config(args.config)
-    if (args.file is None) == (args.db is None):
-        raise HandoffError("usage", "give exactly one of FILE or --db")
-    rejected = 0
-    if args.db is not None:
-        with SQLiteStore(args.db, roles=roles, extensions=extensions) as store:
-            registry = store.registry()
-    else:
-        registry = Registry(roles=roles, extensions=extensions)
-        for number, line in _lines(args.file):
-            try:
-                registry.add_lines([line])
-            except HandoffError as exc:
-                rejected += 1
-                print(f"{args.file}:{number}: rejected {_describe(exc)}", file=sys.stderr)
+    config = load_config(args.config)
+    where = target(args, config)
+    try:
+        registry, rejected = where.registry(strict=False)
+    finally:
+        where.close()
+    for line in rejected:
+        print(line, file=sys.stderr)
     states = registry.states()
+    checks = settlement_checks(registry, config)
+    conflicted = sum(1 for s in states.values() if s.state == "conflicted")
+    forged = sum(1 for c in checks.values() if c["verdict"] == "forged")
+    mismatched = terms_mismatched(registry)
+    # a settlement whose outcome the held terms do not offer does not stand (§12, ours)
+    refused = sum(
+        1
+        for s in states.values()
+        if any(c.kind in ("outcome_not_offered", "outcome_unchecked") for c in s.conflicts)
+    )
     if args.json:
+        items = []
+        for item, state in states.items():
+            shown = state.to_json()
+            if item in checks:
+                shown["evidence"] = checks[item]
+            if item in mismatched:
+                shown["terms_mismatch"] = True
+            items.append(shown)
         out: dict[str, Any] = {
-            "items": [s.to_json() for s in states.values()],
+            "items": items,
             "conflicts": [c.to_json() for c in registry.conflicts()],
             "ignored": registry.ignored(),
-            "rejected": rejected,
+            "rejected": len(rejected),
+            "role_changed": registry.role_changed(),
         }
         print(json.dumps(out, indent=2, ensure_ascii=False, sort_keys=False))
     else:
-        for state in states.values():
-            print(_state_line(state))
-        print(f"{len(states)} items, {len(registry.conflicts())} conflicts, {rejected} rejected")
-    return 1 if rejected else 0
+        for item, state in states.items():
+            check = checks.get(item)
+            print(_state_line(state, check["verdict"] if check else None, item in mismatched))
+        print(
+            f"{len(states)} items, {len(registry.conflicts())} conflicts, "
+            f"{conflicted} conflicted, {forged} forged, {len(mismatched)} terms_mismatch, "
+            f"{refused} outcome_refused, "
+            f"{len(rejected)} rejected, "
+            f"{len(registry.role_changed())} role_changed"
+        )
+    return 1 if rejected or conflicted or forged or mismatched or refused else 0
 
 
 def _cmd_add(args: argparse.Namespace) -> int:
-    roles, extensions = _load_config(args.config)
+    config = load_config(args.config)
+    if (args.state_url is None) == (args.db is None):
+        raise HandoffError("usage", "give exactly one of --state URL or --db PATH")
+    url = args.state_url if args.state_url is not None else f"sqlite:{args.db}"
+    if not url.startswith("sqlite:"):
+        raise HandoffError("usage", "handoff add appends to a store: --state sqlite:PATH")
+    lines = list(read_lines(args.file))  # read first: a missing input creates nothing
+    where = Target(url, config, create=True)
+    assert where.store is not None
     rejected = 0
-    with SQLiteStore(args.db, roles=roles, extensions=extensions) as store:
-        for number, line in _lines(args.file):
+    try:
+        for number, line in lines:
             try:
-                status = store.append(line)
+                status = where.store.append(line)
             except HandoffError as exc:
                 rejected += 1
-                print(f"{args.file}:{number}: rejected {_describe(exc)}")
+                print(f"{args.file}:{number}: rejected {describe(exc)}")
                 continue
             print(f"{args.file}:{number}: {status}")
+    finally:
+        where.close()
     return 1 if rejected else 0
 
 

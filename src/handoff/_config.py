@@ -160,6 +160,8 @@ class Roles:
 
 
 RecordHook = Callable[[Mapping[str, Any]], None]
+OutcomeCheck = Callable[[Mapping[str, Any], Mapping[str, Any]], "str | None"]
+"""Given a settlement and the terms it was made against, the reason it is not offered."""
 """An extension's own rule: raises :class:`HandoffError` to reject a record."""
 
 
@@ -173,7 +175,9 @@ class Extension:
     snake_case value). ``pairs`` maps each listed (type, origin) pair to its schema
     name; it defaults to the core table and may only restrict it (extension-defined
     ``roles`` may add ``claimed`` and ``note`` pairs). ``hook`` adds the extension's own
-    rules (for example on ``terms`` members).
+    rules (for example on ``terms`` members). ``offered``, given a settlement and the
+    terms it was made against, returns why its outcome was never offered (``None``: it
+    was); the fold uses it where those terms are held.
     """
 
     name: str
@@ -186,6 +190,7 @@ class Extension:
     pairs: Mapping[tuple[str, str], str] = field(default_factory=lambda: CORE_PAIRS)
     roles: frozenset[str] = frozenset()
     hook: RecordHook | None = field(default=None, compare=False)
+    offered: OutcomeCheck | None = field(default=None, compare=False)
     pair_checks: dict[tuple[str, str], Any] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )

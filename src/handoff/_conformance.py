@@ -20,7 +20,7 @@ from ._check import check_record
 from ._config import ExtensionRegistry
 from ._decisions import DECISIONS, check_decision_outcome, option_status
 from ._errors import HandoffError
-from ._evidence import presentation, verify_proof
+from ._evidence import KeySet, presentation, verify_proof
 from ._fold import ItemState, Registry
 from ._records import ItemId
 
@@ -30,9 +30,14 @@ __all__ = [
     "PrincipalSide",
     "check_principal_side_record",
     "check_requester_record",
+    "claim_evidence",
+    "current_settlement",
+    "evidence_verdict",
     "make_settlement",
     "observe",
     "presentation_for",
+    "presented_terms",
+    "settlement_evidence",
     "terms_at",
 ]
 
@@ -63,6 +68,15 @@ class PrincipalSide:
     mandates: Mapping[str, Mandate] = field(default_factory=lambda: MappingProxyType({}))
     jwks: Mapping[str, Any] | None = None
     verifiable: bool = False
+    _keys: list[KeySet] = field(default_factory=list, init=False, compare=False, repr=False)
+
+    def key_set(self) -> KeySet | None:
+        """The principal's keys from ``jwks``, parsed on first use and kept by this object."""
+        if self.jwks is None:
+            return None
+        if not self._keys:
+            self._keys.append(KeySet(self.jwks))
+        return self._keys[0]
 
     @classmethod
     def from_json(cls, value: Any) -> PrincipalSide:
@@ -103,20 +117,28 @@ def _item(record: Mapping[str, Any]) -> ItemId:
     return ItemId(str(record["ext"]).partition("/")[0], str(record["project"]), str(record["key"]))
 
 
-def terms_at(registry: Registry, item: ItemId, rev: int) -> Mapping[str, Any] | None:
-    """Return the terms of ``item`` at revision ``rev`` as held, or ``None``.
-
-    When several need records carry that revision (a conflict), the current need's terms
-    are used if it is one of them (they are what a principal side presents), and otherwise
-    those of the record with the lowest digest, the fold's own tie-break; either way the
-    answer does not depend on arrival order.
-    """
-    state = registry.state(item)
-    candidates = [
+def _need_versions(registry: Registry, item: ItemId, rev: int) -> list[dict[str, Any]]:
+    return [
         record
         for record in registry.records(item)
         if record["type"] in ("raised", "amended") and record.get("terms_rev") == rev
     ]
+
+
+def terms_at(registry: Registry, item: ItemId, rev: int) -> Mapping[str, Any] | None:
+    """Return the terms of ``item`` at revision ``rev`` as held, or ``None``.
+
+    A need id held with several contents (``same_id``) names no terms: none of its
+    versions is ever the answer. When several other need records carry that revision (a
+    forked register), the current need's terms are used if it is one of them (they are
+    what a principal side presents), and otherwise those of the record with the lowest
+    digest; either way the answer does not depend on arrival order. What a settlement was
+    made against is :func:`presented_terms`, which its digest decides.
+    """
+    state = registry.state(item)
+    candidates = _need_versions(registry, item, rev)
+    ids = [c["id"] for c in candidates]
+    candidates = [c for c in candidates if ids.count(c["id"]) == 1]
     if not candidates:
         return None
     current = [c for c in candidates if c["id"] == state.need]
@@ -125,11 +147,44 @@ def terms_at(registry: Registry, item: ItemId, rev: int) -> Mapping[str, Any] | 
     return terms
 
 
-def presentation_for(registry: Registry, record: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Return the presentation a settlement's ``evidence.presented`` must digest (§9).
+def presented_terms(registry: Registry, record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Return the terms a settlement was made against: those its ``presented`` digest names.
 
-    ``None`` when the need record at the settlement's ``terms_rev`` is not held.
+    Every need record held at the settlement's ``terms_rev`` is tried, including each
+    version of a rewritten id, so whatever arrives later, the digest keeps binding the
+    terms the person saw. ``None`` when no held version gives the digest (or the
+    settlement carries no ``presented``).
     """
+    rev = _settled_rev(record)  # refuses anything but a settlement-shaped object
+    return _bound_terms(record, _need_versions(registry, _item(record), rev))
+
+
+def _bound_terms(
+    record: Mapping[str, Any], versions: list[dict[str, Any]]
+) -> Mapping[str, Any] | None:
+    evidence = record.get("evidence")
+    wanted = evidence.get("presented") if isinstance(evidence, Mapping) else None
+    if not isinstance(wanted, str) or not isinstance(evidence, Mapping):
+        return None
+    rev = _settled_rev(record)
+    item = _item(record)
+    proposal = evidence.get("proposal")
+    for need in versions:
+        shown = presentation(
+            ext=str(record["ext"]),
+            project=item.project,
+            key=item.key,
+            terms_rev=rev,
+            terms=need["terms"],
+            proposal=proposal if isinstance(proposal, str) else None,
+        )
+        if presented_digest(shown) == wanted:
+            terms: Mapping[str, Any] = need["terms"]
+            return terms
+    return None
+
+
+def _settled_rev(record: Mapping[str, Any]) -> int:
     rev = record.get("terms_rev") if isinstance(record, Mapping) else None
     if (
         isinstance(rev, bool)
@@ -141,6 +196,15 @@ def presentation_for(registry: Registry, record: Mapping[str, Any]) -> dict[str,
             "a presentation needs a settlement with ext, project, key and terms_rev",
             reason="presentation",
         )
+    return rev
+
+
+def presentation_for(registry: Registry, record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Return the presentation a settlement's ``evidence.presented`` must digest (§9).
+
+    ``None`` when the need record at the settlement's ``terms_rev`` is not held.
+    """
+    _settled_rev(record)
     item = _item(record)
     terms = terms_at(registry, item, int(record["terms_rev"]))
     if terms is None:
@@ -181,6 +245,12 @@ def make_settlement(
         raise HandoffError("settle", "only principal or confirmed are built here", reason="kind")
     state = registry.state(item)
     extension = next((e for e in registry.extensions if e.name == item.ext), None)
+    if state.state == "conflicted":
+        raise HandoffError(
+            "settle",
+            f"{item.key!r} is conflicted (an id was sent with two contents): its terms are unknown",
+            reason="conflicted",
+        )
     if state.terms is None or state.terms_rev is None or extension is None:
         raise HandoffError("settle", f"no need record is held for {item.key!r}", reason="unknown")
     record: dict[str, Any] = {
@@ -202,6 +272,14 @@ def make_settlement(
             record["adopts"] = [proposal]
     if answer is not None:
         record["answer"] = answer
+    if extension.offered is not None:
+        why = extension.offered(record, state.terms)
+        if why is not None:
+            raise HandoffError(
+                "record",
+                f"{outcome!r} is not an outcome the terms of {item.key!r} offer",
+                reason=why,
+            )
     if state.settlement is not None:
         record["supersedes"] = [state.settlement]
     shown = presentation_for(registry, record)
@@ -321,7 +399,7 @@ def _check_settlement(
     if "proof" in evidence:
         if side.jwks is None:
             raise _fail("proof", "jwks_missing", "a proof cannot be checked without the JWKS")
-        verify_proof(record, side.jwks)
+        verify_proof(record, side.key_set() or side.jwks)
     elif side.verifiable and kind in ("principal", "confirmed"):
         raise _fail("proof", "proof_missing", f"a verifiable side requires a proof on {kind}")
 
@@ -347,19 +425,19 @@ def _check_proposal(
 
 
 def _evidence_report(
-    record: Mapping[str, Any], registry: Registry, jwks: Mapping[str, Any] | None
+    record: Mapping[str, Any], registry: Registry, jwks: KeySet | None
 ) -> dict[str, str]:
     evidence = record.get("evidence", _EMPTY)
     report: dict[str, str] = {}
+    versions = _need_versions(registry, _item(record), _settled_rev(record))
     if "presented" not in evidence:
         report["presented"] = "absent"
+    elif _bound_terms(record, versions) is not None:
+        report["presented"] = "match"
+    elif versions:
+        report["presented"] = "mismatch"
     else:
-        shown = presentation_for(registry, record)
-        if shown is None:
-            report["presented"] = "unverifiable"
-        else:
-            matches = presented_digest(shown) == evidence["presented"]
-            report["presented"] = "match" if matches else "mismatch"
+        report["presented"] = "unverifiable"
     if "proof" not in evidence:
         report["proof"] = "absent"
     elif jwks is None:
@@ -373,6 +451,128 @@ def _evidence_report(
     return report
 
 
+def current_settlement(registry: Registry, item: ItemId) -> dict[str, Any] | None:
+    """Return the current ``settled`` record of ``item`` (also while it is conflicted)."""
+    state = registry.state(item)
+    if state.settlement is None:
+        return None
+    for record in registry.records(item):
+        if record["id"] == state.settlement and record["type"] == "settled":
+            return record
+    return None
+
+
+def settlement_evidence(
+    registry: Registry, item: ItemId, side: PrincipalSide
+) -> dict[str, str] | None:
+    """Check the evidence of ``item``'s current settlement; ``None`` when it has none.
+
+    Returns ``{"verdict", "presented", "proof"}``: ``presented`` and ``proof`` as an
+    observer reports them, and ``verdict`` ``forged`` (the presented digest names no terms
+    held at that revision, a proof does not verify, or a verifiable side lacks a proof or a
+    digest a person's settlement must carry), ``verified`` (a valid proof with the key of
+    ``side.jwks``, and the digest matches where one is required) or ``unverified``
+    (nothing false found, but not everything checkable: no proof, or no terms held).
+    """
+    record = current_settlement(registry, item)
+    if record is None:
+        return _reopening_evidence(registry, item, side)
+    # every signature variant held counts: the best verdict among them (§10, ours)
+    checks = [evidence_verdict(v, registry, side) for v in registry.signature_variants(record)]
+    return min(checks, key=lambda c: _VERDICT_RANK[c["verdict"]])
+
+
+_VERDICT_RANK = {"verified": 0, "unverified": 1, "forged": 2}
+
+
+def _reopening_evidence(
+    registry: Registry, item: ItemId, side: PrincipalSide
+) -> dict[str, str] | None:
+    """On a verifiable side, the evidence of a current ``reopened`` record (ours).
+
+    A reopening undoes a settlement: whoever can write one unsigned can undo a verified
+    decision, so its proof is reported like a settlement's (no presented digest applies).
+    """
+    state = registry.state(item)
+    if not side.verifiable or state.settlement is None:
+        return None
+    found = [
+        r for r in registry.records(item) if r["id"] == state.settlement and r["type"] == "reopened"
+    ]
+    if not found:
+        return None
+    best: dict[str, str] | None = None
+    for variant in registry.signature_variants(found[0]):
+        evidence = variant.get("evidence", _EMPTY)
+        keys = side.key_set()
+        if "proof" not in evidence:
+            report = {"verdict": "unverified", "presented": "absent", "proof": "absent"}
+        elif keys is None:
+            report = {"verdict": "unverified", "presented": "absent", "proof": "unverifiable"}
+        else:
+            try:
+                verify_proof(variant, keys)
+                report = {"verdict": "verified", "presented": "absent", "proof": "valid"}
+            except HandoffError as exc:
+                report = {
+                    "verdict": "forged",
+                    "presented": "absent",
+                    "proof": f"invalid:{exc.reason}",
+                }
+        if best is None or _VERDICT_RANK[report["verdict"]] < _VERDICT_RANK[best["verdict"]]:
+            best = report
+    return best
+
+
+def evidence_verdict(
+    record: Mapping[str, Any], registry: Registry, side: PrincipalSide
+) -> dict[str, str]:
+    """Check one ``settled`` record's evidence against what ``registry`` holds.
+
+    See :func:`settlement_evidence` for ``{"verdict", "presented", "proof"}``.
+    """
+    report = _evidence_report(record, registry, side.key_set())
+    presented, proof = report["presented"], report["proof"]
+    person = record["authority"]["kind"] in ("principal", "confirmed")
+    if (
+        presented == "mismatch"
+        or proof.startswith("invalid")
+        or (person and side.verifiable and "absent" in (presented, proof))
+    ):
+        verdict = "forged"
+    elif proof == "valid" and (presented == "match" or not person):
+        verdict = "verified"
+    else:
+        verdict = "unverified"
+    return {"verdict": verdict, **report}
+
+
+def claim_evidence(registry: Registry, item: ItemId) -> list[dict[str, Any]]:
+    """Report what each claim of ``item`` says it rests on (seed §7: claims SHOULD carry
+    ``evidence.basis``).
+
+    One entry per claim held, sorted by id then claimant: ``{"claim", "by", "outcome",
+    "basis"}`` with ``basis`` the claim's ``evidence.basis`` or ``None`` when it gives
+    none. A basis is the claimant's word: it is reported, never taken as proof.
+    """
+    out: list[dict[str, Any]] = []
+    for record in registry.records(item):
+        if record["type"] != "claimed":
+            continue
+        evidence = record.get("evidence")
+        basis = evidence.get("basis") if isinstance(evidence, Mapping) else None
+        out.append(
+            {
+                "claim": record["id"],
+                "by": record["by"],
+                "outcome": record["outcome"],
+                "basis": basis if isinstance(basis, str) else None,
+            }
+        )
+    out.sort(key=lambda entry: (entry["claim"], entry["by"]))
+    return out
+
+
 def observe(
     records: Iterable[Mapping[str, Any]],
     registry: Registry,
@@ -381,32 +581,41 @@ def observe(
 ) -> list[dict[str, Any]]:
     """Fold ``records`` into ``registry`` and report every item as an observer sees it (§12).
 
-    Each item is its core state (``ItemState.to_json``) plus, when settled, ``evidence``
+    Each item is its core state (``ItemState.to_json``) plus, when it holds claims,
+    ``claim_evidence`` (:func:`claim_evidence`), and when settled, ``evidence``
     (``presented``: ``match``/``mismatch``/``absent``/``unverifiable``; ``proof``:
     ``valid``/``invalid:<reason>``/``absent``/``unverifiable``) and, for a decision,
     ``option_status`` (:func:`handoff.option_status`).
     """
     registry.add_many(records)
+    keys = KeySet(jwks) if jwks is not None else None  # parsed once for every item
     out: list[dict[str, Any]] = []
     for item, state in registry.states().items():
-        out.append(_observed(registry, item, state, jwks))
+        out.append(_observed(registry, item, state, keys))
     return out
 
 
 def _observed(
-    registry: Registry, item: ItemId, state: ItemState, jwks: Mapping[str, Any] | None
+    registry: Registry, item: ItemId, state: ItemState, jwks: KeySet | None
 ) -> dict[str, Any]:
     shown = state.to_json()
-    if state.state != "settled" or state.settlement is None:
+    if state.claims:
+        shown["claim_evidence"] = claim_evidence(registry, item)
+    if state.state not in ("settled", "conflicted") or state.settlement is None:
         return shown
     settlement = next(
         r
         for r in registry.records(item)
         if r["id"] == state.settlement and r["type"] in ("settled", "reopened")
     )
+    if settlement["type"] != "settled":
+        return shown
+    bound = presented_terms(registry, settlement)
+    if bound is not None:
+        shown["presented_terms"] = dict(bound)
     shown["evidence"] = _evidence_report(settlement, registry, jwks)
     if item.ext == DECISIONS.name:
-        chosen = terms_at(registry, item, settlement["terms_rev"])
+        chosen = bound if bound is not None else terms_at(registry, item, settlement["terms_rev"])
         shown["option_status"] = option_status(settlement["outcome"], chosen, state.terms)
     return shown
 

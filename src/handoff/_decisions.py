@@ -134,6 +134,14 @@ def _hook(record: Mapping[str, Any]) -> None:
         check_decision_outcome(record, None, where)
 
 
+def _offered(record: Mapping[str, Any], terms: Mapping[str, Any]) -> str | None:
+    try:
+        check_decision_outcome(record, terms)
+    except HandoffError as exc:
+        return exc.reason
+    return None
+
+
 _PAIRS = {
     (t, o): f"decisions/{t}.{o}.json"
     for t, o in [
@@ -162,5 +170,6 @@ DECISIONS = Extension(
     reasons=DECISIONS_REASONS,
     pairs=MappingProxyType(_PAIRS),
     hook=_hook,
+    offered=_offered,
 )
 """The ``decisions/0.3`` extension, ready for an :class:`ExtensionRegistry`."""

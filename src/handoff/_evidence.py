@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from ._errors import HandoffError
 __all__ = [
     "PROOF_ALGORITHMS",
     "PROOF_TYP",
+    "KeySet",
     "ProofCheck",
     "attach_proof",
     "presentation",
@@ -266,19 +266,41 @@ def _fail(reason: str, message: str) -> HandoffError:
     return HandoffError("proof", message, reason=reason)
 
 
+class KeySet:
+    """The principal's public keys, parsed and checked once, found by RFC 7638 thumbprint.
+
+    Build it from the principal side's JWKS and pass it to :func:`verify_proof` instead of
+    the JWKS, so that many proofs are checked without parsing the keys again; the caller
+    owns it (no memory is kept anywhere else). A JWKS that is invalid gives a set whose
+    every use raises the same ``proof``/``jwks_invalid`` error.
+    """
+
+    __slots__ = ("_error", "_keys")
+
+    def __init__(self, jwks: Mapping[str, Any]) -> None:
+        """Parse ``jwks`` (``{"keys": [...]}``); errors surface when the set is used."""
+        self._keys: dict[str, ECKey | OKPKey] = {}
+        self._error: HandoffError | None = None
+        try:
+            self._keys = _keys_by_thumbprint(jwks)
+        except HandoffError as exc:
+            self._error = exc
+
+    def keys(self) -> dict[str, ECKey | OKPKey]:
+        """The keys by thumbprint; raises the JWKS's error when it was invalid."""
+        if self._error is not None:
+            raise HandoffError(self._error.code, self._error.message, reason=self._error.reason)
+        return self._keys
+
+
 def _keys_by_thumbprint(jwks: Mapping[str, Any]) -> dict[str, ECKey | OKPKey]:
     if not isinstance(jwks, Mapping):
         raise _fail("jwks_invalid", "the principal side's JWKS must be an object with a keys array")
     try:
-        blob = canonical(dict(jwks))
+        plain = json.loads(canonical(dict(jwks)))
     except HandoffError:
         raise _fail("jwks_invalid", "the principal side's JWKS is not JSON") from None
-    return dict(_parsed_jwks(blob))
-
-
-@functools.lru_cache(maxsize=64)
-def _parsed_jwks(blob: bytes) -> tuple[tuple[str, ECKey | OKPKey], ...]:
-    return tuple(_parse_jwks(json.loads(blob)).items())
+    return _parse_jwks(plain)
 
 
 def _parse_jwks(jwks: Mapping[str, Any]) -> dict[str, ECKey | OKPKey]:
@@ -314,11 +336,13 @@ def _parse_jwks(jwks: Mapping[str, Any]) -> dict[str, ECKey | OKPKey]:
 
 def verify_proof(
     record: Mapping[str, Any],
-    jwks: Mapping[str, Any],
+    jwks: Mapping[str, Any] | KeySet,
     *,
     algorithms: Sequence[str] = PROOF_ALGORITHMS,
 ) -> ProofCheck:
     """Verify ``record``'s ``evidence.proof`` against the principal side's ``jwks``.
+
+    ``jwks`` is the JWKS object, or a :class:`KeySet` built from it once for many proofs.
 
     Fail-closed: raises :class:`HandoffError` with code ``proof`` and a reason
     (``proof_missing``, ``proof_malformed``, ``header_invalid``, ``alg_not_allowed``,
@@ -353,7 +377,7 @@ def verify_proof(
     allowed = [a for a in algorithms if a in PROOF_ALGORITHMS]
     if alg not in allowed:
         raise _fail("alg_not_allowed", f"the proof algorithm {str(alg)[:20]!r} is not allowed")
-    keys = _keys_by_thumbprint(jwks)
+    keys = jwks.keys() if isinstance(jwks, KeySet) else _keys_by_thumbprint(jwks)
     if not isinstance(kid, str) or kid not in keys:
         raise _fail("kid_unknown", "the proof's kid names no key of the principal side's JWKS")
     key = keys[kid]

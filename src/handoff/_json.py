@@ -18,6 +18,10 @@ __all__ = ["MAX_SAFE_INTEGER", "check_json_value", "copy_json", "parse_line"]
 
 MAX_SAFE_INTEGER = 2**53 - 1
 """The largest integer I-JSON (and therefore JCS) represents exactly."""
+MAX_DEPTH = 64
+"""How deep a record may nest (objects, arrays and member names), on every path."""
+MAX_RECORD_CHARS = 1 << 20
+"""The largest record text parsed (1 Mi characters); larger is refused before parsing."""
 
 
 class _RefusedError(ValueError):
@@ -94,6 +98,12 @@ def parse_line(line: str | bytes, *, where: str = "the record") -> dict[str, Any
         text = line
     else:
         raise HandoffError("parse", f"{where} is not text", reason="json_syntax")
+    if len(text) > MAX_RECORD_CHARS:
+        raise HandoffError(
+            "parse",
+            f"{where} is longer than {MAX_RECORD_CHARS} characters",
+            reason="too_large",
+        )
     try:
         try:
             # the decoder's scanner directly (what ``decode`` runs for text that starts and
@@ -113,6 +123,9 @@ def parse_line(line: str | bytes, *, where: str = "the record") -> dict[str, Any
         raise HandoffError("parse", f"{where} holds a lone surrogate", reason="lone_surrogate")
     if not isinstance(value, dict):
         raise HandoffError("parse", f"{where} is not a JSON object", reason="not_object")
+    if text.count("{") + text.count("[") > MAX_DEPTH // 2:
+        # only text with that many brackets can nest too deep: the same walk as for objects
+        check_json_value(value, where=where)
     return value
 
 
@@ -121,8 +134,10 @@ def check_json_value(value: Any, *, where: str = "the record", depth: int = 0) -
 
     Used for records handed over as Python objects rather than text.
     """
-    if depth > 64:
-        raise HandoffError("parse", f"{where} nests deeper than 64 levels", reason="json_syntax")
+    if depth > MAX_DEPTH:
+        raise HandoffError(
+            "parse", f"{where} nests deeper than {MAX_DEPTH} levels", reason="json_syntax"
+        )
     if value is None or isinstance(value, bool):
         return
     if isinstance(value, int):

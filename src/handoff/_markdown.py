@@ -167,7 +167,10 @@ def act_key_for(project: str, text: str, n: int = 0) -> str:
 
 
 def _record_id(record: Mapping[str, Any]) -> str:
-    return "md-" + hashlib.sha256(canonical(dict(record))).hexdigest()[:32]
+    # from the content alone, never the time: two syncs of the same line (another
+    # machine, another minute) send one record, a repeat (docs/spec/handoff.md §10)
+    content = {k: v for k, v in record.items() if k != "ts"}
+    return "md-" + hashlib.sha256(canonical(content)).hexdigest()[:32]
 
 
 def _stamp(record: dict[str, Any]) -> dict[str, Any]:
@@ -265,6 +268,8 @@ def read_state_document(
         seen.add(key)
         state = states.get(key)
         item = ItemId(ACTS.name, project, key)
+        if state is not None and state.state == "conflicted":
+            continue  # an id sent with two contents: nothing is read against unknown terms
         if state is None or state.state == "unknown" or state.terms is None:
             raised = _base(project, registrar, now, key)
             raised.update(type="raised", origin="requester", terms={"text": act.text}, terms_rev=1)
@@ -317,9 +322,11 @@ def read_state_document(
 # --- writing: records in, document after ------------------------------------------------------
 
 
-def _status(state: ItemState, claimed: bool) -> list[str]:
+def _status(state: ItemState, claimed: bool, distrusted: bool = False) -> list[str]:
     words: list[str] = []
-    if state.state == "settled":
+    if distrusted:
+        words.append("settlement refused: its evidence does not verify")
+    elif state.state == "settled":
         if state.outcome != "done":
             words.append(str(state.outcome))
         if state.stale:
@@ -332,22 +339,35 @@ def _status(state: ItemState, claimed: bool) -> list[str]:
 
 
 def _render(
-    act_indent: str, bullet: str, state: ItemState, key: str, registry: Registry, registrar: str
+    act_indent: str,
+    bullet: str,
+    state: ItemState,
+    key: str,
+    registry: Registry,
+    registrar: str,
+    distrusted: frozenset[str] = frozenset(),
 ) -> str:
-    claimed = state.state != "settled" and _pending_claim(
+    settled = state.state == "settled" and key not in distrusted
+    claimed = not settled and _pending_claim(
         registry, ItemId(ACTS.name, state.item.project, key), registrar, "done"
     )
     text = str(state.terms.get("text")) if state.terms is not None else ""
-    ticked = state.state == "settled" or claimed
+    ticked = settled or claimed
     line = f"{act_indent}{bullet} [{'x' if ticked else ' '}] {text} <!-- act:{key} -->"
-    words = _status(state, claimed)
+    words = _status(state, claimed, key in distrusted)
     if words:
         line += " _(" + "; ".join(words) + ")_"
     return line
 
 
 def write_state_document(
-    text: str, registry: Registry, *, project: str, registrar: str, section: str = "Acts"
+    text: str,
+    registry: Registry,
+    *,
+    project: str,
+    registrar: str,
+    section: str = "Acts",
+    distrusted: frozenset[str] = frozenset(),
 ) -> str:
     """Return ``text`` with its Acts section rendered from the folded state in ``registry``.
 
@@ -355,7 +375,9 @@ def write_state_document(
     ``done`` claim of the registrar awaits the principal side), with its status after the
     marker. Lines of acts not yet written are added after the last act line, sorted by
     key; the trailer lists the keys written. Every line that is not an act line the
-    registrar owns is kept exactly, in place.
+    registrar owns is kept exactly, in place. Acts whose keys are in ``distrusted`` (a
+    settlement whose evidence the caller found forged) are never ticked for it; a
+    ``conflicted`` act's line is left exactly as it was.
     """
     doc = parse_state_document(text, section=section)
     states = {k: s for k, s in _act_states(registry, project).items() if s.state != "withdrawn"}
@@ -386,11 +408,13 @@ def write_state_document(
             continue
         if act.key is None and state.terms is not None and state.terms.get("text") != act.text:
             continue  # not yet read: leave the line as it is
-        replaced[act.index] = _render(act.indent, act.bullet, state, key, registry, registrar)
+        replaced[act.index] = _render(
+            act.indent, act.bullet, state, key, registry, registrar, distrusted
+        )
         replaced[act.index] += act.eol
         written.append(key)
     block = [
-        _render("", "-", states[key], key, registry, registrar)
+        _render("", "-", states[key], key, registry, registrar, distrusted)
         for key in sorted(k for k in states if k not in written)
     ]
     written += [k for k in states if k not in written]
@@ -437,6 +461,7 @@ def sync_state_document(
     registrar: str,
     now: str,
     section: str = "Acts",
+    distrusted: frozenset[str] = frozenset(),
 ) -> SyncResult:
     """Read the document, add the implied records to ``registry``, then rewrite it.
 
@@ -451,6 +476,6 @@ def sync_state_document(
     for record in records:
         registry.add(record)
     document = write_state_document(
-        text, registry, project=project, registrar=registrar, section=section
+        text, registry, project=project, registrar=registrar, section=section, distrusted=distrusted
     )
     return SyncResult(tuple(records), document)

@@ -47,12 +47,27 @@ SETTLEMENT_TYPES = frozenset({"settled", "reopened"})
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
-class ItemId(NamedTuple):
-    """An item: (extension name without version, project, key) (§1)."""
-
+class _ItemFields(NamedTuple):
     ext: str
     project: str
     key: str
+
+
+class ItemId(_ItemFields):
+    """An item: (extension name without version, project, key) (§1).
+
+    ``ext`` may be given as records spell it (``"decisions/0.3"``): an item is one across
+    versions of its extension, so the version is dropped (``ItemId("decisions/0.3", ...)
+    == ItemId("decisions", ...)``).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, ext: str, project: str, key: str) -> ItemId:
+        """Build the item, keeping only the extension name of ``ext``."""
+        if isinstance(ext, str):
+            ext = ext.partition("/")[0]
+        return super().__new__(cls, ext, project, key)
 
     def to_json(self) -> dict[str, str]:
         """Return ``{"ext", "project", "key"}``."""

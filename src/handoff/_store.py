@@ -1,9 +1,10 @@
 """Durable and in-memory stores of records: append-only, idempotent, folded on read.
 
-A store holds every admitted record version once, keyed by (id, digest): inserting the
-same record again changes nothing; a different record under a held id is kept beside the
-first (the fold keeps the lowest digest and reports the conflict, whichever arrived
-first). Nothing is ever updated or deleted. State is computed on read by a
+A store holds every admitted record once, keyed by (id, digest): inserting the same
+record again changes nothing. A record id, once admitted, names one content forever: a
+different content under an id the same item's owner already used is refused
+(``conflict``/``same_id``), so the first admitted wins and nothing can rewrite history.
+Nothing is ever updated or deleted. State is computed on read by a
 :class:`handoff.Registry`, so a store never holds derived state that could drift.
 
 The interface (:class:`Store`) is two transactions, ``append`` and ``records``, with
@@ -20,11 +21,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from ._canonical import canonical, digest
+from ._canonical import canonical, digest, identity
 from ._check import check_record
 from ._config import ExtensionRegistry, Roles
 from ._errors import HandoffError
-from ._fold import ItemState, Registry
+from ._evidence import KeySet, verify_proof
+from ._fold import ItemState, Registry, _slot
 from ._json import parse_line
 from ._records import ItemId, Record
 
@@ -40,10 +42,12 @@ class Store(Protocol):
     def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
         """Admit and append one record; return what happened.
 
-        ``accepted``, ``duplicate``, ``conflict`` (another version of the id is held;
-        both are kept) or ``ignored`` (not stored: an extension or version this receiver
-        does not implement). A rejected record raises :class:`HandoffError`; nothing is
-        stored.
+        ``accepted`` (also a new signature variant of a held signed record),
+        ``duplicate`` or ``ignored`` (not stored: an extension or version this receiver
+        does not implement). A rejected record raises :class:`HandoffError`
+        and nothing is stored; so does a different content under an id the same owner's
+        slot of the same item already holds (``conflict``/``same_id``: first admitted wins).
+        Another owner reusing an id is stored beside it (the fold reports ``id_reused``).
         """
         ...
 
@@ -52,8 +56,33 @@ class Store(Protocol):
         ...
 
 
+def _check_proof(obj: Mapping[str, Any], keys: KeySet | None, verifiable: bool) -> None:
+    """Refuse a settlement whose proof fails against the principal's keys (ours, §10).
+
+    Only where the store is given the keys: a forged copy admitted first would otherwise
+    win "first admitted wins" over the genuine settlement. ``verifiable``: a settlement of
+    a person (kinds ``principal`` and ``confirmed``) must carry a proof.
+    """
+    if keys is None or obj.get("type") != "settled":
+        return
+    evidence = obj.get("evidence")
+    if isinstance(evidence, Mapping) and "proof" in evidence:
+        verify_proof(obj, keys)
+    elif verifiable and obj["authority"]["kind"] in ("principal", "confirmed"):
+        raise HandoffError(
+            "proof",
+            f"record {obj['id']!r}: a verifiable principal side's settlement of a person must "
+            "carry evidence.proof",
+            reason="proof_missing",
+        )
+
+
 def _prepare(
-    record: Record | Mapping[str, Any] | str | bytes, roles: Roles, extensions: ExtensionRegistry
+    record: Record | Mapping[str, Any] | str | bytes,
+    roles: Roles,
+    extensions: ExtensionRegistry,
+    keys: KeySet | None = None,
+    verifiable: bool = False,
 ) -> tuple[dict[str, Any], str, str]:
     if isinstance(record, Record):
         obj = record.to_json()
@@ -66,7 +95,40 @@ def _prepare(
     verdict = check_record(obj, roles=roles, extensions=extensions)
     if verdict.status == "ignored":
         return obj, "", "ignored"
+    _check_proof(obj, keys, verifiable)
     return obj, digest(obj), verdict.status
+
+
+def _rewrite(obj: Mapping[str, Any], held: str) -> HandoffError:
+    return HandoffError(
+        "conflict",
+        f"record {obj['id']!r} is already held with other content ({held}); a record id "
+        "names one content forever, so the first admitted is kept",
+        reason="same_id",
+    )
+
+
+def _check_raised(obj: Mapping[str, Any], held: list[Mapping[str, Any]]) -> None:
+    """Refuse an amended whose ``terms_rev`` is not above a held need it supersedes (ours).
+
+    A revision names one set of terms: reusing it for other terms would let a settlement
+    of that revision read as a settlement of the new terms.
+    """
+    if obj.get("type") != "amended":
+        return
+    wanted = set(obj.get("supersedes") or ())
+    for other in held:
+        if (
+            other.get("id") in wanted
+            and other.get("type") in ("raised", "amended")
+            and other.get("terms_rev", 0) >= obj["terms_rev"]
+        ):
+            raise HandoffError(
+                "record",
+                f"record {obj['id']!r}: an amended must carry a terms_rev above the "
+                f"{other['terms_rev']} of {other['id']!r}, which it supersedes",
+                reason="terms_rev_not_raised",
+            )
 
 
 class _Folding:
@@ -94,28 +156,49 @@ class _Folding:
 class MemoryStore(_Folding):
     """An in-memory :class:`Store` (the default for tests and short-lived receivers)."""
 
-    def __init__(self, *, roles: Roles, extensions: ExtensionRegistry) -> None:
+    def __init__(
+        self,
+        *,
+        roles: Roles,
+        extensions: ExtensionRegistry,
+        keys: KeySet | None = None,
+        verifiable: bool = False,
+    ) -> None:
+        """``keys``/``verifiable``: check settlement proofs at append (see ``SQLiteStore``)."""
         self.roles = roles
         self.extensions = extensions
+        self.keys = keys
+        self.verifiable = verifiable
         self._rows: list[tuple[str, str, ItemId, dict[str, Any]]] = []
-        self._keys: set[tuple[str, str]] = set()
-        self._ids: set[str] = set()
+        self._held: dict[tuple[ItemId, str, str], tuple[str, str]] = {}
+        self._digests: set[tuple[ItemId, str, str]] = set()
         self._lock = threading.Lock()
 
     def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
         """Admit and append one record (see :meth:`Store.append`)."""
-        obj, dig, status = _prepare(record, self.roles, self.extensions)
+        obj, dig, status = _prepare(record, self.roles, self.extensions, self.keys, self.verifiable)
         if status == "ignored":
             return "ignored"
         item = ItemId(obj["ext"].partition("/")[0], obj["project"], obj["key"])
+        slot = (item, obj["id"], _slot(obj))
+        ident = identity(obj)
         with self._lock:
-            if (obj["id"], dig) in self._keys:
-                return "duplicate"
-            clash = obj["id"] in self._ids
-            self._keys.add((obj["id"], dig))
-            self._ids.add(obj["id"])
+            held = self._held.get(slot)
+            if held is not None and held[1] == ident:
+                # the same record; a new signature variant is kept beside it
+                signed = "proof" in obj.get("evidence", {})
+                if not signed or (item, obj["id"], dig) in self._digests:
+                    return "duplicate"
+                self._digests.add((item, obj["id"], dig))
+                self._rows.append((obj["id"], dig, item, json.loads(json.dumps(obj))))
+                return "accepted"
+            if held is not None:
+                raise _rewrite(obj, held[0])
+            self._digests.add((item, obj["id"], dig))
+            _check_raised(obj, [r for _, _, i, r in self._rows if i == item])
+            self._held[slot] = (dig, ident)
             self._rows.append((obj["id"], dig, item, json.loads(json.dumps(obj))))
-        return "conflict" if clash else "accepted"
+        return "accepted"
 
     def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
         """Return the held record versions in insertion order (see :meth:`Store.records`)."""
@@ -149,11 +232,44 @@ BEGIN SELECT RAISE(IGNORE); END;
 """
 
 
+_ROLE_CODES = frozenset({"ownership", "authority"})
+"""Refusals that depend on the roles configuration: what a role change can cause."""
+
+SCHEMA_VERSION = 2
+"""The SQLite store's schema version (``PRAGMA user_version``), reached by migrations."""
+
+_MIGRATIONS: dict[int, str] = {
+    # 1 -> 2: each record is stamped with the roles it was admitted under
+    2: """
+ALTER TABLE handoff_records ADD COLUMN roles_version INTEGER;
+CREATE TABLE IF NOT EXISTS handoff_roles (
+    version INTEGER PRIMARY KEY AUTOINCREMENT,
+    roles   TEXT NOT NULL UNIQUE
+);
+CREATE TRIGGER IF NOT EXISTS handoff_roles_no_update BEFORE UPDATE ON handoff_roles
+BEGIN SELECT RAISE(ABORT, 'handoff_roles is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS handoff_roles_no_delete BEFORE DELETE ON handoff_roles
+BEGIN SELECT RAISE(ABORT, 'handoff_roles is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS handoff_records_stamped BEFORE INSERT ON handoff_records
+WHEN NEW.roles_version IS NULL
+BEGIN SELECT RAISE(ABORT, 'every record is stamped with the roles it was admitted under'); END;
+""",
+}
+
+
 def _body_digest(body: str) -> str:
     try:
         return "sha-256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
     except UnicodeEncodeError:
         return ""
+
+
+def _row_id(body: str) -> Any:
+    """The id of a stored row, for a report (``None`` when the row cannot be parsed)."""
+    try:
+        return json.loads(body).get("id")
+    except (ValueError, RecursionError, AttributeError):
+        return None
 
 
 class SQLiteStore(_Folding):
@@ -166,6 +282,9 @@ class SQLiteStore(_Folding):
     every read.
     """
 
+    SCHEMA_VERSION = SCHEMA_VERSION
+    """The schema version this class reads and writes (``PRAGMA user_version``)."""
+
     def __init__(
         self,
         path: str | Path,
@@ -173,9 +292,19 @@ class SQLiteStore(_Folding):
         roles: Roles,
         extensions: ExtensionRegistry,
         timeout: float = 30.0,
+        keys: KeySet | None = None,
+        verifiable: bool = False,
     ) -> None:
+        """Open (or create) the store at ``path``.
+
+        ``keys``: the principal's keys; given, a settlement whose ``evidence.proof`` fails
+        is refused at append (``proof``/...), and with ``verifiable`` so is a settlement of
+        a person without a proof.
+        """
         self.roles = roles
         self.extensions = extensions
+        self.keys = keys
+        self.verifiable = verifiable
         self.path = str(path)
         self._lock = threading.Lock()
         try:
@@ -185,10 +314,51 @@ class SQLiteStore(_Folding):
             self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.executescript(_SCHEMA)
+            self._migrate()
         except sqlite3.Error as exc:
             raise HandoffError(
                 "store", f"cannot open the SQLite store {self.path}: {exc}", reason="store_open"
             ) from None
+
+    def _migrate(self) -> None:
+        # one writer migrates; the others wait for its transaction and find it done
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version >= SCHEMA_VERSION:
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            version = max(1, self._db.execute("PRAGMA user_version").fetchone()[0])
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[target].split(";\n"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {target}")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def _roles_version(self) -> int:
+        """The stamp of the current roles (added on first use); inside a write transaction."""
+        text = canonical(self.roles.to_json()).decode("utf-8")
+        row = self._db.execute(
+            "SELECT version FROM handoff_roles WHERE roles = ?", (text,)
+        ).fetchone()
+        if row is not None:
+            latest = self._db.execute("SELECT MAX(version) FROM handoff_roles").fetchone()[0]
+            if int(row[0]) < int(latest):
+                # roles move forward only: a device still configured with roles the store
+                # has since replaced cannot write under them (it could re-admit a revoked
+                # party); it must take up the current roles
+                raise HandoffError(
+                    "store",
+                    f"{self.path}: these roles were replaced by newer ones (version "
+                    f"{latest}); update the configuration before appending",
+                    reason="roles_stale",
+                )
+            return int(row[0])
+        cursor = self._db.execute("INSERT INTO handoff_roles (roles) VALUES (?)", (text,))
+        return int(cursor.lastrowid or 0)
 
     def close(self) -> None:
         """Close the database connection."""
@@ -202,7 +372,7 @@ class SQLiteStore(_Folding):
 
     def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
         """Admit and append one record (see :meth:`Store.append`)."""
-        obj, dig, status = _prepare(record, self.roles, self.extensions)
+        obj, dig, status = _prepare(record, self.roles, self.extensions, self.keys, self.verifiable)
         if status == "ignored":
             return "ignored"
         body = canonical(obj).decode("utf-8")
@@ -211,14 +381,39 @@ class SQLiteStore(_Folding):
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
-                    clash = self._db.execute(
-                        "SELECT COUNT(*) FROM handoff_records WHERE id = ? AND digest <> ?",
-                        (obj["id"], dig),
-                    ).fetchone()[0]
+                    others = self._db.execute(
+                        "SELECT digest, body FROM handoff_records WHERE id = ? AND digest <> ?"
+                        " AND ext = ? AND project = ? AND key = ?",
+                        (obj["id"], dig, *row[2:5]),
+                    ).fetchall()
+                    slot, ident = _slot(obj), identity(obj)
+                    for held, text in others:
+                        other = parse_line(text)
+                        if _slot(other) != slot:
+                            continue
+                        if identity(other) != ident:
+                            raise _rewrite(obj, held)
+                        # the same record with other signature bytes (or, unsigned, another
+                        # ts): a signature variant is stored beside it, an unsigned repeat not
+                        if "proof" not in obj.get("evidence", {}):
+                            self._db.execute("COMMIT")
+                            return "duplicate"
+                    if obj["type"] == "amended":
+                        found = [
+                            text
+                            for old in obj["supersedes"]
+                            for (text,) in self._db.execute(
+                                "SELECT body FROM handoff_records WHERE ext = ? AND project = ?"
+                                " AND key = ? AND id = ?",
+                                (*row[2:5], old),
+                            )
+                        ]
+                        _check_raised(obj, [parse_line(text) for text in found])
                     cursor = self._db.execute(
                         "INSERT OR IGNORE INTO handoff_records "
-                        "(id, digest, ext, project, key, body) VALUES (?, ?, ?, ?, ?, ?)",
-                        row,
+                        "(id, digest, ext, project, key, body, roles_version) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (*row, self._roles_version()),
                     )
                     inserted = cursor.rowcount == 1
                     self._db.execute("COMMIT")
@@ -229,42 +424,102 @@ class SQLiteStore(_Folding):
                 raise HandoffError(
                     "store", f"cannot append to {self.path}: {exc}", reason="store_write"
                 ) from None
-        if not inserted:
-            return "duplicate"
-        return "conflict" if clash else "accepted"
+        return "accepted" if inserted else "duplicate"
 
     def registry(self, item: ItemId | None = None) -> Registry:
         """Fold what is held (everything, or one item's records) into a new registry.
 
-        The stored JCS bodies are admitted again on the way in (strictly, as text), so a
-        file changed behind the store's back cannot smuggle in a record.
+        Each stored JCS body is checked again on the way in (strictly, as text) under the
+        roles **it was admitted under** (its stamp), never under today's, so a role change
+        never makes history unreadable while a row changed behind the store's back is still
+        refused. Rows written before stamps existed are checked under the current roles;
+        those the current roles refuse are reported (:meth:`Registry.role_changed`).
         """
         registry = Registry(roles=self.roles, extensions=self.extensions)
-        registry.add_lines(self._bodies(item))
+        groups: dict[int | None, list[str]] = {}
+        behind: list[tuple[str, int]] = []
+        for body, stamp, in_force in self._rows(item):
+            if stamp is not None and in_force is not None and stamp < in_force:
+                # stamped with roles older than those already in force at its place (a
+                # stale device, before roles moved forward only): read under those in force
+                behind.append((body, in_force))
+                continue
+            groups.setdefault(stamp, []).append(body)
+        for body, stamp in behind:
+            try:
+                registry.add_lines([body], roles=self._roles_at(stamp))
+            except HandoffError as exc:
+                if exc.code in _ROLE_CODES:
+                    registry.note_role_changed(_row_id(body), exc)
+                else:
+                    registry.note_rejected(_row_id(body), exc)
+        for stamp, bodies in groups.items():
+            if stamp is not None:
+                roles = self._roles_at(stamp)
+                try:
+                    registry.add_lines(bodies, roles=roles)
+                except HandoffError:
+                    # one refused row: read the group row by row, reporting that one
+                    for body in bodies:
+                        try:
+                            registry.add_lines([body], roles=roles)
+                        except HandoffError as exc:
+                            registry.note_rejected(_row_id(body), exc)
+                continue
+            for body in bodies:
+                try:
+                    registry.add_lines([body])
+                except HandoffError as exc:
+                    if exc.code in _ROLE_CODES:
+                        registry.note_role_changed(_row_id(body), exc)
+                    else:
+                        registry.note_rejected(_row_id(body), exc)
         return registry
+
+    def _roles_at(self, stamp: int) -> Roles:
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT roles FROM handoff_roles WHERE version = ?", (stamp,)
+                ).fetchone()
+        except sqlite3.Error as exc:
+            raise HandoffError(
+                "store", f"cannot read {self.path}: {exc}", reason="store_read"
+            ) from None
+        if row is None:
+            raise HandoffError(
+                "store",
+                f"{self.path}: a record names roles the store does not hold",
+                reason="store_tampered",
+            )
+        return Roles.from_json(parse_line(row[0], where="stored roles"))
 
     def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
         """Return the held record versions in insertion order (see :meth:`Store.records`)."""
-        return [parse_line(body) for body in self._bodies(item)]
+        return [parse_line(body) for body, _, _ in self._rows(item)]
 
-    def _bodies(self, item: ItemId | None) -> list[str]:
+    def _rows(self, item: ItemId | None) -> list[tuple[str, int | None, int | None]]:
+        """``(body, stamp, in_force)`` in insertion order; ``in_force`` is the newest stamp
+        of any row up to this one in the whole store (the roles in force at its place)."""
+        query = (
+            "SELECT digest, body, roles_version, in_force FROM (SELECT seq, digest, body,"
+            " roles_version, ext, project, key, MAX(roles_version) OVER (ORDER BY seq ROWS"
+            " UNBOUNDED PRECEDING) AS in_force FROM handoff_records)"
+        )
         try:
             with self._lock:
                 if item is None:
-                    rows = self._db.execute(
-                        "SELECT digest, body FROM handoff_records ORDER BY seq"
-                    ).fetchall()
+                    rows = self._db.execute(query + " ORDER BY seq").fetchall()
                 else:
                     rows = self._db.execute(
-                        "SELECT digest, body FROM handoff_records"
-                        " WHERE ext = ? AND project = ? AND key = ? ORDER BY seq",
+                        query + " WHERE ext = ? AND project = ? AND key = ? ORDER BY seq",
                         (item.ext, item.project, item.key),
                     ).fetchall()
         except sqlite3.Error as exc:
             raise HandoffError(
                 "store", f"cannot read {self.path}: {exc}", reason="store_read"
             ) from None
-        for dig, body in rows:
+        for dig, body, _, _ in rows:
             # a body edited behind the store's back no longer matches its digest
             if not isinstance(body, str) or dig != _body_digest(body):
                 raise HandoffError(
@@ -272,7 +527,7 @@ class SQLiteStore(_Folding):
                     f"{self.path}: a stored record does not match its digest",
                     reason="store_tampered",
                 )
-        return [body for _, body in rows]
+        return [(body, stamp, in_force) for _, body, stamp, in_force in rows]
 
     def __len__(self) -> int:
         with self._lock:

@@ -316,18 +316,8 @@ class _CodeGen:
             if shortcut is not None:
                 # a cheaper test that implies the pattern matches; the regex decides otherwise
                 guard += f"not ({shortcut.format(v=var)}) and "
-            # strings already seen to match, per site (bounded): feeds repeat most values
-            seen = self.const(set())
-            out.append(f"{pad}if type({var}) is not str or {var} not in {seen}:")
-            out.append(f"{pad}    if {guard}{search}({var}) is None:")
-            out.append(
-                f"{pad}        return {at} + ' does not match ' + {repr(schema['pattern'])!r}"
-            )
-            out.append(
-                f"{pad}    if type({var}) is str and len({var}) <= {_SEEN_LENGTH}"
-                f" and len({seen}) < {_SEEN_SIZE}:"
-            )
-            out.append(f"{pad}        {seen}.add({var})")
+            out.append(f"{pad}if {guard}{search}({var}) is None:")
+            out.append(f"{pad}    return {at} + ' does not match ' + {repr(schema['pattern'])!r}")
         object_checks: list[str] = []
         if "required" in schema:
             for name in schema["required"]:
@@ -379,11 +369,6 @@ class _CodeGen:
                 self.stack.pop()
         return out
 
-
-_SEEN_SIZE = 256
-"""How many matching strings each ``pattern`` site of a compiled validator remembers."""
-_SEEN_LENGTH = 64
-"""The longest string a ``pattern`` site remembers."""
 
 _IDENTIFIER = (
     "^[^\\u0009-\\u000d\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029"

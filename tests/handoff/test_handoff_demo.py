@@ -15,4 +15,6 @@ def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "rejected: ownership/not_principal_side" in out
     assert "status=conflict conflicts=['same_id']" in out
+    assert "the item is conflicted" in out
+    assert "the store keeps the first content: conflict/same_id" in out
     assert "after reopening the store" in out

@@ -34,22 +34,24 @@ def test_store_append_and_fold(tmp_path: Path, kind: int) -> None:
     assert store.append(handoff.Record.from_json(raised())) == "duplicate"
     other = raised()
     other["terms"] = {"text": "Pay more"}
-    assert store.append(other) == "conflict"
+    with pytest.raises(handoff.HandoffError) as caught:
+        store.append(other)  # an id names one content: the first admitted is kept
+    assert caught.value.reason == "same_id"
     assert store.append(raised("z", ext="travel/0.3")) == "ignored"
     assert store.append(settled("s1")) == "accepted"
     bad = settled("s2")
     bad["by"] = "mallory"
     with pytest.raises(handoff.HandoffError):
         store.append(bad)
-    assert len(store.records()) == 3
-    assert len(store.records(ITEM)) == 3
+    assert len(store.records()) == 2
+    assert len(store.records(ITEM)) == 2
     state = store.state(ITEM)
     assert state.state == "settled"
-    assert [c.kind for c in state.conflicts] == ["same_id"]
+    assert state.conflicts == ()
     assert store.states()[ITEM] == state
-    # the store keeps both versions; the fold keeps the same one as a registry would
+    # the store folds what a registry fed the same admitted records folds
     reg = registry()
-    reg.add_many([raised(), other, settled("s1")])
+    reg.add_many([raised(), settled("s1")])
     assert reg.state(ITEM) == state
 
 
@@ -130,20 +132,22 @@ def test_sqlite_tampering_is_caught_on_read(tmp_path: Path) -> None:
     forged = settled("s9")
     forged["by"] = "bot-1"  # a requester settling: never admitted
     db = sqlite3.connect(path)
+    row = ("s9", handoff.digest(forged), "demo-keep", "house", "k1", handoff.canonical(forged))
+    with pytest.raises(sqlite3.IntegrityError):  # every row carries its roles stamp
+        db.execute(
+            "INSERT INTO handoff_records (id, digest, ext, project, key, body)"
+            " VALUES (?,?,?,?,?,?)",
+            (*row[:5], row[5].decode()),
+        )
     db.execute(
-        "INSERT INTO handoff_records (id, digest, ext, project, key, body) VALUES (?,?,?,?,?,?)",
-        (
-            "s9",
-            handoff.digest(forged),
-            "demo-keep",
-            "house",
-            "k1",
-            handoff.canonical(forged).decode(),
-        ),
+        "INSERT INTO handoff_records (id, digest, ext, project, key, body, roles_version)"
+        " VALUES (?,?,?,?,?,?,1)",
+        (*row[:5], row[5].decode()),
     )
     db.commit()
     db.close()
     with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
-        with pytest.raises(handoff.HandoffError) as caught:
-            store.state(ITEM)
-        assert caught.value.code == "ownership"
+        # the planted row is never folded, and reported; the rest stays readable
+        reg = store.registry(ITEM)
+        assert reg.state(ITEM).state == "open"
+        assert [(r["at"], r["code"]) for r in reg.rejected()] == [("s9", "ownership")]

@@ -80,13 +80,17 @@ def test_reused_id_in_stores(tmp_path: Path, kind: str) -> None:
     assert store.state(ITEM).settlement == "s1"
 
 
-def test_same_slot_conflict_still_picks_lowest_digest() -> None:
+def test_same_slot_conflict_holds_every_version_and_chooses_none() -> None:
     v1, v2 = claimed("c1", context="a"), claimed("c1", context="b")
-    low = min((v1, v2), key=handoff.digest)
+    both = sorted((v1, v2), key=lambda r: json.dumps(r, sort_keys=True, ensure_ascii=False))
     for order in ([v1, v2], [v2, v1]):
         reg = registry()
         assert [reg.add(r).status for r in order] == ["accepted", "conflict"]
-        assert reg.records(ITEM) == [low]
+        assert reg.records(ITEM) == both
+        [conflict] = reg.state(ITEM).conflicts
+        assert (conflict.kind, conflict.chosen) == ("same_id", None)
+        # a claimant's own slot never makes the owners' item conflicted
+        assert reg.state(ITEM).state == "unknown"
 
 
 @pytest.mark.parametrize("party", ["alice", "alice-pa"])
@@ -261,8 +265,8 @@ def test_insert_or_replace_cannot_remove_a_record(tmp_path: Path) -> None:
             (seq, "zz", handoff.digest(other), handoff.canonical(other).decode()),
         )
     db.execute(
-        "REPLACE INTO handoff_records (id, digest, ext, project, key, body)"
-        " VALUES (?, ?, 'demo-keep', 'house', 'k1', ?)",
+        "REPLACE INTO handoff_records (id, digest, ext, project, key, body, roles_version)"
+        " VALUES (?, ?, 'demo-keep', 'house', 'k1', ?, 1)",
         (rid, dig, body),
     )
     db.commit()

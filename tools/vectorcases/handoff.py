@@ -40,6 +40,7 @@ STOP: dict[str, Any] = {
 }
 EXTS = [KEEP, STOP]
 TS = "2026-10-27T10:00:00Z"
+TS2 = "2026-10-28T10:00:00Z"
 HEX = "3f" * 32
 
 
@@ -610,6 +611,17 @@ def validate_cases() -> Iterator[Case]:
         flags=("valid", "organisation"),
     )
     yield good_org
+    bare_org = copy.deepcopy(org)
+    bare_org["record"]["authority"] = {"kind": "principal", "decider": "alice",
+                                       "representative": "carol"}  # fmt: skip
+    yield Case(
+        "settled-organisation-without-evidence",
+        bare_org,
+        output=ACCEPTED,
+        comment="seed §5: an organisation's settlement needs its representative; evidence of "
+        "the power to represent is a SHOULD (required only by a verifiable principal side)",
+        flags=("valid", "organisation"),
+    )
     yield from derive(
         good_org,
         [
@@ -923,7 +935,8 @@ def t(rev: int) -> dict[str, str]:
         "skipped-revision": "a skipped terms_rev is accepted",
         "withdrawal": "withdrawal under the keep and stop policies",
         "duplicates": "at-least-once delivery: identical records are idempotent",
-        "same-id": "one id, different contents: lowest digest kept, conflict reported",
+        "same-id": "one id, different contents in one owner's slot: both held, none chosen; "
+        "a rewritten need, settlement or relation makes the item conflicted",
         "claims": "claims change no register",
         "relations": "relations and their retraction",
         "notes": "notes change no register",
@@ -1201,11 +1214,83 @@ def fold_cases() -> Iterator[Case]:
                 terms_rev=3,
                 held_terms_rev=3,
                 terms=t(3),
-                conflicts=[conflict("supersedes_cycle", "need", ["n1", "n2", "n3"], cwin["id"])],
+                conflicts=[
+                    conflict("supersedes_cycle", "need", ["n1", "n2", "n3"], cwin["id"]),
+                    conflict("terms_rev_not_raised", "need", ["n2"], None),
+                ],
             )
         ],
-        "every need record is superseded: all are candidates, highest terms_rev chosen",
+        "every need record is superseded: all are candidates, highest terms_rev chosen; n2 "
+        "supersedes n3 at a higher revision (terms_rev_not_raised)",
         ("multiple-heads",),
+    )
+    # a revision names one set of terms: after the settlement of revision 2, the requester
+    # sends a new amended at revision 2 with other terms (review H1)
+    r2 = amended("n2", 2, ["n1"], text="Pay invoice 42")
+    swap = amended("n3", 2, ["n2"], text="Pay invoice 4200")
+    reused = item(
+        state="settled",
+        outcome="done",
+        authority="principal",
+        settled_terms_rev=2,
+        stale=True,
+        need="n3",
+        settlement="s1",
+        terms_rev=2,
+        held_terms_rev=2,
+        terms={"text": "Pay invoice 4200"},
+        conflicts=[conflict("terms_rev_not_raised", "need", ["n3"], None)],
+    )
+    yield fold_case(
+        "terms-rev-reused-after-settlement",
+        [raised(), r2, settled("s1", 2), swap],
+        ok("accepted", "accepted", "accepted", "accepted"),
+        [reused],
+        "an amended reusing the settled revision for other terms: the settlement is stale "
+        "(terms held at its revision differ from those shown) and terms_rev_not_raised is "
+        "reported",
+        ("staleness",),
+    )
+    yield fold_case(
+        "terms-rev-reused-first",
+        [swap, settled("s1", 2), r2, raised()],
+        ok("accepted", "accepted", "accepted", "accepted"),
+        [reused],
+        "the same records in another order: the same state",
+        ("staleness", "order"),
+    )
+    # a signed record's ts is signed: another ts is another content; other signature
+    # bytes are a signature variant (a repeat) (review M1)
+    signed = settled("s1", evidence={"proof": "eyJhbGciOiJFZERTQSJ9..AAAA"})
+    later = settled("s1", evidence={"proof": "eyJhbGciOiJFZERTQSJ9..AAAA"}, ts=TS2)
+    variant = settled("s1", evidence={"proof": "eyJhbGciOiJFZERTQSJ9..BBBB"})
+    yield fold_case(
+        "signed-ts-is-content",
+        [raised(), signed, variant, later],
+        ok("accepted", "accepted", "duplicate", "conflict"),
+        [
+            item(
+                state="conflicted",
+                need="n1",
+                held_terms_rev=1,
+                conflicts=[
+                    conflict(
+                        "same_id", "settlement", [min(dig(signed), dig(variant)), dig(later)], None
+                    ),
+                ],
+            )
+        ],
+        "a copy with other proof signature bytes repeats a signed settlement; one with "
+        "another ts (which the proof signs) rewrites it",
+        ("same-id", "duplicates"),
+    )
+    yield fold_case(
+        "unsigned-ts-is-not-content",
+        [raised(), raised(ts=TS2)],
+        ok("accepted", "duplicate"),
+        [item(need="n1", terms_rev=1, held_terms_rev=1, terms=T1)],
+        "an unsigned record sent again at another time is a repeat",
+        ("duplicates",),
     )
     yield fold_case(
         "duplicates",
@@ -1229,24 +1314,75 @@ def fold_cases() -> Iterator[Case]:
     )
     v1 = raised(text="Pay invoice 42")
     v2 = raised(text="Pay invoice 43")
-    vwin, vlose = sorted((v1, v2), key=dig)
-    same = [conflict("same_id", None, [dig(v1), dig(v2)], dig(vwin))]
-    state = item(need="n1", terms_rev=1, held_terms_rev=1, terms=vwin["terms"], conflicts=same)
+    vlow, vhigh = sorted((v1, v2), key=dig)
+    same = [conflict("same_id", "need", [dig(v1), dig(v2)], None)]
+    # (the item shows no terms and no current need: which content n1 means is unknown)
+    state = item(state="conflicted", conflicts=same)
     yield fold_case(
         "same-id-conflict",
-        [vwin, vlose],
+        [vlow, vhigh],
         ok("accepted", "conflict"),
         [state],
-        "one id, two contents: the lower digest is kept",
+        "one need id, two contents: the item is conflicted, its terms unknown, nothing chosen",
         ("same-id",),
     )
     yield fold_case(
         "same-id-conflict-reversed",
-        [vlose, vwin],
+        [vhigh, vlow],
         ok("accepted", "conflict"),
         [state],
         "the same two versions in the other order: same result",
         ("same-id", "order"),
+    )
+    # the rewrite attack: after the principal settled against "Pay invoice 42", the
+    # requester re-sends n1 with other terms; the settlement's outcome is not shown as
+    # standing, and no version of n1 becomes the terms
+    genuine = raised(text="Pay invoice 42")
+    rewrite = next(
+        r
+        for r in (raised(text="Pay invoice 4200", x_pad=n) for n in range(10_000))
+        if dig(r) < dig(genuine)
+    )
+    rewritten = item(
+        state="conflicted",
+        authority="principal",
+        settled_terms_rev=1,
+        settlement="s1",
+        conflicts=[conflict("same_id", "need", [dig(genuine), dig(rewrite)], None)],
+    )
+    yield fold_case(
+        "same-id-rewrite-after-settlement",
+        [genuine, settled("s1"), rewrite],
+        ok("accepted", "accepted", "conflict"),
+        [rewritten],
+        "a settled item whose need id is re-sent with other terms (of a lower digest) is "
+        "conflicted: the outcome is withheld and neither version's terms are shown",
+        ("same-id",),
+    )
+    yield fold_case(
+        "same-id-rewrite-first",
+        [rewrite, settled("s1"), genuine],
+        ok("accepted", "accepted", "conflict"),
+        [rewritten],
+        "the rewrite arriving first changes nothing: the fold is order-free",
+        ("same-id", "order"),
+    )
+    s_low, s_high = settled("s1"), settled("s1", outcome="declined")
+    yield fold_case(
+        "same-id-settlement-rewrite",
+        [raised(), s_low, s_high],
+        ok("accepted", "accepted", "conflict"),
+        [
+            item(
+                state="conflicted",
+                need="n1",
+                held_terms_rev=1,
+                conflicts=[conflict("same_id", "settlement", [dig(s_low), dig(s_high)], None)],
+            )
+        ],
+        "the principal side re-sends its settlement id with another outcome: conflicted, "
+        "no outcome shown",
+        ("same-id",),
     )
     # an agent reuses the principal side's settlement id, its content ground so that its
     # digest is the lower one: it must not displace the settlement (different owners)

@@ -309,6 +309,13 @@ def acts_check() -> Iterator[Case]:
                 extra_flags=("terms",),
             ),
             Mutation(
+                "text-raw-html",
+                "text may not hold '<': raw HTML would be rendered into the state document",
+                _set("record.terms.text", "Pay <img src=x onerror=alert(1)>"),
+                error={"code": "record", "reason": "text_invalid"},
+                extra_flags=("terms",),
+            ),
+            Mutation(
                 "text-nul",
                 "a NUL in the text would make the state document unreadable",
                 _set("record.terms.text", "Pay the\u0000invoice"),
@@ -625,7 +632,10 @@ def _dec_amend(rid: str, rev: int, options: list[dict[str, str]], sup: str) -> d
         "how the option a settlement chose fares under the current terms (current, changed, "
         "gone, unknown). Input {roles, records}; output {items: [...]}."
     ),
-    notes={"stale": "a settlement made against outdated terms"},
+    notes={
+        "stale": "a settlement made against outdated terms",
+        "not-offered": "an outcome the held terms never offered does not stand",
+    },
 )
 def decisions_state() -> Iterator[Case]:
     small, large = DEC_TERMS["options"]
@@ -699,7 +709,7 @@ def decisions_state() -> Iterator[Case]:
         {
             "roles": ROLES,
             "records": [
-                DEC_RAISED,
+                {**DEC_RAISED, "terms": {**DEC_TERMS, "free_answer": True}},
                 dec_settled("free", answer="Whatever is cheapest"),
                 _dec_amend("d2", 2, [large], "d1"),
             ],
@@ -716,7 +726,8 @@ def decisions_state() -> Iterator[Case]:
                 )
             ]
         },
-        comment="stale by revision, but no option it chose can have changed",
+        comment="stale by revision, but no option it chose can have changed (revision 1 "
+        "allowed a free answer)",
         flags=("stale",),
     )
     withdrawn = rec(
@@ -744,6 +755,50 @@ def decisions_state() -> Iterator[Case]:
             ]
         },
         comment="Decisions uses the stop policy: a withdrawn question is no longer presented",
+    )
+    for outcome, why in (
+        ("approve_all_future_orders", "an option never offered"),
+        ("free", "a free answer the terms do not allow"),
+    ):
+        extra = {"answer": "anything"} if outcome == "free" else {}
+        yield Case(
+            f"outcome-not-offered-{outcome.replace('_', '-')}",
+            {"roles": ROLES, "records": [dec_settled(outcome, **extra), DEC_RAISED]},
+            output={
+                "items": [
+                    {
+                        "key": "q1",
+                        "state": "open",
+                        "stale": False,
+                        "need_withdrawn": False,
+                        "held_terms_rev": 1,
+                    }
+                ]
+            },
+            comment=f"a settlement choosing {why}, against terms the receiver holds, does "
+            "not stand: the question stays open and no outcome is reported",
+            flags=("not-offered",),
+        )
+    yield Case(
+        "outcome-unchecked-ahead-of-held-terms",
+        {
+            "roles": ROLES,
+            "records": [dec_settled("approve_all_future_orders", rev=7), DEC_RAISED],
+        },
+        output={
+            "items": [
+                {
+                    "key": "q1",
+                    "state": "open",
+                    "stale": False,
+                    "need_withdrawn": False,
+                    "held_terms_rev": 1,
+                }
+            ]
+        },
+        comment="a settlement at a revision above every terms held (7 against 1) still has "
+        "its outcome checked: no held terms offer it, so it does not stand (outcome_unchecked)",
+        flags=("not-offered",),
     )
 
 
@@ -1072,7 +1127,8 @@ def evidence_verify() -> Iterator[Case]:
 
 
 def md_id(record: dict[str, Any]) -> str:
-    body = {k: v for k, v in record.items() if k != "id"}
+    # from the content alone: neither the id itself nor the time (ts) is hashed
+    body = {k: v for k, v in record.items() if k not in ("id", "ts")}
     return "md-" + hashlib.sha256(rfc8785.dumps(body)).hexdigest()[:32]
 
 
@@ -1856,7 +1912,12 @@ def conformance_verifiable_principal_side() -> Iterator[Case]:
         "decision, option_status; records of unknown extensions are consumed without acting. "
         "Input {roles, records, jwks?}; output {items, ignored}."
     ),
-    notes={"stale": "a settlement made against outdated terms", "proof": "proof checks"},
+    notes={
+        "stale": "a settlement made against outdated terms",
+        "proof": "proof checks",
+        "claims": "claims' evidence.basis",
+        "conflicted": "a need id re-sent with other terms",
+    },
 )
 def conformance_observer() -> Iterator[Case]:
     signed = with_proof(settled(), ED_KEY)
@@ -1892,4 +1953,22 @@ def conformance_observer() -> Iterator[Case]:
         {"roles": ROLES, "records": [RAISED, signed]},
         comment="without the principal's JWKS an observer cannot check the proof",
         flags=("proof",),
+    )
+    based = rec("c1", "claimed", "agent", "helper-9", outcome="done",
+                evidence={"basis": "bank statement line 4"})  # fmt: skip
+    bare = rec("c2", "claimed", "agent", "helper-9", outcome="done")
+    yield Case(
+        "claims-basis-reported",
+        {"roles": ROLES, "records": [RAISED, based, bare]},
+        comment="seed §7: each claim's evidence.basis is reported (null when it gives none)",
+        flags=("claims",),
+    )
+    rewrite = {**RAISED, "terms": {**RAISED["terms"], "amount": "9999.00"}}
+    yield Case(
+        "rewritten-need-after-signed-settlement",
+        {"roles": ROLES, "jwks": JWKS, "records": [RAISED, signed, rewrite]},
+        comment="the requester re-sends the need id with other terms after the principal "
+        "signed: the item is conflicted, and the settlement's presented digest still binds "
+        "the terms it was made against (presented_terms)",
+        flags=("conflicted", "proof"),
     )
