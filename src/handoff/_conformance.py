@@ -118,11 +118,7 @@ def _item(record: Mapping[str, Any]) -> ItemId:
 
 
 def _need_versions(registry: Registry, item: ItemId, rev: int) -> list[dict[str, Any]]:
-    return [
-        record
-        for record in registry.records(item)
-        if record["type"] in ("raised", "amended") and record.get("terms_rev") == rev
-    ]
+    return registry.records(item, types=("raised", "amended"), terms_rev=rev)
 
 
 def terms_at(registry: Registry, item: ItemId, rev: int) -> Mapping[str, Any] | None:
@@ -456,9 +452,8 @@ def current_settlement(registry: Registry, item: ItemId) -> dict[str, Any] | Non
     state = registry.state(item)
     if state.settlement is None:
         return None
-    for record in registry.records(item):
-        if record["id"] == state.settlement and record["type"] == "settled":
-            return record
+    for record in registry.records(item, id=state.settlement, types=("settled",)):
+        return record
     return None
 
 

@@ -8,7 +8,7 @@ with any of them delivered more than once, gives the same state and the same con
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from types import MappingProxyType
@@ -785,16 +785,33 @@ class Registry:
         """How many records were consumed without acting, by why."""
         return dict(sorted(self._ignored.items()))
 
-    def records(self, item: ItemId) -> list[dict[str, Any]]:
+    def records(
+        self,
+        item: ItemId,
+        *,
+        id: str | None = None,
+        types: Collection[str] | None = None,
+        terms_rev: int | None = None,
+    ) -> list[dict[str, Any]]:
         """The records held for ``item``, sorted by id, in their canonical (JCS) form.
 
         Records of different owners that reuse one id are all held (see ``id_reused``),
         and so is every version of an id sent with several contents (``same_id``).
+        ``id``, ``types`` and ``terms_rev`` keep only the records with that id, of those
+        types and at that terms revision (the others are never copied, so looking one
+        record up costs no copy of the rest).
         """
         data = self._items.get(item)
         if data is None:
             return []
-        bodies = [_canonical_copy(record.body()) for record in data.held()]
+        held = data.held()
+        if id is not None:
+            held = [record for record in held if record.id == id]
+        if types is not None:
+            held = [record for record in held if record.type in types]
+        if terms_rev is not None:
+            held = [record for record in held if record.terms_rev == terms_rev]
+        bodies = [_canonical_copy(record.body()) for record in held]
         # versions of one id in one slot (same_id) follow each other in the order of
         # their sorted-key JSON: an order of the content alone, never of arrival
         bodies.sort(key=lambda body: (body["id"], _slot(body), _SORTED(body)))

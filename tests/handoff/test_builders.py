@@ -55,3 +55,22 @@ def test_builders_refuse_what_would_not_be_admitted() -> None:
     with pytest.raises(handoff.HandoffError) as caught:
         handoff.make_amended(reg, ITEM, {"text": "Pay"}, by="agent-1", ts=TS)
     assert caught.value.reason == "need_missing"
+
+
+def test_records_filters_select_what_a_plain_filter_selects() -> None:
+    reg = registry()
+    raised = handoff.make_raised(reg, ITEM, {"text": "Pay the roofer"}, by="agent-1", ts=TS)
+    reg.add(raised)
+    amended = handoff.make_amended(reg, ITEM, {"text": "Pay 800"}, by="agent-1", ts=TS)
+    reg.add(amended)
+    reg.add(handoff.make_note(reg, ITEM, "called", by="agent-1", ts=TS))
+    every = reg.records(ITEM)
+    assert len(every) == 3
+    need = ("raised", "amended")
+    for rev in (1, 2, 3):
+        plain = [r for r in every if r["type"] in need and r.get("terms_rev") == rev]
+        assert reg.records(ITEM, types=need, terms_rev=rev) == plain
+    for record in every:
+        assert reg.records(ITEM, id=record["id"]) == [record]
+        assert reg.records(ITEM, id=record["id"], types=("settled",)) == []
+    assert reg.records(ITEM, types=("note",)) == [r for r in every if r["type"] == "note"]
