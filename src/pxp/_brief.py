@@ -23,36 +23,72 @@ def _norm(text: str) -> str:
     return _WS.sub(" ", text.casefold()).strip().rstrip(".!").strip()
 
 
-def _matching_clauses(card: IntentCard, term: str) -> list[str]:
-    """Clauses of ``card`` that authorise ``term`` by text: equal, or one contains the other."""
+_PARTS = re.compile(r"\s*(?:[,;+&]|\band\b|\bplus\b)\s*", re.I)
+
+
+def term_parts(term: str) -> list[str]:
+    """The parts of a bundled term ("440 EUR, ship abroad"): split at , ; + & and "and"."""
+    return [p for p in (x.strip() for x in _PARTS.split(term)) if _norm(p)]
+
+
+def _covers(clause: str, part: str) -> bool:
+    """Whether ``clause`` gives ``part``: ``part`` equals it or occurs in it as whole words.
+
+    Never the other way round: a clause that occurs inside a larger term ("440 EUR" in
+    "440 EUR, ship abroad") does not authorise the rest of the term.
+    """
+    c, t = _norm(clause), _norm(part)
+    return bool(c and t) and re.search(rf"(?<!\w){re.escape(t)}(?!\w)", c) is not None
+
+
+def _matching_clauses(card: IntentCard, part: str) -> list[str]:
+    """Clauses of ``card`` that give ``part``: may_agree_to, must_haves, then amendments
+    (by the principal's answer only; the question is not authority)."""
     found: list[str] = []
-    t = _norm(term)
     for name in ("may_agree_to", "must_haves"):
         for i, text in enumerate(getattr(card, name)):
-            c = _norm(text)
-            if c and (c == t or c in t or t in c):
+            if _covers(text, part):
                 found.append(f"{name}[{i}]")
     for i, amendment in enumerate(card.amendments or ()):
-        # an answer is tied to a term by its own text or by the question it answered
-        for text in (amendment.answer, amendment.question):
-            a = _norm(text)
-            if a and t and (a == t or a in t or t in a):
-                found.append(f"amendments[{i}]")
-                break
+        if _covers(amendment.answer, part):
+            found.append(f"amendments[{i}]")
     return found
 
 
-def _authority(room: Room, seat: str, term: str) -> list[dict[str, Any]]:
-    """What ``seat``'s side of ``term`` rests on: matching clauses, else amendments."""
-    card = room.card(seat)
-    if card is None:
-        return []
-    # Only what ties to the term by text: an unrelated answer is not authority for it, and
-    # a term nothing ties to rests on the proxy's judgment (said so in the Markdown).
+def _refs(card: IntentCard, refs: list[str]) -> list[dict[str, Any]]:
     return [
         {"ref": r, "text": card.clause(r), "kind": "amendment" if r.startswith("am") else "clause"}
-        for r in _matching_clauses(card, term)
+        for r in refs
     ]
+
+
+def _authority_row(room: Room, term: str) -> dict[str, Any]:
+    """What each seat's side of ``term`` rests on.
+
+    A term made of several parts rests on a clause only when every part does; each part's
+    own refs are listed under ``parts``. A term nothing gives rests on the proxy's judgment.
+    """
+    parts = term_parts(term) or [term]
+    row: dict[str, Any] = {"term": term}
+    split: list[dict[str, Any]] = [{"part": p} for p in parts]
+    for seat in SEATS:
+        card = room.card(seat)
+        if card is None:
+            row[seat] = []
+            for item in split:
+                item[seat] = []
+            continue
+        per_part = [_matching_clauses(card, p) for p in parts]
+        for item, refs in zip(split, per_part, strict=True):
+            item[seat] = _refs(card, refs)
+        whole: list[str] = []
+        if all(per_part):
+            for refs in per_part:
+                whole += [r for r in refs if r not in whole]
+        row[seat] = _refs(card, whole)
+    if len(parts) > 1:
+        row["parts"] = split
+    return row
 
 
 def _claim_json(room: Room, cid: str) -> dict[str, Any]:
@@ -68,6 +104,10 @@ def _claim_json(room: Room, cid: str) -> dict[str, Any]:
         out["ref"] = rec.ref
     if rec.backed_by is not None:
         out["backed_by"] = rec.backed_by
+    if rec.speaker != "proxy":
+        out["speaker"] = rec.speaker
+    if rec.confirmed_by is not None:
+        out["confirmed_by"] = rec.confirmed_by
     return out
 
 
@@ -86,6 +126,8 @@ def build_brief(room: Room) -> dict[str, Any]:
             "card_hash": room.card_hash(seat),
             "sealed_card_hash": room.first_card_hash(seat),
             "sealed_via": room.sealed_via(seat),
+            "sealed_by": room.sealed_by(seat),
+            "principal_link": room.principal_link(seat),
             "agents": list(room.agents(seat)),
         }
     depends: list[dict[str, Any]] = []
@@ -131,10 +173,7 @@ def build_brief(room: Room) -> dict[str, Any]:
             if not item["verified"]:
                 unverified.append(cid)
         for term in agreement["terms"]:
-            row: dict[str, Any] = {"term": term}
-            for seat in SEATS:
-                row[seat] = _authority(room, seat, term)
-            authority.append(row)
+            authority.append(_authority_row(room, term))
     challenged: list[dict[str, Any]] = []
     for cid in room.claims:
         for seat, (verdict, seq, reason) in sorted(room.reviews_of(cid).items()):
@@ -165,6 +204,8 @@ def build_brief(room: Room) -> dict[str, Any]:
             "answer": e.answer,
             "via": e.via,
             "answered_at": e.answered_at,
+            "confirms": list(e.confirms),
+            "acted_by": dict(e.acted_by) if e.acted_by is not None else None,
         }
         for e in room.escalations
     ]
@@ -288,6 +329,47 @@ def _code(value: Any) -> str:
     return "`" + re.sub(r"[^0-9a-fA-F]", "", str(value)) + "`"
 
 
+def _origin(claim: Mapping[str, Any]) -> str:
+    """``stated from must_haves[0]``, ``sourced from <ref>``, ``assumed``, plus who said it."""
+    text = str(claim["origin"])
+    if claim.get("ref"):
+        text += f" from {claim['ref']}"
+    if claim.get("speaker") == "principal":
+        text += ", said by the principal"
+    if claim.get("confirmed_by"):
+        text += f", confirmed by seat {claim['confirmed_by']}'s principal"
+    return text
+
+
+def _acted(acted: Any, via: Any) -> str:
+    """How an action arrived: ``via web, through the principal link issued at ledger entry 4
+    to agent X``; just ``via web`` when the room issued no link (a room used as a library)."""
+    if not isinstance(acted, Mapping):
+        return f"via {via}" if via else "(how is not recorded)"
+    agent = acted.get("agent")
+    if acted.get("link") == "principal":
+        issued = acted.get("link_issued_at")
+        if not issued:
+            return "via web"
+        who = f"agent {agent}" if agent else "the room's creator"
+        return f"via web, through the principal link issued at ledger entry {issued} to {who}"
+    if not agent:
+        return f"via {acted.get('via')}"
+    return f"via {acted.get('via')}, through the seat link by agent {agent}"
+
+
+def _rests_on(row: Mapping[str, Any], name: Mapping[str, str]) -> str:
+    parts = []
+    for seat in SEATS:
+        refs = row[seat]
+        if refs:
+            cited = "; ".join(f'{r["kind"]} {r["ref"]} "{r["text"]}"' for r in refs)
+            parts.append(f"{name[seat]}: {cited}")
+        else:
+            parts.append(f"{name[seat]}: its proxy's judgment (no clause or amendment)")
+    return " | ".join(parts)
+
+
 def _render(brief: Mapping[str, Any]) -> str:
     parties = _get(brief, "parties")
     name = {s: parties[s]["principal"] or f"seat {s}" for s in SEATS}
@@ -307,15 +389,9 @@ def _render(brief: Mapping[str, Any]) -> str:
         lines += ["", f"Proposal hash: {_code(agreement['proposal_hash'])}", ""]
         lines += ["## On whose authority", ""]
         for row in brief["authority"]:
-            parts = []
-            for seat in SEATS:
-                refs = row[seat]
-                if refs:
-                    cited = "; ".join(f'{r["kind"]} {r["ref"]} "{r["text"]}"' for r in refs)
-                    parts.append(f"{name[seat]}: {cited}")
-                else:
-                    parts.append(f"{name[seat]}: its proxy's judgment (no clause or amendment)")
-            lines.append(f"- {row['term']}: " + " | ".join(parts))
+            lines.append(f"- {row['term']}: " + _rests_on(row, name))
+            for part in row.get("parts", []):
+                lines.append(f"  - part {part['part']}: " + _rests_on(part, name))
         lines.append("")
         lines += ["## What the agreement depends on", ""]
         if not brief["depends_on"]:
@@ -323,7 +399,7 @@ def _render(brief: Mapping[str, Any]) -> str:
         for claim in brief["depends_on"]:
             state = "verified" if claim["verified"] else "**UNVERIFIED**"
             lines.append(
-                f"- {claim['id']} ({name[claim['seat']]}, {claim['origin']}, {state}): "
+                f"- {claim['id']} ({name[claim['seat']]}, {_origin(claim)}, {state}): "
                 f"{claim['text']}"
             )
         lines.append("")
@@ -348,7 +424,7 @@ def _render(brief: Mapping[str, Any]) -> str:
             "name them as dependencies.",
             "",
         ]
-        lines += [f"- {c['id']} ({name[c['seat']]}): {c['text']}" for c in others]
+        lines += [f"- {c['id']} ({name[c['seat']]}, {_origin(c)}): {c['text']}" for c in others]
         lines.append("")
     lines += ["## Challenged claims", ""]
     if not brief["challenged"]:
@@ -356,18 +432,20 @@ def _render(brief: Mapping[str, Any]) -> str:
     for c in brief["challenged"]:
         cleared = "cleared by the principal" if c["cleared_by_principal"] else "still disputed"
         lines.append(
-            f'- {c["id"]} "{c["text"]}": {c["verdict"]} by {name[c["by"]]} '
-            f"(message {c['seq']}), {cleared}"
+            f'- {c["id"]} ({name[c["seat"]]}, {_origin(c)}) "{c["text"]}": {c["verdict"]} by '
+            f"{name[c['by']]} (message {c['seq']}), {cleared}"
         )
     lines += ["", "## Escalations", ""]
     if not brief["escalations"]:
         lines.append("- None.")
     for e in brief["escalations"]:
         answer = (
-            f'answered "{e["answer"]}" (via {e["via"]})'
+            f'answered "{e["answer"]}" ({_acted(e.get("acted_by"), e["via"])})'
             if e["answer"] is not None
             else "not answered"
         )
+        if e.get("confirms"):
+            answer += ", confirming " + ", ".join(e["confirms"])
         lines.append(f'- {name[e["seat"]]} was asked "{e["question"]}": {answer}')
     if brief["judgments"]:
         lines += ["", "## The proxies' own judgment", ""]
@@ -381,7 +459,11 @@ def _render(brief: Mapping[str, Any]) -> str:
     for seat in SEATS:
         p = parties[seat]
         agents = ", ".join(p["agents"]) or "none recorded"
-        lines.append(f"- Seat {seat}: {name[seat]}, card {_code(p['card_hash'])}, agents: {agents}")
+        sealed = _acted(p.get("sealed_by"), p.get("sealed_via"))
+        lines.append(
+            f"- Seat {seat}: {name[seat]}, card {_code(p['card_hash'])} sealed {sealed}, "
+            f"agents: {agents}"
+        )
     ledger = brief["ledger"]
     lines += [
         "",

@@ -205,6 +205,12 @@ def _replay(
             agent = "unknown agent"
         mode = data.get("mode")
         room._do_join(seat, agent, mode if isinstance(mode, str) else None)
+    elif kind == "principal_link":
+        seat = _seat_of(data, where)
+        agent = data.get("agent")
+        if room.status in ("agreed", "ended") or not (agent is None or isinstance(agent, str)):
+            raise _bad(f"{where} is out of order or names no agent", "principal_link")
+        room._do_issue(seat, agent, index + 1)
     elif kind == "card_sealed":
         seat = _seat_of(data, where)
         if room.status != "open" or room._seats[seat].card is not None:
@@ -304,6 +310,10 @@ def _replay(
                 "answer_mismatch",
             )
         answers_left[seat] -= 1
+        try:
+            confirms = room._check_confirms(data.get("confirms", []))
+        except PxpError as exc:
+            raise _bad(f"{where}: {exc.message}", "confirms") from None
         room._do_answer(
             seat,
             amended,
@@ -311,6 +321,7 @@ def _replay(
             via if isinstance(via, str) else "web",
             entry["at"],
             index + 1,
+            confirms,
         )
         if room._after_answer() == "turn_limit":
             room._replay_outcome = "turn_limit"

@@ -295,14 +295,13 @@ def create_mcp_server(
     async def join_room(link: str, agent_name: str | None = None) -> CallToolResult:
         try:
             seat = grant(link)
-            view = service.join(seat, agent_name or "unnamed agent")
-            token = service.mint_principal_token(seat)
+            view, token = service.join(seat, agent_name or "unnamed agent")
         except PxpError as exc:
             raise _refuse(exc) from None
         notify.bump(seat.room_id)
         note = (
-            "This seat's principal page link was issued once, at create_room or the seat's "
-            "first join_room, and is not shown again."
+            "This seat's principal page link was issued to the agent that joined this seat "
+            "and is not shown again."
         )
         if token is not None:
             note = (

@@ -162,6 +162,10 @@ class LinkStore(Protocol):
         minted before), atomically, so of two concurrent calls at most one wins.
         """
 
+    def set_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
+        """Record ``digest`` as the one link of that seat and kind of a known room, replacing
+        (revoking) any earlier one; returns whether the room is known."""
+
 
 class MemoryLinkStore:
     """A :class:`LinkStore` in process memory (lost at exit; for tests and embedding)."""
@@ -187,6 +191,15 @@ class MemoryLinkStore:
         with self._lock:
             room = self._rooms.get(room_id)
             if room is None or (seat, kind) in room:
+                return False
+            room[(seat, kind)] = digest
+            return True
+
+    def set_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
+        """Replace the digest of one link (the earlier link stops working)."""
+        with self._lock:
+            room = self._rooms.get(room_id)
+            if room is None:
                 return False
             room[(seat, kind)] = digest
             return True
@@ -248,6 +261,26 @@ class SqliteLinkStore:
             finally:
                 db.close()
         return added == 1
+
+    def set_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
+        """Replace the digest of one link in one transaction (the earlier link stops working)."""
+        with self._lock:
+            db = self._connect()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                known = db.execute(
+                    "SELECT 1 FROM pxp_server_links WHERE room_id = ?", (room_id,)
+                ).fetchone()
+                if known is not None:
+                    db.execute(
+                        "INSERT OR REPLACE INTO pxp_server_links (room_id, seat, kind, digest)"
+                        " VALUES (?,?,?,?)",
+                        (room_id, seat, kind, digest),
+                    )
+                db.execute("COMMIT")
+            finally:
+                db.close()
+        return known is not None
 
     def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:
         """Return the digests of ``room_id``."""

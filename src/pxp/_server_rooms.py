@@ -70,12 +70,15 @@ def _private(brief: dict[str, Any], other: str) -> dict[str, Any]:
     sees the other side's clause references and kinds, never their text.
     """
     withheld = f"(private to seat {other})"
-    rows = []
-    for row in brief.get("authority") or []:
-        row = dict(row)
-        row[other] = [{**ref, "text": withheld} for ref in row.get(other) or []]
-        rows.append(row)
-    return {**brief, "authority": rows}
+
+    def hide(row: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(row)
+        out[other] = [{**ref, "text": withheld} for ref in row.get(other) or []]
+        if "parts" in row:
+            out["parts"] = [hide(part) for part in row["parts"]]
+        return out
+
+    return {**brief, "authority": [hide(row) for row in brief.get("authority") or []]}
 
 
 class RoomService:
@@ -171,6 +174,8 @@ class RoomService:
         )
         now = self._clock()
         room = Room.open(made.room_id, topic=topic, now=now, max_turns=self._max_turns, names=names)
+        # seat A's principal link goes to whoever created the room (its first agent inherits it)
+        room.issue_principal_link("A", agent=None, now=now)
         if builtin is not None:
             card, proxy = builtin
             agent = str(getattr(proxy, "name", "") or f"built-in {type(proxy).__name__}")
@@ -183,10 +188,18 @@ class RoomService:
                 self._proxies[made.room_id] = builtin[1]
         return made
 
-    def join(self, seat: SeatGrant, agent_name: str) -> dict[str, Any]:
-        """Record which agent sits in the seat (ledger ``agent_joined``); return the view."""
+    def join(self, seat: SeatGrant, agent_name: str) -> tuple[dict[str, Any], str | None]:
+        """Record which agent sits in the seat (ledger ``agent_joined``).
+
+        Returns the view and, when this join (re)issued the seat's principal link, its fresh
+        secret (else ``None``). A seat's principal link is issued only to the agent that
+        joined that seat: at its first join (seat B) and again whenever another agent takes
+        the seat over, which revokes the link issued before (ledger ``principal_link``). Seat
+        A's link, handed out by ``create_room``, passes to the first agent that joins A.
+        """
         agent = _text(agent_name, "agent_name", limit=200)
         now = self._clock()
+        token = mint_token(self._random)
 
         def act(room: Room) -> bool:
             if (
@@ -198,25 +211,25 @@ class RoomService:
                     f"seat {seat.seat} has already had {MAX_AGENTS_PER_SEAT} agents; keep the "
                     "agent name you joined with",
                 )
-            return room.join(seat.seat, agent=agent, now=now)
+            before = room.agents(seat.seat)
+            link = room.principal_link(seat.seat)
+            room.join(seat.seat, agent=agent, now=now)
+            if room.status in ("agreed", "ended"):
+                return False
+            reissue = (
+                link is None
+                or (link["agent"] is not None and link["agent"] != agent)
+                or (link["agent"] is None and any(a != agent for a in before))
+            )
+            if reissue:
+                room.issue_principal_link(seat.seat, agent=agent, now=now)
+            return reissue
 
-        room, _ = self._act(seat.room_id, act)
-        return self._view(room, seat.seat)
-
-    def mint_principal_token(self, seat: SeatGrant) -> str | None:
-        """Mint the seat's principal-link secret if it has none yet; return it, else ``None``.
-
-        Called when a seat's agent joins, so seat B's principal link reaches B's side (in
-        content addressed to B's human), never seat A's. It exists in clear only in this
-        one answer; later calls return ``None``.
-        """
         with self._lock:
-            if (seat.seat, "principal") in self._links.room_digests(seat.room_id):
-                return None
-            token = mint_token(self._random)
-            if self._links.add_link(seat.room_id, seat.seat, "principal", token_digest(token)):
-                return token
-        return None
+            room, issued = self._act(seat.room_id, act)
+            if issued:
+                self._links.set_link(seat.room_id, seat.seat, "principal", token_digest(token))
+        return self._view(room, seat.seat), (token if issued else None)
 
     def seal(self, seat: SeatGrant, card: Any, via: str) -> dict[str, Any]:
         """Seal the seat's intent card (``via`` ``"mcp"`` or ``"web"``); return the view.
@@ -268,11 +281,19 @@ class RoomService:
             "room": self._view(self._load(seat.room_id), seat.seat),
         }
 
-    def answer(self, seat: SeatGrant, answer: str, via: str) -> dict[str, Any]:
-        """Seal the principal's answer to the seat's pending escalation; return the view."""
+    def answer(
+        self, seat: SeatGrant, answer: str, via: str, confirms: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        """Seal the principal's answer to the seat's pending escalation; return the view.
+
+        ``confirms`` names unverified claims the principal confirms (web page only).
+        """
         text = _text(answer, "answer")
         now = self._clock()
-        self._act(seat.room_id, lambda r: r.answer(seat.seat, text, now=now, via=via))
+        self._act(
+            seat.room_id,
+            lambda r: r.answer(seat.seat, text, now=now, via=via, confirms=confirms),
+        )
         self._run_builtin(seat.room_id)
         return self._view(self._load(seat.room_id), seat.seat)
 

@@ -120,7 +120,16 @@ def test_create_room_hands_the_creator_only_its_own_page(tmp_path: Path) -> None
             again = await b.call_tool(
                 "join_room", {"link": made["counterpart_link"], "agent_name": "b2"}
             )
-            assert pages_in(again) == []
+            # Another agent taking the seat over gets a fresh page link; the old one is revoked.
+            renewed = pages_in(again)
+            assert len(renewed) == 1
+            assert renewed != page_b
+            assert (await web.get(page_b[0])).status_code == 404
+            page_b = renewed
+            same = await b.call_tool(
+                "join_room", {"link": made["counterpart_link"], "agent_name": "b2"}
+            )
+            assert pages_in(same) == []
             assert "seat <b>B</b>" in (await web.get(page_b[0])).text
             # B escalates; A's page and A's seat link cannot answer for B.
             await call(a, "seal_intent_card", {"link": made["link"], "card": CARD_A})
@@ -190,9 +199,59 @@ def test_a_late_link_is_minted_at_most_once(tmp_path: Path, kind: str) -> None:
 # --- the brief never quotes the other side's card -----------------------------------------
 
 
+def test_seat_a_side_using_the_invite_is_revoked_and_named_in_the_brief(tmp_path: Path) -> None:
+    """Defect (issue 20, finding 6): A's client joined B's seat with the counterpart link,
+    got B's principal page, sealed B's card "via web", and the real B agent never got a page.
+    Now the real B agent's join issues B's page to it and revokes the earlier one, and the
+    brief names the agent and link that sealed B's card."""
+    service = sqlite(tmp_path)
+
+    async def go(base: str) -> None:
+        async with mcp_client(base) as a, mcp_client(base) as b, httpx2.AsyncClient() as web:
+            made = await create(a)
+            hijack = await a.call_tool(
+                "join_room", {"link": made["counterpart_link"], "agent_name": "sneaky"}
+            )
+            stolen = pages_in(hijack)
+            assert len(stolen) == 1
+            posted = await web.post(stolen[0] + "/card", data={"card": json.dumps(CARD_B)})
+            assert posted.status_code == 303
+            real = await b.call_tool(
+                "join_room", {"link": made["counterpart_link"], "agent_name": "bo-agent"}
+            )
+            mine = pages_in(real)
+            assert len(mine) == 1
+            assert mine != stolen
+            assert (await web.get(stolen[0])).status_code == 404
+            assert "seat <b>B</b>" in (await web.get(mine[0])).text
+            await call(a, "seal_intent_card", {"link": made["link"], "card": CARD_A})
+            offer = {"link": made["link"], "message": "Offer.", "status": "continue"}
+            await call(a, "send_envelope", {**offer, "proposal": {"terms": ["4700 EUR"]}})
+            await call(
+                b,
+                "send_envelope",
+                {"link": made["counterpart_link"], "message": "Yes.", "status": "agree"},
+            )
+            brief = await call(b, "get_brief", {"link": made["counterpart_link"]})
+            party = brief["brief"]["parties"]["B"]
+            assert party["sealed_by"]["agent"] == "sneaky"
+            assert party["sealed_by"]["link"] == "principal"
+            assert party["principal_link"]["agent"] == "bo-agent"
+            assert party["agents"] == ["sneaky", "bo-agent"]
+            issued = party["sealed_by"]["link_issued_at"]
+            assert (
+                f"sealed via web, through the principal link issued at ledger entry {issued} "
+                "to agent sneaky" in brief["markdown"]
+            )
+
+    with server(service) as base:
+        asyncio.run(go(base))
+
+
 def test_brief_withholds_the_other_sides_clause_text(tmp_path: Path) -> None:
     """Defect: the brief quoted every clause of both cards that an agreed term matched; a
-    term that is only punctuation matched every clause, so A read B's private card."""
+    term that is only punctuation matched every clause, so A read B's private card (such a
+    term now matches nothing; a term one of B's clauses gives still shows only its ref)."""
 
     async def go(base: str) -> None:
         async with mcp_client(base) as a, mcp_client(base) as b, httpx2.AsyncClient() as web:
@@ -209,7 +268,7 @@ def test_brief_withholds_the_other_sides_clause_text(tmp_path: Path) -> None:
                 {
                     "link": made["link"],
                     "message": "Agree to this?",
-                    "proposal": {"terms": ["."]},
+                    "proposal": {"terms": ["3000 EUR"]},
                     "status": "continue",
                 },
             )
