@@ -220,7 +220,7 @@ def _result(data: dict[str, Any], *, for_user: str | None = None) -> CallToolRes
     return CallToolResult(content=content, structured_content=data)
 
 
-_LINKISH = re.compile(r"[0-9a-f]{16}[./][A-Za-z0-9_-]{43}")
+_LINKISH = re.compile(r"[0-9a-f]{16}[./][A-Za-z0-9_-]{43}|t=[A-Za-z0-9_-]{43}")
 _MAX_REFUSAL = 400
 
 
@@ -269,27 +269,26 @@ def create_mcp_server(
             raise _refuse(exc) from None
         notify.bump(made.room_id)
         base = config.public_url
+        invite = made.link(base, "B", "seat")
         data: dict[str, Any] = {
             "room_id": made.room_id,
-            "your_seat": "A",
-            "link": made.link(base, "A", "seat"),
+            "your_link": made.link(base, "A", "seat"),
+            "invite_link_for_counterpart": invite if counterpart_proxy == "external" else None,
             "counterpart_proxy": counterpart_proxy,
-            "next": (
-                "Seal your principal's intent card with seal_intent_card, then wait_for_turn. "
-                "Send counterpart_link to the counterpart so their agent can join_room."
+            "next_action": (
+                f"Give invite_link_for_counterpart privately to {counterpart}. They paste it "
+                f"into their own MCP-capable agent connected to {base}/mcp. Then ask your "
+                "principal for their Intent Card and call seal_intent_card with your_link."
+                if counterpart_proxy == "external"
+                else "The room's built-in proxy sits in seat B. Ask your principal for their "
+                "Intent Card and call seal_intent_card with your_link."
             ),
         }
-        if counterpart_proxy == "external":
-            data["counterpart_link"] = made.link(base, "B", "seat")
+        # The link stands alone on its last line: nothing after it for a copy to catch.
         note = (
-            "For the principal only (do not open or forward): your page in this room is "
+            "For the principal only (do not open or forward). Your page in this room:\n"
             + made.link(base, "A", "principal")
         )
-        if counterpart_proxy == "external":
-            note += (
-                ". The counterpart's own page link goes to their human when their agent "
-                "joins the room."
-            )
         return _result(data, for_user=note)
 
     async def join_room(link: str, agent_name: str | None = None) -> CallToolResult:
@@ -305,7 +304,7 @@ def create_mcp_server(
         )
         if token is not None:
             note = (
-                "For the principal only (do not open or forward): your page in this room is "
+                "For the principal only (do not open or forward). Your page in this room:\n"
                 f"{config.public_url}/p/{seat.room_id}/{token}"
             )
         return _result(view, for_user=note)
@@ -361,7 +360,8 @@ def create_mcp_server(
                 # that was already there when the call began is waited out, not spun on).
                 ready = bool(
                     view["your_turn"]
-                    or view["status"] in ("agreed", "ended")
+                    or view["status"] in ("agreed", "stalled")
+                    or (view["status"] == "drafting" and not view["you"]["card_sealed"])
                     or (view["status"] == "paused" and started != "paused")
                 )
                 left = deadline - time.monotonic()
@@ -531,7 +531,7 @@ def create_app(
     )
     backend = WebBackend(
         grant=lambda link: service.grant(link, "principal"),
-        view=service.view,
+        view=service.page_view,
         seal=lambda seat, card: service.seal(seat, card, "web"),
         answer=lambda seat, answer: service.answer(seat, answer, "web"),
         brief=service.brief_if_ended,

@@ -365,6 +365,14 @@ class Room:
         """The agent currently sitting in ``seat``."""
         return self._seats[_check_seat(seat)].agent
 
+    def draft(self, seat: str) -> IntentCard | None:
+        """The card an agent drafted for ``seat`` and its principal has not confirmed yet."""
+        return self._seats[_check_seat(seat)].draft
+
+    def mode(self, seat: str) -> str | None:
+        """How ``seat``'s agent joined: ``"external"``, ``"builtin"``, or ``None`` (no join)."""
+        return self._seats[_check_seat(seat)].mode
+
     def join(self, seat: str, *, agent: str, now: datetime, mode: str = "external") -> bool:
         """Seat ``agent`` (a proxy's name) in ``seat``: ledger ``agent_joined``.
 

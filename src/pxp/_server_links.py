@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
+from urllib.parse import parse_qs
 
 from ._errors import PxpError
 
@@ -56,6 +57,8 @@ _PATH = {"seat": "s", "principal": "p"}
 _TOKEN_BYTES = 32
 # room id (16 lowercase hex) then a separator then the token (43 base64url characters).
 _REF = re.compile(r"(?:^|/)(?P<room>[0-9a-f]{16})[./](?P<token>[A-Za-z0-9_-]{43})$")
+_SEAT_LINK = re.compile(r"(?:^|/)room/(?P<room>[0-9a-f]{16})\?(?P<query>[^#\s]*)$")
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")
 UNKNOWN_LINK = "This link does not open a seat in any room on this server."
 
 
@@ -102,6 +105,9 @@ class MintedLinks:
     def link(self, base_url: str, seat: str, kind: LinkKind) -> str:
         """Return the link of ``seat`` and ``kind`` under ``base_url`` (no trailing slash)."""
         token = self.tokens[(seat, kind)]
+        if kind == "seat":
+            # the reference's seat link shape: https://.../room/ID?seat=A&t=TOKEN
+            return f"{base_url}/room/{self.room_id}?seat={seat}&t={token}"
         return f"{base_url}/{_PATH[kind]}/{self.room_id}/{token}"
 
     def digests(self) -> dict[tuple[str, LinkKind], str]:
@@ -135,15 +141,32 @@ def mint_links(random_bytes: Callable[[int], bytes]) -> MintedLinks:
 def parse_link(link: object) -> tuple[str, str]:
     """Return ``(room_id, token)`` from a link, or raise ``PxpError('link_unknown')``.
 
-    Accepts the full link (``.../s/<room>/<token>`` or ``.../p/<room>/<token>``) or the bare
-    ``<room>.<token>``. The kind is not taken from the path: the stored digests decide it.
+    Accepts a seat link as the reference writes it (``.../room/<room>?seat=A&t=<token>``),
+    a principal link (``.../p/<room>/<token>``), the older ``.../s/<room>/<token>`` and the
+    bare ``<room>.<token>``. The kind and seat are not taken from the link: the stored
+    digests decide them (:func:`check_link` refuses a link whose ``seat`` says otherwise).
     """
+    return _parse(link)[:2]
+
+
+def _parse(link: object) -> tuple[str, str, str | None]:
     if not isinstance(link, str) or len(link) > 2048:
         raise PxpError("link_unknown", UNKNOWN_LINK)
-    match = _REF.search(link.strip())
+    text = link.strip()
+    match = _SEAT_LINK.search(text)
+    if match is not None:
+        try:
+            query = parse_qs(match.group("query"), max_num_fields=8)
+        except ValueError:
+            raise PxpError("link_unknown", UNKNOWN_LINK) from None
+        seats, tokens = query.get("seat", []), query.get("t", [])
+        if len(seats) == 1 and len(tokens) == 1 and _TOKEN.fullmatch(tokens[0]):
+            return match.group("room"), tokens[0], seats[0]
+        raise PxpError("link_unknown", UNKNOWN_LINK)
+    match = _REF.search(text)
     if match is None:
         raise PxpError("link_unknown", UNKNOWN_LINK)
-    return match.group("room"), match.group("token")
+    return match.group("room"), match.group("token"), None
 
 
 class LinkStore(Protocol):
@@ -306,12 +329,12 @@ def check_link(store: LinkStore, link: object, kind: LinkKind) -> SeatGrant:
     Every stored digest of the room is compared in constant time, whichever matches. A
     valid link of the other kind is refused with the same sentence as an unknown one.
     """
-    room_id, token = parse_link(link)
+    room_id, token, named = _parse(link)
     presented = _digest(token)
     found: tuple[str, LinkKind] | None = None
     for key, stored in sorted(store.room_digests(room_id).items()):
         if hmac.compare_digest(presented, stored):
             found = key
-    if found is None or found[1] != kind:
+    if found is None or found[1] != kind or (named is not None and named != found[0]):
         raise PxpError("link_unknown", UNKNOWN_LINK)
     return SeatGrant(room_id, found[0], kind)

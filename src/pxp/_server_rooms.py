@@ -36,6 +36,7 @@ from ._server_links import (
     mint_token,
     token_digest,
 )
+from ._server_views import agent_view, compact_envelope, status_word
 from ._store import MemoryRoomStore, RoomStore
 
 __all__ = ["MAX_AGENTS_PER_SEAT", "RoomService", "utc_now"]
@@ -264,9 +265,19 @@ class RoomService:
         return self._view(self._load(seat.room_id), seat.seat)
 
     def view(self, seat: SeatGrant) -> dict[str, Any]:
-        """Return the room as ``seat`` sees it (see :meth:`Room.view`) plus wait hints."""
+        """Return the room as ``seat``'s proxy sees it, in the reference's shape
+        (:func:`pxp._server_views.agent_view`)."""
         with self._lock:
-            return self._view(self._load(seat.room_id), seat.seat)
+            return agent_view(self._load(seat.room_id), seat.seat)
+
+    def page_view(self, seat: SeatGrant) -> dict[str, Any]:
+        """Return the room as ``seat``'s principal page shows it (:meth:`Room.view`, the
+        seat's draft and agent, the next step in plain words, the link that acts)."""
+        with self._lock:
+            return self._page_view(self._load(seat.room_id), seat.seat)
+
+    def _view(self, room: Room, seat: str) -> dict[str, Any]:
+        return agent_view(room, seat)
 
     def send(self, seat: SeatGrant, draft: Mapping[str, Any]) -> dict[str, Any]:
         """Send one envelope draft for the seat; return the stored envelope, flags and view."""
@@ -274,11 +285,11 @@ class RoomService:
         self._check_size(draft, "the envelope")
         _, result = self._act(seat.room_id, lambda r: r.send(seat.seat, draft, now=now))
         self._run_builtin(seat.room_id)
+        room = self._load(seat.room_id)
         return {
-            "envelope": result.envelope,
+            "accepted_envelope": compact_envelope(room, result.envelope, seat.seat),
+            "room": self._view(room, seat.seat),
             "envelope_hash": result.envelope_hash,
-            "protocol_flags": list(result.flags),
-            "room": self._view(self._load(seat.room_id), seat.seat),
         }
 
     def answer(
@@ -298,17 +309,25 @@ class RoomService:
         return self._view(self._load(seat.room_id), seat.seat)
 
     def brief_data(self, seat: SeatGrant) -> dict[str, Any]:
-        """Return the brief (JSON and Markdown), the ledger and its head.
-
-        Refused (``invalid_transition``) while the room is still negotiating.
-        """
+        """Return ``{status, brief_url, brief}`` as the reference answers ``get_brief``, plus
+        the Markdown, the ledger and its head; before the end ``brief`` is ``null`` with the
+        reference's note."""
         with self._lock:
             room = self._load(seat.room_id)
+        status = status_word(room)
+        if room.status not in ("agreed", "ended"):
+            return {
+                "status": status,
+                "brief": None,
+                "note": "No brief yet. The room has not ended.",
+            }
         brief = _private(room.brief(), other_seat(seat.seat))
         ledger = room.ledger.to_json()
         return {
-            "room_id": room.id,
+            "status": status,
+            "brief_url": None,
             "brief": brief,
+            "room_id": room.id,
             "markdown": brief_markdown(brief),
             "ledger": ledger,
             "ledger_head": verify_ledger(ledger),
@@ -344,7 +363,7 @@ class RoomService:
                 "argument_invalid", f"{what} is larger than {self._max_item} bytes as JSON"
             )
 
-    def _view(self, room: Room, seat: str) -> dict[str, Any]:
+    def _page_view(self, room: Room, seat: str) -> dict[str, Any]:
         view = room.view(seat)
         data = view.to_json()
         mine = room.export()["seats"][seat]
@@ -353,6 +372,7 @@ class RoomService:
         data["your_card_sealed"] = view.card is not None
         data["your_draft"] = mine.get("draft")
         data["agent"] = room.agent(seat)
+        data["principal_link"] = room.principal_link(seat)
         if room.status in ("agreed", "ended"):
             data["waiting_on"] = None
             data["next"] = "The room has ended: call get_brief."

@@ -311,4 +311,5 @@ def web_routes(backend: WebBackend) -> list[Route]:
         ),
         Route("/p/{room}/{token}/card", _post("card", _seal, "card"), methods=["POST"]),
         Route("/s/{room}/{token}", seat_note, methods=["GET"]),
+        Route("/room/{room}", seat_note, methods=["GET"]),
     ]
