@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import threading
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from ._brief import brief_markdown
 from ._errors import PxpError
 from ._ledger import verify_ledger
 from ._proxy import Proxy
-from ._room import Room, other_seat
+from ._room import Room, format_time, other_seat
 from ._server_links import (
     UNKNOWN_LINK,
     LinkKind,
@@ -39,7 +40,7 @@ from ._server_links import (
 from ._server_views import agent_view, compact_envelope, status_word
 from ._store import MemoryRoomStore, RoomStore
 
-__all__ = ["MAX_AGENTS_PER_SEAT", "RoomService", "utc_now"]
+__all__ = ["DEFAULT_LINK_TTL", "MAX_AGENTS_PER_SEAT", "RoomService", "utc_now"]
 
 _T = TypeVar("_T")
 _log = logging.getLogger("pxp.server")
@@ -47,6 +48,8 @@ _MAX_TEXT = 4000
 # Each new agent name in a seat appends a ledger entry, and every request re-reads and
 # re-verifies the whole ledger, so a seat may change agents only this often.
 MAX_AGENTS_PER_SEAT = 16
+DEFAULT_LINK_TTL = timedelta(days=30)
+"""How long a link works after it is issued, unless the service is told otherwise."""
 
 
 def utc_now() -> datetime:
@@ -90,7 +93,9 @@ class RoomService:
     ``random_bytes(n)`` the randomness for room ids and links. ``builtin`` makes
     ``counterpart_proxy: "builtin"`` possible: called with ``(topic, counterpart)`` it returns
     ``(card, proxy)``, the card sealed for seat B and the :class:`~pxp.Proxy` that plays it.
-    ``max_item_bytes`` caps one card or envelope draft (compact JSON, UTF-8).
+    ``max_item_bytes`` caps one card or envelope draft (compact JSON, UTF-8). Every link
+    expires ``link_ttl`` after it is issued (``None``: never); ``pxp links`` extends, ends or
+    revokes them.
     """
 
     def __init__(
@@ -104,6 +109,7 @@ class RoomService:
         max_turns: int = 10,
         confirm_on_web: bool = False,
         max_item_bytes: int = 32 * 1024,
+        link_ttl: timedelta | None = DEFAULT_LINK_TTL,
     ) -> None:
         self._rooms: RoomStore = rooms if rooms is not None else MemoryRoomStore()
         self._links: LinkStore = links if links is not None else MemoryLinkStore()
@@ -115,11 +121,17 @@ class RoomService:
         self._builtin = builtin
         self._max_turns = max_turns
         self._max_item = max_item_bytes
+        if link_ttl is not None and link_ttl <= timedelta(0):
+            raise PxpError("config_invalid", "link_ttl must be positive (None: links never expire)")
+        self._link_ttl = link_ttl
         self._lock = threading.RLock()
 
     def grant(self, link: object, kind: LinkKind) -> SeatGrant:
         """Return the seat ``link`` opens as a link of ``kind``, or refuse (one fixed sentence)."""
-        return check_link(self._links, link, kind)
+        return check_link(self._links, link, kind, now=format_time(self._clock()))
+
+    def _expiry(self, now: datetime) -> str | None:
+        return None if self._link_ttl is None else format_time(now + self._link_ttl)
 
     # ------------------------------------------------------------------ storage
 
@@ -184,9 +196,35 @@ class RoomService:
             room.seal("B", card, now=now, via="mcp")
         with self._lock:
             self._rooms.create(room)
-            self._links.add_room(made.room_id, made.digests())
+            self._links.add_room(made.room_id, made.digests(), expires_at=self._expiry(now))
             if builtin is not None:
                 self._proxies[made.room_id] = builtin[1]
+        return made
+
+    def import_room(self, data: Any) -> MintedLinks:
+        """Serve a room exported by the reference server (or by :meth:`Room.export`).
+
+        The export is verified and replayed (:meth:`Room.from_export`); its room id is kept.
+        The export's own seat tokens are not carried over (an export holds them in clear):
+        the room gets four fresh links, returned once, for the operator to hand out. A room
+        id already served here is refused (``room_exists``).
+        """
+        room = Room.from_export(data)
+        if not re.fullmatch(r"[A-Za-z0-9]{1,64}", room.id):
+            raise PxpError("import_invalid", "the room id must be 1-64 letters and digits")
+        for seat in ("A", "B"):
+            room._seats[seat].token = None  # the export's clear tokens open nothing here
+        tokens: dict[tuple[str, LinkKind], str] = {
+            (seat, kind): mint_token(self._random)
+            for seat in ("A", "B")
+            for kind in ("seat", "principal")
+        }
+        made = MintedLinks(room.id, tokens)
+        with self._lock:
+            if room.id in self._rooms.room_ids() or self._links.rows(room.id):
+                raise PxpError("room_exists", f"room {room.id} is already served here")
+            self._rooms.create(room)
+            self._links.add_room(room.id, made.digests(), expires_at=self._expiry(self._clock()))
         return made
 
     def join(self, seat: SeatGrant, agent_name: str) -> tuple[dict[str, Any], str | None]:
@@ -229,7 +267,13 @@ class RoomService:
         with self._lock:
             room, issued = self._act(seat.room_id, act)
             if issued:
-                self._links.set_link(seat.room_id, seat.seat, "principal", token_digest(token))
+                self._links.set_link(
+                    seat.room_id,
+                    seat.seat,
+                    "principal",
+                    token_digest(token),
+                    expires_at=self._expiry(now),
+                )
         return self._view(room, seat.seat), (token if issued else None)
 
     def seal(self, seat: SeatGrant, card: Any, via: str) -> dict[str, Any]:
