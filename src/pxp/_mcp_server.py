@@ -533,7 +533,7 @@ def create_app(
         grant=lambda link: service.grant(link, "principal"),
         view=service.page_view,
         seal=lambda seat, card: service.seal(seat, card, "web"),
-        answer=lambda seat, answer: service.answer(seat, answer, "web"),
+        answer=lambda seat, answer, confirms: service.answer(seat, answer, "web", confirms),
         brief=service.brief_if_ended,
         changed=changes.bump,
         allowed_origins=origins,

@@ -344,6 +344,7 @@ class RoomService:
         ``confirms`` names unverified claims the principal confirms (web page only).
         """
         text = _text(answer, "answer")
+        confirms = tuple(confirms)
         now = self._clock()
         self._act(
             seat.room_id,
@@ -417,6 +418,46 @@ class RoomService:
         data["your_draft"] = mine.get("draft")
         data["agent"] = room.agent(seat)
         data["principal_link"] = room.principal_link(seat)
+        data["status_word"] = status_word(room)
+        data["claims"] = [
+            {
+                "id": c.id,
+                "seat": c.seat,
+                "text": c.text,
+                "origin": c.origin,
+                "ref": c.ref,
+                "verified": c.verified,
+                "speaker": c.speaker,
+                "confirmed_by": c.confirmed_by,
+                "backed_by": c.backed_by,
+                "reviews": [
+                    {"seat": s, "verdict": v[0], "seq": v[1], "reason": v[2]}
+                    for s, v in sorted(room.reviews_of(c.id).items())
+                ],
+            }
+            for c in room.claims.values()
+        ]
+        # every escalation of the room: the other side's question too (both proxies saw it
+        # in the transcript), but an answer only for this seat (it is sealed into the card)
+        data["escalations"] = [
+            {
+                "seat": e.seat,
+                "seq": e.seq,
+                "question": e.question,
+                "reason": e.reason,
+                "answered": e.answer is not None,
+                "answer": e.answer if e.seat == seat else None,
+                "via": e.via,
+                "confirms": list(e.confirms),
+            }
+            for e in room.escalations
+        ]
+        try:
+            verify_ledger(room.ledger.to_json())
+            verifies = True
+        except PxpError:
+            verifies = False
+        data["ledger"] = {"head": room.head, "entries": len(room.ledger), "verifies": verifies}
         if room.status in ("agreed", "ended"):
             data["waiting_on"] = None
             data["next"] = "The room has ended: call get_brief."

@@ -262,7 +262,10 @@ def test_escalation_answered_on_the_web_page_then_agreed(tmp_path: Path) -> None
             assert html.escape(question) in page_b.text
             page_a = await web.get(links["page_a"])
             assert page_a.status_code == 200
-            assert html.escape(question) not in page_a.text
+            # A's principal reads the other side's question, with nothing to answer there.
+            assert html.escape(question) in page_a.text
+            assert "Your proxy asks you" not in page_a.text
+            assert "/answer" not in page_a.text
             # A proxy holding a seat link cannot reach the page or post as the web.
             seat_post = await web.post(links["b"] + "/answer", data={"answer": "yes"})
             assert seat_post.status_code in (404, 405)
@@ -299,6 +302,8 @@ def test_escalation_answered_on_the_web_page_then_agreed(tmp_path: Path) -> None
             page = await web.get(links["page_a"])
             assert "Decision brief" in page.text
             assert data["ledger_head"] in page.text
+            # The escalation list says B answered; the brief (seed 7) says how.
+            assert "answered by their principal" in page.text
 
     db = tmp_path / "rooms.sqlite"
     watched = WatchedService(SqliteRoomStore(db), SqliteLinkStore(db))
