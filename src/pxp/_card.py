@@ -6,6 +6,7 @@ import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from ._canonical import canonical, sha256_hex
@@ -287,7 +288,9 @@ def card_hash(card: IntentCard | Mapping[str, Any]) -> str:
 
 # The reference's limits (``lib/pxp.js`` ``normaliseCard``), in UTF-16 code units, and its
 # cap on the items of each list. The reference cuts silently; sealing refuses instead.
-LIMITS = {"name": 80, "role": 120, "org": 120, "goal": 400, "item": 300, "items": 12}
+LIMITS: Mapping[str, int] = MappingProxyType(
+    {"name": 80, "role": 120, "org": 120, "goal": 400, "item": 300, "items": 12}
+)
 """Longest principal name, role and org, goal, list item; most items in one list."""
 
 
