@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pxp
 
@@ -159,3 +161,30 @@ def test_sealing_refuses_what_the_reference_refuses_or_cuts(
         room.seal("A", card, now=now)
     assert room.card("A") is None
     assert len(room.ledger) == 1
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_FIELDS = st.sampled_from(
+    ["principal", "goal", "must_haves", "may_agree_to", "must_never", "known_facts", "pxp"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_FIELDS, _JSON | st.lists(st.text(max_size=4), max_size=14), max_size=7))
+def test_sealing_any_shape_refuses_with_its_own_error(card: dict[str, Any]) -> None:
+    codes: list[str] = []
+    try:
+        sealed = pxp.seal_card(card)
+    except pxp.PxpError as exc:
+        codes.append(exc.code)
+    if codes:
+        assert codes == ["card_invalid"]
+        return
+    again = pxp.seal_card(sealed.card.to_json())
+    assert again.hash == sealed.hash  # sealing is idempotent
