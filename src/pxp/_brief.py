@@ -10,17 +10,16 @@ from ._card import IntentCard
 from ._envelope import SEATS, parse_claim_id
 from ._errors import PxpError
 from ._ledger import LedgerError, verify_ledger
+from ._text import contains_words, normalize
 
 if TYPE_CHECKING:
     from ._room import Room
 
 __all__ = ["brief_markdown", "build_brief"]
 
-_WS = re.compile(r"\s+")
-
 
 def _norm(text: str) -> str:
-    return _WS.sub(" ", text.casefold()).strip().rstrip(".!").strip()
+    return normalize(text)
 
 
 _PARTS = re.compile(r"\s*(?:[,;+&]|\band\b|\bplus\b)\s*", re.I)
@@ -37,8 +36,7 @@ def _covers(clause: str, part: str) -> bool:
     Never the other way round: a clause that occurs inside a larger term ("440 EUR" in
     "440 EUR, ship abroad") does not authorise the rest of the term.
     """
-    c, t = _norm(clause), _norm(part)
-    return bool(c and t) and re.search(rf"(?<!\w){re.escape(t)}(?!\w)", c) is not None
+    return contains_words(clause, part)
 
 
 def _matching_clauses(card: IntentCard, part: str) -> list[str]:

@@ -57,6 +57,10 @@ FLAG_SENTENCES: dict[str, str] = {
         "This envelope proposed a term that is {clause} of its own card, so the proposal is "
         "not recorded: crossing a must_never needs the principal."
     ),
+    "term_hidden_characters": (
+        'This envelope proposed the term "{text}", which holds a format or control '
+        "character that reads as nothing, so the proposal is not recorded."
+    ),
     "agree_with_counter_proposal": (
         "This envelope agreed while carrying its own proposal, so its status is recorded as "
         "continue and the proposal stands as a counter-offer."

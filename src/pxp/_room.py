@@ -32,6 +32,7 @@ from ._errors import PxpError
 from ._flags import flag
 from ._jsstr import js_prefix
 from ._ledger import Ledger, LedgerEntry, verify_ledger
+from ._text import compact, contains_words, hidden_characters, normalize
 
 __all__ = [
     "ACTIONS",
@@ -72,7 +73,6 @@ TRANSITIONS: dict[tuple[str, str], dict[str, str]] = {
 
 VIAS = ("web", "mcp")
 _MODES = ("builtin", "external")
-_WS = re.compile(r"\s+")
 _ROOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _CLAIM_TOKEN = re.compile(r"(?<![A-Za-z0-9])[ABab][1-9][0-9]*\.[1-8](?![0-9])")
 _OTHER_WORDS = re.compile(
@@ -97,23 +97,28 @@ def format_time(now: datetime) -> str:
 
 
 def _norm(text: str) -> str:
-    return _WS.sub(" ", text.casefold()).strip().rstrip(".!").strip()
+    return normalize(text)
 
 
 def _contains(outer: str, inner: str) -> bool:
     """Whether normalised ``inner`` occurs in normalised ``outer`` as whole words."""
-    a, b = _norm(outer), _norm(inner)
-    if not a or not b:
-        return False
-    return re.search(rf"(?<!\w){re.escape(b)}(?!\w)", a) is not None
+    return contains_words(outer, inner)
 
 
 def _crossed(card: IntentCard, terms: list[str]) -> list[int]:
     """Indexes of ``card``'s must_never clauses that some term holds, alone or bundled
-    with other words ("440 EUR, ship abroad" holds "ship abroad"), each index once."""
+    with other words ("440 EUR, ship abroad" holds "ship abroad"), each index once.
+
+    Both sides go through the shared normaliser, and a term also holds a clause when the
+    two agree with every space removed ("shipabroad", "s h i p abroad"): erring towards
+    the principal, a false hit only costs a question.
+    """
     hits: list[int] = []
     for i, never in enumerate(card.must_never):
-        if i not in hits and any(_contains(term, never) for term in terms):
+        squeezed = compact(never)
+        if i not in hits and any(
+            _contains(term, never) or (squeezed and squeezed in compact(term)) for term in terms
+        ):
             hits.append(i)
     return hits
 
@@ -584,7 +589,7 @@ class Room:
         name = self._seats[other].name
         if not name or not _norm(name):
             return False
-        return re.search(rf"(?<!\w){re.escape(_norm(name))}(?!\w)", _norm(ref)) is not None
+        return _contains(ref, name)
 
     def _cited_assumption(
         self, ref: str, seat: str, seq: int, local: Mapping[str, bool]
@@ -731,7 +736,13 @@ class Room:
                     resolved.append(dep)
             proposal = {"terms": list(proposal["terms"]), "depends_on": resolved}
             crossing = _crossed(card, proposal["terms"])
-            if crossing:
+            hidden = [t for t in proposal["terms"] if hidden_characters(t)]
+            if hidden:
+                # a term holding characters a page shows as nothing reads differently
+                # from what binds; the proposal is not recorded
+                flags.append(flag("term_hidden_characters", text=js_prefix(hidden[0], 60)))
+                proposal = None
+            elif crossing:
                 # a proposal binds its proxy: offering a must_never needs the principal
                 for hit in crossing:
                     flags.append(flag("propose_must_never", clause=f"must_never[{hit}]"))

@@ -745,8 +745,11 @@ def test_markdown_shows_invisible_and_bidi_controls() -> None:
     room = pxp.Room.open("room-1", topic="Van", now=now())
     room.seal("A", CARD_A, now=now())
     room.seal("B", CARD_B, now=now())
-    room.send("A", msg(proposal={"terms": ["Pay \u202e0001\u202c EUR\x1f\x9b"]}), now=now())
-    room.send("B", msg("agree"), now=now())
+    # a proposal term with such characters is not recorded (second review, finding 3), so
+    # they reach the brief through a claim
+    hidden = {"text": "Pay \u202e0001\u202c EUR\x1f\x9b", "origin": "assumed"}
+    room.send("A", msg(claims=[hidden], proposal={"terms": ["1000 EUR"]}), now=now())
+    room.send("B", msg("agree", reviews=[{"claim_id": "A1.1", "verdict": "accept"}]), now=now())
     text = pxp.brief_markdown(room.brief())
     assert "Pay U+202E0001U+202C EURU+001FU+009B" in text
     assert not any(c in text for c in "\u202e\u202c\x1f\x9b")

@@ -1863,6 +1863,61 @@ def _stricter_cases(case: Any) -> Iterator[Case]:
         ),
         ("stricter-than-reference",),
     )
+    # finding 3 of the second review: one shared normaliser, so look-alikes still cross
+    for case_id, term in (
+        ("full-width", "\uff44\uff45\uff4c\uff49\uff56\uff45\uff52 abroad"),
+        ("cyrillic-letter", "d\u0435liver abroad"),
+        ("hyphen", "deliver-abroad"),
+        ("underscore", "deliver_abroad"),
+        ("no-space", "deliverabroad"),
+        ("spaced-letters", "d e l i v e r abroad"),
+        ("punctuation", "Deliver Abroad!?"),
+    ):
+        variant = {**bundled, "send": {**bundled["send"], "proposal": {"terms": [term]}}}
+        yield case(
+            f"agree-to-a-must-never-{case_id}",
+            f"A agrees to B's term {term!r}: A's must_never 'Deliver abroad' after the shared "
+            "normaliser (NFKC, case fold, Cf and marks removed, look-alikes to Latin, "
+            "punctuation to space; or equal with spaces removed).",
+            {
+                "room": ROOM,
+                "steps": [*SEALED, opening, {**variant, "at": _t(4)}],
+                "envelope": {
+                    "seat": "A",
+                    "at": _t(5),
+                    "send": {"message": "m", "status": "agree"},
+                },
+            },
+            _expect(
+                _stored("A", 3, "m", HASH_A, flags=[rules["never"].format(clause="must_never[0]")])
+            ),
+            ("stricter-than-reference",),
+        )
+    for case_id, term in (
+        ("zero-width-space", "5500\u200bEUR"),
+        ("bidi-override", "5500 \u202eRUE"),
+    ):
+        hidden = {"message": "m", "status": "continue", "proposal": {"terms": [term]}}
+        yield case(
+            f"proposal-term-with-{case_id}",
+            f"A term holding a format character ({term!r}) reads as nothing on a page: the "
+            "proposal is not recorded, whatever the card says.",
+            _room_input([], "A", 3, hidden),
+            _expect(
+                _stored(
+                    "A",
+                    1,
+                    "m",
+                    HASH_A,
+                    flags=[
+                        f'This envelope proposed the term "{term}", which holds a format or '
+                        "control character that reads as nothing, so the proposal is not "
+                        "recorded."
+                    ],
+                )
+            ),
+            ("stricter-than-reference",),
+        )
     padded = {
         "message": "  5500 EUR.\n",
         "status": "continue",
