@@ -1042,6 +1042,20 @@ class Room:
         """Every claim made in the room, by id."""
         return dict(self._claims)
 
+    def claims_seen_by(self, seat: str) -> dict[str, ClaimRecord]:
+        """The claims ``seat``'s side may read: every claim, except that until the room has
+        ended (agreed or ended) the other seat's principal-speaker claims (its principal's
+        answers, ``<seat><seq>.0``) are left out, as the answers themselves are: an answer
+        is sealed into that seat's card, which the other side never reads."""
+        seat = _check_seat(seat)
+        if self.status in ("agreed", "ended"):
+            return dict(self._claims)
+        return {
+            cid: rec
+            for cid, rec in self._claims.items()
+            if rec.seat == seat or rec.speaker != "principal"
+        }
+
     @property
     def escalations(self) -> tuple[Escalation, ...]:
         """Every escalation, answered or pending, in order."""

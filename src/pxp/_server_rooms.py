@@ -435,7 +435,7 @@ class RoomService:
                     for s, v in sorted(room.reviews_of(c.id).items())
                 ],
             }
-            for c in room.claims.values()
+            for c in room.claims_seen_by(seat).values()
         ]
         # every escalation of the room: the other side's question too (both proxies saw it
         # in the transcript), but an answer only for this seat (it is sealed into the card)

@@ -131,7 +131,7 @@ def agent_view(room: Room, seat: str) -> dict[str, Any]:
     your_turn = view.my_turn
     pending = room.pending
     them_mode = _mode(room, other)
-    claims = room.claims
+    claims = room.claims_seen_by(seat)
     return {
         "room_id": room.id,
         "topic": room.topic,

@@ -3,12 +3,15 @@ each test pins one finding on the real path."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 import pxp
 from pxp._text import compact, contains_words, hidden_characters, normalize
 
-from .test_pxp_origins import active_room, msg
+from .test_pxp_origins import active_room, clock, msg
 
 # ------------------------------------------------- finding 3: must-never look-alikes
 
@@ -66,3 +69,57 @@ def test_the_normaliser() -> None:
     assert hidden_characters("a\u202eb")
     assert hidden_characters("a\x00b")
     assert not hidden_characters("a\tb\nc")
+
+
+# ------------------------------------------------- finding 1: the other side's answer
+
+
+def _answered_service() -> tuple[Any, Any]:
+    from pxp._server_links import SeatGrant
+    from pxp._server_rooms import RoomService
+
+    svc = RoomService(clock=clock())
+    made = svc.create_room(
+        topic="Chairs", your_principal="Ann", counterpart="Bo", counterpart_proxy="external"
+    )
+    a, b = SeatGrant(made.room_id, "A", "seat"), SeatGrant(made.room_id, "B", "seat")
+    svc.join(b, "bo-agent")
+    svc.seal(a, {"principal": {"name": "Ann"}, "goal": "Buy chairs", "must_haves": ["June"]}, "mcp")
+    card_b = {
+        "principal": {"name": "Bo"},
+        "goal": "Sell chairs",
+        "must_haves": ["floor 3000 EUR"],
+        "escalate_when": ["Price under 4600 EUR"],
+    }
+    svc.seal(b, card_b, "mcp")
+    svc.send(a, {"message": "4500?", "status": "continue", "proposal": {"terms": ["4500 EUR"]}})
+    escalation = {"question": "May I accept 4500 EUR?", "reason": "Price under 4600 EUR"}
+    svc.send(b, {"message": "asking", "status": "escalate", "escalation": escalation})
+    svc.answer(SeatGrant(made.room_id, "B", "principal"), "SECRET: as low as 2600 EUR", "web")
+    return svc, made.room_id
+
+
+def test_the_other_seats_principal_answer_is_on_no_view_of_this_seat() -> None:
+    from pxp._server_links import SeatGrant
+    from pxp._server_page import room_page
+
+    svc, room_id = _answered_service()
+    a_seat, a_page = SeatGrant(room_id, "A", "seat"), SeatGrant(room_id, "A", "principal")
+    assert "2600" not in json.dumps(svc.view(a_seat), ensure_ascii=False)
+    page = svc.page_view(a_page)
+    assert "2600" not in json.dumps(page, ensure_ascii=False)
+    html, _ = room_page(page, "/p/x/y", None)
+    assert "2600" not in html
+    # B's own page still shows its principal's answer as a claim
+    b_page = svc.page_view(SeatGrant(room_id, "B", "principal"))
+    assert any(c["id"] == "B2.0" for c in b_page["claims"])
+
+
+def test_claims_seen_by_hides_the_other_principal_until_the_end() -> None:
+    room, now = active_room()
+    room.send("A", msg(), now=now())
+    room.send("B", msg("escalate", escalation={"question": "Go?", "reason": "r"}), now=now())
+    room.answer("B", "yes, down to 300", now=now())
+    assert "B2.0" in room.claims
+    assert "B2.0" not in room.claims_seen_by("A")
+    assert "B2.0" in room.claims_seen_by("B")
