@@ -89,6 +89,23 @@ def _authority_row(room: Room, term: str) -> dict[str, Any]:
     return row
 
 
+def _numbered_agents(agents: list[str]) -> str:
+    """Agents in join order, each with its join number ("#1 bo-agent, #2 bо-agent (reads
+    like #1)"): a look-alike name is told apart by its number and marked."""
+    out: list[str] = []
+    for i, agent in enumerate(agents, start=1):
+        like = next(
+            (
+                j
+                for j, earlier in enumerate(agents[: i - 1], start=1)
+                if earlier != agent and normalize(earlier) == normalize(agent)
+            ),
+            None,
+        )
+        out.append(f"#{i} {agent}" + (f" (reads like #{like})" if like else ""))
+    return ", ".join(out)
+
+
 def _claim_json(room: Room, cid: str) -> dict[str, Any]:
     rec = room.claims[cid]
     out: dict[str, Any] = {
@@ -456,7 +473,7 @@ def _render(brief: Mapping[str, Any]) -> str:
     lines += ["", "## Parties", ""]
     for seat in SEATS:
         p = parties[seat]
-        agents = ", ".join(p["agents"]) or "none recorded"
+        agents = _numbered_agents(p["agents"]) or "none recorded"
         sealed = _acted(p.get("sealed_by"), p.get("sealed_via"))
         lines.append(
             f"- Seat {seat}: {name[seat]}, card {_code(p['card_hash'])} sealed {sealed}, "

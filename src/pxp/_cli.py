@@ -116,11 +116,19 @@ def build_parser() -> argparse.ArgumentParser:
         ("list", "show each link of a room: seat, kind, expiry, revoked (never the secret)"),
         ("revoke", "revoke links of a room at once (all, or one seat and/or kind)"),
         ("expire", "set when links of a room expire (all, or one seat and/or kind)"),
+        ("reissue", "issue a seat's principal link afresh (the old one stops working); print it"),
     ):
         cmd = links_sub.add_parser(name, help=text)
         cmd.add_argument("room", help="the room id")
         cmd.add_argument("--db", type=Path, default=Path("pxp-rooms.sqlite"), help="SQLite file")
-        if name != "list":
+        if name == "reissue":
+            cmd.add_argument("--seat", choices=("A", "B"), required=True, help="the seat")
+            cmd.add_argument(
+                "--public-url",
+                default="http://127.0.0.1:8765",
+                help="URL prefix of the link printed (http://127.0.0.1:8765)",
+            )
+        elif name != "list":
             cmd.add_argument("--seat", choices=("A", "B"), help="only this seat's links")
             cmd.add_argument("--kind", choices=("seat", "principal"), help="only this kind")
         if name == "expire":
@@ -143,7 +151,13 @@ def _links(args: argparse.Namespace) -> int:
     store = SqliteLinkStore(args.db)
     if not store.rows(args.room):
         raise PxpError("room_unknown", f"no links of room {args.room!r} in {args.db}")
-    if args.links_command == "revoke":
+    if args.links_command == "reissue":
+        from .server import sqlite_service
+
+        token = sqlite_service(args.db).reissue_principal_link(args.room, args.seat)
+        base = args.public_url.rstrip("/")
+        print(f"{args.seat} principal {base}/p/{args.room}/{token}")
+    elif args.links_command == "revoke":
         count = store.revoke(args.room, seat=args.seat, kind=args.kind)
         print(f"revoked {count} link(s) of room {args.room}")
     elif args.links_command == "expire":

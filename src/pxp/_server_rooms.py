@@ -16,6 +16,7 @@ import logging
 import re
 import secrets
 import threading
+import unicodedata
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -63,6 +64,17 @@ def _text(value: object, what: str, *, limit: int = _MAX_TEXT) -> str:
     if len(value) > limit:
         raise PxpError("argument_invalid", f"{what} is longer than {limit} characters")
     return value.strip()
+
+
+def agent_display_name(name: str) -> str:
+    """An agent name as the room keeps it: NFKC, format and control characters (zero-width,
+    bidi controls) removed, white space collapsed; refused when nothing is left."""
+    folded = unicodedata.normalize("NFKC", name)
+    kept = "".join(ch for ch in folded if unicodedata.category(ch) not in ("Cf", "Cc", "Cs"))
+    kept = " ".join(kept.split())
+    if not kept:
+        raise PxpError("argument_invalid", "agent_name holds no visible character")
+    return kept
 
 
 def _private(brief: dict[str, Any], other: str) -> dict[str, Any]:
@@ -230,13 +242,15 @@ class RoomService:
     def join(self, seat: SeatGrant, agent_name: str) -> tuple[dict[str, Any], str | None]:
         """Record which agent sits in the seat (ledger ``agent_joined``).
 
-        Returns the view and, when this join (re)issued the seat's principal link, its fresh
-        secret (else ``None``). A seat's principal link is issued only to the agent that
-        joined that seat: at its first join (seat B) and again whenever another agent takes
-        the seat over, which revokes the link issued before (ledger ``principal_link``). Seat
-        A's link, handed out by ``create_room``, passes to the first agent that joins A.
+        Returns the view and, when this join issued the seat's principal link, its fresh
+        secret (else ``None``). A seat's principal link is issued to an agent that joined
+        that seat only once, at the seat's first join (seat B); a later join under another
+        name is refused (``seat_taken``), the same name again changes nothing. Seat A's
+        link, handed out by ``create_room``, passes to the first agent that joins A. Only
+        the operator re-issues a principal link (:meth:`reissue_principal_link`, ``pxp links
+        reissue``). The agent name is kept as :func:`agent_display_name` gives it.
         """
-        agent = _text(agent_name, "agent_name", limit=200)
+        agent = agent_display_name(_text(agent_name, "agent_name", limit=200))
         now = self._clock()
         token = mint_token(self._random)
 
@@ -250,16 +264,24 @@ class RoomService:
                     f"seat {seat.seat} has already had {MAX_AGENTS_PER_SEAT} agents; keep the "
                     "agent name you joined with",
                 )
-            before = room.agents(seat.seat)
+            current = room.agent(seat.seat)
+            if current is not None and current != agent:
+                # the seat admits one agent: another name holding the seat link (a look-alike
+                # of the agent, or the other side with a leaked invite) is refused, and the
+                # agent seated keeps its seat and its principal's page
+                raise PxpError(
+                    "seat_taken",
+                    f"seat {seat.seat} is taken by another agent; only the operator can hand "
+                    "the seat's principal a new link (pxp links reissue)",
+                )
             link = room.principal_link(seat.seat)
             room.join(seat.seat, agent=agent, now=now)
             if room.status in ("agreed", "ended"):
                 return False
-            reissue = (
-                link is None
-                or (link["agent"] is not None and link["agent"] != agent)
-                or (link["agent"] is None and any(a != agent for a in before))
-            )
+            # a principal link is issued by a join only once per seat: a later join (under
+            # any name) holding the seat link gets none, and the link issued stays valid;
+            # re-issuing is the operator's (``pxp links reissue``)
+            reissue = link is None
             if reissue:
                 room.issue_principal_link(seat.seat, agent=agent, now=now)
             return reissue
@@ -275,6 +297,28 @@ class RoomService:
                     expires_at=self._expiry(now),
                 )
         return self._view(room, seat.seat), (token if issued else None)
+
+    def reissue_principal_link(self, room_id: str, seat: str) -> str:
+        """Issue ``seat``'s principal link afresh (the operator's command); return its secret.
+
+        The link issued before stops working at once; the ledger records
+        ``principal_link {seat, agent: null}`` (issued by the operator, not to an agent).
+        """
+        if seat not in ("A", "B"):
+            raise PxpError("argument_invalid", "the seat must be 'A' or 'B'")
+        now = self._clock()
+        token = mint_token(self._random)
+
+        def act(room: Room) -> bool:
+            room.issue_principal_link(seat, agent=None, now=now)
+            return True
+
+        with self._lock:
+            self._act(room_id, act)
+            self._links.set_link(
+                room_id, seat, "principal", token_digest(token), expires_at=self._expiry(now)
+            )
+        return token
 
     def seal(self, seat: SeatGrant, card: Any, via: str) -> dict[str, Any]:
         """Seal the seat's intent card (``via`` ``"mcp"`` or ``"web"``); return the view.

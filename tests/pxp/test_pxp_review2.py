@@ -4,6 +4,9 @@ each test pins one finding on the real path."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,3 +126,78 @@ def test_claims_seen_by_hides_the_other_principal_until_the_end() -> None:
     assert "B2.0" in room.claims
     assert "B2.0" not in room.claims_seen_by("A")
     assert "B2.0" in room.claims_seen_by("B")
+
+
+# ------------------------------------------------- finding 2: the seat admits one agent
+
+
+def test_a_look_alike_agent_cannot_take_the_seat_or_its_page(tmp_path: Path) -> None:
+    from pxp._server_links import SeatGrant, SqliteLinkStore
+    from pxp._server_rooms import RoomService
+    from pxp._store import SqliteRoomStore
+
+    db = tmp_path / "rooms.sqlite"
+    svc = RoomService(SqliteRoomStore(db), SqliteLinkStore(db), clock=clock())
+    made = svc.create_room(
+        topic="Chairs", your_principal="Ann", counterpart="Bo", counterpart_proxy="external"
+    )
+    b = SeatGrant(made.room_id, "B", "seat")
+    _, page = svc.join(b, "bo-agent")
+    assert page is not None
+    before = SqliteLinkStore(db).room_digests(made.room_id)
+    with pytest.raises(pxp.PxpError) as err:
+        svc.join(b, "b\u043e-agent")  # Cyrillic o
+    assert err.value.code == "seat_taken"
+    # the same name with an invisible character is the same agent: nothing is issued
+    _, again = svc.join(b, "bo\u200b-agent")
+    assert again is None
+    assert SqliteLinkStore(db).room_digests(made.room_id) == before
+    # only the operator re-issues, and the old page stops working
+    token = svc.reissue_principal_link(made.room_id, "B")
+    after = SqliteLinkStore(db).room_digests(made.room_id)
+    assert after[("B", "principal")] != before[("B", "principal")]
+    assert token
+
+
+def test_pxp_links_reissue_prints_a_new_page_link(tmp_path: Path) -> None:
+    from pxp._server_links import SqliteLinkStore
+    from pxp._server_rooms import RoomService
+    from pxp._store import SqliteRoomStore
+
+    db = tmp_path / "rooms.sqlite"
+    svc = RoomService(SqliteRoomStore(db), SqliteLinkStore(db))
+    made = svc.create_room(
+        topic="Chairs", your_principal="Ann", counterpart="Bo", counterpart_proxy="external"
+    )
+    old = SqliteLinkStore(db).room_digests(made.room_id)[("A", "principal")]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pxp",
+            "links",
+            "reissue",
+            made.room_id,
+            "--seat",
+            "A",
+            "--db",
+            str(db),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"A principal http://127.0.0.1:8765/p/{made.room_id}/" in done.stdout
+    assert SqliteLinkStore(db).room_digests(made.room_id)[("A", "principal")] != old
+
+
+def test_the_brief_numbers_each_join_and_marks_a_look_alike() -> None:
+    room, now = active_room()
+    room.join("B", agent="bo-agent", now=now())
+    room.join("B", agent="b\u043e-agent", now=now())
+    room.send("A", msg(proposal={"terms": ["440 EUR"]}), now=now())
+    room.send("B", msg("agree"), now=now())
+    text = pxp.brief_markdown(room.brief())
+    assert "agents: #1 bo-agent, #2 b\u043e-agent (reads like #1)" in text

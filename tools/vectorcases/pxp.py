@@ -2003,6 +2003,21 @@ def brief_cases() -> Iterator[Case]:
         {"room": ROOM, "steps": steps},
         comment="A challenged dependency, an escalation answered via MCP, then agreement.",
     )
+    look_alike = [
+        {"seat": "B", "at": _t(0), "join": "bo-agent"},
+        {"seat": "B", "at": _t(0), "join": "b\u043e-agent"},
+        *SEALED,
+        OFFER,
+        agree,
+    ]
+    yield Case(
+        "agents-numbered-with-a-look-alike",
+        {"room": ROOM, "steps": look_alike},
+        comment=(
+            "Two agents in seat B, the second named with a Cyrillic o: the Markdown numbers "
+            "each join and marks the second as reading like the first."
+        ),
+    )
     short = {**ROOM, "max_turns": 2}
     yield Case(
         "turn-limit",
