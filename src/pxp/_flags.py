@@ -29,9 +29,13 @@ FLAG_SENTENCES: dict[str, str] = {
         "Claim {claim} was tagged stated but cites {clause}, which its card does not hold, so "
         "it is recorded as assumed."
     ),
+    "stated_cites_must_never": (
+        "Claim {claim} was tagged stated but cites {clause}, a must_never of its card, which "
+        "forbids and asserts nothing, so it is recorded as assumed."
+    ),
     "stated_text_not_in_clause": (
-        "Claim {claim} was tagged stated but neither its text nor {clause} of its card "
-        "contains the other, so it is recorded as assumed."
+        "Claim {claim} was tagged stated but {clause} of its card does not hold its text, so "
+        "it is recorded as assumed."
     ),
     "stated_cites_assumption": (
         "Claim {claim} was tagged stated but cites {cited}, an assumed claim, so it is recorded "

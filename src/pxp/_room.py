@@ -123,9 +123,20 @@ def _crossed(card: IntentCard, terms: list[str]) -> list[int]:
     return hits
 
 
-def _contains_either(clause: str, text: str) -> bool:
-    """The stated rule: one of the two normalised texts contains the other."""
-    return _contains(clause, text) or _contains(text, clause)
+def _is_must_never(ref: str) -> bool:
+    return re.fullmatch(r"must_never\[[0-9]+\]", ref.strip()) is not None
+
+
+def _repeats(assumptions: Mapping[str, str], text: str) -> str | None:
+    """The first earlier assumption (normalised text to claim id) that ``text`` repeats:
+    one of the two normalised texts holds the other as whole words."""
+    said = _norm(text)
+    if not said:
+        return None
+    for known, cid in assumptions.items():
+        if known and (f" {known} " in f" {said} " or f" {said} " in f" {known} "):
+            return cid
+    return None
 
 
 @dataclass
@@ -657,10 +668,14 @@ class Room:
             elif origin == "stated" and ref is not None and card.clause(ref.strip()) is None:
                 flags.append(flag("stated_cites_missing_clause", claim=cid, clause=ref.strip()))
                 origin = "assumed"
+            elif origin == "stated" and ref is not None and _is_must_never(ref):
+                # a must_never is what the principal forbids, never what it asserts
+                flags.append(flag("stated_cites_must_never", claim=cid, clause=ref.strip()))
+                origin = "assumed"
             elif (
                 origin == "stated"
                 and ref is not None
-                and not _contains_either(str(card.clause(ref.strip())), raw["text"])
+                and not _contains(str(card.clause(ref.strip())), raw["text"])
             ):
                 flags.append(flag("stated_text_not_in_clause", claim=cid, clause=ref.strip()))
                 origin = "assumed"
@@ -669,7 +684,7 @@ class Room:
                 # unverified assumption, of either side, is that assumption again. A stated
                 # claim that passed the checks above is its own principal's word (its card
                 # holds the text), not a re-statement, and stays stated.
-                repeated = earlier_assumptions.get(_norm(raw["text"]))
+                repeated = _repeats(earlier_assumptions, raw["text"])
                 if repeated is not None:
                     flags.append(flag("restated_assumption", claim=cid, cited=repeated))
                     origin = "assumed"

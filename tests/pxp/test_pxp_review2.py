@@ -201,3 +201,51 @@ def test_the_brief_numbers_each_join_and_marks_a_look_alike() -> None:
     room.send("B", msg("agree"), now=now())
     text = pxp.brief_markdown(room.brief())
     assert "agents: #1 bo-agent, #2 b\u043e-agent (reads like #1)" in text
+
+
+# ------------------------------------------------- finding 4: origin laundering
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The buyer can collect on Sunday\u200b",
+        "The buyer can collect on Sunday,",
+        "The buyer can collect on Sunday?",
+        "\uff34he buyer can collect on Sunday",
+        "\u0422he buyer can collect on Sunday",
+        "The bu\u00adyer can collect on Sunday",
+        "I confirm the buyer can collect on Sunday",
+    ],
+)
+def test_a_restated_assumption_written_differently_stays_assumed(text: str) -> None:
+    room, now = active_room()
+    guess = {"text": "The buyer can collect on Sunday", "origin": "assumed"}
+    room.send("A", msg(claims=[guess]), now=now())
+    laundered = {"text": text, "origin": "sourced", "ref": "https://example.com/x"}
+    reviews = [{"claim_id": "A1.1", "verdict": "accept"}]
+    result = room.send("B", msg(reviews=reviews, claims=[laundered]), now=now())
+    assert result.envelope["claims"][0]["origin"] == "assumed"
+
+
+@pytest.mark.parametrize(
+    ("text", "ref"),
+    [
+        ("440 EUR is my lowest price and the frame is carbon", "may_agree_to[0]"),
+        ("ship abroad", "must_never[0]"),
+        ("We ship abroad gladly", "must_never[0]"),
+    ],
+)
+def test_a_stated_claim_must_be_held_by_its_clause(text: str, ref: str) -> None:
+    room, now = active_room()
+    claim = {"text": text, "origin": "stated", "ref": ref}
+    result = room.send("A", msg(claims=[claim]), now=now())
+    assert result.envelope["claims"][0]["origin"] == "assumed"
+    assert result.flags
+
+
+def test_a_stated_part_of_its_clause_stays_stated() -> None:
+    room, now = active_room()
+    claim = {"text": "serviced in May.", "origin": "stated", "ref": "known_facts[0]"}
+    result = room.send("A", msg(claims=[claim]), now=now())
+    assert result.envelope["claims"][0]["origin"] == "stated"

@@ -811,8 +811,8 @@ FLAG = {
     ),
     # ours, for rules the reference does not have
     "not_in_clause": (
-        "Claim {claim} was tagged stated but neither its text nor {clause} of its card "
-        "contains the other, so it is recorded as assumed."
+        "Claim {claim} was tagged stated but {clause} of its card does not hold its text, so "
+        "it is recorded as assumed."
     ),
     "restated": (
         "Claim {claim} repeats {cited}, an unverified assumption, so it is recorded as "
@@ -1818,6 +1818,76 @@ def _stricter_cases(case: Any) -> Iterator[Case]:
                 claims=[{"id": "B2.1", **guess, "origin": "assumed"}],
                 reviews=accept,
                 flags=[rules["restated"].format(claim="B2.1", cited="A1.2")],
+            )
+        ),
+        ("stricter-than-reference",),
+    )
+    # finding 4 of the second review: restating by containment after the shared normaliser
+    for case_id, text in (
+        ("trailing-zero-width-space", "Vans like this sell for 5500 EUR\u200b"),
+        ("full-width-letter", "\uff36ans like this sell for 5500 EUR"),
+        ("embedded", "I checked: vans like this sell for 5500 EUR, really"),
+    ):
+        laundered = {"text": text, "origin": "sourced", "ref": "https://x.test/"}
+        draft = {"message": "m", "status": "continue", "reviews": accept, "claims": [laundered]}
+        yield case(
+            f"sourced-repeat-of-an-assumption-{case_id}",
+            "B restates A's assumption written differently, tagged sourced: one normalised "
+            "text holds the other, so it keeps A's origin, assumed.",
+            _room_input([OFFER], "B", 4, draft),
+            _expect(
+                _stored(
+                    "B",
+                    2,
+                    "m",
+                    HASH_B,
+                    claims=[{"id": "B2.1", **laundered, "origin": "assumed"}],
+                    reviews=accept,
+                    flags=[rules["restated"].format(claim="B2.1", cited="A1.2")],
+                )
+            ),
+            ("stricter-than-reference",),
+        )
+    embeds = {
+        "text": "The van has 80000 km and a new gearbox",
+        "origin": "stated",
+        "ref": "known_facts[0]",
+    }
+    draft = {"message": "m", "status": "continue", "claims": [embeds]}
+    yield case(
+        "stated-claim-embedding-its-clause",
+        "A stated claim must be held by its clause, never the reverse: a text that embeds "
+        "known_facts[0] and adds to it is assumed.",
+        _room_input([], "A", 3, draft),
+        _expect(
+            _stored(
+                "A",
+                1,
+                "m",
+                HASH_A,
+                claims=[{"id": "A1.1", **embeds, "origin": "assumed"}],
+                flags=[rules["not_in_clause"].format(claim="A1.1", clause="known_facts[0]")],
+            )
+        ),
+        ("stricter-than-reference",),
+    )
+    forbidden = {"text": "Deliver abroad", "origin": "stated", "ref": "must_never[0]"}
+    draft = {"message": "m", "status": "continue", "claims": [forbidden]}
+    yield case(
+        "stated-citing-a-must-never",
+        "A must_never clause forbids, it asserts nothing: a stated claim citing it is assumed.",
+        _room_input([], "A", 3, draft),
+        _expect(
+            _stored(
+                "A",
+                1,
+                "m",
+                HASH_A,
+                claims=[{"id": "A1.1", **forbidden, "origin": "assumed"}],
+                flags=[
+                    "Claim A1.1 was tagged stated but cites must_never[0], a must_never of its "
+                    "card, which forbids and asserts nothing, so it is recorded as assumed."
+                ],
             )
         ),
         ("stricter-than-reference",),
