@@ -10,7 +10,7 @@ from ._card import IntentCard
 from ._envelope import SEATS, parse_claim_id
 from ._errors import PxpError
 from ._ledger import LedgerError, verify_ledger
-from ._text import contains_words, normalize
+from ._text import normalize
 
 if TYPE_CHECKING:
     from ._room import Room
@@ -30,13 +30,43 @@ def term_parts(term: str) -> list[str]:
     return [p for p in (x.strip() for x in _PARTS.split(term)) if _norm(p)]
 
 
-def _covers(clause: str, part: str) -> bool:
-    """Whether ``clause`` gives ``part``: ``part`` equals it or occurs in it as whole words.
+_PHRASES = re.compile(r"\s*(?:[,;]|\band\b)\s*", re.I)
+_NEGATION = frozenset(("never", "not", "no", "without", "nor", "don't", "dont", "cannot"))
 
-    Never the other way round: a clause that occurs inside a larger term ("440 EUR" in
-    "440 EUR, ship abroad") does not authorise the rest of the term.
+
+def _answer_gives(answer: str, part: str) -> bool:
+    """Whether a principal's answer gives ``part``: a phrase of the answer (split as a
+    clause) holds ``part`` as whole words and is not negated. An answer is free text in
+    the principal's words ("Yes, 5500 EUR is fine."), so it is read more widely than a card
+    clause, but never through a negation ("yes, but never by bank transfer")."""
+    wanted = normalize(part)
+    if not wanted:
+        return False
+    for phrase in _PHRASES.split(answer):
+        said = normalize(phrase)
+        if f" {wanted} " in f" {said} " and not _NEGATION.intersection(said.split()):
+            return True
+    return False
+
+
+def _covers(clause: str, part: str) -> bool:
+    """Whether ``clause`` gives ``part``: after the shared normaliser, ``part`` equals the
+    whole clause or one whole phrase of it (the clause split at , ; and "and"), and that
+    phrase is not negated (holds none of never, not, no, without, nor, cannot).
+
+    A word or two inside a clause is not what the clause gives ("bank transfer" inside
+    "Payment in cash, never by bank transfer"; "440" inside "440 EUR"), and a clause that
+    occurs inside a larger term ("440 EUR" in "440 EUR, ship abroad") does not authorise
+    the rest of the term.
     """
-    return contains_words(clause, part)
+    wanted = normalize(part)
+    if not wanted:
+        return False
+    for phrase in [clause, *_PHRASES.split(clause)]:
+        said = normalize(phrase)
+        if said == wanted and not _NEGATION.intersection(said.split()):
+            return True
+    return False
 
 
 def _matching_clauses(card: IntentCard, part: str) -> list[str]:
@@ -48,7 +78,7 @@ def _matching_clauses(card: IntentCard, part: str) -> list[str]:
             if _covers(text, part):
                 found.append(f"{name}[{i}]")
     for i, amendment in enumerate(card.amendments or ()):
-        if _covers(amendment.answer, part):
+        if _answer_gives(amendment.answer, part):
             found.append(f"amendments[{i}]")
     return found
 

@@ -38,7 +38,7 @@ CARD_A = {"principal": {"name": "Ann"}, "goal": "Buy chairs", "must_haves": ["De
 CARD_B = {
     "principal": {"name": "Bo"},
     "goal": "Sell chairs",
-    "must_haves": ["SECRET floor of 3000 EUR"],
+    "must_haves": ["3000 EUR, a SECRET floor"],
     "may_agree_to": ["SECRET we could go down to 2500 EUR"],
     "escalate_when": ["Price under 4600 EUR"],
 }
@@ -300,9 +300,9 @@ def test_brief_withholds_the_other_sides_clause_text(tmp_path: Path) -> None:
             assert "SECRET" not in (await web.get(made["pages"][0])).text
             # B's own brief and page still quote B's clauses.
             theirs = await call(b, "get_brief", {"link": made["invite_link_for_counterpart"]})
-            assert "SECRET floor of 3000 EUR" in json.dumps(theirs["brief"])
-            assert "SECRET floor of 3000 EUR" in theirs["markdown"]
-            assert "SECRET floor of 3000 EUR" in (await web.get(page_b)).text
+            assert "3000 EUR, a SECRET floor" in json.dumps(theirs["brief"])
+            assert "3000 EUR, a SECRET floor" in theirs["markdown"]
+            assert "3000 EUR, a SECRET floor" in (await web.get(page_b)).text
             assert mine["ledger_head"] == theirs["ledger_head"]
 
     with server(sqlite(tmp_path)) as base:

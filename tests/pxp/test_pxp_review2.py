@@ -249,3 +249,36 @@ def test_a_stated_part_of_its_clause_stays_stated() -> None:
     claim = {"text": "serviced in May.", "origin": "stated", "ref": "known_facts[0]"}
     result = room.send("A", msg(claims=[claim]), now=now())
     assert result.envelope["claims"][0]["origin"] == "stated"
+
+
+# ------------------------------------------------- finding 5: authority by whole phrase
+
+
+def _authority(terms: list[str]) -> dict[str, list[str]]:
+    now = clock()
+    room = pxp.Room.open("r1", topic="Bike", now=now())
+    card_a = {
+        "principal": {"name": "Ana"},
+        "goal": "Sell the bike",
+        "must_haves": ["Payment in cash, never by bank transfer"],
+        "may_agree_to": ["440 EUR"],
+    }
+    room.seal("A", card_a, now=now())
+    room.seal("B", {"principal": {"name": "Bo"}, "goal": "Buy", "must_haves": ["x"]}, now=now())
+    room.send("A", msg(), now=now())
+    room.send("B", msg(proposal={"terms": terms}), now=now())
+    room.send("A", msg("agree"), now=now())
+    return {row["term"]: [r["ref"] for r in row["A"]] for row in room.brief()["authority"]}
+
+
+def test_authority_needs_a_whole_phrase_and_never_a_negated_one() -> None:
+    got = _authority(
+        ["bank transfer", "never by bank transfer", "440", "payment in cash", "440 eur."]
+    )
+    assert got == {
+        "bank transfer": [],
+        "never by bank transfer": [],
+        "440": [],
+        "payment in cash": ["must_haves[0]"],
+        "440 eur.": ["may_agree_to[0]"],
+    }

@@ -2073,6 +2073,35 @@ def brief_cases() -> Iterator[Case]:
         {"room": ROOM, "steps": steps},
         comment="A challenged dependency, an escalation answered via MCP, then agreement.",
     )
+    cash = {
+        **CARD_A,
+        "must_haves": ["Payment in cash, never by bank transfer"],
+        "may_agree_to": ["5500 EUR"],
+    }
+    negated = [
+        {"seat": "A", "at": _t(1), "seal": cash, "via": "web"},
+        SEALED[1],
+        {"seat": "A", "at": _t(3), "send": {"message": "m", "status": "continue"}},
+        {
+            "seat": "B",
+            "at": _t(4),
+            "send": {
+                "message": "m",
+                "status": "continue",
+                "proposal": {"terms": ["bank transfer", "5500", "Payment in cash", "5500 EUR"]},
+            },
+        },
+        {"seat": "A", "at": _t(5), "send": {"message": "m", "status": "agree"}},
+    ]
+    yield Case(
+        "authority-by-whole-phrase",
+        {"room": ROOM, "steps": negated},
+        comment=(
+            "A part rests on a clause only when equal (after the normaliser) to the clause or "
+            "a whole phrase of it that is not negated: 'bank transfer' and '5500' rest on "
+            "nothing, 'Payment in cash' on must_haves[0], '5500 EUR' on may_agree_to[0]."
+        ),
+    )
     look_alike = [
         {"seat": "B", "at": _t(0), "join": "bo-agent"},
         {"seat": "B", "at": _t(0), "join": "b\u043e-agent"},
