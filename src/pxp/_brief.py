@@ -295,7 +295,7 @@ def build_brief(room: Room) -> dict[str, Any]:
         "unverified_in_record": in_record,
         "challenged": challenged,
         "escalations": escalations,
-        "protocol_flags": [dict(f) for f in room.protocol_flags],
+        "protocol_flags": [dict(f) for f in (*room.protocol_flags, *room.import_notes)],
         "judgments": judgments,
         "parties": parties,
         "turns": {"used": room.turns, "max": room.max_turns},
@@ -514,7 +514,11 @@ def _render(brief: Mapping[str, Any]) -> str:
         "",
         f"Turns: {brief['turns']['used']} of {brief['turns']['max']}. "
         f"Ledger: {ledger['entries']} entries, head {_code(ledger['head'])}, "
-        + ("verifies." if ledger["verifies"] else "**DOES NOT VERIFY**."),
+        + (
+            "hash chain verifies (integrity only, not authenticity)."
+            if ledger["verifies"]
+            else "**DOES NOT VERIFY**."
+        ),
         "",
     ]
     return "\n".join(lines)

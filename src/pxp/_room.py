@@ -297,6 +297,8 @@ class Room:
         self._replay_outcome: str | None = None
         # import only: answers the reference wrote onto escalating envelopes after hashing
         self._late_answers: dict[int, dict[str, Any]] = {}
+        # import only: flags this library would have recorded that an imported envelope lacks
+        self._import_notes: list[dict[str, Any]] = []
 
     # ----------------------------------------------------------------- construction
 
@@ -1092,6 +1094,12 @@ class Room:
     def protocol_flags(self) -> tuple[dict[str, Any], ...]:
         """Every flag recorded in the room: ``{seq, seat, flag}``."""
         return tuple(dict(f) for f in self._flag_log)
+
+    @property
+    def import_notes(self) -> tuple[dict[str, Any], ...]:
+        """For an imported room, ``{seq, seat, flag}`` for every flag this library's
+        enforcement would have recorded that the imported envelope lacks (empty otherwise)."""
+        return tuple(dict(f) for f in self._import_notes)
 
     @property
     def head(self) -> str:

@@ -294,7 +294,7 @@ def room_page(
     )
     out.append(f'<section id="transcript"><h2>Messages</h2>{_transcript(view, name)}</section>')
     state = (
-        '<span class="ok">verifies</span>'
+        '<span class="ok">hash chain verifies</span> (integrity only, not authenticity)'
         if verifies
         else '<span class="bad">DOES NOT VERIFY</span>'
     )

@@ -14,7 +14,7 @@ import pytest
 import pxp
 from pxp._text import compact, contains_words, hidden_characters, normalize
 
-from .test_pxp_origins import active_room, clock, msg
+from .test_pxp_origins import CARD_A, CARD_B, active_room, clock, msg
 
 # ------------------------------------------------- finding 3: must-never look-alikes
 
@@ -282,3 +282,43 @@ def test_authority_needs_a_whole_phrase_and_never_a_negated_one() -> None:
         "payment in cash": ["must_haves[0]"],
         "440 eur.": ["may_agree_to[0]"],
     }
+
+
+# ------------------------------------------------- finding 6: import notes what we would flag
+
+
+def test_import_notes_what_this_library_would_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pxp._room as engine
+    from pxp._server_links import SeatGrant
+    from pxp._server_rooms import RoomService
+
+    # a looser server: no must_never check on agree
+    with monkeypatch.context() as patch:
+        patch.setattr(engine, "_crossed", lambda card, terms: [])
+        now = clock()
+        room = pxp.Room.open("forged1", topic="Bike", now=now())
+        room.seal("A", CARD_A, now=now())
+        room.seal("B", CARD_B, now=now(), via="mcp")
+        room.send("A", msg(), now=now())
+        room.send("B", msg(proposal={"terms": ["440 EUR, ship abroad"]}), now=now())
+        room.send("A", msg("agree"), now=now())
+        data = json.loads(json.dumps(room.export()))
+    assert data["envelopes"][-1]["status"] == "agree"
+    svc = RoomService()
+    made = svc.import_room(data)  # not refused: reference rooms are looser
+    brief = svc.brief_data(SeatGrant(made.room_id, "A", "seat"))
+    noted = [f["flag"] for f in brief["brief"]["protocol_flags"]]
+    assert noted == [
+        "Import: would be flagged here: "
+        + pxp.FLAG_SENTENCES["agree_must_never"].format(clause="must_never[0]")
+    ]
+    assert "Import: would be flagged here" in brief["markdown"]
+    assert "hash chain verifies (integrity only, not authenticity)." in brief["markdown"]
+
+
+def test_an_honest_room_imports_without_notes() -> None:
+    room, now = active_room()
+    room.send("A", msg(claims=[{"text": "x", "origin": "stated", "ref": "goal"}]), now=now())
+    room.send("B", msg(proposal={"terms": ["440 EUR, ship abroad"]}), now=now())
+    room.send("A", msg("agree"), now=now())
+    assert pxp.load_room(json.loads(json.dumps(room.export()))).import_notes == ()
