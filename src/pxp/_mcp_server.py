@@ -68,7 +68,8 @@ class ServerConfig:
     ``wait_for_turn``; ``poll_seconds`` is how often a waiting call re-reads the store (so
     it sees writes made by another process). ``max_waiters_per_seat`` and ``max_waiters``
     cap the ``wait_for_turn`` calls waiting at once (each re-reads its room while it waits),
-    per seat and in all; a call over a cap is refused at once.
+    per seat and in all; a call over a cap does not wait: it answers at once with the view,
+    ``ready``/``timed_out`` as of now and ``wait_busy: true``.
     """
 
     public_url: str = "http://127.0.0.1:8765"
@@ -341,29 +342,40 @@ def create_mcp_server(
             seat = grant(link)
         except PxpError as exc:
             raise _refuse(exc) from None
+        def is_ready(view: dict[str, Any], started: str) -> bool:
+            # Ready: our move, the end, or a pause that began while we waited (a pause
+            # that was already there when the call began is waited out, not spun on).
+            return bool(
+                view["your_turn"]
+                or view["status"] in ("agreed", "stalled")
+                or (view["status"] == "drafting" and not view["you"]["card_sealed"])
+                or (view["status"] == "paused" and started != "paused")
+            )
+
         if not notify.enter(
             seat.room_id,
             seat.seat,
             per_seat=config.max_waiters_per_seat,
             overall=config.max_waiters,
         ):
-            raise ToolError(
-                "wait_busy: too many wait_for_turn calls are already waiting; let one return "
-                "before starting another."
-            )
+            # over a cap (this seat's, or the server's, which another room's client may
+            # have filled): answer at once as get_room would, never refuse, so a client
+            # filling the caps cannot stop anyone else's agent from reading its room
+            try:
+                view = service.view(seat)
+            except PxpError as exc:
+                raise _refuse(exc) from None
+            ready = is_ready(view, view["status"])
+            view["ready"] = ready
+            view["timed_out"] = not ready
+            view["wait_busy"] = True
+            return _result(view)
         try:
             started: str | None = None
             while True:
                 view = service.view(seat)
                 started = view["status"] if started is None else started
-                # Ready: our move, the end, or a pause that began while we waited (a pause
-                # that was already there when the call began is waited out, not spun on).
-                ready = bool(
-                    view["your_turn"]
-                    or view["status"] in ("agreed", "stalled")
-                    or (view["status"] == "drafting" and not view["you"]["card_sealed"])
-                    or (view["status"] == "paused" and started != "paused")
-                )
+                ready = is_ready(view, started)
                 left = deadline - time.monotonic()
                 if ready or left <= 0:
                     view["ready"] = ready
