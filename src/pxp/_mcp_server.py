@@ -342,6 +342,7 @@ def create_mcp_server(
             seat = grant(link)
         except PxpError as exc:
             raise _refuse(exc) from None
+
         def is_ready(view: dict[str, Any], started: str) -> bool:
             # Ready: our move, the end, or a pause that began while we waited (a pause
             # that was already there when the call began is waited out, not spun on).
