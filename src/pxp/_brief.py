@@ -83,11 +83,18 @@ def _matching_clauses(card: IntentCard, part: str) -> list[str]:
     return found
 
 
-def _refs(card: IntentCard, refs: list[str]) -> list[dict[str, Any]]:
-    return [
-        {"ref": r, "text": card.clause(r), "kind": "amendment" if r.startswith("am") else "clause"}
-        for r in refs
-    ]
+def _refs(card: IntentCard, refs: list[str], vias: list[str | None]) -> list[dict[str, Any]]:
+    """Each ref with its text and kind; an amendment relayed over MCP says so (``via``)."""
+    out: list[dict[str, Any]] = []
+    for r in refs:
+        item: dict[str, Any] = {"ref": r, "text": card.clause(r)}
+        item["kind"] = "amendment" if r.startswith("am") else "clause"
+        if item["kind"] == "amendment":
+            index = int(r[r.index("[") + 1 : -1])
+            if index < len(vias) and vias[index] == "mcp":
+                item["via"] = "mcp"
+        out.append(item)
+    return out
 
 
 def _authority_row(room: Room, term: str) -> dict[str, Any]:
@@ -107,13 +114,14 @@ def _authority_row(room: Room, term: str) -> dict[str, Any]:
                 item[seat] = []
             continue
         per_part = [_matching_clauses(card, p) for p in parts]
+        vias = [e.via for e in room.escalations if e.seat == seat and e.answer is not None]
         for item, refs in zip(split, per_part, strict=True):
-            item[seat] = _refs(card, refs)
+            item[seat] = _refs(card, refs, vias)
         whole: list[str] = []
         if all(per_part):
             for refs in per_part:
                 whole += [r for r in refs if r not in whole]
-        row[seat] = _refs(card, whole)
+        row[seat] = _refs(card, whole, vias)
     if len(parts) > 1:
         row["parts"] = split
     return row
@@ -153,6 +161,8 @@ def _claim_json(room: Room, cid: str) -> dict[str, Any]:
         out["speaker"] = rec.speaker
     if rec.confirmed_by is not None:
         out["confirmed_by"] = rec.confirmed_by
+    if rec.speaker == "principal" and rec.via is not None:
+        out["via"] = rec.via
     return out
 
 
@@ -381,6 +391,8 @@ def _origin(claim: Mapping[str, Any]) -> str:
         text += f" from {claim['ref']}"
     if claim.get("speaker") == "principal":
         text += ", said by the principal"
+        if claim.get("via") == "mcp":
+            text += ", relayed by the proxy (mcp)"
     if claim.get("confirmed_by"):
         text += f", confirmed by seat {claim['confirmed_by']}'s principal"
     return text
@@ -408,7 +420,11 @@ def _rests_on(row: Mapping[str, Any], name: Mapping[str, str]) -> str:
     for seat in SEATS:
         refs = row[seat]
         if refs:
-            cited = "; ".join(f'{r["kind"]} {r["ref"]} "{r["text"]}"' for r in refs)
+            cited = "; ".join(
+                f'{r["kind"]} {r["ref"]} "{r["text"]}"'
+                + (" (relayed by the proxy (mcp))" if r.get("via") == "mcp" else "")
+                for r in refs
+            )
             parts.append(f"{name[seat]}: {cited}")
         else:
             parts.append(f"{name[seat]}: its proxy's judgment (no clause or amendment)")

@@ -171,6 +171,10 @@ class ClaimRecord:
     backed_by: str | None = None
     speaker: str = "proxy"
     confirmed_by: str | None = None
+    # a principal-speaker claim: the way its answer came (``web``: the principal's page;
+    # ``mcp``: relayed by the seat's proxy, the principal's word only as far as the proxy
+    # is trusted)
+    via: str | None = None
 
     @property
     def verified(self) -> bool:
@@ -1018,7 +1022,14 @@ class Room:
         index = len(amended.amendments or ()) - 1
         cid = f"{seat}{pending.seq}.0"
         self._claims[cid] = ClaimRecord(
-            cid, seat, pending.seq, answer, "stated", f"amendments[{index}]", speaker="principal"
+            cid,
+            seat,
+            pending.seq,
+            answer,
+            "stated",
+            f"amendments[{index}]",
+            speaker="principal",
+            via=via,
         )
 
     def _after_answer(self) -> str:

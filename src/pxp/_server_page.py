@@ -116,7 +116,11 @@ def _origin(claim: Mapping[str, Any]) -> str:
     if claim.get("ref"):
         text += f" from <code>{safe(claim['ref'])}</code>"
     if claim.get("speaker") == "principal":
-        text += " (said by the principal)"
+        text += (
+            " (said by the principal, relayed by the proxy (mcp))"
+            if claim.get("via") == "mcp"
+            else " (said by the principal)"
+        )
     if claim.get("confirmed_by"):
         text += f", confirmed by seat {safe(claim['confirmed_by'])}'s principal"
     if claim.get("backed_by"):

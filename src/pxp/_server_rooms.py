@@ -472,6 +472,7 @@ class RoomService:
                 "ref": c.ref,
                 "verified": c.verified,
                 "speaker": c.speaker,
+                "via": c.via,
                 "confirmed_by": c.confirmed_by,
                 "backed_by": c.backed_by,
                 "reviews": [

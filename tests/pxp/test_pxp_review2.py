@@ -322,3 +322,26 @@ def test_an_honest_room_imports_without_notes() -> None:
     room.send("B", msg(proposal={"terms": ["440 EUR, ship abroad"]}), now=now())
     room.send("A", msg("agree"), now=now())
     assert pxp.load_room(json.loads(json.dumps(room.export()))).import_notes == ()
+
+
+# ------------------------------------------------- finding 9: relayed answers say so
+
+
+@pytest.mark.parametrize("via", ["mcp", "web"])
+def test_an_answer_relayed_over_mcp_is_marked_relayed(via: str) -> None:
+    room, now = active_room()
+    room.send("A", msg(proposal={"terms": ["440 EUR"]}), now=now())
+    room.send("B", msg("escalate", escalation={"question": "440?", "reason": "r"}), now=now())
+    room.answer("B", "Yes, 440 EUR is fine", now=now(), via=via)
+    assert room.claims["B2.0"].via == via
+    room.send("B", msg("agree"), now=now())
+    brief = room.brief()
+    refs = brief["authority"][0]["B"]
+    assert [r["ref"] for r in refs] == ["amendments[0]"]
+    text = pxp.brief_markdown(brief)
+    if via == "mcp":
+        assert refs[0]["via"] == "mcp"
+        assert '"Yes, 440 EUR is fine" (relayed by the proxy (mcp))' in text
+    else:
+        assert "via" not in refs[0]
+        assert "relayed" not in text
