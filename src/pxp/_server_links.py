@@ -225,9 +225,14 @@ class LinkStore(Protocol):
         digest: str,
         *,
         expires_at: str | None = None,
+        issued_at: int | None = None,
     ) -> bool:
         """Record ``digest`` as the one link of that seat and kind of a known room, replacing
-        (revoking) any earlier one; returns whether the room is known."""
+        (revoking) any earlier one; returns whether it was recorded.
+
+        ``issued_at`` is the ledger entry number that issued the link: a link whose stored
+        ``issued_at`` is later is kept (the write of a slower process that issued earlier
+        loses), so the store always holds the link the ledger issued last."""
 
     def revoke(self, room_id: str, *, seat: str | None = None, kind: LinkKind | None = None) -> int:
         """Revoke the room's links (all, or of one seat and/or kind); return how many."""
@@ -248,6 +253,7 @@ class MemoryLinkStore:
 
     def __init__(self) -> None:
         self._rooms: dict[str, dict[tuple[str, LinkKind], LinkRow]] = {}
+        self._issued: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
 
     def add_room(
@@ -291,13 +297,20 @@ class MemoryLinkStore:
         digest: str,
         *,
         expires_at: str | None = None,
+        issued_at: int | None = None,
     ) -> bool:
-        """Replace the digest of one link (the earlier link stops working)."""
+        """Replace the digest of one link (the earlier link stops working) unless the
+        stored one was issued at a later ledger entry."""
         with self._lock:
             room = self._rooms.get(room_id)
             if room is None:
                 return False
+            known = self._issued.get((room_id, seat, kind))
+            if issued_at is not None and known is not None and known > issued_at:
+                return False
             room[(seat, kind)] = LinkRow(seat, kind, digest, expires_at)
+            if issued_at is not None:
+                self._issued[(room_id, seat, kind)] = issued_at
             return True
 
     def _update(self, room_id: str, seat: str | None, kind: LinkKind | None, **change: Any) -> int:
@@ -348,6 +361,8 @@ class SqliteLinkStore:
                 db.execute(
                     "ALTER TABLE pxp_server_links ADD COLUMN revoked INTEGER NOT NULL DEFAULT 0"
                 )
+            if "issued_at" not in have:
+                db.execute("ALTER TABLE pxp_server_links ADD COLUMN issued_at INTEGER")
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self._path, timeout=10.0, isolation_level=None)
@@ -411,8 +426,12 @@ class SqliteLinkStore:
         digest: str,
         *,
         expires_at: str | None = None,
+        issued_at: int | None = None,
     ) -> bool:
-        """Replace the digest of one link in one transaction (the earlier link stops working)."""
+        """Replace the digest of one link in one transaction (the earlier link stops
+        working), unless the stored one was issued at a later ledger entry (another
+        process's later issue): the check and the write are one transaction."""
+        written = False
         with self._lock:
             db = self._connect()
             try:
@@ -420,17 +439,29 @@ class SqliteLinkStore:
                 known = db.execute(
                     "SELECT 1 FROM pxp_server_links WHERE room_id = ?", (room_id,)
                 ).fetchone()
-                if known is not None:
+                stored = db.execute(
+                    "SELECT issued_at FROM pxp_server_links WHERE room_id = ? AND seat = ?"
+                    " AND kind = ?",
+                    (room_id, seat, kind),
+                ).fetchone()
+                later = (
+                    issued_at is not None
+                    and stored is not None
+                    and stored[0] is not None
+                    and int(stored[0]) > issued_at
+                )
+                if known is not None and not later:
                     db.execute(
                         "INSERT OR REPLACE INTO pxp_server_links"
-                        " (room_id, seat, kind, digest, expires_at, revoked)"
-                        " VALUES (?,?,?,?,?,0)",
-                        (room_id, seat, kind, digest, expires_at),
+                        " (room_id, seat, kind, digest, expires_at, revoked, issued_at)"
+                        " VALUES (?,?,?,?,?,0,?)",
+                        (room_id, seat, kind, digest, expires_at, issued_at),
                     )
+                    written = True
                 db.execute("COMMIT")
             finally:
                 db.close()
-        return known is not None
+        return written
 
     def _update(self, sql: str, args: tuple[Any, ...]) -> int:
         with self._lock:

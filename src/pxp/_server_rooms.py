@@ -254,7 +254,7 @@ class RoomService:
         now = self._clock()
         token = mint_token(self._random)
 
-        def act(room: Room) -> bool:
+        def act(room: Room) -> int | None:
             if (
                 room.agent(seat.seat) != agent
                 and len(room.agents(seat.seat)) >= MAX_AGENTS_PER_SEAT
@@ -277,26 +277,29 @@ class RoomService:
             link = room.principal_link(seat.seat)
             room.join(seat.seat, agent=agent, now=now)
             if room.status in ("agreed", "ended"):
-                return False
+                return None
             # a principal link is issued by a join only once per seat: a later join (under
             # any name) holding the seat link gets none, and the link issued stays valid;
             # re-issuing is the operator's (``pxp links reissue``)
-            reissue = link is None
-            if reissue:
-                room.issue_principal_link(seat.seat, agent=agent, now=now)
-            return reissue
+            if link is None:
+                return room.issue_principal_link(seat.seat, agent=agent, now=now)
+            return None
 
         with self._lock:
-            room, issued = self._act(seat.room_id, act)
-            if issued:
-                self._links.set_link(
+            room, issued_at = self._act(seat.room_id, act)
+            written = False
+            if issued_at is not None:
+                # conditional on the ledger entry that issued it: another process that
+                # issued later (and saved its room later) keeps its link
+                written = self._links.set_link(
                     seat.room_id,
                     seat.seat,
                     "principal",
                     token_digest(token),
                     expires_at=self._expiry(now),
+                    issued_at=issued_at,
                 )
-        return self._view(room, seat.seat), (token if issued else None)
+        return self._view(room, seat.seat), (token if written else None)
 
     def reissue_principal_link(self, room_id: str, seat: str) -> str:
         """Issue ``seat``'s principal link afresh (the operator's command); return its secret.
@@ -309,14 +312,22 @@ class RoomService:
         now = self._clock()
         token = mint_token(self._random)
 
-        def act(room: Room) -> bool:
-            room.issue_principal_link(seat, agent=None, now=now)
-            return True
+        def act(room: Room) -> int:
+            return room.issue_principal_link(seat, agent=None, now=now)
 
         with self._lock:
-            self._act(room_id, act)
-            self._links.set_link(
-                room_id, seat, "principal", token_digest(token), expires_at=self._expiry(now)
+            _, issued_at = self._act(room_id, act)
+            written = self._links.set_link(
+                room_id,
+                seat,
+                "principal",
+                token_digest(token),
+                expires_at=self._expiry(now),
+                issued_at=issued_at,
+            )
+        if not written:
+            raise PxpError(
+                "store_conflict", "another process issued this seat's principal link since"
             )
         return token
 

@@ -345,3 +345,41 @@ def test_an_answer_relayed_over_mcp_is_marked_relayed(via: str) -> None:
     else:
         assert "via" not in refs[0]
         assert "relayed" not in text
+
+
+# ------------------------------------------------- finding 7: ledger and link store agree
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_slower_process_never_overwrites_a_later_issued_link(store: str, tmp_path: Path) -> None:
+    from pxp._server_links import MemoryLinkStore, SqliteLinkStore
+
+    links = MemoryLinkStore() if store == "memory" else SqliteLinkStore(tmp_path / "l.sqlite")
+    links.add_room("r1", {("A", "seat"): "s", ("B", "seat"): "t"})
+    # process 2 issued at ledger entry 11 and wrote first; process 1 issued at 10, writes late
+    assert links.set_link("r1", "B", "principal", "later", issued_at=11)
+    assert not links.set_link("r1", "B", "principal", "earlier", issued_at=10)
+    assert links.room_digests("r1")[("B", "principal")] == "later"
+    assert links.set_link("r1", "B", "principal", "newest", issued_at=12)
+    assert links.room_digests("r1")[("B", "principal")] == "newest"
+
+
+def test_two_services_on_one_file_agree_with_the_ledger(tmp_path: Path) -> None:
+    from pxp._server_links import SeatGrant, SqliteLinkStore, check_link
+    from pxp._server_rooms import RoomService
+    from pxp._store import SqliteRoomStore
+
+    db = tmp_path / "rooms.sqlite"
+    one = RoomService(SqliteRoomStore(db), SqliteLinkStore(db))
+    two = RoomService(SqliteRoomStore(db), SqliteLinkStore(db))
+    made = one.create_room(
+        topic="t", your_principal="a", counterpart="b", counterpart_proxy="external"
+    )
+    _, first = one.join(SeatGrant(made.room_id, "B", "seat"), "bo")
+    token = two.reissue_principal_link(made.room_id, "B")
+    assert first is not None
+    room = one._load(made.room_id)
+    assert room.principal_link("B") == {"issued_at": len(room.ledger), "agent": None}
+    check_link(SqliteLinkStore(db), f"{made.room_id}.{token}", "principal")
+    with pytest.raises(pxp.PxpError):
+        check_link(SqliteLinkStore(db), f"{made.room_id}.{first}", "principal")
