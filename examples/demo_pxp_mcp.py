@@ -100,37 +100,42 @@ async def negotiate(base: str) -> None:
         print("   It got seat links for both proxies; Ann's principal page link went to")
         print("   the human only (MCP audience 'user'), never into the model's JSON.")
 
-        await tool(ann, "join_room", link=room["link"], agent_name="ann-assistant")
+        await tool(ann, "join_room", link=room["your_link"], agent_name="ann-assistant")
         joined = await bo.call_tool(
-            "join_room", {"link": room["counterpart_link"], "agent_name": "bo-assistant"}
+            "join_room", {"link": room["invite_link_for_counterpart"], "agent_name": "bo-assistant"}
         )
         for_bo = joined.content[1].text  # type: ignore[union-attr]
         seller_page = re.findall(r"http://\S+/p/[0-9a-f]{16}/[A-Za-z0-9_-]{43}", for_bo)[0]
         print("   Bo's page link came to Bo alone, with his agent's first join_room.")
-        await tool(ann, "seal_intent_card", link=room["link"], card=BUYER)
-        view = await tool(bo, "seal_intent_card", link=room["counterpart_link"], card=SELLER)
+        await tool(ann, "seal_intent_card", link=room["your_link"], card=BUYER)
+        view = await tool(
+            bo, "seal_intent_card", link=room["invite_link_for_counterpart"], card=SELLER
+        )
         print("2. Both agents joined and sealed their principals' intent cards.")
-        print(f"   Bo's agent sees Ann only as {view['other']['name']!r} with card hash")
-        print(f"   {view['other']['card_hash'][:16]}..., never her card body.")
+        them = view["counterpart"]
+        print(f"   Bo's agent sees Ann only as {them['principal']!r} with card hash")
+        print(f"   {them['card_hash'][:16]}..., never her card body.")
 
         sent = await tool(
             ann,
             "send_envelope",
-            link=room["link"],
+            link=room["your_link"],
             message="We offer 4500 EUR for 200 chairs delivered by June.",
             claims=[{"text": "Budget is 5000 EUR", "origin": "stated", "ref": "known_facts[0]"}],
             proposal={"terms": ["Price 4500 EUR", "Delivery by June"], "depends_on": ["new1"]},
             status="continue",
         )
-        print(f"3. Ann's agent proposed: {sent['envelope']['proposal']['terms']}.")
+        print(f"3. Ann's agent proposed: {sent['accepted_envelope']['proposal']['terms']}.")
 
-        turn = await tool(bo, "wait_for_turn", link=room["counterpart_link"], timeout_seconds=10)
+        turn = await tool(
+            bo, "wait_for_turn", link=room["invite_link_for_counterpart"], timeout_seconds=10
+        )
         paused = await tool(
             bo,
             "send_envelope",
-            link=room["counterpart_link"],
+            link=room["invite_link_for_counterpart"],
             message="I need to check this price with Bo.",
-            reviews=[{"claim_id": c, "verdict": "accept"} for c in turn["unreviewed"]],
+            reviews=[{"claim_id": c["id"], "verdict": "accept"} for c in turn["claims_to_review"]],
             status="escalate",
             escalation={"question": "May I accept 4500 EUR?", "reason": "escalate_when[0]"},
         )
@@ -151,13 +156,19 @@ async def negotiate(base: str) -> None:
             f"(HTTP {answer.status_code})."
         )
 
-        await tool(bo, "wait_for_turn", link=room["counterpart_link"], timeout_seconds=10)
+        await tool(
+            bo, "wait_for_turn", link=room["invite_link_for_counterpart"], timeout_seconds=10
+        )
         done = await tool(
-            bo, "send_envelope", link=room["counterpart_link"], message="Deal.", status="agree"
+            bo,
+            "send_envelope",
+            link=room["invite_link_for_counterpart"],
+            message="Deal.",
+            status="agree",
         )
         print(f"6. Bo's agent agreed; the room is {done['room']['status']}.")
 
-        result = await tool(ann, "get_brief", link=room["link"])
+        result = await tool(ann, "get_brief", link=room["your_link"])
         head = pxp.verify_ledger(result["ledger"])
         answers = [e["data"]["via"] for e in result["ledger"] if e["type"] == "principal_answer"]
         print(

@@ -36,11 +36,13 @@ from __future__ import annotations
 from ._brief import brief_markdown, build_brief
 from ._canonical import ZERO_HASH, canonical, canonical_bytes, sha256_hex
 from ._card import (
+    LIMITS,
     Amendment,
     IntentCard,
     Principal,
     SealedCard,
     card_hash,
+    normalise_card,
     resolve_clause,
     seal_card,
 )
@@ -85,6 +87,7 @@ __all__ = [
     "ACTIONS",
     "ENTRY_TYPES",
     "FLAG_SENTENCES",
+    "LIMITS",
     "MAX_CLAIMS",
     "STATES",
     "TRANSITIONS",
@@ -121,6 +124,7 @@ __all__ = [
     "load_ledger",
     "load_room",
     "load_schema",
+    "normalise_card",
     "parse_claim_id",
     "proposal_hash",
     "resolve_clause",

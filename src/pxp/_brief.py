@@ -10,49 +10,138 @@ from ._card import IntentCard
 from ._envelope import SEATS, parse_claim_id
 from ._errors import PxpError
 from ._ledger import LedgerError, verify_ledger
+from ._text import normalize
 
 if TYPE_CHECKING:
     from ._room import Room
 
 __all__ = ["brief_markdown", "build_brief"]
 
-_WS = re.compile(r"\s+")
-
 
 def _norm(text: str) -> str:
-    return _WS.sub(" ", text.casefold()).strip().rstrip(".!").strip()
+    return normalize(text)
 
 
-def _matching_clauses(card: IntentCard, term: str) -> list[str]:
-    """Clauses of ``card`` that authorise ``term`` by text: equal, or one contains the other."""
+_PARTS = re.compile(r"\s*(?:[,;+&]|\band\b|\bplus\b)\s*", re.I)
+
+
+def term_parts(term: str) -> list[str]:
+    """The parts of a bundled term ("440 EUR, ship abroad"): split at , ; + & and "and"."""
+    return [p for p in (x.strip() for x in _PARTS.split(term)) if _norm(p)]
+
+
+_PHRASES = re.compile(r"\s*(?:[,;]|\band\b)\s*", re.I)
+_NEGATION = frozenset(("never", "not", "no", "without", "nor", "don't", "dont", "cannot"))
+
+
+def _answer_gives(answer: str, part: str) -> bool:
+    """Whether a principal's answer gives ``part``: a phrase of the answer (split as a
+    clause) holds ``part`` as whole words and is not negated. An answer is free text in
+    the principal's words ("Yes, 5500 EUR is fine."), so it is read more widely than a card
+    clause, but never through a negation ("yes, but never by bank transfer")."""
+    wanted = normalize(part)
+    if not wanted:
+        return False
+    for phrase in _PHRASES.split(answer):
+        said = normalize(phrase)
+        if f" {wanted} " in f" {said} " and not _NEGATION.intersection(said.split()):
+            return True
+    return False
+
+
+def _covers(clause: str, part: str) -> bool:
+    """Whether ``clause`` gives ``part``: after the shared normaliser, ``part`` equals the
+    whole clause or one whole phrase of it (the clause split at , ; and "and"), and that
+    phrase is not negated (holds none of never, not, no, without, nor, cannot).
+
+    A word or two inside a clause is not what the clause gives ("bank transfer" inside
+    "Payment in cash, never by bank transfer"; "440" inside "440 EUR"), and a clause that
+    occurs inside a larger term ("440 EUR" in "440 EUR, ship abroad") does not authorise
+    the rest of the term.
+    """
+    wanted = normalize(part)
+    if not wanted:
+        return False
+    for phrase in [clause, *_PHRASES.split(clause)]:
+        said = normalize(phrase)
+        if said == wanted and not _NEGATION.intersection(said.split()):
+            return True
+    return False
+
+
+def _matching_clauses(card: IntentCard, part: str) -> list[str]:
+    """Clauses of ``card`` that give ``part``: may_agree_to, must_haves, then amendments
+    (by the principal's answer only; the question is not authority)."""
     found: list[str] = []
-    t = _norm(term)
     for name in ("may_agree_to", "must_haves"):
         for i, text in enumerate(getattr(card, name)):
-            c = _norm(text)
-            if c and (c == t or c in t or t in c):
+            if _covers(text, part):
                 found.append(f"{name}[{i}]")
     for i, amendment in enumerate(card.amendments or ()):
-        # an answer is tied to a term by its own text or by the question it answered
-        for text in (amendment.answer, amendment.question):
-            a = _norm(text)
-            if a and t and (a == t or a in t or t in a):
-                found.append(f"amendments[{i}]")
-                break
+        if _answer_gives(amendment.answer, part):
+            found.append(f"amendments[{i}]")
     return found
 
 
-def _authority(room: Room, seat: str, term: str) -> list[dict[str, Any]]:
-    """What ``seat``'s side of ``term`` rests on: matching clauses, else amendments."""
-    card = room.card(seat)
-    if card is None:
-        return []
-    # Only what ties to the term by text: an unrelated answer is not authority for it, and
-    # a term nothing ties to rests on the proxy's judgment (said so in the Markdown).
-    return [
-        {"ref": r, "text": card.clause(r), "kind": "amendment" if r.startswith("am") else "clause"}
-        for r in _matching_clauses(card, term)
-    ]
+def _refs(card: IntentCard, refs: list[str], vias: list[str | None]) -> list[dict[str, Any]]:
+    """Each ref with its text and kind; an amendment relayed over MCP says so (``via``)."""
+    out: list[dict[str, Any]] = []
+    for r in refs:
+        item: dict[str, Any] = {"ref": r, "text": card.clause(r)}
+        item["kind"] = "amendment" if r.startswith("am") else "clause"
+        if item["kind"] == "amendment":
+            index = int(r[r.index("[") + 1 : -1])
+            if index < len(vias) and vias[index] == "mcp":
+                item["via"] = "mcp"
+        out.append(item)
+    return out
+
+
+def _authority_row(room: Room, term: str) -> dict[str, Any]:
+    """What each seat's side of ``term`` rests on.
+
+    A term made of several parts rests on a clause only when every part does; each part's
+    own refs are listed under ``parts``. A term nothing gives rests on the proxy's judgment.
+    """
+    parts = term_parts(term) or [term]
+    row: dict[str, Any] = {"term": term}
+    split: list[dict[str, Any]] = [{"part": p} for p in parts]
+    for seat in SEATS:
+        card = room.card(seat)
+        if card is None:
+            row[seat] = []
+            for item in split:
+                item[seat] = []
+            continue
+        per_part = [_matching_clauses(card, p) for p in parts]
+        vias = [e.via for e in room.escalations if e.seat == seat and e.answer is not None]
+        for item, refs in zip(split, per_part, strict=True):
+            item[seat] = _refs(card, refs, vias)
+        whole: list[str] = []
+        if all(per_part):
+            for refs in per_part:
+                whole += [r for r in refs if r not in whole]
+        row[seat] = _refs(card, whole, vias)
+    if len(parts) > 1:
+        row["parts"] = split
+    return row
+
+
+def _numbered_agents(agents: list[str]) -> str:
+    """Agents in join order, each with its join number ("#1 bo-agent, #2 bо-agent (reads
+    like #1)"): a look-alike name is told apart by its number and marked."""
+    out: list[str] = []
+    for i, agent in enumerate(agents, start=1):
+        like = next(
+            (
+                j
+                for j, earlier in enumerate(agents[: i - 1], start=1)
+                if earlier != agent and normalize(earlier) == normalize(agent)
+            ),
+            None,
+        )
+        out.append(f"#{i} {agent}" + (f" (reads like #{like})" if like else ""))
+    return ", ".join(out)
 
 
 def _claim_json(room: Room, cid: str) -> dict[str, Any]:
@@ -68,6 +157,12 @@ def _claim_json(room: Room, cid: str) -> dict[str, Any]:
         out["ref"] = rec.ref
     if rec.backed_by is not None:
         out["backed_by"] = rec.backed_by
+    if rec.speaker != "proxy":
+        out["speaker"] = rec.speaker
+    if rec.confirmed_by is not None:
+        out["confirmed_by"] = rec.confirmed_by
+    if rec.speaker == "principal" and rec.via is not None:
+        out["via"] = rec.via
     return out
 
 
@@ -86,6 +181,8 @@ def build_brief(room: Room) -> dict[str, Any]:
             "card_hash": room.card_hash(seat),
             "sealed_card_hash": room.first_card_hash(seat),
             "sealed_via": room.sealed_via(seat),
+            "sealed_by": room.sealed_by(seat),
+            "principal_link": room.principal_link(seat),
             "agents": list(room.agents(seat)),
         }
     depends: list[dict[str, Any]] = []
@@ -131,10 +228,7 @@ def build_brief(room: Room) -> dict[str, Any]:
             if not item["verified"]:
                 unverified.append(cid)
         for term in agreement["terms"]:
-            row: dict[str, Any] = {"term": term}
-            for seat in SEATS:
-                row[seat] = _authority(room, seat, term)
-            authority.append(row)
+            authority.append(_authority_row(room, term))
     challenged: list[dict[str, Any]] = []
     for cid in room.claims:
         for seat, (verdict, seq, reason) in sorted(room.reviews_of(cid).items()):
@@ -165,6 +259,8 @@ def build_brief(room: Room) -> dict[str, Any]:
             "answer": e.answer,
             "via": e.via,
             "answered_at": e.answered_at,
+            "confirms": list(e.confirms),
+            "acted_by": dict(e.acted_by) if e.acted_by is not None else None,
         }
         for e in room.escalations
     ]
@@ -209,7 +305,7 @@ def build_brief(room: Room) -> dict[str, Any]:
         "unverified_in_record": in_record,
         "challenged": challenged,
         "escalations": escalations,
-        "protocol_flags": [dict(f) for f in room.protocol_flags],
+        "protocol_flags": [dict(f) for f in (*room.protocol_flags, *room.import_notes)],
         "judgments": judgments,
         "parties": parties,
         "turns": {"used": room.turns, "max": room.max_turns},
@@ -288,6 +384,53 @@ def _code(value: Any) -> str:
     return "`" + re.sub(r"[^0-9a-fA-F]", "", str(value)) + "`"
 
 
+def _origin(claim: Mapping[str, Any]) -> str:
+    """``stated from must_haves[0]``, ``sourced from <ref>``, ``assumed``, plus who said it."""
+    text = str(claim["origin"])
+    if claim.get("ref"):
+        text += f" from {claim['ref']}"
+    if claim.get("speaker") == "principal":
+        text += ", said by the principal"
+        if claim.get("via") == "mcp":
+            text += ", relayed by the proxy (mcp)"
+    if claim.get("confirmed_by"):
+        text += f", confirmed by seat {claim['confirmed_by']}'s principal"
+    return text
+
+
+def _acted(acted: Any, via: Any) -> str:
+    """How an action arrived: ``via web, through the principal link issued at ledger entry 4
+    to agent X``; just ``via web`` when the room issued no link (a room used as a library)."""
+    if not isinstance(acted, Mapping):
+        return f"via {via}" if via else "(how is not recorded)"
+    agent = acted.get("agent")
+    if acted.get("link") == "principal":
+        issued = acted.get("link_issued_at")
+        if not issued:
+            return "via web"
+        who = f"agent {agent}" if agent else "the room's creator"
+        return f"via web, through the principal link issued at ledger entry {issued} to {who}"
+    if not agent:
+        return f"via {acted.get('via')}"
+    return f"via {acted.get('via')}, through the seat link by agent {agent}"
+
+
+def _rests_on(row: Mapping[str, Any], name: Mapping[str, str]) -> str:
+    parts = []
+    for seat in SEATS:
+        refs = row[seat]
+        if refs:
+            cited = "; ".join(
+                f'{r["kind"]} {r["ref"]} "{r["text"]}"'
+                + (" (relayed by the proxy (mcp))" if r.get("via") == "mcp" else "")
+                for r in refs
+            )
+            parts.append(f"{name[seat]}: {cited}")
+        else:
+            parts.append(f"{name[seat]}: its proxy's judgment (no clause or amendment)")
+    return " | ".join(parts)
+
+
 def _render(brief: Mapping[str, Any]) -> str:
     parties = _get(brief, "parties")
     name = {s: parties[s]["principal"] or f"seat {s}" for s in SEATS}
@@ -307,15 +450,9 @@ def _render(brief: Mapping[str, Any]) -> str:
         lines += ["", f"Proposal hash: {_code(agreement['proposal_hash'])}", ""]
         lines += ["## On whose authority", ""]
         for row in brief["authority"]:
-            parts = []
-            for seat in SEATS:
-                refs = row[seat]
-                if refs:
-                    cited = "; ".join(f'{r["kind"]} {r["ref"]} "{r["text"]}"' for r in refs)
-                    parts.append(f"{name[seat]}: {cited}")
-                else:
-                    parts.append(f"{name[seat]}: its proxy's judgment (no clause or amendment)")
-            lines.append(f"- {row['term']}: " + " | ".join(parts))
+            lines.append(f"- {row['term']}: " + _rests_on(row, name))
+            for part in row.get("parts", []):
+                lines.append(f"  - part {part['part']}: " + _rests_on(part, name))
         lines.append("")
         lines += ["## What the agreement depends on", ""]
         if not brief["depends_on"]:
@@ -323,7 +460,7 @@ def _render(brief: Mapping[str, Any]) -> str:
         for claim in brief["depends_on"]:
             state = "verified" if claim["verified"] else "**UNVERIFIED**"
             lines.append(
-                f"- {claim['id']} ({name[claim['seat']]}, {claim['origin']}, {state}): "
+                f"- {claim['id']} ({name[claim['seat']]}, {_origin(claim)}, {state}): "
                 f"{claim['text']}"
             )
         lines.append("")
@@ -348,7 +485,7 @@ def _render(brief: Mapping[str, Any]) -> str:
             "name them as dependencies.",
             "",
         ]
-        lines += [f"- {c['id']} ({name[c['seat']]}): {c['text']}" for c in others]
+        lines += [f"- {c['id']} ({name[c['seat']]}, {_origin(c)}): {c['text']}" for c in others]
         lines.append("")
     lines += ["## Challenged claims", ""]
     if not brief["challenged"]:
@@ -356,18 +493,20 @@ def _render(brief: Mapping[str, Any]) -> str:
     for c in brief["challenged"]:
         cleared = "cleared by the principal" if c["cleared_by_principal"] else "still disputed"
         lines.append(
-            f'- {c["id"]} "{c["text"]}": {c["verdict"]} by {name[c["by"]]} '
-            f"(message {c['seq']}), {cleared}"
+            f'- {c["id"]} ({name[c["seat"]]}, {_origin(c)}) "{c["text"]}": {c["verdict"]} by '
+            f"{name[c['by']]} (message {c['seq']}), {cleared}"
         )
     lines += ["", "## Escalations", ""]
     if not brief["escalations"]:
         lines.append("- None.")
     for e in brief["escalations"]:
         answer = (
-            f'answered "{e["answer"]}" (via {e["via"]})'
+            f'answered "{e["answer"]}" ({_acted(e.get("acted_by"), e["via"])})'
             if e["answer"] is not None
             else "not answered"
         )
+        if e.get("confirms"):
+            answer += ", confirming " + ", ".join(e["confirms"])
         lines.append(f'- {name[e["seat"]]} was asked "{e["question"]}": {answer}')
     if brief["judgments"]:
         lines += ["", "## The proxies' own judgment", ""]
@@ -380,14 +519,22 @@ def _render(brief: Mapping[str, Any]) -> str:
     lines += ["", "## Parties", ""]
     for seat in SEATS:
         p = parties[seat]
-        agents = ", ".join(p["agents"]) or "none recorded"
-        lines.append(f"- Seat {seat}: {name[seat]}, card {_code(p['card_hash'])}, agents: {agents}")
+        agents = _numbered_agents(p["agents"]) or "none recorded"
+        sealed = _acted(p.get("sealed_by"), p.get("sealed_via"))
+        lines.append(
+            f"- Seat {seat}: {name[seat]}, card {_code(p['card_hash'])} sealed {sealed}, "
+            f"agents: {agents}"
+        )
     ledger = brief["ledger"]
     lines += [
         "",
         f"Turns: {brief['turns']['used']} of {brief['turns']['max']}. "
         f"Ledger: {ledger['entries']} entries, head {_code(ledger['head'])}, "
-        + ("verifies." if ledger["verifies"] else "**DOES NOT VERIFY**."),
+        + (
+            "hash chain verifies (integrity only, not authenticity)."
+            if ledger["verifies"]
+            else "**DOES NOT VERIFY**."
+        ),
         "",
     ]
     return "\n".join(lines)

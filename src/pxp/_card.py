@@ -6,19 +6,23 @@ import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from ._canonical import canonical, sha256_hex
 from ._errors import PxpError
+from ._jsstr import js_len, js_trim
 from ._schemas import validator
 
 __all__ = [
     "CLAUSE_FIELDS",
+    "LIMITS",
     "Amendment",
     "IntentCard",
     "Principal",
     "SealedCard",
     "card_hash",
+    "normalise_card",
     "resolve_clause",
     "seal_card",
 ]
@@ -243,6 +247,8 @@ def resolve_clause(card: IntentCard, ref: str) -> str | None:
     """
     if ref == "goal":
         return card.goal
+    if ref.startswith("amendment["):  # the reference's own instructions spell it so
+        ref = "amendments" + ref[len("amendment") :]
     match = _CLAUSE_REF.match(ref)
     if match is None:
         return None
@@ -280,25 +286,93 @@ def card_hash(card: IntentCard | Mapping[str, Any]) -> str:
     return sha256_hex(canonical(parsed.to_json()))
 
 
-def seal_card(card: IntentCard | Mapping[str, Any]) -> SealedCard:
-    """Seal a principal-confirmed card: fill ``pxp: "0"``, absent lists and ``amendments: []``.
+# The reference's limits (``lib/pxp.js`` ``normaliseCard``), in UTF-16 code units, and its
+# cap on the items of each list. The reference cuts silently; sealing refuses instead.
+LIMITS: Mapping[str, int] = MappingProxyType(
+    {"name": 80, "role": 120, "org": 120, "goal": 400, "item": 300, "items": 12}
+)
+"""Longest principal name, role and org, goal, list item; most items in one list."""
 
-    A JSON card may leave out every member the MCP ``seal_intent_card`` tool does not
-    require (``pxp``, ``may_agree_to``, ``must_never``, ``escalate_when``, ``known_facts``;
-    ``principal``, ``goal`` and ``must_haves`` are required);
-    they are filled as the reference stores them, then the whole card is hashed.
+
+def _too_long(what: str, text: str, limit: int) -> PxpError:
+    return PxpError(
+        "card_invalid",
+        f"{what} is {js_len(text)} characters long; at most {limit} are sealed",
+        reason="too_long",
+    )
+
+
+def normalise_card(card: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the card JSON as the reference seals it, or refuse what it would lose.
+
+    Kept meaning is normalised as the reference does: every string is trimmed, empty list
+    items are dropped, an absent ``principal.role`` is stored as ``""``, an empty ``org`` is
+    left out, absent lists are ``[]``, ``pxp`` is ``"0"`` and ``amendments`` is ``[]``. What
+    the reference refuses is refused (``card_invalid``/``goal_missing``, ``must_have_missing``);
+    where it would silently cut (a name over 80, role or org over 120, goal over 400, an item
+    over 300 characters, a list over 12 items) this refuses (``too_long``, ``too_many``)
+    instead of sealing a card that lost a clause. Members of the wrong type are left for the
+    schema check to refuse.
     """
-    if not isinstance(card, IntentCard):
-        if not isinstance(card, Mapping):
-            raise PxpError("card_invalid", "the intent card is not a JSON object")
-        filled = dict(card)
-        filled.setdefault("pxp", "0")
-        for name in _LIST_FIELDS:
-            if name != "must_haves":
-                filled.setdefault(name, [])
-        filled.setdefault("amendments", [])
-        card = filled
-    parsed = _as_card(card)
+    out: dict[str, Any] = dict(card)
+    out.setdefault("pxp", "0")
+    principal = card.get("principal")
+    if isinstance(principal, Mapping):
+        who: dict[str, Any] = dict(principal)
+        for key in ("name", "role", "org"):
+            value = who.get(key)
+            if isinstance(value, str):
+                who[key] = js_trim(value)
+                if js_len(who[key]) > LIMITS[key]:
+                    raise _too_long(f"the principal's {key}", who[key], LIMITS[key])
+        who.setdefault("role", "")
+        if who.get("org") == "":
+            del who["org"]
+        out["principal"] = who
+    goal = card.get("goal")
+    if isinstance(goal, str):
+        out["goal"] = js_trim(goal)
+        if not out["goal"]:
+            raise PxpError("card_invalid", "the card's goal is empty", reason="goal_missing")
+        if js_len(out["goal"]) > LIMITS["goal"]:
+            raise _too_long("the goal", out["goal"], LIMITS["goal"])
+    for name in _LIST_FIELDS:
+        items = card.get(name, [])
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            continue
+        kept = [js_trim(i) for i in items if js_trim(i)]
+        for i, text in enumerate(kept):
+            if js_len(text) > LIMITS["item"]:
+                raise _too_long(f"{name} item {i + 1}", text, LIMITS["item"])
+        if len(kept) > LIMITS["items"]:
+            raise PxpError(
+                "card_invalid",
+                f"{name} has {len(kept)} items; at most {LIMITS['items']} are sealed",
+                reason="too_many",
+            )
+        out[name] = kept
+    if out.get("must_haves") == []:
+        raise PxpError(
+            "card_invalid",
+            "the card has no must-have; add at least one",
+            reason="must_have_missing",
+        )
+    out.setdefault("amendments", [])
+    return out
+
+
+def seal_card(card: IntentCard | Mapping[str, Any]) -> SealedCard:
+    """Seal a principal-confirmed card, normalised as the reference seals it.
+
+    The card (an :class:`IntentCard` or its JSON) goes through :func:`normalise_card`: a
+    JSON card may leave out ``pxp``, ``principal.role`` and every list but ``must_haves``;
+    then the whole card is hashed. Members the schema does not name are refused.
+    """
+    if isinstance(card, IntentCard):
+        card = card.to_json()
+    if not isinstance(card, Mapping):
+        raise PxpError("card_invalid", "the intent card is not a JSON object")
+    parsed = IntentCard.from_json(normalise_card(card), strict=False)
     if parsed.extra or parsed.principal.extra or any(a.extra for a in parsed.amendments or ()):
         raise PxpError(
             "card_invalid",

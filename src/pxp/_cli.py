@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from ._card import seal_card
 from ._errors import PxpError
 from ._export import load_room
 from ._ledger import load_ledger
+from ._room import format_time
 from ._simulate import simulate
 
 __all__ = ["build_parser", "main"]
@@ -90,8 +92,92 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="cards sent over MCP are drafts the principal confirms on the web page",
     )
+    serve.add_argument(
+        "--link-days",
+        type=float,
+        default=30.0,
+        help="days a link works after it is issued (30; 0: links never expire)",
+    )
+    serve.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="serve the rooms of a reference export (one room, or a store file with 'rooms'); "
+        "prints each imported room's fresh links once (repeat)",
+    )
     serve.set_defaults(handler=_serve)
+
+    links = sub.add_parser("links", help="list, revoke or expire the links of a served room")
+    links_sub = links.add_subparsers(dest="links_command", metavar="COMMAND")
+    for name, text in (
+        ("list", "show each link of a room: seat, kind, expiry, revoked (never the secret)"),
+        ("revoke", "revoke links of a room at once (all, or one seat and/or kind)"),
+        ("expire", "set when links of a room expire (all, or one seat and/or kind)"),
+        ("reissue", "issue a seat's principal link afresh (the old one stops working); print it"),
+    ):
+        cmd = links_sub.add_parser(name, help=text)
+        cmd.add_argument("room", help="the room id")
+        cmd.add_argument("--db", type=Path, default=Path("pxp-rooms.sqlite"), help="SQLite file")
+        if name == "reissue":
+            cmd.add_argument("--seat", choices=("A", "B"), required=True, help="the seat")
+            cmd.add_argument(
+                "--public-url",
+                default="http://127.0.0.1:8765",
+                help="URL prefix of the link printed (http://127.0.0.1:8765)",
+            )
+        elif name != "list":
+            cmd.add_argument("--seat", choices=("A", "B"), help="only this seat's links")
+            cmd.add_argument("--kind", choices=("seat", "principal"), help="only this kind")
+        if name == "expire":
+            when = cmd.add_mutually_exclusive_group(required=True)
+            when.add_argument(
+                "--at", help="an ISO 8601 time with its offset, e.g. 2027-01-01T00:00Z"
+            )
+            when.add_argument("--in-days", type=float, help="this many days from now")
+            when.add_argument("--never", action="store_true", help="the links never expire")
+        cmd.set_defaults(handler=_links)
+    links.set_defaults(handler=lambda args: _usage(links))
     return parser
+
+
+def _links(args: argparse.Namespace) -> int:
+    from ._server_links import SqliteLinkStore
+
+    if not args.db.exists():
+        raise PxpError("file_unreadable", f"{args.db} does not exist")
+    store = SqliteLinkStore(args.db)
+    if not store.rows(args.room):
+        raise PxpError("room_unknown", f"no links of room {args.room!r} in {args.db}")
+    if args.links_command == "reissue":
+        from .server import sqlite_service
+
+        token = sqlite_service(args.db).reissue_principal_link(args.room, args.seat)
+        base = args.public_url.rstrip("/")
+        print(f"{args.seat} principal {base}/p/{args.room}/{token}")
+    elif args.links_command == "revoke":
+        count = store.revoke(args.room, seat=args.seat, kind=args.kind)
+        print(f"revoked {count} link(s) of room {args.room}")
+    elif args.links_command == "expire":
+        when: str | None = None
+        if args.at is not None:
+            try:
+                moment = datetime.fromisoformat(args.at.replace("Z", "+00:00"))
+            except ValueError:
+                raise PxpError("time_invalid", f"{args.at!r} is not an ISO 8601 time") from None
+            when = format_time(moment)
+        elif args.in_days is not None:
+            if not 0 <= args.in_days <= 36500:
+                raise PxpError("time_invalid", "--in-days must lie between 0 and 36500")
+            when = format_time(datetime.now(UTC) + timedelta(days=args.in_days))
+        count = store.set_expiry(args.room, when, seat=args.seat, kind=args.kind)
+        print(f"{count} link(s) of room {args.room} now expire {when or 'never'}")
+    for row in store.rows(args.room):
+        state = "revoked" if row.revoked else f"expires {row.expires_at or 'never'}"
+        print(f"{row.seat} {row.kind:9} {state}")
+    return 0
 
 
 def _serve(args: argparse.Namespace) -> int:

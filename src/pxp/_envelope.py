@@ -13,6 +13,7 @@ from typing import Any
 from ._canonical import canonical, sha256_hex
 from ._card import _schema_check
 from ._errors import PxpError
+from ._jsstr import js_trim
 
 __all__ = [
     "MAX_CLAIMS",
@@ -48,6 +49,7 @@ _STORED_KEYS = {
     "escalation",
     "accepts",
     "protocol_flags",
+    "proposal_hash",
 }
 _DRAFT_KEYS = {"message", "claims", "reviews", "proposal", "status", "escalation", "accepts"}
 
@@ -107,7 +109,7 @@ def _check_reviews(reviews: list[Any], where: str, strict: bool = True) -> None:
 def _check_escalation(env: Mapping[str, Any], where: str, strict: bool = True) -> None:
     escalation = env.get("escalation")
     if env["status"] == "escalate":
-        if not isinstance(escalation, Mapping) or not str(escalation.get("question", "")).strip():
+        if not isinstance(escalation, Mapping) or not js_trim(str(escalation.get("question", ""))):
             raise _fail(
                 f"{where} escalates without a question for the principal",
                 "escalation_question_missing",
@@ -133,7 +135,7 @@ def _check_proposal(proposal: Any, where: str, strict: bool = True) -> None:
     # the reference keeps a proposal whose terms were all blank as ``terms: []``
     if not isinstance(terms, list) or (strict and not terms):
         raise _fail(f"{where} proposal has no terms", "proposal_terms_missing")
-    if any(not t.strip() for t in terms):
+    if any(not js_trim(t) for t in terms):
         raise _fail(f"{where} proposal has an empty term", "proposal_term_empty")
 
 
@@ -153,17 +155,41 @@ def validate_draft(draft: Any) -> dict[str, Any]:
     _schema_check(
         "envelope-draft.schema.json", dict(draft), "the envelope draft", "envelope_invalid"
     )
+    # Strings are trimmed and absent optional members filled as the reference stores them
+    # (a review's and an escalation's ``reason`` default to "", ``depends_on`` to []).
+    claims: list[dict[str, Any]] = []
+    for i, claim in enumerate(draft.get("claims", []), start=1):
+        item = {k: (js_trim(v) if isinstance(v, str) else v) for k, v in claim.items()}
+        if not item["text"]:
+            raise _fail(f"the envelope draft claim {i} has no text", "claim_text_empty")
+        if "ref" in item and not item["ref"]:
+            del item["ref"]
+        claims.append(item)
     out: dict[str, Any] = {
-        "message": draft["message"],
-        "claims": [dict(c) for c in draft.get("claims", [])],
-        "reviews": [dict(r) for r in draft.get("reviews", [])],
+        "message": js_trim(draft["message"]),
+        "claims": claims,
+        "reviews": [
+            {
+                "claim_id": js_trim(r["claim_id"]),
+                "verdict": r["verdict"],
+                "reason": js_trim(r.get("reason", "")),
+            }
+            for r in draft.get("reviews", [])
+        ],
         "status": draft["status"],
     }
-    for key in ("proposal", "escalation", "accepts"):
-        if key in draft:
-            out[key] = dict(draft[key])
-    if "proposal" in out:
-        out["proposal"] = {k: list(v) for k, v in out["proposal"].items()}
+    if "proposal" in draft:
+        out["proposal"] = {
+            "terms": [js_trim(t) for t in draft["proposal"]["terms"]],
+            "depends_on": [js_trim(d) for d in draft["proposal"].get("depends_on", [])],
+        }
+    if "escalation" in draft:
+        out["escalation"] = {
+            "question": js_trim(draft["escalation"]["question"]),
+            "reason": js_trim(draft["escalation"].get("reason", "")),
+        }
+    if "accepts" in draft:
+        out["accepts"] = dict(draft["accepts"])
     if len(out["claims"]) > MAX_CLAIMS:
         raise _fail(
             f"the envelope draft has {len(out['claims'])} claims; at most {MAX_CLAIMS} are allowed",
@@ -238,7 +264,7 @@ def validate_envelope(envelope: Any, *, strict: bool = True) -> dict[str, Any]:
                 "claim_id",
             )
         last = parsed[2] if parsed is not None else i
-        if claim["origin"] in ("stated", "sourced") and not str(claim.get("ref", "")).strip():
+        if claim["origin"] in ("stated", "sourced") and not js_trim(str(claim.get("ref", ""))):
             raise _fail(
                 f"{where} claim {claim['id']} is {claim['origin']} without a ref", "ref_missing"
             )
@@ -256,6 +282,13 @@ def validate_envelope(envelope: Any, *, strict: bool = True) -> dict[str, Any]:
             raise _fail(f"{where} agrees without naming the accepted proposal", "accepts_missing")
     elif accepts is not None:
         raise _fail(f"{where} names an accepted proposal but does not agree", "accepts_not_agree")
+    proposal = envelope.get("proposal")
+    if "proposal_hash" in envelope:
+        terms = proposal.get("terms") if isinstance(proposal, Mapping) else None
+        if not isinstance(terms, list) or envelope.get("proposal_hash") != proposal_hash(terms):
+            raise _fail(
+                f"{where} proposal_hash is not the hash of its proposal's terms", "proposal_hash"
+            )
     flags = envelope.get("protocol_flags", [])
     if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
         raise _fail(f"{where} protocol_flags is not a list of strings", "protocol_flags")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._canonical import sha256_hex
 from ._card import IntentCard, SealedCard, _replace_amendments
-from ._envelope import SEATS, envelope_hash, validate_envelope
+from ._envelope import SEATS, envelope_hash, validate_draft, validate_envelope
 from ._errors import PxpError
 from ._ledger import Ledger, LedgerEntry, verify_ledger
 
@@ -149,6 +149,48 @@ def import_room(cls: type[Room], data: Any, *, head: str | None = None) -> Room:
     return room
 
 
+def _draft_of(env: Mapping[str, Any]) -> dict[str, Any]:
+    """The draft a proxy sent for a stored envelope (ids of its own claims back to newN)."""
+    own = f"{env['from']['seat']}{env['seq']}."
+    draft: dict[str, Any] = {"message": env["message"], "status": env["status"]}
+    draft["claims"] = [
+        {k: c[k] for k in ("text", "origin", "ref") if k in c} for c in env["claims"]
+    ]
+    draft["reviews"] = [
+        {k: r[k] for k in ("claim_id", "verdict", "reason") if k in r} for r in env["reviews"]
+    ]
+    if "proposal" in env:
+        deps = [
+            f"new{d[len(own) :]}" if isinstance(d, str) and d.startswith(own) else d
+            for d in env["proposal"].get("depends_on", [])
+        ]
+        draft["proposal"] = {"terms": list(env["proposal"]["terms"]), "depends_on": deps}
+    if "escalation" in env:
+        draft["escalation"] = dict(env["escalation"])
+    return draft
+
+
+def _note_stricter(room: Room, env: Mapping[str, Any]) -> None:
+    """Run this library's enforcement on the draft behind an imported envelope and note
+    every flag it would have recorded that the stored envelope lacks (a looser server's
+    room: a must_never agreed to, a laundered stated claim). The import is not refused:
+    the notes go to the brief as ``Import: would be flagged here: ...``."""
+    seat = env["from"]["seat"]
+    stored_flags = set(env.get("protocol_flags") or ())
+    try:
+        _ours, flags = room._enforce(seat, validate_draft(_draft_of(env)))
+    except PxpError as exc:
+        room._import_notes.append(
+            {"seq": env["seq"], "seat": seat, "flag": f"Import: would be refused here: {exc}"}
+        )
+        return
+    for text in flags:
+        if text not in stored_flags:
+            room._import_notes.append(
+                {"seq": env["seq"], "seat": seat, "flag": f"Import: would be flagged here: {text}"}
+            )
+
+
 def _check_agreeing(room: Room, env: Mapping[str, Any], where: str) -> None:
     """An imported ``agree`` must be one enforcement lets through (ours and the reference's
     alike): it accepts the other side's latest proposal by its hash, carries no conflict
@@ -205,6 +247,12 @@ def _replay(
             agent = "unknown agent"
         mode = data.get("mode")
         room._do_join(seat, agent, mode if isinstance(mode, str) else None)
+    elif kind == "principal_link":
+        seat = _seat_of(data, where)
+        agent = data.get("agent")
+        if room.status in ("agreed", "ended") or not (agent is None or isinstance(agent, str)):
+            raise _bad(f"{where} is out of order or names no agent", "principal_link")
+        room._do_issue(seat, agent, index + 1)
     elif kind == "card_sealed":
         seat = _seat_of(data, where)
         if room.status != "open" or room._seats[seat].card is not None:
@@ -262,6 +310,7 @@ def _replay(
             raise _bad(f"{where}: envelope {seq} names a card hash its seat did not hold", "intent")
         if stored["status"] == "agree":
             _check_agreeing(room, stored, where)
+        _note_stricter(room, stored)
         used.add(seq)
         result = room._apply_envelope(dict(stored), ledger_n=index + 1)
         room._replay_outcome = None if result == "continue" else result
@@ -304,6 +353,10 @@ def _replay(
                 "answer_mismatch",
             )
         answers_left[seat] -= 1
+        try:
+            confirms = room._check_confirms(data.get("confirms", []))
+        except PxpError as exc:
+            raise _bad(f"{where}: {exc.message}", "confirms") from None
         room._do_answer(
             seat,
             amended,
@@ -311,6 +364,7 @@ def _replay(
             via if isinstance(via, str) else "web",
             entry["at"],
             index + 1,
+            confirms,
         )
         if room._after_answer() == "turn_limit":
             room._replay_outcome = "turn_limit"

@@ -32,6 +32,7 @@ __all__ = [
 ENTRY_TYPES = (
     "room_opened",
     "agent_joined",
+    "principal_link",
     "card_sealed",
     "envelope",
     "escalation",
@@ -39,7 +40,8 @@ ENTRY_TYPES = (
     "agreement",
     "turn_limit",
 )
-"""Entry types a room writes, in the vocabulary of the reference server."""
+"""Entry types a room writes, in the vocabulary of the reference server (``principal_link``
+is ours: the reference has no separate principal link)."""
 
 _ENTRY_KEYS = frozenset(("n", "type", "at", "data", "prev", "hash"))
 _HEX64 = re.compile(r"[0-9a-f]{64}")

@@ -68,7 +68,8 @@ class ServerConfig:
     ``wait_for_turn``; ``poll_seconds`` is how often a waiting call re-reads the store (so
     it sees writes made by another process). ``max_waiters_per_seat`` and ``max_waiters``
     cap the ``wait_for_turn`` calls waiting at once (each re-reads its room while it waits),
-    per seat and in all; a call over a cap is refused at once.
+    per seat and in all; a call over a cap does not wait: it answers at once with the view,
+    ``ready``/``timed_out`` as of now and ``wait_busy: true``.
     """
 
     public_url: str = "http://127.0.0.1:8765"
@@ -220,7 +221,7 @@ def _result(data: dict[str, Any], *, for_user: str | None = None) -> CallToolRes
     return CallToolResult(content=content, structured_content=data)
 
 
-_LINKISH = re.compile(r"[0-9a-f]{16}[./][A-Za-z0-9_-]{43}")
+_LINKISH = re.compile(r"[0-9a-f]{16}[./][A-Za-z0-9_-]{43}|t=[A-Za-z0-9_-]{43}")
 _MAX_REFUSAL = 400
 
 
@@ -269,44 +270,42 @@ def create_mcp_server(
             raise _refuse(exc) from None
         notify.bump(made.room_id)
         base = config.public_url
+        invite = made.link(base, "B", "seat")
         data: dict[str, Any] = {
             "room_id": made.room_id,
-            "your_seat": "A",
-            "link": made.link(base, "A", "seat"),
+            "your_link": made.link(base, "A", "seat"),
+            "invite_link_for_counterpart": invite if counterpart_proxy == "external" else None,
             "counterpart_proxy": counterpart_proxy,
-            "next": (
-                "Seal your principal's intent card with seal_intent_card, then wait_for_turn. "
-                "Send counterpart_link to the counterpart so their agent can join_room."
+            "next_action": (
+                f"Give invite_link_for_counterpart privately to {counterpart}. They paste it "
+                f"into their own MCP-capable agent connected to {base}/mcp. Then ask your "
+                "principal for their Intent Card and call seal_intent_card with your_link."
+                if counterpart_proxy == "external"
+                else "The room's built-in proxy sits in seat B. Ask your principal for their "
+                "Intent Card and call seal_intent_card with your_link."
             ),
         }
-        if counterpart_proxy == "external":
-            data["counterpart_link"] = made.link(base, "B", "seat")
+        # The link stands alone on its last line: nothing after it for a copy to catch.
         note = (
-            "For the principal only (do not open or forward): your page in this room is "
+            "For the principal only (do not open or forward). Your page in this room:\n"
             + made.link(base, "A", "principal")
         )
-        if counterpart_proxy == "external":
-            note += (
-                ". The counterpart's own page link goes to their human when their agent "
-                "joins the room."
-            )
         return _result(data, for_user=note)
 
     async def join_room(link: str, agent_name: str | None = None) -> CallToolResult:
         try:
             seat = grant(link)
-            view = service.join(seat, agent_name or "unnamed agent")
-            token = service.mint_principal_token(seat)
+            view, token = service.join(seat, agent_name or "unnamed agent")
         except PxpError as exc:
             raise _refuse(exc) from None
         notify.bump(seat.room_id)
         note = (
-            "This seat's principal page link was issued once, at create_room or the seat's "
-            "first join_room, and is not shown again."
+            "This seat's principal page link was issued to the agent that joined this seat "
+            "and is not shown again."
         )
         if token is not None:
             note = (
-                "For the principal only (do not open or forward): your page in this room is "
+                "For the principal only (do not open or forward). Your page in this room:\n"
                 f"{config.public_url}/p/{seat.room_id}/{token}"
             )
         return _result(view, for_user=note)
@@ -343,28 +342,41 @@ def create_mcp_server(
             seat = grant(link)
         except PxpError as exc:
             raise _refuse(exc) from None
+
+        def is_ready(view: dict[str, Any], started: str) -> bool:
+            # Ready: our move, the end, or a pause that began while we waited (a pause
+            # that was already there when the call began is waited out, not spun on).
+            return bool(
+                view["your_turn"]
+                or view["status"] in ("agreed", "stalled")
+                or (view["status"] == "drafting" and not view["you"]["card_sealed"])
+                or (view["status"] == "paused" and started != "paused")
+            )
+
         if not notify.enter(
             seat.room_id,
             seat.seat,
             per_seat=config.max_waiters_per_seat,
             overall=config.max_waiters,
         ):
-            raise ToolError(
-                "wait_busy: too many wait_for_turn calls are already waiting; let one return "
-                "before starting another."
-            )
+            # over a cap (this seat's, or the server's, which another room's client may
+            # have filled): answer at once as get_room would, never refuse, so a client
+            # filling the caps cannot stop anyone else's agent from reading its room
+            try:
+                view = service.view(seat)
+            except PxpError as exc:
+                raise _refuse(exc) from None
+            ready = is_ready(view, view["status"])
+            view["ready"] = ready
+            view["timed_out"] = not ready
+            view["wait_busy"] = True
+            return _result(view)
         try:
             started: str | None = None
             while True:
                 view = service.view(seat)
                 started = view["status"] if started is None else started
-                # Ready: our move, the end, or a pause that began while we waited (a pause
-                # that was already there when the call began is waited out, not spun on).
-                ready = bool(
-                    view["your_turn"]
-                    or view["status"] in ("agreed", "ended")
-                    or (view["status"] == "paused" and started != "paused")
-                )
+                ready = is_ready(view, started)
                 left = deadline - time.monotonic()
                 if ready or left <= 0:
                     view["ready"] = ready
@@ -532,9 +544,9 @@ def create_app(
     )
     backend = WebBackend(
         grant=lambda link: service.grant(link, "principal"),
-        view=service.view,
+        view=service.page_view,
         seal=lambda seat, card: service.seal(seat, card, "web"),
-        answer=lambda seat, answer: service.answer(seat, answer, "web"),
+        answer=lambda seat, answer, confirms: service.answer(seat, answer, "web", confirms),
         brief=service.brief_if_ended,
         changed=changes.bump,
         allowed_origins=origins,

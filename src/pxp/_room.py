@@ -30,7 +30,9 @@ from ._envelope import (
 )
 from ._errors import PxpError
 from ._flags import flag
+from ._jsstr import js_prefix
 from ._ledger import Ledger, LedgerEntry, verify_ledger
+from ._text import compact, contains_words, hidden_characters, normalize
 
 __all__ = [
     "ACTIONS",
@@ -71,12 +73,7 @@ TRANSITIONS: dict[tuple[str, str], dict[str, str]] = {
 
 VIAS = ("web", "mcp")
 _MODES = ("builtin", "external")
-_WS = re.compile(r"\s+")
 _ROOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_CLAUSE_SHAPE = re.compile(
-    r"^(?:goal|(?:must_haves|may_agree_to|must_never|escalate_when|known_facts|amendments)"
-    r"\[[0-9]+\])$"
-)
 _CLAIM_TOKEN = re.compile(r"(?<![A-Za-z0-9])[ABab][1-9][0-9]*\.[1-8](?![0-9])")
 _OTHER_WORDS = re.compile(
     r"^\s*(?:the\s+)?(?:other|their|theirs|counterpart|counter-party|counterparty)\b"
@@ -100,7 +97,46 @@ def format_time(now: datetime) -> str:
 
 
 def _norm(text: str) -> str:
-    return _WS.sub(" ", text.casefold()).strip().rstrip(".!").strip()
+    return normalize(text)
+
+
+def _contains(outer: str, inner: str) -> bool:
+    """Whether normalised ``inner`` occurs in normalised ``outer`` as whole words."""
+    return contains_words(outer, inner)
+
+
+def _crossed(card: IntentCard, terms: list[str]) -> list[int]:
+    """Indexes of ``card``'s must_never clauses that some term holds, alone or bundled
+    with other words ("440 EUR, ship abroad" holds "ship abroad"), each index once.
+
+    Both sides go through the shared normaliser, and a term also holds a clause when the
+    two agree with every space removed ("shipabroad", "s h i p abroad"): erring towards
+    the principal, a false hit only costs a question.
+    """
+    hits: list[int] = []
+    for i, never in enumerate(card.must_never):
+        squeezed = compact(never)
+        if i not in hits and any(
+            _contains(term, never) or (squeezed and squeezed in compact(term)) for term in terms
+        ):
+            hits.append(i)
+    return hits
+
+
+def _is_must_never(ref: str) -> bool:
+    return re.fullmatch(r"must_never\[[0-9]+\]", ref.strip()) is not None
+
+
+def _repeats(assumptions: Mapping[str, str], text: str) -> str | None:
+    """The first earlier assumption (normalised text to claim id) that ``text`` repeats:
+    one of the two normalised texts holds the other as whole words."""
+    said = _norm(text)
+    if not said:
+        return None
+    for known, cid in assumptions.items():
+        if known and (f" {known} " in f" {said} " or f" {said} " in f" {known} "):
+            return cid
+    return None
 
 
 @dataclass
@@ -115,6 +151,11 @@ class _Seat:
     agent: str | None = None
     agents: list[str] = field(default_factory=list)
     mode: str | None = None
+    # the principal link now valid: ledger entry number of its issue and the agent given it
+    link_n: int | None = None
+    link_agent: str | None = None
+    # who sealed the card: {"via", "agent", "link"} (see Room.sealed_by)
+    sealed_by: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -128,11 +169,20 @@ class ClaimRecord:
     origin: str
     ref: str | None
     backed_by: str | None = None
+    speaker: str = "proxy"
+    confirmed_by: str | None = None
+    # a principal-speaker claim: the way its answer came (``web``: the principal's page;
+    # ``mcp``: relayed by the seat's proxy, the principal's word only as far as the proxy
+    # is trusted)
+    via: str | None = None
 
     @property
     def verified(self) -> bool:
-        """Stated or sourced, or an assumed claim later backed by a source."""
-        return self.origin != "assumed" or self.backed_by is not None
+        """Stated or sourced, or an assumed claim later backed by a source or confirmed by
+        a principal (its origin stays ``assumed``)."""
+        return (
+            self.origin != "assumed" or self.backed_by is not None or self.confirmed_by is not None
+        )
 
 
 @dataclass(frozen=True)
@@ -147,6 +197,8 @@ class Escalation:
     via: str | None = None
     answered_at: str | None = None
     ledger_n: int | None = None
+    confirms: tuple[str, ...] = ()
+    acted_by: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -249,6 +301,8 @@ class Room:
         self._replay_outcome: str | None = None
         # import only: answers the reference wrote onto escalating envelopes after hashing
         self._late_answers: dict[int, dict[str, Any]] = {}
+        # import only: flags this library would have recorded that an imported envelope lacks
+        self._import_notes: list[dict[str, Any]] = []
 
     # ----------------------------------------------------------------- construction
 
@@ -333,6 +387,14 @@ class Room:
         """The agent currently sitting in ``seat``."""
         return self._seats[_check_seat(seat)].agent
 
+    def draft(self, seat: str) -> IntentCard | None:
+        """The card an agent drafted for ``seat`` and its principal has not confirmed yet."""
+        return self._seats[_check_seat(seat)].draft
+
+    def mode(self, seat: str) -> str | None:
+        """How ``seat``'s agent joined: ``"external"``, ``"builtin"``, or ``None`` (no join)."""
+        return self._seats[_check_seat(seat)].mode
+
     def join(self, seat: str, *, agent: str, now: datetime, mode: str = "external") -> bool:
         """Seat ``agent`` (a proxy's name) in ``seat``: ledger ``agent_joined``.
 
@@ -355,6 +417,49 @@ class Room:
         self.ledger.append("agent_joined", at, data)
         self._move("join", "joined")
         return True
+
+    def issue_principal_link(self, seat: str, *, agent: str | None, now: datetime) -> int:
+        """Record that ``seat``'s principal link was (re)issued to ``agent``; return the entry n.
+
+        Ledger ``principal_link {seat, agent}`` (``agent`` is ``null`` for the link handed to
+        whoever created the room). A link issued earlier to the seat is no longer the one the
+        room attributes web actions to: the caller revokes it. Any state but a finished room.
+        """
+        seat = _check_seat(seat)
+        if self.status in ("agreed", "ended"):
+            raise PxpError("invalid_transition", "the room has ended; no link is issued")
+        if agent is not None and (not isinstance(agent, str) or not agent.strip()):
+            raise PxpError("agent_invalid", "the agent name must be a non-empty string")
+        at = format_time(now)
+        n = len(self.ledger) + 1
+        self._do_issue(seat, agent, n)
+        self.ledger.append("principal_link", at, {"seat": seat, "agent": agent})
+        return n
+
+    def _do_issue(self, seat: str, agent: str | None, n: int) -> None:
+        record = self._seats[seat]
+        record.link_n = n
+        record.link_agent = agent
+
+    def principal_link(self, seat: str) -> dict[str, Any] | None:
+        """The principal link the room now attributes web actions of ``seat`` to:
+        ``{"issued_at": ledger n, "agent": name or None}``, or ``None`` if none was issued."""
+        record = self._seats[_check_seat(seat)]
+        if record.link_n is None:
+            return None
+        return {"issued_at": record.link_n, "agent": record.link_agent}
+
+    def _acted_by(self, seat: str, via: str | None) -> dict[str, Any]:
+        """Which agent and link did an action of ``seat`` arriving ``via`` web or mcp."""
+        record = self._seats[seat]
+        if via == "web":
+            return {
+                "via": "web",
+                "link": "principal",
+                "link_issued_at": record.link_n,
+                "agent": record.link_agent,
+            }
+        return {"via": via, "link": "seat", "link_issued_at": None, "agent": record.agent}
 
     def _do_join(self, seat: str, agent: str, mode: str | None) -> None:
         record = self._seats[seat]
@@ -421,6 +526,7 @@ class Room:
         record.card_hash = sealed.hash
         record.first_card_hash = sealed.hash
         record.sealed_via = via
+        record.sealed_by = self._acted_by(seat, via)
         record.name = sealed.card.principal.name
         record.draft = None
 
@@ -500,7 +606,7 @@ class Room:
         name = self._seats[other].name
         if not name or not _norm(name):
             return False
-        return re.search(rf"(?<!\w){re.escape(_norm(name))}(?!\w)", _norm(ref)) is not None
+        return _contains(ref, name)
 
     def _cited_assumption(
         self, ref: str, seat: str, seq: int, local: Mapping[str, bool]
@@ -535,7 +641,10 @@ class Room:
         assert record.card_hash is not None
         seq = len(self._envelopes) + 1
         flags: list[str] = []
-        other_texts = {_norm(c.text) for c in self._claims.values() if c.seat == other}
+        earlier_assumptions: dict[str, str] = {}
+        for rec in self._claims.values():
+            if not rec.verified:
+                earlier_assumptions.setdefault(_norm(rec.text), rec.id)
         claims: list[dict[str, Any]] = []
         local: dict[str, bool] = {}
         new_ids: list[str] = []
@@ -544,24 +653,15 @@ class Room:
             new_ids.append(cid)
             origin = raw["origin"]
             ref = raw.get("ref")
-            if ref is not None and not ref.strip():
-                ref = None
+            quoted = js_prefix(raw["text"], 60)
             if origin in ("stated", "sourced") and ref is None:
-                flags.append(flag("ref_missing", claim=cid, origin=origin))
+                flags.append(flag("ref_missing", text=quoted, origin=origin))
                 origin = "assumed"
             elif origin == "stated" and ref is not None and self._cites_other(ref, other):
-                flags.append(flag("stated_cites_other_side", claim=cid))
+                flags.append(flag("stated_cites_other_side", text=quoted))
                 origin = "assumed"
             elif origin == "sourced" and ref is not None and self._cites_other(ref, other):
                 flags.append(flag("sourced_cites_other_side", claim=cid))
-                origin = "assumed"
-            elif (
-                origin == "stated"
-                and ref is not None
-                and _CLAUSE_SHAPE.match(ref.strip()) is not None
-                and card.clause(ref.strip()) is None
-            ):
-                flags.append(flag("stated_cites_missing_clause", claim=cid, clause=ref.strip()))
                 origin = "assumed"
             elif (
                 origin != "assumed"
@@ -571,10 +671,28 @@ class Room:
                 cited = self._cited_assumption(ref, seat, seq, local)
                 flags.append(flag(f"{origin}_cites_assumption", claim=cid, cited=str(cited)))
                 origin = "assumed"
-            elif origin == "stated" and _norm(raw["text"]) in other_texts:
-                clause = card.clause(ref) if ref is not None else None
-                if clause is None or _norm(clause) != _norm(raw["text"]):
-                    flags.append(flag("restated_other_side", claim=cid))
+            elif origin == "stated" and ref is not None and card.clause(ref.strip()) is None:
+                flags.append(flag("stated_cites_missing_clause", claim=cid, clause=ref.strip()))
+                origin = "assumed"
+            elif origin == "stated" and ref is not None and _is_must_never(ref):
+                # a must_never is what the principal forbids, never what it asserts
+                flags.append(flag("stated_cites_must_never", claim=cid, clause=ref.strip()))
+                origin = "assumed"
+            elif (
+                origin == "stated"
+                and ref is not None
+                and not _contains(str(card.clause(ref.strip())), raw["text"])
+            ):
+                flags.append(flag("stated_text_not_in_clause", claim=cid, clause=ref.strip()))
+                origin = "assumed"
+            if origin == "sourced":
+                # re-stating does not upgrade an origin (seed 3.2): a claim that repeats an
+                # unverified assumption, of either side, is that assumption again. A stated
+                # claim that passed the checks above is its own principal's word (its card
+                # holds the text), not a re-statement, and stays stated.
+                repeated = _repeats(earlier_assumptions, raw["text"])
+                if repeated is not None:
+                    flags.append(flag("restated_assumption", claim=cid, cited=repeated))
                     origin = "assumed"
             stored: dict[str, Any] = {"id": cid, "text": raw["text"], "origin": origin}
             if ref is not None:
@@ -599,6 +717,8 @@ class Room:
                     flags.append(flag("backs_without_source", claim=cid))
             claims.append(stored)
             local[cid] = origin != "assumed"
+            if origin == "assumed":
+                earlier_assumptions.setdefault(_norm(raw["text"]), cid)
         reviews: list[dict[str, Any]] = []
         reviewed: set[str] = set()
         for review in draft["reviews"]:
@@ -635,12 +755,15 @@ class Room:
                     )
                 if dep not in resolved:
                     resolved.append(dep)
-            proposal = {"terms": list(proposal["terms"])}
-            if "depends_on" in draft["proposal"]:
-                proposal["depends_on"] = resolved
-            never = {_norm(text): i for i, text in enumerate(card.must_never)}
-            crossing = [never[_norm(t)] for t in proposal["terms"] if _norm(t) in never]
-            if crossing:
+            proposal = {"terms": list(proposal["terms"]), "depends_on": resolved}
+            crossing = _crossed(card, proposal["terms"])
+            hidden = [t for t in proposal["terms"] if hidden_characters(t)]
+            if hidden:
+                # a term holding characters a page shows as nothing reads differently
+                # from what binds; the proposal is not recorded
+                flags.append(flag("term_hidden_characters", text=js_prefix(hidden[0], 60)))
+                proposal = None
+            elif crossing:
                 # a proposal binds its proxy: offering a must_never needs the principal
                 for hit in crossing:
                     flags.append(flag("propose_must_never", clause=f"must_never[{hit}]"))
@@ -661,6 +784,7 @@ class Room:
         }
         if proposal is not None:
             envelope["proposal"] = proposal
+            envelope["proposal_hash"] = proposal_hash(proposal["terms"])
         envelope["status"] = status
         if "escalation" in draft:
             envelope["escalation"] = dict(draft["escalation"])
@@ -694,16 +818,17 @@ class Room:
             disputing = {
                 r["claim_id"] for r in reviews if r["verdict"] in ("challenge", "conflict")
             }
-            for dep in theirs.get("depends_on", []):
-                if dep in disputing or self.disputed(seat, dep):
-                    flags.append(flag("agree_disputed_dependency", claim=dep))
+            blocking = [
+                dep
+                for dep in theirs.get("depends_on", [])
+                if dep in disputing or self.disputed(seat, dep)
+            ]
+            if blocking:
+                flags.append(flag("agree_disputed_dependency", claims=", ".join(blocking)))
             card = self._seats[seat].card
             assert card is not None
-            never = {_norm(text): i for i, text in enumerate(card.must_never)}
-            for term in theirs["terms"]:
-                hit = never.get(_norm(term))
-                if hit is not None:
-                    flags.append(flag("agree_must_never", clause=f"must_never[{hit}]"))
+            for hit in _crossed(card, theirs["terms"]):
+                flags.append(flag("agree_must_never", clause=f"must_never[{hit}]"))
         if len(flags) > before or theirs is None:
             return "continue", None
         return "agree", {"seq": theirs["seq"], "proposal_hash": theirs["proposal_hash"]}
@@ -730,10 +855,12 @@ class Room:
                         target.origin,
                         target.ref,
                         claim["id"],
+                        target.speaker,
+                        target.confirmed_by,
                     )
         for review in envelope["reviews"]:
             key = (seat, review["claim_id"])
-            self._reviews[key] = (review["verdict"], seq, review.get("reason"))
+            self._reviews[key] = (review["verdict"], seq, review.get("reason") or None)
             if review["verdict"] in ("challenge", "conflict"):
                 self._disputes[key] = seq
         for text in envelope.get("protocol_flags", []):
@@ -780,12 +907,24 @@ class Room:
 
     # ----------------------------------------------------------------- answer
 
-    def answer(self, seat: str, answer: str, *, now: datetime, via: str = "web") -> str:
+    def answer(
+        self,
+        seat: str,
+        answer: str,
+        *,
+        now: datetime,
+        via: str = "web",
+        confirms: tuple[str, ...] | list[str] = (),
+    ) -> str:
         """Record the principal's answer to ``seat``'s pending escalation; return the new hash.
 
         The answer is sealed into the card as an amendment (``{question, answer, at}``),
         the card is re-hashed, and ledger ``principal_answer {seat, speaker, via,
-        answer_hash, card_hash}`` is written. Later envelopes carry the new intent hash.
+        answer_hash, card_hash}`` is written (plus ``confirms`` when not empty). Later
+        envelopes carry the new intent hash. The answer is also recorded as a ``stated``
+        claim whose speaker is the principal (id ``<seat><seq>.0``, ref
+        ``amendments[i]``). ``confirms`` names unverified claims the principal confirms:
+        each is marked verified, its origin unchanged.
         """
         self._allowed("answer")
         seat = _check_seat(seat)
@@ -799,38 +938,98 @@ class Room:
             )
         if not isinstance(answer, str) or not answer.strip():
             raise PxpError("answer_invalid", "the principal's answer must be a non-empty string")
+        confirmed = self._check_confirms(confirms)
         at = format_time(now)
         card = self._seats[seat].card
         assert card is not None
         amended = card.amend(pending.question, answer, at)
         new_hash = amended.hash
-        self._do_answer(seat, amended, answer, via, at, len(self.ledger) + 1)
-        self.ledger.append(
-            "principal_answer",
-            at,
-            {
-                "seat": seat,
-                "speaker": "principal",
-                "via": via,
-                "answer_hash": sha256_hex(answer),
-                "card_hash": new_hash,
-            },
-        )
+        data: dict[str, Any] = {
+            "seat": seat,
+            "speaker": "principal",
+            "via": via,
+            "answer_hash": sha256_hex(answer),
+            "card_hash": new_hash,
+        }
+        if confirmed:
+            data["confirms"] = list(confirmed)
+        self._do_answer(seat, amended, answer, via, at, len(self.ledger) + 1, confirmed)
+        self.ledger.append("principal_answer", at, data)
         outcome = self._after_answer()
         if outcome == "turn_limit":
             self.ledger.append("turn_limit", at, {"turns": self.turns, "max_turns": self.max_turns})
         self._move("answer", outcome)
         return new_hash
 
+    def _check_confirms(self, confirms: Any) -> tuple[str, ...]:
+        if isinstance(confirms, str) or not isinstance(confirms, tuple | list):
+            raise PxpError("answer_invalid", "confirms must be a list of claim ids")
+        out: list[str] = []
+        for cid in confirms:
+            rec = self._claims.get(cid) if isinstance(cid, str) else None
+            if rec is None:
+                raise PxpError(
+                    "answer_invalid",
+                    f"the answer confirms {str(cid)[:40]!r}, which is not a claim of this room",
+                )
+            if rec.verified:
+                raise PxpError(
+                    "answer_invalid", f"the answer confirms {cid}, which is already verified"
+                )
+            if cid not in out:
+                out.append(cid)
+        return tuple(out)
+
     def _do_answer(
-        self, seat: str, amended: IntentCard, answer: str, via: str, at: str, ledger_n: int
+        self,
+        seat: str,
+        amended: IntentCard,
+        answer: str,
+        via: str,
+        at: str,
+        ledger_n: int,
+        confirms: tuple[str, ...] = (),
     ) -> None:
         record = self._seats[seat]
         record.card = amended
         record.card_hash = amended.hash
         pending = self._escalations[-1]
         self._escalations[-1] = Escalation(
-            pending.seat, pending.seq, pending.question, pending.reason, answer, via, at, ledger_n
+            pending.seat,
+            pending.seq,
+            pending.question,
+            pending.reason,
+            answer,
+            via,
+            at,
+            ledger_n,
+            confirms,
+            self._acted_by(seat, via),
+        )
+        for cid in confirms:
+            rec = self._claims[cid]
+            self._claims[cid] = ClaimRecord(
+                rec.id,
+                rec.seat,
+                rec.seq,
+                rec.text,
+                rec.origin,
+                rec.ref,
+                rec.backed_by,
+                rec.speaker,
+                seat,
+            )
+        index = len(amended.amendments or ()) - 1
+        cid = f"{seat}{pending.seq}.0"
+        self._claims[cid] = ClaimRecord(
+            cid,
+            seat,
+            pending.seq,
+            answer,
+            "stated",
+            f"amendments[{index}]",
+            speaker="principal",
+            via=via,
         )
 
     def _after_answer(self) -> str:
@@ -848,7 +1047,7 @@ class Room:
         return tuple(
             cid
             for cid, rec in self._claims.items()
-            if rec.seat == other and (seat, cid) not in self._reviews
+            if rec.seat == other and rec.speaker == "proxy" and (seat, cid) not in self._reviews
         )
 
     def disputed(self, seat: str, claim: str) -> bool:
@@ -870,6 +1069,20 @@ class Room:
     def claims(self) -> dict[str, ClaimRecord]:
         """Every claim made in the room, by id."""
         return dict(self._claims)
+
+    def claims_seen_by(self, seat: str) -> dict[str, ClaimRecord]:
+        """The claims ``seat``'s side may read: every claim, except that until the room has
+        ended (agreed or ended) the other seat's principal-speaker claims (its principal's
+        answers, ``<seat><seq>.0``) are left out, as the answers themselves are: an answer
+        is sealed into that seat's card, which the other side never reads."""
+        seat = _check_seat(seat)
+        if self.status in ("agreed", "ended"):
+            return dict(self._claims)
+        return {
+            cid: rec
+            for cid, rec in self._claims.items()
+            if rec.seat == seat or rec.speaker != "principal"
+        }
 
     @property
     def escalations(self) -> tuple[Escalation, ...]:
@@ -894,6 +1107,12 @@ class Room:
         return tuple(dict(f) for f in self._flag_log)
 
     @property
+    def import_notes(self) -> tuple[dict[str, Any], ...]:
+        """For an imported room, ``{seq, seat, flag}`` for every flag this library's
+        enforcement would have recorded that the imported envelope lacks (empty otherwise)."""
+        return tuple(dict(f) for f in self._import_notes)
+
+    @property
     def head(self) -> str:
         """The ledger head hash."""
         return self.ledger.head
@@ -905,6 +1124,11 @@ class Room:
     def agents(self, seat: str) -> tuple[str, ...]:
         """Every agent that sat in ``seat``, in order."""
         return tuple(self._seats[_check_seat(seat)].agents)
+
+    def sealed_by(self, seat: str) -> dict[str, Any] | None:
+        """Which agent and link sealed ``seat``'s card (see :meth:`principal_link`)."""
+        found = self._seats[_check_seat(seat)].sealed_by
+        return dict(found) if found is not None else None
 
     def sealed_via(self, seat: str) -> str | None:
         """How ``seat``'s card was sealed (``web`` or ``mcp``)."""

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -12,8 +15,9 @@ from ._errors import PxpError
 
 if TYPE_CHECKING:
     from ._mcp_server import ServerConfig
+    from ._server_rooms import RoomService
 
-__all__ = ["run_serve", "server_config"]
+__all__ = ["import_rooms", "run_serve", "server_config"]
 
 _LOCAL = {"127.0.0.1", "localhost", "::1"}
 
@@ -65,6 +69,44 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
     )
 
 
+def import_rooms(service: RoomService, path: Path, public_url: str) -> list[str]:
+    """Serve every room of a reference export file; print each room's fresh links once.
+
+    ``path`` holds one room export, or a store file (``{"rooms": {id: room}}`` or a list).
+    The links go to standard error, for the operator to hand to the people in each seat;
+    they are never stored in clear. Returns the imported room ids.
+    """
+    from ._server_links import LinkKind
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PxpError("file_unreadable", f"cannot read {path}: {exc.strerror}") from None
+    except ValueError:
+        raise PxpError("import_invalid", f"{path} is not JSON") from None
+    rooms = data.get("rooms", [data]) if isinstance(data, dict) else data
+    if isinstance(rooms, dict):
+        rooms = list(rooms.values())
+    if not isinstance(rooms, list):
+        raise PxpError("import_invalid", f"{path} holds no room export")
+    done: list[str] = []
+    for room in rooms:
+        try:
+            made = service.import_room(room)
+        except PxpError as exc:
+            if exc.code != "room_exists":
+                raise
+            print(f"pxp: {exc.message}; its links are not shown again", file=sys.stderr)
+            continue
+        done.append(made.room_id)
+        print(f"pxp: imported room {made.room_id}; its links (shown once):", file=sys.stderr)
+        kinds: tuple[LinkKind, ...] = ("seat", "principal")
+        for seat in ("A", "B"):
+            for kind in kinds:
+                print(f"  {seat} {kind:9} {made.link(public_url, seat, kind)}", file=sys.stderr)
+    return done
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """Run ``pxp serve`` until interrupted; return the exit status."""
     try:
@@ -75,9 +117,17 @@ def run_serve(args: argparse.Namespace) -> int:
             f"pxp serve needs the extras principal-protocols[mcp,http] ({exc.name} is missing)",
         ) from None
     config = server_config(args)
+    days = getattr(args, "link_days", 30.0)
+    if not (isinstance(days, float | int) and 0 <= days <= 36500):
+        raise PxpError("config_invalid", "--link-days must lie between 0 and 36500")
     service = sqlite_service(
-        args.db, max_turns=args.max_turns, confirm_on_web=args.confirm_cards_on_web
+        args.db,
+        max_turns=args.max_turns,
+        confirm_on_web=args.confirm_cards_on_web,
+        link_ttl=timedelta(days=days) if days else None,
     )
+    for path in getattr(args, "imports", []):
+        import_rooms(service, path, config.public_url)
     sign_in = "on" if config.agent_keys else "off"
     print(
         f"pxp: MCP endpoint {config.public_url}/mcp (rooms in {args.db}; sign-in {sign_in})",

@@ -26,15 +26,19 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
+from urllib.parse import parse_qs
 
 from ._errors import PxpError
 
 __all__ = [
+    "LINK_EXPIRED",
+    "LINK_REVOKED",
     "UNKNOWN_LINK",
     "LinkKind",
+    "LinkRow",
     "LinkStore",
     "MemoryLinkStore",
     "MintedLinks",
@@ -55,7 +59,10 @@ _KINDS: tuple[LinkKind, ...] = ("seat", "principal")
 _PATH = {"seat": "s", "principal": "p"}
 _TOKEN_BYTES = 32
 # room id (16 lowercase hex) then a separator then the token (43 base64url characters).
-_REF = re.compile(r"(?:^|/)(?P<room>[0-9a-f]{16})[./](?P<token>[A-Za-z0-9_-]{43})$")
+# room ids: ours are 16 hex digits; a room imported from the reference keeps its own id
+_REF = re.compile(r"(?:^|/)(?P<room>[A-Za-z0-9]{1,64})[./](?P<token>[A-Za-z0-9_-]{43})$")
+_SEAT_LINK = re.compile(r"(?:^|/)room/(?P<room>[A-Za-z0-9]{1,64})\?(?P<query>[^#\s]*)$")
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")
 UNKNOWN_LINK = "This link does not open a seat in any room on this server."
 
 
@@ -102,6 +109,9 @@ class MintedLinks:
     def link(self, base_url: str, seat: str, kind: LinkKind) -> str:
         """Return the link of ``seat`` and ``kind`` under ``base_url`` (no trailing slash)."""
         token = self.tokens[(seat, kind)]
+        if kind == "seat":
+            # the reference's seat link shape: https://.../room/ID?seat=A&t=TOKEN
+            return f"{base_url}/room/{self.room_id}?seat={seat}&t={token}"
         return f"{base_url}/{_PATH[kind]}/{self.room_id}/{token}"
 
     def digests(self) -> dict[tuple[str, LinkKind], str]:
@@ -135,22 +145,67 @@ def mint_links(random_bytes: Callable[[int], bytes]) -> MintedLinks:
 def parse_link(link: object) -> tuple[str, str]:
     """Return ``(room_id, token)`` from a link, or raise ``PxpError('link_unknown')``.
 
-    Accepts the full link (``.../s/<room>/<token>`` or ``.../p/<room>/<token>``) or the bare
-    ``<room>.<token>``. The kind is not taken from the path: the stored digests decide it.
+    Accepts a seat link as the reference writes it (``.../room/<room>?seat=A&t=<token>``),
+    a principal link (``.../p/<room>/<token>``), the older ``.../s/<room>/<token>`` and the
+    bare ``<room>.<token>``. The kind and seat are not taken from the link: the stored
+    digests decide them (:func:`check_link` refuses a link whose ``seat`` says otherwise).
     """
+    return _parse(link)[:2]
+
+
+def _parse(link: object) -> tuple[str, str, str | None]:
     if not isinstance(link, str) or len(link) > 2048:
         raise PxpError("link_unknown", UNKNOWN_LINK)
-    match = _REF.search(link.strip())
+    text = link.strip()
+    match = _SEAT_LINK.search(text)
+    if match is not None:
+        try:
+            query = parse_qs(match.group("query"), max_num_fields=8)
+        except ValueError:
+            raise PxpError("link_unknown", UNKNOWN_LINK) from None
+        seats, tokens = query.get("seat", []), query.get("t", [])
+        if len(seats) == 1 and len(tokens) == 1 and _TOKEN.fullmatch(tokens[0]):
+            return match.group("room"), tokens[0], seats[0]
+        raise PxpError("link_unknown", UNKNOWN_LINK)
+    match = _REF.search(text)
     if match is None:
         raise PxpError("link_unknown", UNKNOWN_LINK)
-    return match.group("room"), match.group("token")
+    return match.group("room"), match.group("token"), None
+
+
+@dataclass(frozen=True)
+class LinkRow:
+    """One stored link: its seat and kind, the digest of its secret, when it expires
+    (``format_time`` text, ``None``: never) and whether it was revoked."""
+
+    seat: str
+    kind: LinkKind
+    digest: str
+    expires_at: str | None = None
+    revoked: bool = False
+
+
+Selector = tuple[str | None, LinkKind | None]
+
+
+def _selected(row: LinkRow, seat: str | None, kind: LinkKind | None) -> bool:
+    return (seat is None or row.seat == seat) and (kind is None or row.kind == kind)
 
 
 class LinkStore(Protocol):
-    """Where the digests of a room's links live: written once per room, then only read."""
+    """Where the digests of a room's links live, with their expiry and revocation."""
 
-    def add_room(self, room_id: str, digests: dict[tuple[str, LinkKind], str]) -> None:
-        """Record the four digests of a new room; a room id seen before is refused."""
+    def add_room(
+        self,
+        room_id: str,
+        digests: dict[tuple[str, LinkKind], str],
+        *,
+        expires_at: str | None = None,
+    ) -> None:
+        """Record the digests of a new room; a room id seen before is refused."""
+
+    def rows(self, room_id: str) -> list[LinkRow]:
+        """Every stored link of ``room_id`` (empty when the room is unknown)."""
 
     def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:
         """Return the stored digests of ``room_id`` (empty when the room is unknown)."""
@@ -162,25 +217,68 @@ class LinkStore(Protocol):
         minted before), atomically, so of two concurrent calls at most one wins.
         """
 
+    def set_link(
+        self,
+        room_id: str,
+        seat: str,
+        kind: LinkKind,
+        digest: str,
+        *,
+        expires_at: str | None = None,
+        issued_at: int | None = None,
+    ) -> bool:
+        """Record ``digest`` as the one link of that seat and kind of a known room, replacing
+        (revoking) any earlier one; returns whether it was recorded.
+
+        ``issued_at`` is the ledger entry number that issued the link: a link whose stored
+        ``issued_at`` is later is kept (the write of a slower process that issued earlier
+        loses), so the store always holds the link the ledger issued last."""
+
+    def revoke(self, room_id: str, *, seat: str | None = None, kind: LinkKind | None = None) -> int:
+        """Revoke the room's links (all, or of one seat and/or kind); return how many."""
+
+    def set_expiry(
+        self,
+        room_id: str,
+        expires_at: str | None,
+        *,
+        seat: str | None = None,
+        kind: LinkKind | None = None,
+    ) -> int:
+        """Set when the room's links (all, or of one seat and/or kind) expire; return how many."""
+
 
 class MemoryLinkStore:
     """A :class:`LinkStore` in process memory (lost at exit; for tests and embedding)."""
 
     def __init__(self) -> None:
-        self._rooms: dict[str, dict[tuple[str, LinkKind], str]] = {}
+        self._rooms: dict[str, dict[tuple[str, LinkKind], LinkRow]] = {}
+        self._issued: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
 
-    def add_room(self, room_id: str, digests: dict[tuple[str, LinkKind], str]) -> None:
+    def add_room(
+        self,
+        room_id: str,
+        digests: dict[tuple[str, LinkKind], str],
+        *,
+        expires_at: str | None = None,
+    ) -> None:
         """Record the digests of a new room."""
         with self._lock:
             if room_id in self._rooms:
                 raise PxpError("room_exists", f"room {room_id} already has links")
-            self._rooms[room_id] = dict(digests)
+            self._rooms[room_id] = {
+                key: LinkRow(key[0], key[1], d, expires_at) for key, d in digests.items()
+            }
+
+    def rows(self, room_id: str) -> list[LinkRow]:
+        """Every stored link of ``room_id``."""
+        with self._lock:
+            return sorted(self._rooms.get(room_id, {}).values(), key=lambda r: (r.seat, r.kind))
 
     def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:
         """Return the digests of ``room_id``."""
-        with self._lock:
-            return dict(self._rooms.get(room_id, {}))
+        return {(r.seat, r.kind): r.digest for r in self.rows(room_id)}
 
     def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
         """Record the digest of one late-minted link (at most once per seat and kind)."""
@@ -188,12 +286,63 @@ class MemoryLinkStore:
             room = self._rooms.get(room_id)
             if room is None or (seat, kind) in room:
                 return False
-            room[(seat, kind)] = digest
+            room[(seat, kind)] = LinkRow(seat, kind, digest)
             return True
+
+    def set_link(
+        self,
+        room_id: str,
+        seat: str,
+        kind: LinkKind,
+        digest: str,
+        *,
+        expires_at: str | None = None,
+        issued_at: int | None = None,
+    ) -> bool:
+        """Replace the digest of one link (the earlier link stops working) unless the
+        stored one was issued at a later ledger entry."""
+        with self._lock:
+            room = self._rooms.get(room_id)
+            if room is None:
+                return False
+            known = self._issued.get((room_id, seat, kind))
+            if issued_at is not None and known is not None and known > issued_at:
+                return False
+            room[(seat, kind)] = LinkRow(seat, kind, digest, expires_at)
+            if issued_at is not None:
+                self._issued[(room_id, seat, kind)] = issued_at
+            return True
+
+    def _update(self, room_id: str, seat: str | None, kind: LinkKind | None, **change: Any) -> int:
+        with self._lock:
+            room = self._rooms.get(room_id, {})
+            hits = [key for key, row in room.items() if _selected(row, seat, kind)]
+            for key in hits:
+                room[key] = replace(room[key], **change)
+            return len(hits)
+
+    def revoke(self, room_id: str, *, seat: str | None = None, kind: LinkKind | None = None) -> int:
+        """Revoke the selected links of a room."""
+        return self._update(room_id, seat, kind, revoked=True)
+
+    def set_expiry(
+        self,
+        room_id: str,
+        expires_at: str | None,
+        *,
+        seat: str | None = None,
+        kind: LinkKind | None = None,
+    ) -> int:
+        """Set the expiry of the selected links of a room."""
+        return self._update(room_id, seat, kind, expires_at=expires_at)
 
 
 class SqliteLinkStore:
-    """A :class:`LinkStore` in an SQLite file (table ``pxp_server_links``); survives restarts."""
+    """A :class:`LinkStore` in an SQLite file (table ``pxp_server_links``); survives restarts.
+
+    Opening a file written before links could expire adds the two columns (``expires_at``,
+    ``revoked``) in place; existing links then never expire until told to.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self._path = str(path)
@@ -204,11 +353,27 @@ class SqliteLinkStore:
                 " room_id TEXT NOT NULL, seat TEXT NOT NULL, kind TEXT NOT NULL,"
                 " digest TEXT NOT NULL, PRIMARY KEY (room_id, seat, kind))"
             )
+            have = {row[1] for row in db.execute("PRAGMA table_info(pxp_server_links)")}
+            # ordered migrations: each adds what an older file lacks
+            if "expires_at" not in have:
+                db.execute("ALTER TABLE pxp_server_links ADD COLUMN expires_at TEXT")
+            if "revoked" not in have:
+                db.execute(
+                    "ALTER TABLE pxp_server_links ADD COLUMN revoked INTEGER NOT NULL DEFAULT 0"
+                )
+            if "issued_at" not in have:
+                db.execute("ALTER TABLE pxp_server_links ADD COLUMN issued_at INTEGER")
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self._path, timeout=10.0, isolation_level=None)
 
-    def add_room(self, room_id: str, digests: dict[tuple[str, LinkKind], str]) -> None:
+    def add_room(
+        self,
+        room_id: str,
+        digests: dict[tuple[str, LinkKind], str],
+        *,
+        expires_at: str | None = None,
+    ) -> None:
         """Record the digests of a new room in one transaction."""
         with self._lock:
             db = self._connect()
@@ -221,8 +386,12 @@ class SqliteLinkStore:
                     db.execute("ROLLBACK")
                     raise PxpError("room_exists", f"room {room_id} already has links")
                 db.executemany(
-                    "INSERT INTO pxp_server_links (room_id, seat, kind, digest) VALUES (?,?,?,?)",
-                    [(room_id, seat, kind, d) for (seat, kind), d in sorted(digests.items())],
+                    "INSERT INTO pxp_server_links (room_id, seat, kind, digest, expires_at)"
+                    " VALUES (?,?,?,?,?)",
+                    [
+                        (room_id, seat, kind, d, expires_at)
+                        for (seat, kind), d in sorted(digests.items())
+                    ],
                 )
                 db.execute("COMMIT")
             finally:
@@ -249,36 +418,138 @@ class SqliteLinkStore:
                 db.close()
         return added == 1
 
-    def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:
-        """Return the digests of ``room_id``."""
+    def set_link(
+        self,
+        room_id: str,
+        seat: str,
+        kind: LinkKind,
+        digest: str,
+        *,
+        expires_at: str | None = None,
+        issued_at: int | None = None,
+    ) -> bool:
+        """Replace the digest of one link in one transaction (the earlier link stops
+        working), unless the stored one was issued at a later ledger entry (another
+        process's later issue): the check and the write are one transaction."""
+        written = False
         with self._lock:
             db = self._connect()
             try:
-                rows = db.execute(
-                    "SELECT seat, kind, digest FROM pxp_server_links WHERE room_id = ?",
+                db.execute("BEGIN IMMEDIATE")
+                known = db.execute(
+                    "SELECT 1 FROM pxp_server_links WHERE room_id = ?", (room_id,)
+                ).fetchone()
+                stored = db.execute(
+                    "SELECT issued_at FROM pxp_server_links WHERE room_id = ? AND seat = ?"
+                    " AND kind = ?",
+                    (room_id, seat, kind),
+                ).fetchone()
+                later = (
+                    issued_at is not None
+                    and stored is not None
+                    and stored[0] is not None
+                    and int(stored[0]) > issued_at
+                )
+                if known is not None and not later:
+                    db.execute(
+                        "INSERT OR REPLACE INTO pxp_server_links"
+                        " (room_id, seat, kind, digest, expires_at, revoked, issued_at)"
+                        " VALUES (?,?,?,?,?,0,?)",
+                        (room_id, seat, kind, digest, expires_at, issued_at),
+                    )
+                    written = True
+                db.execute("COMMIT")
+            finally:
+                db.close()
+        return written
+
+    def _update(self, sql: str, args: tuple[Any, ...]) -> int:
+        with self._lock:
+            db = self._connect()
+            try:
+                return int(db.execute(sql, args).rowcount)
+            finally:
+                db.close()
+
+    def revoke(self, room_id: str, *, seat: str | None = None, kind: LinkKind | None = None) -> int:
+        """Revoke the selected links of a room."""
+        return self._update(
+            "UPDATE pxp_server_links SET revoked = 1 WHERE room_id = ?"
+            " AND (? IS NULL OR seat = ?) AND (? IS NULL OR kind = ?)",
+            (room_id, seat, seat, kind, kind),
+        )
+
+    def set_expiry(
+        self,
+        room_id: str,
+        expires_at: str | None,
+        *,
+        seat: str | None = None,
+        kind: LinkKind | None = None,
+    ) -> int:
+        """Set the expiry of the selected links of a room."""
+        return self._update(
+            "UPDATE pxp_server_links SET expires_at = ? WHERE room_id = ?"
+            " AND (? IS NULL OR seat = ?) AND (? IS NULL OR kind = ?)",
+            (expires_at, room_id, seat, seat, kind, kind),
+        )
+
+    def rows(self, room_id: str) -> list[LinkRow]:
+        """Every stored link of ``room_id``."""
+        with self._lock:
+            db = self._connect()
+            try:
+                found = db.execute(
+                    "SELECT seat, kind, digest, expires_at, revoked FROM pxp_server_links"
+                    " WHERE room_id = ? ORDER BY seat, kind",
                     (room_id,),
                 ).fetchall()
             finally:
                 db.close()
-        out: dict[tuple[str, LinkKind], str] = {}
-        for seat, kind, digest in rows:
+        out: list[LinkRow] = []
+        for seat, kind, digest, expires_at, revoked in found:
             if seat in _SEATS and kind in _KINDS:
-                out[(str(seat), "seat" if kind == "seat" else "principal")] = str(digest)
+                out.append(
+                    LinkRow(
+                        str(seat),
+                        "seat" if kind == "seat" else "principal",
+                        str(digest),
+                        None if expires_at is None else str(expires_at),
+                        bool(revoked),
+                    )
+                )
         return out
 
+    def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:
+        """Return the digests of ``room_id``."""
+        return {(r.seat, r.kind): r.digest for r in self.rows(room_id)}
 
-def check_link(store: LinkStore, link: object, kind: LinkKind) -> SeatGrant:
+
+LINK_REVOKED = "This link was revoked: ask whoever runs the room server for a new one."
+LINK_EXPIRED = "This link has expired: ask whoever runs the room server for a new one."
+
+
+def check_link(
+    store: LinkStore, link: object, kind: LinkKind, *, now: str | None = None
+) -> SeatGrant:
     """Return the seat ``link`` opens if it is a valid link of ``kind``; else refuse.
 
     Every stored digest of the room is compared in constant time, whichever matches. A
-    valid link of the other kind is refused with the same sentence as an unknown one.
+    valid link of the other kind is refused with the same sentence as an unknown one. A
+    matching link that was revoked (``link_revoked``) or has expired at ``now``
+    (``format_time`` text; ``link_expired``) is refused with its own sentence: only the
+    holder of the secret can learn it.
     """
-    room_id, token = parse_link(link)
+    room_id, token, named = _parse(link)
     presented = _digest(token)
-    found: tuple[str, LinkKind] | None = None
-    for key, stored in sorted(store.room_digests(room_id).items()):
-        if hmac.compare_digest(presented, stored):
-            found = key
-    if found is None or found[1] != kind:
+    found: LinkRow | None = None
+    for row in store.rows(room_id):
+        if hmac.compare_digest(presented, row.digest):
+            found = row
+    if found is None or found.kind != kind or (named is not None and named != found.seat):
         raise PxpError("link_unknown", UNKNOWN_LINK)
-    return SeatGrant(room_id, found[0], kind)
+    if found.revoked:
+        raise PxpError("link_revoked", LINK_REVOKED)
+    if found.expires_at is not None and now is not None and now >= found.expires_at:
+        raise PxpError("link_expired", LINK_EXPIRED)
+    return SeatGrant(room_id, found.seat, kind)

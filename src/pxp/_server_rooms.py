@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import threading
+import unicodedata
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from ._brief import brief_markdown
 from ._errors import PxpError
 from ._ledger import verify_ledger
 from ._proxy import Proxy
-from ._room import Room, other_seat
+from ._room import Room, format_time, other_seat
 from ._server_links import (
     UNKNOWN_LINK,
     LinkKind,
@@ -36,9 +38,10 @@ from ._server_links import (
     mint_token,
     token_digest,
 )
+from ._server_views import agent_view, compact_envelope, status_word
 from ._store import MemoryRoomStore, RoomStore
 
-__all__ = ["MAX_AGENTS_PER_SEAT", "RoomService", "utc_now"]
+__all__ = ["DEFAULT_LINK_TTL", "MAX_AGENTS_PER_SEAT", "RoomService", "utc_now"]
 
 _T = TypeVar("_T")
 _log = logging.getLogger("pxp.server")
@@ -46,6 +49,8 @@ _MAX_TEXT = 4000
 # Each new agent name in a seat appends a ledger entry, and every request re-reads and
 # re-verifies the whole ledger, so a seat may change agents only this often.
 MAX_AGENTS_PER_SEAT = 16
+DEFAULT_LINK_TTL = timedelta(days=30)
+"""How long a link works after it is issued, unless the service is told otherwise."""
 
 
 def utc_now() -> datetime:
@@ -61,6 +66,17 @@ def _text(value: object, what: str, *, limit: int = _MAX_TEXT) -> str:
     return value.strip()
 
 
+def agent_display_name(name: str) -> str:
+    """An agent name as the room keeps it: NFKC, format and control characters (zero-width,
+    bidi controls) removed, white space collapsed; refused when nothing is left."""
+    folded = unicodedata.normalize("NFKC", name)
+    kept = "".join(ch for ch in folded if unicodedata.category(ch) not in ("Cf", "Cc", "Cs"))
+    kept = " ".join(kept.split())
+    if not kept:
+        raise PxpError("argument_invalid", "agent_name holds no visible character")
+    return kept
+
+
 def _private(brief: dict[str, Any], other: str) -> dict[str, Any]:
     """Return the brief with the text of the other seat's card clauses withheld.
 
@@ -70,12 +86,15 @@ def _private(brief: dict[str, Any], other: str) -> dict[str, Any]:
     sees the other side's clause references and kinds, never their text.
     """
     withheld = f"(private to seat {other})"
-    rows = []
-    for row in brief.get("authority") or []:
-        row = dict(row)
-        row[other] = [{**ref, "text": withheld} for ref in row.get(other) or []]
-        rows.append(row)
-    return {**brief, "authority": rows}
+
+    def hide(row: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(row)
+        out[other] = [{**ref, "text": withheld} for ref in row.get(other) or []]
+        if "parts" in row:
+            out["parts"] = [hide(part) for part in row["parts"]]
+        return out
+
+    return {**brief, "authority": [hide(row) for row in brief.get("authority") or []]}
 
 
 class RoomService:
@@ -86,7 +105,9 @@ class RoomService:
     ``random_bytes(n)`` the randomness for room ids and links. ``builtin`` makes
     ``counterpart_proxy: "builtin"`` possible: called with ``(topic, counterpart)`` it returns
     ``(card, proxy)``, the card sealed for seat B and the :class:`~pxp.Proxy` that plays it.
-    ``max_item_bytes`` caps one card or envelope draft (compact JSON, UTF-8).
+    ``max_item_bytes`` caps one card or envelope draft (compact JSON, UTF-8). Every link
+    expires ``link_ttl`` after it is issued (``None``: never); ``pxp links`` extends, ends or
+    revokes them.
     """
 
     def __init__(
@@ -100,6 +121,7 @@ class RoomService:
         max_turns: int = 10,
         confirm_on_web: bool = False,
         max_item_bytes: int = 32 * 1024,
+        link_ttl: timedelta | None = DEFAULT_LINK_TTL,
     ) -> None:
         self._rooms: RoomStore = rooms if rooms is not None else MemoryRoomStore()
         self._links: LinkStore = links if links is not None else MemoryLinkStore()
@@ -111,11 +133,17 @@ class RoomService:
         self._builtin = builtin
         self._max_turns = max_turns
         self._max_item = max_item_bytes
+        if link_ttl is not None and link_ttl <= timedelta(0):
+            raise PxpError("config_invalid", "link_ttl must be positive (None: links never expire)")
+        self._link_ttl = link_ttl
         self._lock = threading.RLock()
 
     def grant(self, link: object, kind: LinkKind) -> SeatGrant:
         """Return the seat ``link`` opens as a link of ``kind``, or refuse (one fixed sentence)."""
-        return check_link(self._links, link, kind)
+        return check_link(self._links, link, kind, now=format_time(self._clock()))
+
+    def _expiry(self, now: datetime) -> str | None:
+        return None if self._link_ttl is None else format_time(now + self._link_ttl)
 
     # ------------------------------------------------------------------ storage
 
@@ -171,6 +199,8 @@ class RoomService:
         )
         now = self._clock()
         room = Room.open(made.room_id, topic=topic, now=now, max_turns=self._max_turns, names=names)
+        # seat A's principal link goes to whoever created the room (its first agent inherits it)
+        room.issue_principal_link("A", agent=None, now=now)
         if builtin is not None:
             card, proxy = builtin
             agent = str(getattr(proxy, "name", "") or f"built-in {type(proxy).__name__}")
@@ -178,17 +208,53 @@ class RoomService:
             room.seal("B", card, now=now, via="mcp")
         with self._lock:
             self._rooms.create(room)
-            self._links.add_room(made.room_id, made.digests())
+            self._links.add_room(made.room_id, made.digests(), expires_at=self._expiry(now))
             if builtin is not None:
                 self._proxies[made.room_id] = builtin[1]
         return made
 
-    def join(self, seat: SeatGrant, agent_name: str) -> dict[str, Any]:
-        """Record which agent sits in the seat (ledger ``agent_joined``); return the view."""
-        agent = _text(agent_name, "agent_name", limit=200)
-        now = self._clock()
+    def import_room(self, data: Any) -> MintedLinks:
+        """Serve a room exported by the reference server (or by :meth:`Room.export`).
 
-        def act(room: Room) -> bool:
+        The export is verified and replayed (:meth:`Room.from_export`); its room id is kept.
+        The export's own seat tokens are not carried over (an export holds them in clear):
+        the room gets four fresh links, returned once, for the operator to hand out. A room
+        id already served here is refused (``room_exists``).
+        """
+        room = Room.from_export(data)
+        if not re.fullmatch(r"[A-Za-z0-9]{1,64}", room.id):
+            raise PxpError("import_invalid", "the room id must be 1-64 letters and digits")
+        for seat in ("A", "B"):
+            room._seats[seat].token = None  # the export's clear tokens open nothing here
+        tokens: dict[tuple[str, LinkKind], str] = {
+            (seat, kind): mint_token(self._random)
+            for seat in ("A", "B")
+            for kind in ("seat", "principal")
+        }
+        made = MintedLinks(room.id, tokens)
+        with self._lock:
+            if room.id in self._rooms.room_ids() or self._links.rows(room.id):
+                raise PxpError("room_exists", f"room {room.id} is already served here")
+            self._rooms.create(room)
+            self._links.add_room(room.id, made.digests(), expires_at=self._expiry(self._clock()))
+        return made
+
+    def join(self, seat: SeatGrant, agent_name: str) -> tuple[dict[str, Any], str | None]:
+        """Record which agent sits in the seat (ledger ``agent_joined``).
+
+        Returns the view and, when this join issued the seat's principal link, its fresh
+        secret (else ``None``). A seat's principal link is issued to an agent that joined
+        that seat only once, at the seat's first join (seat B); a later join under another
+        name is refused (``seat_taken``), the same name again changes nothing. Seat A's
+        link, handed out by ``create_room``, passes to the first agent that joins A. Only
+        the operator re-issues a principal link (:meth:`reissue_principal_link`, ``pxp links
+        reissue``). The agent name is kept as :func:`agent_display_name` gives it.
+        """
+        agent = agent_display_name(_text(agent_name, "agent_name", limit=200))
+        now = self._clock()
+        token = mint_token(self._random)
+
+        def act(room: Room) -> int | None:
             if (
                 room.agent(seat.seat) != agent
                 and len(room.agents(seat.seat)) >= MAX_AGENTS_PER_SEAT
@@ -198,25 +264,72 @@ class RoomService:
                     f"seat {seat.seat} has already had {MAX_AGENTS_PER_SEAT} agents; keep the "
                     "agent name you joined with",
                 )
-            return room.join(seat.seat, agent=agent, now=now)
-
-        room, _ = self._act(seat.room_id, act)
-        return self._view(room, seat.seat)
-
-    def mint_principal_token(self, seat: SeatGrant) -> str | None:
-        """Mint the seat's principal-link secret if it has none yet; return it, else ``None``.
-
-        Called when a seat's agent joins, so seat B's principal link reaches B's side (in
-        content addressed to B's human), never seat A's. It exists in clear only in this
-        one answer; later calls return ``None``.
-        """
-        with self._lock:
-            if (seat.seat, "principal") in self._links.room_digests(seat.room_id):
+            current = room.agent(seat.seat)
+            if current is not None and current != agent:
+                # the seat admits one agent: another name holding the seat link (a look-alike
+                # of the agent, or the other side with a leaked invite) is refused, and the
+                # agent seated keeps its seat and its principal's page
+                raise PxpError(
+                    "seat_taken",
+                    f"seat {seat.seat} is taken by another agent; only the operator can hand "
+                    "the seat's principal a new link (pxp links reissue)",
+                )
+            link = room.principal_link(seat.seat)
+            room.join(seat.seat, agent=agent, now=now)
+            if room.status in ("agreed", "ended"):
                 return None
-            token = mint_token(self._random)
-            if self._links.add_link(seat.room_id, seat.seat, "principal", token_digest(token)):
-                return token
-        return None
+            # a principal link is issued by a join only once per seat: a later join (under
+            # any name) holding the seat link gets none, and the link issued stays valid;
+            # re-issuing is the operator's (``pxp links reissue``)
+            if link is None:
+                return room.issue_principal_link(seat.seat, agent=agent, now=now)
+            return None
+
+        with self._lock:
+            room, issued_at = self._act(seat.room_id, act)
+            written = False
+            if issued_at is not None:
+                # conditional on the ledger entry that issued it: another process that
+                # issued later (and saved its room later) keeps its link
+                written = self._links.set_link(
+                    seat.room_id,
+                    seat.seat,
+                    "principal",
+                    token_digest(token),
+                    expires_at=self._expiry(now),
+                    issued_at=issued_at,
+                )
+        return self._view(room, seat.seat), (token if written else None)
+
+    def reissue_principal_link(self, room_id: str, seat: str) -> str:
+        """Issue ``seat``'s principal link afresh (the operator's command); return its secret.
+
+        The link issued before stops working at once; the ledger records
+        ``principal_link {seat, agent: null}`` (issued by the operator, not to an agent).
+        """
+        if seat not in ("A", "B"):
+            raise PxpError("argument_invalid", "the seat must be 'A' or 'B'")
+        now = self._clock()
+        token = mint_token(self._random)
+
+        def act(room: Room) -> int:
+            return room.issue_principal_link(seat, agent=None, now=now)
+
+        with self._lock:
+            _, issued_at = self._act(room_id, act)
+            written = self._links.set_link(
+                room_id,
+                seat,
+                "principal",
+                token_digest(token),
+                expires_at=self._expiry(now),
+                issued_at=issued_at,
+            )
+        if not written:
+            raise PxpError(
+                "store_conflict", "another process issued this seat's principal link since"
+            )
+        return token
 
     def seal(self, seat: SeatGrant, card: Any, via: str) -> dict[str, Any]:
         """Seal the seat's intent card (``via`` ``"mcp"`` or ``"web"``); return the view.
@@ -251,9 +364,19 @@ class RoomService:
         return self._view(self._load(seat.room_id), seat.seat)
 
     def view(self, seat: SeatGrant) -> dict[str, Any]:
-        """Return the room as ``seat`` sees it (see :meth:`Room.view`) plus wait hints."""
+        """Return the room as ``seat``'s proxy sees it, in the reference's shape
+        (:func:`pxp._server_views.agent_view`)."""
         with self._lock:
-            return self._view(self._load(seat.room_id), seat.seat)
+            return agent_view(self._load(seat.room_id), seat.seat)
+
+    def page_view(self, seat: SeatGrant) -> dict[str, Any]:
+        """Return the room as ``seat``'s principal page shows it (:meth:`Room.view`, the
+        seat's draft and agent, the next step in plain words, the link that acts)."""
+        with self._lock:
+            return self._page_view(self._load(seat.room_id), seat.seat)
+
+    def _view(self, room: Room, seat: str) -> dict[str, Any]:
+        return agent_view(room, seat)
 
     def send(self, seat: SeatGrant, draft: Mapping[str, Any]) -> dict[str, Any]:
         """Send one envelope draft for the seat; return the stored envelope, flags and view."""
@@ -261,33 +384,50 @@ class RoomService:
         self._check_size(draft, "the envelope")
         _, result = self._act(seat.room_id, lambda r: r.send(seat.seat, draft, now=now))
         self._run_builtin(seat.room_id)
+        room = self._load(seat.room_id)
         return {
-            "envelope": result.envelope,
+            "accepted_envelope": compact_envelope(room, result.envelope, seat.seat),
+            "room": self._view(room, seat.seat),
             "envelope_hash": result.envelope_hash,
-            "protocol_flags": list(result.flags),
-            "room": self._view(self._load(seat.room_id), seat.seat),
         }
 
-    def answer(self, seat: SeatGrant, answer: str, via: str) -> dict[str, Any]:
-        """Seal the principal's answer to the seat's pending escalation; return the view."""
+    def answer(
+        self, seat: SeatGrant, answer: str, via: str, confirms: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        """Seal the principal's answer to the seat's pending escalation; return the view.
+
+        ``confirms`` names unverified claims the principal confirms (web page only).
+        """
         text = _text(answer, "answer")
+        confirms = tuple(confirms)
         now = self._clock()
-        self._act(seat.room_id, lambda r: r.answer(seat.seat, text, now=now, via=via))
+        self._act(
+            seat.room_id,
+            lambda r: r.answer(seat.seat, text, now=now, via=via, confirms=confirms),
+        )
         self._run_builtin(seat.room_id)
         return self._view(self._load(seat.room_id), seat.seat)
 
     def brief_data(self, seat: SeatGrant) -> dict[str, Any]:
-        """Return the brief (JSON and Markdown), the ledger and its head.
-
-        Refused (``invalid_transition``) while the room is still negotiating.
-        """
+        """Return ``{status, brief_url, brief}`` as the reference answers ``get_brief``, plus
+        the Markdown, the ledger and its head; before the end ``brief`` is ``null`` with the
+        reference's note."""
         with self._lock:
             room = self._load(seat.room_id)
+        status = status_word(room)
+        if room.status not in ("agreed", "ended"):
+            return {
+                "status": status,
+                "brief": None,
+                "note": "No brief yet. The room has not ended.",
+            }
         brief = _private(room.brief(), other_seat(seat.seat))
         ledger = room.ledger.to_json()
         return {
-            "room_id": room.id,
+            "status": status,
+            "brief_url": None,
             "brief": brief,
+            "room_id": room.id,
             "markdown": brief_markdown(brief),
             "ledger": ledger,
             "ledger_head": verify_ledger(ledger),
@@ -323,7 +463,7 @@ class RoomService:
                 "argument_invalid", f"{what} is larger than {self._max_item} bytes as JSON"
             )
 
-    def _view(self, room: Room, seat: str) -> dict[str, Any]:
+    def _page_view(self, room: Room, seat: str) -> dict[str, Any]:
         view = room.view(seat)
         data = view.to_json()
         mine = room.export()["seats"][seat]
@@ -332,6 +472,48 @@ class RoomService:
         data["your_card_sealed"] = view.card is not None
         data["your_draft"] = mine.get("draft")
         data["agent"] = room.agent(seat)
+        data["principal_link"] = room.principal_link(seat)
+        data["status_word"] = status_word(room)
+        data["claims"] = [
+            {
+                "id": c.id,
+                "seat": c.seat,
+                "text": c.text,
+                "origin": c.origin,
+                "ref": c.ref,
+                "verified": c.verified,
+                "speaker": c.speaker,
+                "via": c.via,
+                "confirmed_by": c.confirmed_by,
+                "backed_by": c.backed_by,
+                "reviews": [
+                    {"seat": s, "verdict": v[0], "seq": v[1], "reason": v[2]}
+                    for s, v in sorted(room.reviews_of(c.id).items())
+                ],
+            }
+            for c in room.claims_seen_by(seat).values()
+        ]
+        # every escalation of the room: the other side's question too (both proxies saw it
+        # in the transcript), but an answer only for this seat (it is sealed into the card)
+        data["escalations"] = [
+            {
+                "seat": e.seat,
+                "seq": e.seq,
+                "question": e.question,
+                "reason": e.reason,
+                "answered": e.answer is not None,
+                "answer": e.answer if e.seat == seat else None,
+                "via": e.via,
+                "confirms": list(e.confirms),
+            }
+            for e in room.escalations
+        ]
+        try:
+            verify_ledger(room.ledger.to_json())
+            verifies = True
+        except PxpError:
+            verifies = False
+        data["ledger"] = {"head": room.head, "entries": len(room.ledger), "verifies": verifies}
         if room.status in ("agreed", "ended"):
             data["waiting_on"] = None
             data["next"] = "The room has ended: call get_brief."

@@ -238,17 +238,28 @@ class SqliteRoomStore:
     def load(self, room_id: str) -> Room:
         """Load and re-verify a stored room."""
         with self._lock:
-            row = self._db.execute(
-                "SELECT snapshot, head FROM pxp_rooms WHERE id = ?", (room_id,)
-            ).fetchone()
+            # One read transaction: the snapshot and the ledger come from the same state,
+            # whatever another connection or process commits between the two statements.
+            self._db.execute("BEGIN")
+            try:
+                row = self._db.execute(
+                    "SELECT snapshot, head FROM pxp_rooms WHERE id = ?", (room_id,)
+                ).fetchone()
+                texts = (
+                    []
+                    if row is None
+                    else [
+                        text
+                        for (text,) in self._db.execute(
+                            "SELECT entry FROM pxp_ledger WHERE room_id = ? ORDER BY n",
+                            (room_id,),
+                        )
+                    ]
+                )
+            finally:
+                self._db.execute("COMMIT")
             if row is None:
                 raise PxpError("room_unknown", f"no room has id {room_id!r}")
-            texts = [
-                text
-                for (text,) in self._db.execute(
-                    "SELECT entry FROM pxp_ledger WHERE room_id = ? ORDER BY n", (room_id,)
-                )
-            ]
         try:
             entries = [json.loads(text) for text in texts]
             room = _restore(row[0], entries)

@@ -15,6 +15,7 @@ or run ``pxp serve --db rooms.sqlite`` (see ``docs/guide/pxp-mcp.md``).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from ._mcp_server import SIGN_IN_REFUSAL, ServerConfig, create_app, create_mcp_server
@@ -25,7 +26,7 @@ from ._server_links import (
     SeatGrant,
     SqliteLinkStore,
 )
-from ._server_rooms import RoomService
+from ._server_rooms import DEFAULT_LINK_TTL, RoomService
 from ._server_tools import TOOL_SPECS, ToolSpec
 from ._store import SqliteRoomStore
 
@@ -48,17 +49,23 @@ __all__ = [
 
 
 def sqlite_service(
-    path: str | Path, *, max_turns: int = 10, confirm_on_web: bool = False
+    path: str | Path,
+    *,
+    max_turns: int = 10,
+    confirm_on_web: bool = False,
+    link_ttl: timedelta | None = DEFAULT_LINK_TTL,
 ) -> RoomService:
     """Return a :class:`RoomService` whose rooms and link digests live in one SQLite file.
 
-    Rooms, seats and ledgers survive a restart; only link digests are stored.
+    Rooms, seats and ledgers survive a restart; only link digests are stored. Links expire
+    ``link_ttl`` after they are issued (``None``: never).
     """
     return RoomService(
         SqliteRoomStore(path),
         SqliteLinkStore(path),
         max_turns=max_turns,
         confirm_on_web=confirm_on_web,
+        link_ttl=link_ttl,
     )
 
 

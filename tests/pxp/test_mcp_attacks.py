@@ -38,7 +38,7 @@ CARD_A = {"principal": {"name": "Ann"}, "goal": "Buy chairs", "must_haves": ["De
 CARD_B = {
     "principal": {"name": "Bo"},
     "goal": "Sell chairs",
-    "must_haves": ["SECRET floor of 3000 EUR"],
+    "must_haves": ["3000 EUR, a SECRET floor"],
     "may_agree_to": ["SECRET we could go down to 2500 EUR"],
     "escalate_when": ["Price under 4600 EUR"],
 }
@@ -107,29 +107,39 @@ def test_create_room_hands_the_creator_only_its_own_page(tmp_path: Path) -> None
             stored = SqliteLinkStore(tmp_path / "rooms.sqlite").room_digests(room_id)
             assert sorted(stored) == [("A", "principal"), ("A", "seat"), ("B", "seat")]
             # A's own joins never mint anything.
-            joined_a = await a.call_tool("join_room", {"link": made["link"], "agent_name": "a"})
+            joined_a = await a.call_tool(
+                "join_room", {"link": made["your_link"], "agent_name": "a"}
+            )
             assert pages_in(joined_a) == []
             # B's first join mints B's page, addressed to B's human only, once.
             joined_b = await b.call_tool(
-                "join_room", {"link": made["counterpart_link"], "agent_name": "b"}
+                "join_room", {"link": made["invite_link_for_counterpart"], "agent_name": "b"}
             )
             page_b = pages_in(joined_b)
             assert len(page_b) == 1
             assert joined_b.content[1].annotations.audience == ["user"]  # type: ignore[union-attr]
             assert "/p/" not in joined_b.content[0].text  # type: ignore[union-attr]
-            again = await b.call_tool(
-                "join_room", {"link": made["counterpart_link"], "agent_name": "b2"}
+            # Another agent name on the seat is refused (second review, finding 2): B's page
+            # is never re-issued by a join and stays valid.
+            taken = await refused(
+                b, "join_room", {"link": made["invite_link_for_counterpart"], "agent_name": "b2"}
             )
-            assert pages_in(again) == []
+            assert "seat_taken" in taken
+            same = await b.call_tool(
+                "join_room", {"link": made["invite_link_for_counterpart"], "agent_name": "b"}
+            )
+            assert pages_in(same) == []
             assert "seat <b>B</b>" in (await web.get(page_b[0])).text
             # B escalates; A's page and A's seat link cannot answer for B.
-            await call(a, "seal_intent_card", {"link": made["link"], "card": CARD_A})
-            await call(b, "seal_intent_card", {"link": made["counterpart_link"], "card": CARD_B})
+            await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
+            await call(
+                b, "seal_intent_card", {"link": made["invite_link_for_counterpart"], "card": CARD_B}
+            )
             await call(
                 a,
                 "send_envelope",
                 {
-                    "link": made["link"],
+                    "link": made["your_link"],
                     "message": "4500 EUR?",
                     "proposal": {"terms": ["Price 4500 EUR"]},
                     "status": "continue",
@@ -139,7 +149,7 @@ def test_create_room_hands_the_creator_only_its_own_page(tmp_path: Path) -> None
                 b,
                 "send_envelope",
                 {
-                    "link": made["counterpart_link"],
+                    "link": made["invite_link_for_counterpart"],
                     "message": "Checking.",
                     "status": "escalate",
                     "escalation": {"question": question},
@@ -150,9 +160,11 @@ def test_create_room_hands_the_creator_only_its_own_page(tmp_path: Path) -> None
                 page_a + "/answer", data={"answer": "Yes, accept."}, headers={"Origin": base}
             )
             assert posted.status_code == 409
-            text = await refused(a, "answer_escalation", {"link": made["link"], "answer": "Yes"})
+            text = await refused(
+                a, "answer_escalation", {"link": made["your_link"], "answer": "Yes"}
+            )
             assert "not_your_escalation" in text
-            view = await call(b, "get_room", {"link": made["counterpart_link"]})
+            view = await call(b, "get_room", {"link": made["invite_link_for_counterpart"]})
             assert view["ledger_head"] == head
             assert view["status"] == "paused"
             # B's own principal answers from B's page, as a browser would post it.
@@ -190,46 +202,107 @@ def test_a_late_link_is_minted_at_most_once(tmp_path: Path, kind: str) -> None:
 # --- the brief never quotes the other side's card -----------------------------------------
 
 
+def test_seat_a_side_using_the_invite_is_revoked_and_named_in_the_brief(tmp_path: Path) -> None:
+    """Defect (issue 20, finding 6): A's client joined B's seat with the counterpart link,
+    got B's principal page, sealed B's card "via web", and the real B agent never got a page.
+    Now the real B agent's join issues B's page to it and revokes the earlier one, and the
+    brief names the agent and link that sealed B's card."""
+    service = sqlite(tmp_path)
+
+    async def go(base: str) -> None:
+        async with mcp_client(base) as a, mcp_client(base) as b, httpx2.AsyncClient() as web:
+            made = await create(a)
+            hijack = await a.call_tool(
+                "join_room", {"link": made["invite_link_for_counterpart"], "agent_name": "sneaky"}
+            )
+            stolen = pages_in(hijack)
+            assert len(stolen) == 1
+            posted = await web.post(stolen[0] + "/card", data={"card": json.dumps(CARD_B)})
+            assert posted.status_code == 303
+            # The real B agent is refused visibly (the seat is taken); the operator hands B's
+            # principal a new page, and the stolen one stops working.
+            taken = await refused(
+                b,
+                "join_room",
+                {"link": made["invite_link_for_counterpart"], "agent_name": "bo-agent"},
+            )
+            assert "seat_taken" in taken
+            token = service.reissue_principal_link(made["room_id"], "B")
+            mine = [f"{base}/p/{made['room_id']}/{token}"]
+            assert mine != stolen
+            assert (await web.get(stolen[0])).status_code == 404
+            assert "seat <b>B</b>" in (await web.get(mine[0])).text
+            await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
+            offer = {"link": made["your_link"], "message": "Offer.", "status": "continue"}
+            await call(a, "send_envelope", {**offer, "proposal": {"terms": ["4700 EUR"]}})
+            await call(
+                b,
+                "send_envelope",
+                {"link": made["invite_link_for_counterpart"], "message": "Yes.", "status": "agree"},
+            )
+            brief = await call(b, "get_brief", {"link": made["invite_link_for_counterpart"]})
+            party = brief["brief"]["parties"]["B"]
+            assert party["sealed_by"]["agent"] == "sneaky"
+            assert party["sealed_by"]["link"] == "principal"
+            assert party["principal_link"]["agent"] is None  # the operator's re-issue
+            assert party["agents"] == ["sneaky"]
+            issued = party["sealed_by"]["link_issued_at"]
+            assert (
+                f"sealed via web, through the principal link issued at ledger entry {issued} "
+                "to agent sneaky" in brief["markdown"]
+            )
+
+    with server(service) as base:
+        asyncio.run(go(base))
+
+
 def test_brief_withholds_the_other_sides_clause_text(tmp_path: Path) -> None:
     """Defect: the brief quoted every clause of both cards that an agreed term matched; a
-    term that is only punctuation matched every clause, so A read B's private card."""
+    term that is only punctuation matched every clause, so A read B's private card (such a
+    term now matches nothing; a term one of B's clauses gives still shows only its ref)."""
 
     async def go(base: str) -> None:
         async with mcp_client(base) as a, mcp_client(base) as b, httpx2.AsyncClient() as web:
             made = await create(a)
             joined = await b.call_tool(
-                "join_room", {"link": made["counterpart_link"], "agent_name": "b"}
+                "join_room", {"link": made["invite_link_for_counterpart"], "agent_name": "b"}
             )
             page_b = pages_in(joined)[0]
-            await call(a, "seal_intent_card", {"link": made["link"], "card": CARD_A})
-            await call(b, "seal_intent_card", {"link": made["counterpart_link"], "card": CARD_B})
+            await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
+            await call(
+                b, "seal_intent_card", {"link": made["invite_link_for_counterpart"], "card": CARD_B}
+            )
             await call(
                 a,
                 "send_envelope",
                 {
-                    "link": made["link"],
+                    "link": made["your_link"],
                     "message": "Agree to this?",
-                    "proposal": {"terms": ["."]},
+                    "proposal": {"terms": ["3000 EUR"]},
                     "status": "continue",
                 },
             )
             done = await call(
                 b,
                 "send_envelope",
-                {"link": made["counterpart_link"], "message": "Fine.", "status": "agree"},
+                {
+                    "link": made["invite_link_for_counterpart"],
+                    "message": "Fine.",
+                    "status": "agree",
+                },
             )
             assert done["room"]["status"] == "agreed"
-            mine = await call(a, "get_brief", {"link": made["link"]})
+            mine = await call(a, "get_brief", {"link": made["your_link"]})
             assert "SECRET" not in json.dumps(mine)
             refs = mine["brief"]["authority"][0]["B"]
             assert refs, "the references stay; only the text is withheld"
             assert {r["text"] for r in refs} == {"(private to seat B)"}
             assert "SECRET" not in (await web.get(made["pages"][0])).text
             # B's own brief and page still quote B's clauses.
-            theirs = await call(b, "get_brief", {"link": made["counterpart_link"]})
-            assert "SECRET floor of 3000 EUR" in json.dumps(theirs["brief"])
-            assert "SECRET floor of 3000 EUR" in theirs["markdown"]
-            assert "SECRET floor of 3000 EUR" in (await web.get(page_b)).text
+            theirs = await call(b, "get_brief", {"link": made["invite_link_for_counterpart"]})
+            assert "3000 EUR, a SECRET floor" in json.dumps(theirs["brief"])
+            assert "3000 EUR, a SECRET floor" in theirs["markdown"]
+            assert "3000 EUR, a SECRET floor" in (await web.get(page_b)).text
             assert mine["ledger_head"] == theirs["ledger_head"]
 
     with server(sqlite(tmp_path)) as base:
@@ -246,7 +319,7 @@ def test_malformed_arguments_get_one_clean_sentence(tmp_path: Path) -> None:
     async def go(base: str) -> None:
         async with mcp_client(base) as a:
             made = await create(a)
-            link = made["link"]
+            link = made["your_link"]
             token = link.rsplit("/", 1)[-1]
             cases: list[tuple[str, dict[str, Any]]] = [
                 ("get_room", {}),
@@ -292,8 +365,8 @@ def test_malformed_arguments_get_one_clean_sentence(tmp_path: Path) -> None:
                 assert len(text) < 600, (tool, args)
             # The call that counts still works: nothing above left a trace.
             view = await call(a, "get_room", {"link": link})
-            assert view["envelopes"] == []
-            assert view["agent"] is None
+            assert view["transcript"] == []
+            assert view["you"]["agent"] is None
 
     with server(sqlite(tmp_path)) as base:
         asyncio.run(go(base))
@@ -338,20 +411,26 @@ def test_wait_for_turn_caps_the_waiting_calls(tmp_path: Path) -> None:
 
     async def go(base: str) -> None:
         async with mcp_client(base) as a, mcp_client(base) as b:
-            made = await create(a)
-            link_a, link_b = made["link"], made["counterpart_link"]
-            # Nothing is ready in an open room without cards, so each call waits it out.
+            made, other_room = await create(a), await create(b)
+            link_a, link_b = made["your_link"], other_room["your_link"]
+            # A sealed seat waiting for the other card has nothing to do: each call waits.
+            await call(a, "seal_intent_card", {"link": link_a, "card": CARD_A})
+            await call(b, "seal_intent_card", {"link": link_b, "card": CARD_A})
+            service.views.update(A=0, B=0)
             wait_a = {"link": link_a, "timeout_seconds": 2}
             first = [asyncio.create_task(call(a, "wait_for_turn", wait_a)) for _ in range(2)]
             await until_views("A", 2)
-            text = await refused(a, "wait_for_turn", wait_a)
-            assert "wait_busy" in text
+            # over a cap the call answers at once (second review, finding 8), never refuses
+            busy = await call(a, "wait_for_turn", wait_a)
+            assert busy["wait_busy"] is True
+            assert busy["timed_out"] is True
             other = asyncio.create_task(
                 call(b, "wait_for_turn", {"link": link_b, "timeout_seconds": 2})
             )
-            await until_views("B", 1)
-            text = await refused(b, "wait_for_turn", {"link": link_b, "timeout_seconds": 2})
-            assert "wait_busy" in text  # the server-wide cap
+            await until_views("A", 4)  # the two waiters, the busy answer, the third waiter
+            busy = await call(b, "wait_for_turn", {"link": link_b, "timeout_seconds": 2})
+            assert busy["wait_busy"] is True  # the server-wide cap: an answer, not a refusal
+            assert busy["status"] == "drafting"
             # An unknown link never takes a place.
             bogus = link_a[:-4] + ("AAAA" if not link_a.endswith("AAAA") else "BBBB")
             text = await refused(a, "wait_for_turn", {"link": bogus, "timeout_seconds": 2})
@@ -441,16 +520,16 @@ def test_a_seat_cannot_grow_the_ledger_by_renaming_its_agent(tmp_path: Path) -> 
 
     async def go(base: str) -> None:
         async with mcp_client(base) as a:
-            link = (await create(a))["link"]
-            for i in range(MAX_AGENTS_PER_SEAT):
-                view = await call(a, "join_room", {"link": link, "agent_name": f"agent-{i}"})
+            link = (await create(a))["your_link"]
+            view = await call(a, "join_room", {"link": link, "agent_name": "agent-0"})
             head = view["ledger_head"]
-            text = await refused(a, "join_room", {"link": link, "agent_name": "one more"})
-            assert "agent_limit" in text
-            last = f"agent-{MAX_AGENTS_PER_SEAT - 1}"
+            for i in range(1, MAX_AGENTS_PER_SEAT + 1):
+                text = await refused(a, "join_room", {"link": link, "agent_name": f"agent-{i}"})
+                assert "seat_taken" in text
+            last = "agent-0"
             same = await call(a, "join_room", {"link": link, "agent_name": last})
             assert same["ledger_head"] == head
-            assert same["agent"] == last
+            assert same["you"]["agent"] == last
 
     with server(sqlite(tmp_path)) as base:
         asyncio.run(go(base))
@@ -489,15 +568,15 @@ def test_a_crashing_builtin_proxy_does_not_fail_the_callers_saved_action(
                     "counterpart_proxy": "builtin",
                 },
             )
-            await call(a, "seal_intent_card", {"link": made["link"], "card": CARD_A})
+            await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
             sent = await call(
                 a,
                 "send_envelope",
-                {"link": made["link"], "message": "Offer: 4500 EUR.", "status": "continue"},
+                {"link": made["your_link"], "message": "Offer: 4500 EUR.", "status": "continue"},
             )
-            assert sent["envelope"]["seq"] == 1
-            assert sent["room"]["turn"] == "B"
-            assert sent["room"]["waiting_on"] == "the other proxy"
+            assert sent["accepted_envelope"]["seq"] == 1
+            assert sent["room"]["your_turn"] is False
+            assert sent["room"]["next_action"] == "The other side's turn. Call wait_for_turn."
 
     with server(service) as base:
         asyncio.run(go(base))
@@ -510,7 +589,7 @@ def test_one_card_or_envelope_cannot_bloat_the_room(tmp_path: Path) -> None:
     async def go(base: str) -> None:
         async with mcp_client(base) as a, mcp_client(base) as b, httpx2.AsyncClient() as web:
             made = await create(a)
-            link = made["link"]
+            link = made["your_link"]
             huge = {**CARD_A, "known_facts": ["x" * 1000] * 40}
             text = await refused(a, "seal_intent_card", {"link": link, "card": huge})
             assert "larger than" in text
@@ -519,7 +598,9 @@ def test_one_card_or_envelope_cannot_bloat_the_room(tmp_path: Path) -> None:
             assert posted.status_code == 409
             assert "larger than" in posted.text
             await call(a, "seal_intent_card", {"link": link, "card": CARD_A})
-            await call(b, "seal_intent_card", {"link": made["counterpart_link"], "card": CARD_B})
+            await call(
+                b, "seal_intent_card", {"link": made["invite_link_for_counterpart"], "card": CARD_B}
+            )
             before = await call(a, "get_room", {"link": link})
             long = {"link": link, "message": "é" * 20_000, "status": "continue"}
             text = await refused(a, "send_envelope", long)
@@ -534,7 +615,7 @@ def test_one_card_or_envelope_cannot_bloat_the_room(tmp_path: Path) -> None:
             after = await call(a, "get_room", {"link": link})
             assert after["ledger_head"] == before["ledger_head"]
             sent = await call(a, "send_envelope", {**long, "message": "é" * 2000})
-            assert sent["envelope"]["seq"] == 1
+            assert sent["accepted_envelope"]["seq"] == 1
 
     with server(sqlite(tmp_path)) as base:
         asyncio.run(go(base))
@@ -569,7 +650,7 @@ def test_pages_escape_every_field_the_other_side_or_a_card_wrote(tmp_path: Path)
             )
             made = json.loads(result.content[0].text)  # type: ignore[union-attr]
             page_a = pages_in(result)[0]
-            link_a, link_b = made["link"], made["counterpart_link"]
+            link_a, link_b = made["your_link"], made["invite_link_for_counterpart"]
             await call(a, "join_room", {"link": link_a, "agent_name": evil})
             page_b = pages_in(await b.call_tool("join_room", {"link": link_b, "agent_name": evil}))[
                 0
@@ -578,7 +659,7 @@ def test_pages_escape_every_field_the_other_side_or_a_card_wrote(tmp_path: Path)
             for link, page in ((link_a, page_a), (link_b, page_b)):
                 proxy = a if link == link_a else b
                 drafted = await call(proxy, "seal_intent_card", {"link": link, "card": card})
-                assert drafted["your_card_sealed"] is False
+                assert drafted["you"]["card_sealed"] is False
                 shown = await web.get(page)
                 clean(shown.text)
                 assert html.escape(json.dumps(card["goal"])[1:-1]) in shown.text
@@ -645,8 +726,8 @@ def test_no_idle_sse_stream_can_be_held_open(tmp_path: Path) -> None:
         for mode in ("auto", "legacy"):
             async with mcp_client(base, mode=mode) as a:
                 made = await create(a)
-                view = await call(a, "get_room", {"link": made["link"]})
-                assert view["seat"] == "A"
+                view = await call(a, "get_room", {"link": made["your_link"]})
+                assert view["you"]["seat"] == "A"
 
     with server(sqlite(tmp_path)) as base:
         asyncio.run(go(base))

@@ -107,15 +107,15 @@ async def open_room(a: Client, b: Client) -> dict[str, Any]:
     assert len(pages) == 1
     assert "/p/" not in json.dumps(made)
     joined_a = await a.call_tool(
-        "join_room", {"link": made["link"], "agent_name": "claude-desktop (Ann)"}
+        "join_room", {"link": made["your_link"], "agent_name": "claude-desktop (Ann)"}
     )
     joined = json.loads(joined_a.content[0].text)  # type: ignore[union-attr]
-    assert joined["seat"] == "A"
-    assert joined["status"] == "open"
+    assert joined["you"]["seat"] == "A"
+    assert joined["status"] == "drafting"
     assert re.findall(_PAGE, joined_a.content[1].text) == []  # type: ignore[union-attr]
     # B's page link is minted when B's agent first joins, for B's human only, and once.
     joined_b = await b.call_tool(
-        "join_room", {"link": made["counterpart_link"], "agent_name": "bo-assistant"}
+        "join_room", {"link": made["invite_link_for_counterpart"], "agent_name": "bo-assistant"}
     )
     assert not joined_b.is_error
     assert joined_b.content[1].annotations.audience == ["user"]  # type: ignore[union-attr]
@@ -123,22 +123,22 @@ async def open_room(a: Client, b: Client) -> dict[str, Any]:
     assert len(pages_b) == 1
     assert "/p/" not in joined_b.content[0].text  # type: ignore[union-attr]
     links = {
-        "a": made["link"],
-        "b": made["counterpart_link"],
+        "a": made["your_link"],
+        "b": made["invite_link_for_counterpart"],
         "page_a": pages[0],
         "page_b": pages_b[0],
     }
     again_b = await b.call_tool("join_room", {"link": links["b"], "agent_name": "bo-assistant"})
     again = json.loads(again_b.content[0].text)  # type: ignore[union-attr]
-    assert again["seat"] == "B"  # idempotent
+    assert again["you"]["seat"] == "B"  # idempotent
     assert re.findall(_PAGE, again_b.content[1].text) == []  # type: ignore[union-attr]
     await call(a, "seal_intent_card", {"link": links["a"], "card": CARD_A})
     view = await call(b, "seal_intent_card", {"link": links["b"], "card": CARD_B})
-    assert view["status"] == "active"
-    assert view["turn"] == "A"
+    assert view["status"] == "negotiating"
+    assert view["your_turn"] is False
     # The other side sees name and card hash only, never the card body.
-    assert view["other"]["name"] == "Ann Lee"
-    assert "card" not in view["other"]
+    assert view["counterpart"]["principal"] == "Ann Lee"
+    assert "card" not in view["counterpart"]
     assert "Budget is 5000 EUR" not in json.dumps(view)
     return links
 
@@ -185,11 +185,11 @@ def test_two_external_proxies_reach_agreement(tmp_path: Path) -> None:
                 call(b, "wait_for_turn", {"link": links["b"], "timeout_seconds": 20}),
                 call(a, "send_envelope", {"link": links["a"], **OFFER}),
             )
-            assert sent["envelope"]["claims"][0]["id"] == "A1.1"
-            assert sent["protocol_flags"] == []
+            assert sent["accepted_envelope"]["claims"][0]["id"] == "A1.1"
+            assert "protocol_flags" not in sent["accepted_envelope"]
             assert waited["ready"] is True
-            assert waited["turn"] == "B"
-            assert waited["unreviewed"] == ["A1.1"]
+            assert waited["your_turn"] is True
+            assert [c["id"] for c in waited["claims_to_review"]] == ["A1.1"]
             done = await call(
                 b,
                 "send_envelope",
@@ -200,7 +200,7 @@ def test_two_external_proxies_reach_agreement(tmp_path: Path) -> None:
                     "status": "agree",
                 },
             )
-            assert done["envelope"]["status"] == "agree"
+            assert done["accepted_envelope"]["status"] == "agree"
             assert done["room"]["status"] == "agreed"
             ended = await call(a, "wait_for_turn", {"link": links["a"], "timeout_seconds": 5})
             assert ended["ready"] is True
@@ -248,23 +248,29 @@ def test_escalation_answered_on_the_web_page_then_agreed(tmp_path: Path) -> None
             assert waited["ready"] is True
             assert waited["timed_out"] is False
             assert waited["status"] == "paused"
-            assert waited["waiting_on"] == "the other principal"
+            assert waited["next_action"] == (
+                "Paused while the other principal answers their proxy. Call wait_for_turn."
+            )
             # A pause that is already there is waited out, not returned at once.
             still = await call(a, "wait_for_turn", {"link": links["a"], "timeout_seconds": 1})
             assert still["ready"] is False
             assert still["timed_out"] is True
             # The question is shown to B's principal, not to A's side.
-            assert waited["pending"] is None
+            assert waited["pending_question"] is None
             page_b = await web.get(links["page_b"])
             assert page_b.status_code == 200
             assert html.escape(question) in page_b.text
             page_a = await web.get(links["page_a"])
             assert page_a.status_code == 200
-            assert html.escape(question) not in page_a.text
+            # A's principal reads the other side's question, with nothing to answer there.
+            assert html.escape(question) in page_a.text
+            assert "Your proxy asks you" not in page_a.text
+            assert "/answer" not in page_a.text
             # A proxy holding a seat link cannot reach the page or post as the web.
             seat_post = await web.post(links["b"] + "/answer", data={"answer": "yes"})
             assert seat_post.status_code in (404, 405)
-            seat_as_page = links["b"].replace("/s/", "/p/")
+            room_id, token = links["b"].split("/room/")[1].split("?")[0], links["b"][-43:]
+            seat_as_page = f"{base}/p/{room_id}/{token}"
             assert (
                 await web.post(seat_as_page + "/answer", data={"answer": "yes"})
             ).status_code == 404
@@ -284,18 +290,20 @@ def test_escalation_answered_on_the_web_page_then_agreed(tmp_path: Path) -> None
             assert again.status_code == 409
             resumed = await call(b, "wait_for_turn", {"link": links["b"], "timeout_seconds": 20})
             assert resumed["ready"] is True
-            assert resumed["turn"] == "B"
-            assert resumed["card"]["amendments"][0]["answer"] == answer
+            assert resumed["your_turn"] is True
+            assert resumed["you"]["card"]["amendments"][0]["answer"] == answer
             done = await call(
                 b, "send_envelope", {"link": links["b"], "message": "Agreed.", "status": "agree"}
             )
-            assert done["room"]["status"] == "agreed", done["protocol_flags"]
+            assert done["room"]["status"] == "agreed", done["accepted_envelope"]
             data = await call(a, "get_brief", {"link": links["a"]})
             brief = check_brief(data, answered_via="web")
             assert brief["escalations"][0]["answer"] == answer
             page = await web.get(links["page_a"])
             assert "Decision brief" in page.text
             assert data["ledger_head"] in page.text
+            # The escalation list says B answered; the brief (seed 7) says how.
+            assert "answered by their principal" in page.text
 
     db = tmp_path / "rooms.sqlite"
     watched = WatchedService(SqliteRoomStore(db), SqliteLinkStore(db))
@@ -342,7 +350,9 @@ def test_bad_input_is_refused_and_changes_nothing(tmp_path: Path) -> None:
                 a, "create_room", {"topic": "T", "your_principal": "Ann", "counterpart": "Bo"}
             )
             forged = {**CARD_A, "amendments": [{"question": "q", "answer": "yes", "at": "x"}]}
-            text = await refused(a, "seal_intent_card", {"link": fresh["link"], "card": forged})
+            text = await refused(
+                a, "seal_intent_card", {"link": fresh["your_link"], "card": forged}
+            )
             assert "may not carry amendments" in text
             # A principal link is not a seat link, and an unknown or mangled one opens nothing.
             for wrong in (links["page_a"], links["a"][:-2] + "zz", links["a"] + "x", "room-1/abc"):
@@ -354,8 +364,12 @@ def test_bad_input_is_refused_and_changes_nothing(tmp_path: Path) -> None:
                 a, "get_brief", {"room_id": "ffffffffffffffff", "link": links["a"]}
             )
             assert "link_unknown" in text
-            text = await refused(a, "get_brief", {"link": links["a"]})
-            assert "invalid_transition" in text
+            early = await call(a, "get_brief", {"link": links["a"]})
+            assert early == {
+                "status": "negotiating",
+                "brief": None,
+                "note": "No brief yet. The room has not ended.",
+            }
             # Nothing to answer: no escalation is pending, for either seat.
             text = await refused(b, "answer_escalation", {"link": links["b"], "answer": "yes"})
             assert "invalid_transition" in text
@@ -384,8 +398,8 @@ def test_bad_input_is_refused_and_changes_nothing(tmp_path: Path) -> None:
             )
             assert not relayed.is_error
             view = json.loads(relayed.content[0].text)  # type: ignore[union-attr]
-            assert view["status"] == "active"
-            export = service.export(view["room"])
+            assert view["status"] == "negotiating"
+            export = service.export(view["room_id"])
             answers = [
                 e["data"]["via"] for e in export["ledger"] if e["type"] == "principal_answer"
             ]
@@ -417,9 +431,9 @@ def test_server_restart_mid_room_loses_nothing(tmp_path: Path) -> None:
             with server(db, port):
                 after = await call(b, "get_room", {"link": links["b"]})
                 assert after["ledger_head"] == before["ledger_head"]
-                assert after["envelopes"] == before["envelopes"]
-                assert after["turn"] == "B"
-                assert after["agent"] == "bo-assistant"
+                assert after["transcript"] == before["transcript"]
+                assert after["your_turn"] is True
+                assert after["you"]["proxy"] == "external"
                 done = await call(
                     b,
                     "send_envelope",
@@ -454,15 +468,15 @@ def test_builtin_counterpart_runs_a_plugged_in_proxy(tmp_path: Path) -> None:
         async with mcp_client(base) as a:
             args = {"topic": "Chairs", "your_principal": "Ann Lee", "counterpart": "Chairs Inc"}
             made = await call(a, "create_room", {**args, "counterpart_proxy": "builtin"})
-            assert "counterpart_link" not in made
-            link = made["link"]
+            assert made["invite_link_for_counterpart"] is None
+            link = made["your_link"]
             await call(a, "join_room", {"link": link, "agent_name": "agent-a"})
             view = await call(a, "seal_intent_card", {"link": link, "card": CARD_A})
-            assert view["other"]["agent"] == "built-in ScriptedProxy"
+            assert view["counterpart"]["proxy"] == "built-in Claude proxy"
             sent = await call(a, "send_envelope", {"link": link, **OFFER})
             # The built-in proxy answered through the same Room.send enforcement.
             assert sent["room"]["status"] == "agreed"
-            assert sent["room"]["envelopes"][-1]["from"]["seat"] == "B"
+            assert sent["room"]["transcript"][-1]["from"].startswith("B ")
             data = await call(a, "get_brief", {"link": link})
             joined = [e["data"] for e in data["ledger"] if e["type"] == "agent_joined"]
             assert {"seat": "B", "agent": "built-in ScriptedProxy", "mode": "builtin"} in joined
@@ -498,9 +512,9 @@ def test_cards_confirmed_on_the_web_page(tmp_path: Path) -> None:
             )
             room = json.loads(made.content[0].text)  # type: ignore[union-attr]
             pages = re.findall(r"http://\S+/p/\S+?(?=[ .]|$)", made.content[1].text)  # type: ignore[union-attr]
-            drafted = await call(a, "seal_intent_card", {"link": room["link"], "card": CARD_A})
+            drafted = await call(a, "seal_intent_card", {"link": room["your_link"], "card": CARD_A})
             # Over MCP the card is only a draft until the principal confirms it.
-            assert drafted["your_card_sealed"] is False
+            assert drafted["you"]["card_sealed"] is False
             assert drafted["your_draft"]["goal"] == CARD_A["goal"]
             page = await web.get(pages[0])
             assert "Confirm and seal" in page.text
@@ -518,19 +532,20 @@ def test_cards_confirmed_on_the_web_page(tmp_path: Path) -> None:
             # B's principal writes their card on the page without any draft; B's page link
             # came with B's agent's first join_room.
             joined = await b.call_tool(
-                "join_room", {"link": room["counterpart_link"], "agent_name": "bo-assistant"}
+                "join_room",
+                {"link": room["invite_link_for_counterpart"], "agent_name": "bo-assistant"},
             )
             pages += re.findall(_PAGE, joined.content[1].text)  # type: ignore[union-attr]
             posted = await web.post(pages[1] + "/card", data={"card": json.dumps(CARD_B)})
             assert posted.status_code == 303
-            view = await call(b, "get_room", {"link": room["counterpart_link"]})
-            assert view["status"] == "active"
-            assert view["your_card_sealed"] is True
+            view = await call(b, "get_room", {"link": room["invite_link_for_counterpart"]})
+            assert view["status"] == "negotiating"
+            assert view["you"]["card_sealed"] is True
             # Cards can no longer be changed once sealed, from either channel.
-            text = await refused(a, "seal_intent_card", {"link": room["link"], "card": CARD_A})
+            text = await refused(a, "seal_intent_card", {"link": room["your_link"], "card": CARD_A})
             assert "invalid_transition" in text
             # Opened in a browser, a seat link only says what it is for.
-            note = await web.get(room["link"])
+            note = await web.get(room["your_link"])
             assert note.status_code == 200
             assert "seat link for an AI agent" in note.text
         export = service.export(room["room_id"])
@@ -582,9 +597,9 @@ def test_page_escapes_everything_a_proxy_or_principal_wrote(tmp_path: Path) -> N
             )
             room = json.loads(made.content[0].text)  # type: ignore[union-attr]
             page_link = re.findall(r"http://\S+/p/\S+?(?=[ .]|$)", made.content[1].text)[0]  # type: ignore[union-attr]
-            await call(a, "join_room", {"link": room["link"], "agent_name": evil})
+            await call(a, "join_room", {"link": room["your_link"], "agent_name": evil})
             card = {**CARD_A, "principal": {"name": evil}, "goal": evil}
-            await call(a, "seal_intent_card", {"link": room["link"], "card": card})
+            await call(a, "seal_intent_card", {"link": room["your_link"], "card": card})
             page = await web.get(page_link)
             assert page.status_code == 200
             assert "<script>" not in page.text
@@ -592,6 +607,99 @@ def test_page_escapes_everything_a_proxy_or_principal_wrote(tmp_path: Path) -> N
             assert html.escape(evil) in page.text
             assert "script-src" not in page.headers["content-security-policy"]
             assert page.headers["content-security-policy"].startswith("default-src 'none'")
+
+    with server(tmp_path / "rooms.sqlite") as base:
+        asyncio.run(go(base))
+
+
+# --- issue 20, finding 3: what clients read back is the reference's ---------------------
+
+_VIEW_KEYS = {
+    "room_id",
+    "topic",
+    "status",
+    "you",
+    "counterpart",
+    "your_turn",
+    "pending_question",
+    "next_action",
+    "turn_count",
+    "max_turns",
+    "transcript",
+    "claims_to_review",
+    "unverified_assumptions",
+    "web_view",
+    "brief_url",
+}
+
+
+def test_outputs_have_the_reference_shapes_and_words(tmp_path: Path) -> None:
+    """An agent prompted for the reference server reads the same names and words back."""
+
+    async def go(base: str) -> None:
+        async with mcp_client(base) as a, mcp_client(base) as b:
+            args = {"topic": "Chairs", "your_principal": "Ann Lee", "counterpart": "Bo Chen"}
+            result = await a.call_tool("create_room", args)
+            made = json.loads(result.content[0].text)  # type: ignore[union-attr]
+            assert set(made) == {
+                "room_id",
+                "your_link",
+                "invite_link_for_counterpart",
+                "counterpart_proxy",
+                "next_action",
+            }
+            seat_link = re.compile(
+                re.escape(base) + r"/room/[0-9a-f]{16}\?seat=([AB])&t=[A-Za-z0-9_-]{43}$"
+            )
+            assert seat_link.match(made["your_link"]).group(1) == "A"  # type: ignore[union-attr]
+            invite = made["invite_link_for_counterpart"]
+            assert seat_link.match(invite).group(1) == "B"  # type: ignore[union-attr]
+            assert made["next_action"].startswith(
+                "Give invite_link_for_counterpart privately to Bo Chen."
+            )
+            # The principal's link stands alone at the end of its line: nothing to catch.
+            note = result.content[1].text  # type: ignore[union-attr]
+            assert re.search(_PAGE + "$", note)
+            # A link that names the wrong seat opens nothing.
+            wrong = invite.replace("seat=B", "seat=A")
+            assert UNKNOWN_LINK in await refused(b, "get_room", {"link": wrong})
+            view = await call(a, "join_room", {"link": made["your_link"], "agent_name": "ann"})
+            assert set(view) >= _VIEW_KEYS
+            assert view["status"] == "drafting"
+            assert view["next_action"] == (
+                "Ask your principal for every Intent Card field (do not invent any), confirm "
+                "the card with them, then call seal_intent_card."
+            )
+            assert view["counterpart"]["proxy"] == "external agent (not joined yet)"
+            await call(b, "join_room", {"link": invite, "agent_name": "bo"})
+            sealed = await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
+            assert sealed["next_action"] == (
+                "Your card is sealed. Waiting for Bo Chen to seal theirs. Call wait_for_turn."
+            )
+            await call(b, "seal_intent_card", {"link": invite, "card": CARD_B})
+            sent = await call(a, "send_envelope", {"link": made["your_link"], **OFFER})
+            line = sent["accepted_envelope"]
+            assert line["from"] == "A (Ann Lee's proxy, ann)"
+            assert line["proposal"]["hash"] == line["proposal"]["hash"].lower()
+            assert line["claims"] == [
+                {
+                    "id": "A1.1",
+                    "origin": "stated",
+                    "ref": "known_facts[0]",
+                    "text": OFFER["claims"][0]["text"],
+                }  # type: ignore[index]
+            ]
+            theirs = await call(b, "get_room", {"link": invite})
+            assert theirs["status"] == "negotiating"
+            assert theirs["your_turn"] is True
+            assert theirs["next_action"] == (
+                "Your turn. Review every claim in claims_to_review, then call send_envelope."
+            )
+            assert theirs["claims_to_review"] == line["claims"]
+            assert theirs["transcript"] == [line]
+            early = await call(b, "get_brief", {"link": invite})
+            assert early["brief"] is None
+            assert early["note"] == "No brief yet. The room has not ended."
 
     with server(tmp_path / "rooms.sqlite") as base:
         asyncio.run(go(base))

@@ -323,7 +323,7 @@ def test_pxp_serve_runs_the_server_with_sign_in(tmp_path: Path) -> None:
                 result = await client.call_tool("create_room", args)
                 assert not result.is_error
                 made = json.loads(result.content[0].text)  # type: ignore[union-attr]
-                assert made["link"].startswith(f"{base}/s/")
+                assert made["your_link"].startswith(f"{base}/room/")
 
         asyncio.run(go())
     finally:

@@ -296,10 +296,10 @@ def test_an_earlier_verified_claim_of_the_same_envelope_may_be_cited() -> None:
     room, now = active_room()
     claims = [
         {"text": "The van has 80000 km", "origin": "stated", "ref": "known_facts[0]"},
-        {"text": "Mileage is low", "origin": "stated", "ref": "A1.1"},
+        {"text": "Mileage is low", "origin": "sourced", "ref": "A1.1"},
     ]
     result = room.send("A", msg(claims=claims), now=now())
-    assert [c["origin"] for c in result.envelope["claims"]] == ["stated", "stated"]
+    assert [c["origin"] for c in result.envelope["claims"]] == ["stated", "sourced"]
 
 
 # ------------------------------------------------------------------ brief
@@ -427,7 +427,7 @@ def test_an_answer_is_authority_only_for_terms_it_mentions() -> None:
     room, now = active_room()
     room.send("A", msg(proposal={"terms": ["5500 EUR", "Delivery to Paris"]}), now=now())
     room.send("B", msg("escalate", escalation={"question": "May I pay 5500 EUR?"}), now=now())
-    room.answer("B", "Yes.", now=now())
+    room.answer("B", "Yes, you may pay 5500 EUR.", now=now())
     room.send("B", msg("agree"), now=now())
     rows = {row["term"]: row["B"] for row in room.brief()["authority"]}
     assert [r["ref"] for r in rows["5500 EUR"]] == ["amendments[0]"]
@@ -717,7 +717,7 @@ def test_the_brief_carries_every_unverified_claim_of_the_record() -> None:
     assert [c["id"] for c in brief["unverified_in_record"]] == ["A1.1"]
     text = pxp.brief_markdown(brief)
     assert "## Other unverified claims in the record" in text
-    assert "A1.1 (Ana Silva): The buyer has a trailer" in text
+    assert "A1.1 (Ana Silva, assumed): The buyer has a trailer" in text
 
 
 @pytest.mark.parametrize("how", ["seal", "draft"])
@@ -745,8 +745,11 @@ def test_markdown_shows_invisible_and_bidi_controls() -> None:
     room = pxp.Room.open("room-1", topic="Van", now=now())
     room.seal("A", CARD_A, now=now())
     room.seal("B", CARD_B, now=now())
-    room.send("A", msg(proposal={"terms": ["Pay \u202e0001\u202c EUR\x1f\x9b"]}), now=now())
-    room.send("B", msg("agree"), now=now())
+    # a proposal term with such characters is not recorded (second review, finding 3), so
+    # they reach the brief through a claim
+    hidden = {"text": "Pay \u202e0001\u202c EUR\x1f\x9b", "origin": "assumed"}
+    room.send("A", msg(claims=[hidden], proposal={"terms": ["1000 EUR"]}), now=now())
+    room.send("B", msg("agree", reviews=[{"claim_id": "A1.1", "verdict": "accept"}]), now=now())
     text = pxp.brief_markdown(room.brief())
     assert "Pay U+202E0001U+202C EURU+001FU+009B" in text
     assert not any(c in text for c in "\u202e\u202c\x1f\x9b")
@@ -764,7 +767,8 @@ def test_markdown_shows_invisible_and_bidi_controls() -> None:
 )
 def test_a_stated_claim_citing_a_clause_its_card_lacks_is_assumed(ref: str, origin: str) -> None:
     room, now = active_room()
-    claim = {"text": "The buyer pays in cash", "origin": "stated", "ref": ref}
+    text = {"must_haves[0]": "5000 EUR", "goal": "Sell the van", "known_facts[0] ": "80000 km"}
+    claim = {"text": text.get(ref, "The buyer pays in cash"), "origin": "stated", "ref": ref}
     result = room.send("A", msg(claims=[claim]), now=now())
     assert result.envelope["claims"][0]["origin"] == origin
     if origin == "assumed":

@@ -128,7 +128,7 @@ def test_stated_without_ref_becomes_assumed() -> None:
     result = room.send("A", msg(claims=[{"text": "Price is fair", "origin": "stated"}]), now=now())
     assert result.envelope["claims"][0]["origin"] == "assumed"
     assert result.flags == (
-        "Claim A1.1 was tagged stated without a ref, so it is recorded as assumed.",
+        'Claim "Price is fair" was tagged stated without a reference; downgraded to assumed.',
     )
     assert result.envelope["protocol_flags"] == list(result.flags)
 
@@ -139,7 +139,7 @@ def test_sourced_without_ref_becomes_assumed() -> None:
         "A", msg(claims=[{"text": "X", "origin": "sourced", "ref": "  "}]), now=now()
     )
     assert result.envelope["claims"][0] == {"id": "A1.1", "text": "X", "origin": "assumed"}
-    assert "tagged sourced without a ref" in result.flags[0]
+    assert "tagged sourced without a reference" in result.flags[0]
 
 
 def test_stated_citing_the_other_side_becomes_assumed() -> None:
@@ -158,7 +158,7 @@ def test_stated_citing_the_other_side_becomes_assumed() -> None:
         now=now(),
     )
     assert [c["origin"] for c in result.envelope["claims"]] == ["assumed"] * 3
-    assert pxp.FLAG_SENTENCES["stated_cites_other_side"].format(claim="B2.1") in result.flags
+    assert pxp.FLAG_SENTENCES["stated_cites_other_side"].format(text="Price 6000") in result.flags
     assert pxp.FLAG_SENTENCES["sourced_cites_other_side"].format(claim="B2.3") in result.flags
 
 
@@ -178,7 +178,9 @@ def test_restating_the_other_side_does_not_upgrade() -> None:
         now=now(),
     )
     assert result.envelope["claims"][0]["origin"] == "assumed"
-    assert "re-stating a claim does not upgrade" in result.flags[0]
+    assert result.flags[0] == pxp.FLAG_SENTENCES["stated_text_not_in_clause"].format(
+        claim="B2.1", clause="known_facts[0]"
+    )
 
 
 def test_restating_is_allowed_when_the_own_card_says_the_same() -> None:
@@ -307,7 +309,7 @@ def test_agree_becomes_continue(draft: dict[str, Any], flag_name: str) -> None:
     assert result.envelope["status"] == "continue"
     assert "accepts" not in result.envelope
     assert result.status == "active"
-    assert pxp.FLAG_SENTENCES[flag_name].format(claim="A1.1") in result.flags
+    assert pxp.FLAG_SENTENCES[flag_name].format(claim="A1.1", claims="A1.1") in result.flags
 
 
 def test_agree_without_any_proposal_becomes_continue() -> None:
@@ -574,7 +576,9 @@ def test_simulation_brief_markdown() -> None:
     assert "**Outcome: agreed.**" in text
     assert "Fixed price 3800 EUR" in text
     assert "B2.2" in text
-    assert brief["protocol_flags"][0]["flag"].startswith("Claim B2.3 was tagged stated")
+    assert brief["protocol_flags"][0]["flag"].startswith(
+        'Claim "Premium Shopify themes cost about 180 EUR" was tagged stated'
+    )
 
 
 # ---------------------------------------------------------------- random action sequences

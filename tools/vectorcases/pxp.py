@@ -171,10 +171,18 @@ def card_hash_cases() -> Iterator[Case]:
 @suite(
     "pxp.seal_card",
     description=(
-        "Seal a principal-confirmed card: fill pxp, absent lists "
-        "and amendments as the reference stores them, then hash."
+        "Seal a principal-confirmed card, normalised as the reference seals it (trimmed "
+        'strings, empty items dropped, role "" when absent, absent lists and amendments '
+        "filled), then hash; refuse what the reference refuses or would silently cut."
     ),
-    notes=NOTES,
+    notes={
+        **NOTES,
+        "normalised": "the reference's normaliseCard gives the same card and hash",
+        "stricter-than-reference": (
+            "the reference cuts this silently (goal 400, item 300, name 80, role and org 120 "
+            "UTF-16 code units, 12 items); sealing refuses instead of losing a clause"
+        ),
+    },
 )
 def seal_card_cases() -> Iterator[Case]:
     stored = SAMPLE["seats"]["A"]["card"]
@@ -200,6 +208,84 @@ def seal_card_cases() -> Iterator[Case]:
         output={"card": sealed, "card_hash": _sha(_canon(sealed))},
         comment="A complete card is sealed unchanged.",
     )
+    # Normalisation as the reference's normaliseCard (lib/pxp.js): the expected card is
+    # written out by hand, its hash computed here.
+    messy = {
+        "principal": {"name": "  Ana Silva ", "org": "   "},
+        "goal": "\ufeff Sell the van.\n",
+        "must_haves": ["  At least 5000 EUR", "", "   "],
+        "may_agree_to": ["Pickup in Lyon\t"],
+        "known_facts": [],
+    }
+    clean = {
+        "pxp": "0",
+        "principal": {"name": "Ana Silva", "role": ""},
+        "goal": "Sell the van.",
+        "must_haves": ["At least 5000 EUR"],
+        "may_agree_to": ["Pickup in Lyon"],
+        "must_never": [],
+        "escalate_when": [],
+        "known_facts": [],
+        "amendments": [],
+    }
+    yield Case(
+        "normalised-as-the-reference",
+        {"card": messy},
+        output={"card": clean, "card_hash": _sha(_canon(clean))},
+        comment=(
+            "Strings trimmed as JavaScript trims (U+FEFF too), empty items dropped, an empty "
+            "org left out, an absent role stored as an empty string."
+        ),
+        flags=("normalised",),
+    )
+    with_role = {**clean, "principal": {"name": "Ana Silva", "role": "seller", "org": "Vans"}}
+    yield Case(
+        "role-and-org-kept",
+        {"card": {**messy, "principal": {"name": "Ana Silva", "role": " seller", "org": "Vans "}}},
+        output={"card": with_role, "card_hash": _sha(_canon(with_role))},
+        comment="A role and an org are trimmed and kept.",
+        flags=("normalised",),
+    )
+    at_limits = {
+        **clean,
+        "principal": {"name": "N" * 80, "role": "r" * 120, "org": "o" * 120},
+        "goal": "g" * 398 + "\U0001f600",
+        "must_haves": [f"item {i}" for i in range(12)],
+        "may_agree_to": ["x" * 300],
+    }
+    yield Case(
+        "at-every-limit",
+        {"card": at_limits},
+        output={"card": at_limits, "card_hash": _sha(_canon(at_limits))},
+        comment="Name 80, role and org 120, goal 400, item 300 characters, 12 items: sealed.",
+        flags=("normalised",),
+    )
+    over: list[tuple[str, str, Any, str]] = [
+        ("goal-over-400", "goal", "g" * 401, "too_long"),
+        ("goal-over-400-utf16", "goal", "\U0001f600" * 200 + "g", "too_long"),
+        ("item-over-300", "may_agree_to", ["x" * 301], "too_long"),
+        ("list-over-12", "must_haves", [f"item {i}" for i in range(13)], "too_many"),
+        ("name-over-80", "principal", {"name": "N" * 81}, "too_long"),
+        ("role-over-120", "principal", {"name": "Ana", "role": "r" * 121}, "too_long"),
+        ("org-over-120", "principal", {"name": "Ana", "org": "o" * 121}, "too_long"),
+        ("goal-blank", "goal", " \n ", "goal_missing"),
+        ("must-haves-all-blank", "must_haves", ["", "  "], "must_have_missing"),
+    ]
+    for case_id, key, value, reason in over:
+        yield Case(
+            case_id,
+            {"card": {**messy, key: value}},
+            error={"code": "card_invalid", "reason": reason},
+            comment=(
+                f"{key} {reason.replace('_', ' ')}: "
+                + (
+                    "refused where the reference would cut silently."
+                    if reason.startswith("too")
+                    else "refused, as the reference refuses it."
+                )
+            ),
+            flags=("stricter-than-reference",) if reason.startswith("too") else ("normalised",),
+        )
     good = Case("minimal", {"card": minimal}, comment="The minimal card again.")
     yield from _derive(
         "pxp.seal_card",
@@ -712,34 +798,33 @@ OFFER = {
 OFFER_HASH = _sha(_canon(["5500 EUR", "Pickup in Lyon"]))
 ACCEPT_BOTH = [{"claim_id": "A3.1", "verdict": "accept"}, {"claim_id": "A3.2", "verdict": "accept"}]
 FLAG = {
-    "ref": "Claim {claim} was tagged {origin} without a ref, so it is recorded as assumed.",
-    "stated_other": (
-        "Claim {claim} was tagged stated but cites the other side, so it is recorded as "
-        "assumed: a claim received from the other proxy is never stated for the receiver."
+    # the reference server's own sentences (lib/pxp.js), for the rules it shares
+    "ref": 'Claim "{text}" was tagged {origin} without a reference; downgraded to assumed.',
+    "stated_other": 'Claim "{text}" cited the other side as its authority; downgraded to assumed.',
+    "conflict": "Proxy tried to agree while flagging a conflict; agreement withheld.",
+    "no_proposal": (
+        "Proxy agreed but there was no proposal from the other side; treated as continue."
+    ),
+    "disputed": (
+        "Proxy tried to accept a proposal resting on {claims}, which it disputed; agreement "
+        "withheld."
+    ),
+    # ours, for rules the reference does not have
+    "not_in_clause": (
+        "Claim {claim} was tagged stated but {clause} of its card does not hold its text, so "
+        "it is recorded as assumed."
     ),
     "restated": (
-        "Claim {claim} repeats a claim of the other side, so it is recorded as assumed: "
-        "re-stating a claim does not upgrade its origin."
+        "Claim {claim} repeats {cited}, an unverified assumption, so it is recorded as "
+        "assumed: re-stating a claim does not upgrade its origin."
     ),
     "unreviewed": (
         "Claim {claim} of the other side was not reviewed "
         "before replying, so it is recorded as challenged."
     ),
-    "conflict": (
-        "This envelope agreed while carrying a conflict "
-        "review, so its status is recorded as continue."
-    ),
-    "no_proposal": (
-        "This envelope agreed but the other side has made no "
-        "proposal, so its status is recorded as continue."
-    ),
     "wrong_hash": (
         "This envelope agreed to a proposal hash that is not the other side's latest proposal, "
         "so its status is recorded as continue."
-    ),
-    "disputed": (
-        "This envelope agreed to a proposal that depends on claim {claim}, which this seat "
-        "disputed and its principal has not answered since, so its status is recorded as continue."
     ),
 }
 
@@ -782,6 +867,14 @@ def _stored(
         "status": status,
     }
     env.update(extra or {})
+    # as the reference stores them: every review and escalation has a reason, a proposal
+    # has depends_on and the envelope its proposal_hash
+    env["reviews"] = [{"reason": "", **r} for r in env["reviews"]]
+    if "escalation" in env:
+        env["escalation"] = {"reason": "", **env["escalation"]}
+    if "proposal" in env:
+        env["proposal"] = {"depends_on": [], **env["proposal"]}
+        env["proposal_hash"] = _sha(_canon(env["proposal"]["terms"]))
     if flags:
         env["protocol_flags"] = flags
     return env
@@ -795,6 +888,7 @@ def _card_hash(card: dict[str, Any]) -> str:
         "escalate_when": [],
         "known_facts": [],
         **card,
+        "principal": {"role": "", **card["principal"]},
         "amendments": [],
     }
     return _sha(_canon(full))
@@ -803,6 +897,11 @@ def _card_hash(card: dict[str, Any]) -> str:
 HASH_A, HASH_B = _card_hash(CARD_A), _card_hash(CARD_B)
 ENFORCE_NOTES = {
     **NOTES,
+    "reference-rules": "the bytes the reference's buildEnvelope stores for this draft",
+    "stricter-than-reference": (
+        "the reference stores this draft unflagged; this library's stricter rule (origins, "
+        "bundled terms) rewrites it, so the bytes differ from the reference's"
+    ),
     "rewrite": "the room rewrote what the proxy sent and recorded a protocol flag",
     "refused": "the room refused the envelope; nothing changed",
 }
@@ -899,7 +998,7 @@ def _enforce_cases() -> Iterator[Case]:
                 "m",
                 HASH_A,
                 claims=[{"id": "A1.1", "text": "Price is fair", "origin": "assumed"}],
-                flags=[FLAG["ref"].format(claim="A1.1", origin="stated")],
+                flags=[FLAG["ref"].format(text="Price is fair", origin="stated")],
             )
         ),
         ("rewrite",),
@@ -920,7 +1019,7 @@ def _enforce_cases() -> Iterator[Case]:
                 "m",
                 HASH_A,
                 claims=[{"id": "A1.1", "text": "Listed on a site", "origin": "assumed"}],
-                flags=[FLAG["ref"].format(claim="A1.1", origin="sourced")],
+                flags=[FLAG["ref"].format(text="Listed on a site", origin="sourced")],
             )
         ),
         ("rewrite",),
@@ -953,7 +1052,7 @@ def _enforce_cases() -> Iterator[Case]:
                     }
                 ],
                 reviews=draft["reviews"],
-                flags=[FLAG["stated_other"].format(claim="B2.1")],
+                flags=[FLAG["stated_other"].format(text="Vans like this sell for 5500 EUR")],
             )
         ),
         ("rewrite",),
@@ -986,7 +1085,7 @@ def _enforce_cases() -> Iterator[Case]:
                     }
                 ],
                 reviews=draft["reviews"],
-                flags=[FLAG["restated"].format(claim="B2.1")],
+                flags=[FLAG["not_in_clause"].format(claim="B2.1", clause="known_facts[0]")],
             )
         ),
         ("rewrite",),
@@ -1044,7 +1143,7 @@ def _enforce_cases() -> Iterator[Case]:
             "with-conflict",
             "An agree carrying a conflict review becomes continue.",
             lambda d: d["reviews"].__setitem__(1, {"claim_id": "A1.2", "verdict": "conflict"}),
-            [FLAG["disputed"].format(claim="A1.2"), FLAG["conflict"]][::-1],
+            [FLAG["disputed"].format(claims="A1.2"), FLAG["conflict"]][::-1],
         ),
         (
             "wrong-hash",
@@ -1056,7 +1155,7 @@ def _enforce_cases() -> Iterator[Case]:
             "challenged-dependency",
             "An agree to a proposal depending on a claim this seat challenges becomes continue.",
             lambda d: d["reviews"].__setitem__(1, {"claim_id": "A1.2", "verdict": "challenge"}),
-            [FLAG["disputed"].format(claim="A1.2")],
+            [FLAG["disputed"].format(claims="A1.2")],
         ),
     ):
         mutated = copy.deepcopy(good_agree.input)
@@ -1103,6 +1202,7 @@ def _enforce_cases() -> Iterator[Case]:
         "escalate_when": [],
         "known_facts": [],
         **CARD_B,
+        "principal": {"role": "", **CARD_B["principal"]},
         "amendments": [
             {
                 "question": "A says vans sell for 5500 EUR without a source. Accept anyway?",
@@ -1597,11 +1697,331 @@ def _enforce_cases() -> Iterator[Case]:
                         }
                     ],
                     reviews=draft["reviews"],
-                    flags=[FLAG["stated_other"].format(claim="B2.1")],
+                    flags=[FLAG["stated_other"].format(text="Such vans fetch 5500 EUR")],
                 )
             ),
             ("rewrite",),
         )
+
+    yield from _reference_room_rebuilds(case)
+    yield from _stricter_cases(case)
+
+
+REFERENCE_ROOMS: dict[str, Any] = json.loads(
+    (TOP / "vectors" / "third_party" / "pxp" / "rooms.v0.json").read_text(encoding="utf-8")
+)["rooms"]
+
+
+def _draft_of(env: dict[str, Any]) -> dict[str, Any]:
+    """The send_envelope fields a proxy sent for a stored reference envelope."""
+    draft: dict[str, Any] = {"message": env["message"], "status": env["status"]}
+    if env["claims"]:
+        draft["claims"] = [
+            {k: c[k] for k in ("text", "origin", "ref") if k in c} for c in env["claims"]
+        ]
+    if env["reviews"]:
+        draft["reviews"] = [dict(r) for r in env["reviews"]]
+    if "proposal" in env:
+        draft["proposal"] = copy.deepcopy(env["proposal"])
+    if "escalation" in env:
+        draft["escalation"] = dict(env["escalation"])
+    return draft
+
+
+def _reference_room_rebuilds(case: Any) -> Iterator[Case]:
+    """Each envelope of the reference's seven rooms, rebuilt from the draft that made it."""
+    rooms = REFERENCE_ROOMS.values() if isinstance(REFERENCE_ROOMS, dict) else REFERENCE_ROOMS
+    for ref_room in rooms:
+        envelopes = ref_room["envelopes"]
+        if not envelopes:
+            continue
+        recorded = {
+            e["data"]["seq"]: e["data"]["envelope_hash"]
+            for e in ref_room["ledger"]
+            if e["type"] == "envelope"
+        }
+        sealed = [e for e in ref_room["ledger"] if e["type"] == "card_sealed"]
+        spec = {
+            "id": ref_room["id"],
+            "topic": ref_room["topic"],
+            "opened_at": ref_room["createdAt"],
+            "max_turns": ref_room["maxTurns"],
+        }
+        steps: list[dict[str, Any]] = [
+            {
+                "seat": e["data"]["seat"],
+                "at": e["at"],
+                "seal": {
+                    k: v
+                    for k, v in ref_room["seats"][e["data"]["seat"]]["card"].items()
+                    if k != "amendments"
+                },
+                "via": e["data"]["via"],
+            }
+            for e in sealed
+        ]
+        at = sealed[-1]["at"]
+        for env in envelopes:
+            inp = {
+                "room": spec,
+                "steps": copy.deepcopy(steps),
+                "envelope": {"seat": env["from"]["seat"], "at": at, "send": _draft_of(env)},
+            }
+            made = case(
+                f"reference-{ref_room['id']}-{env['seq']}",
+                (
+                    f"Envelope {env['seq']} of the reference's room {ref_room['id']}, rebuilt "
+                    "from its draft: the stored bytes and the hash its ledger recorded."
+                ),
+                inp,
+                _expect(
+                    copy.deepcopy(env),
+                    "agreed"
+                    if env["status"] == "agree"
+                    else ("paused" if env["status"] == "escalate" else "active"),
+                ),
+                ("reference",),
+            )
+            if made.output["envelope_hash"] != recorded[env["seq"]]:
+                raise AssertionError(f"{made.id}: not the hash the reference recorded")
+            yield made
+            steps.append({"seat": env["from"]["seat"], "at": at, "send": _draft_of(env)})
+
+
+def _stricter_cases(case: Any) -> Iterator[Case]:
+    """Drafts the reference stores unflagged, where this library's stricter rules rewrite."""
+    rules = {
+        "restated": FLAG["restated"],
+        "not_in_clause": FLAG["not_in_clause"],
+        "never": (
+            "This envelope agreed to a term that is {clause} of its own card, so its status is "
+            "recorded as continue: crossing a must_never needs the principal."
+        ),
+    }
+    guess = {
+        "text": "Vans like this sell for 5500 EUR.",
+        "origin": "sourced",
+        "ref": "https://x.test/",
+    }
+    accept = [{"claim_id": "A1.1", "verdict": "accept"}, {"claim_id": "A1.2", "verdict": "accept"}]
+    draft = {"message": "m", "status": "continue", "reviews": accept, "claims": [guess]}
+    yield case(
+        "sourced-repeat-of-an-assumption",
+        "B repeats A's assumption word for word tagged sourced: it keeps A's origin, assumed.",
+        _room_input([OFFER], "B", 4, draft),
+        _expect(
+            _stored(
+                "B",
+                2,
+                "m",
+                HASH_B,
+                claims=[{"id": "B2.1", **guess, "origin": "assumed"}],
+                reviews=accept,
+                flags=[rules["restated"].format(claim="B2.1", cited="A1.2")],
+            )
+        ),
+        ("stricter-than-reference",),
+    )
+    # finding 4 of the second review: restating by containment after the shared normaliser
+    for case_id, text in (
+        ("trailing-zero-width-space", "Vans like this sell for 5500 EUR\u200b"),
+        ("full-width-letter", "\uff36ans like this sell for 5500 EUR"),
+        ("embedded", "I checked: vans like this sell for 5500 EUR, really"),
+    ):
+        laundered = {"text": text, "origin": "sourced", "ref": "https://x.test/"}
+        draft = {"message": "m", "status": "continue", "reviews": accept, "claims": [laundered]}
+        yield case(
+            f"sourced-repeat-of-an-assumption-{case_id}",
+            "B restates A's assumption written differently, tagged sourced: one normalised "
+            "text holds the other, so it keeps A's origin, assumed.",
+            _room_input([OFFER], "B", 4, draft),
+            _expect(
+                _stored(
+                    "B",
+                    2,
+                    "m",
+                    HASH_B,
+                    claims=[{"id": "B2.1", **laundered, "origin": "assumed"}],
+                    reviews=accept,
+                    flags=[rules["restated"].format(claim="B2.1", cited="A1.2")],
+                )
+            ),
+            ("stricter-than-reference",),
+        )
+    embeds = {
+        "text": "The van has 80000 km and a new gearbox",
+        "origin": "stated",
+        "ref": "known_facts[0]",
+    }
+    draft = {"message": "m", "status": "continue", "claims": [embeds]}
+    yield case(
+        "stated-claim-embedding-its-clause",
+        "A stated claim must be held by its clause, never the reverse: a text that embeds "
+        "known_facts[0] and adds to it is assumed.",
+        _room_input([], "A", 3, draft),
+        _expect(
+            _stored(
+                "A",
+                1,
+                "m",
+                HASH_A,
+                claims=[{"id": "A1.1", **embeds, "origin": "assumed"}],
+                flags=[rules["not_in_clause"].format(claim="A1.1", clause="known_facts[0]")],
+            )
+        ),
+        ("stricter-than-reference",),
+    )
+    forbidden = {"text": "Deliver abroad", "origin": "stated", "ref": "must_never[0]"}
+    draft = {"message": "m", "status": "continue", "claims": [forbidden]}
+    yield case(
+        "stated-citing-a-must-never",
+        "A must_never clause forbids, it asserts nothing: a stated claim citing it is assumed.",
+        _room_input([], "A", 3, draft),
+        _expect(
+            _stored(
+                "A",
+                1,
+                "m",
+                HASH_A,
+                claims=[{"id": "A1.1", **forbidden, "origin": "assumed"}],
+                flags=[
+                    "Claim A1.1 was tagged stated but cites must_never[0], a must_never of its "
+                    "card, which forbids and asserts nothing, so it is recorded as assumed."
+                ],
+            )
+        ),
+        ("stricter-than-reference",),
+    )
+    unrelated = {"text": "The buyer pays cash", "origin": "stated", "ref": "goal"}
+    draft = {"message": "m", "status": "continue", "claims": [unrelated]}
+    yield case(
+        "stated-citing-an-unrelated-clause",
+        "A stated claim whose clause neither holds nor is held by its text: assumed.",
+        _room_input([], "A", 3, draft),
+        _expect(
+            _stored(
+                "A",
+                1,
+                "m",
+                HASH_A,
+                claims=[{"id": "A1.1", **unrelated, "origin": "assumed"}],
+                flags=[rules["not_in_clause"].format(claim="A1.1", clause="goal")],
+            )
+        ),
+        ("stricter-than-reference",),
+    )
+    bundled = {
+        "seat": "B",
+        "at": _t(3),
+        "send": {
+            "message": "m",
+            "status": "continue",
+            "proposal": {"terms": ["5200 EUR, deliver abroad"]},
+        },
+    }
+    opening = {"seat": "A", "at": _t(3), "send": {"message": "m", "status": "continue"}}
+    yield case(
+        "agree-to-a-bundled-must-never",
+        "A agrees to B's term '5200 EUR, deliver abroad', which holds A's must_never.",
+        {
+            "room": ROOM,
+            "steps": [*SEALED, opening, {**bundled, "at": _t(4)}],
+            "envelope": {"seat": "A", "at": _t(5), "send": {"message": "m", "status": "agree"}},
+        },
+        _expect(
+            _stored("A", 3, "m", HASH_A, flags=[rules["never"].format(clause="must_never[0]")])
+        ),
+        ("stricter-than-reference",),
+    )
+    # finding 3 of the second review: one shared normaliser, so look-alikes still cross
+    for case_id, term in (
+        ("full-width", "\uff44\uff45\uff4c\uff49\uff56\uff45\uff52 abroad"),
+        ("cyrillic-letter", "d\u0435liver abroad"),
+        ("hyphen", "deliver-abroad"),
+        ("underscore", "deliver_abroad"),
+        ("no-space", "deliverabroad"),
+        ("spaced-letters", "d e l i v e r abroad"),
+        ("punctuation", "Deliver Abroad!?"),
+    ):
+        variant = {**bundled, "send": {**bundled["send"], "proposal": {"terms": [term]}}}
+        yield case(
+            f"agree-to-a-must-never-{case_id}",
+            f"A agrees to B's term {term!r}: A's must_never 'Deliver abroad' after the shared "
+            "normaliser (NFKC, case fold, Cf and marks removed, look-alikes to Latin, "
+            "punctuation to space; or equal with spaces removed).",
+            {
+                "room": ROOM,
+                "steps": [*SEALED, opening, {**variant, "at": _t(4)}],
+                "envelope": {
+                    "seat": "A",
+                    "at": _t(5),
+                    "send": {"message": "m", "status": "agree"},
+                },
+            },
+            _expect(
+                _stored("A", 3, "m", HASH_A, flags=[rules["never"].format(clause="must_never[0]")])
+            ),
+            ("stricter-than-reference",),
+        )
+    for case_id, term in (
+        ("zero-width-space", "5500\u200bEUR"),
+        ("bidi-override", "5500 \u202eRUE"),
+    ):
+        hidden = {"message": "m", "status": "continue", "proposal": {"terms": [term]}}
+        yield case(
+            f"proposal-term-with-{case_id}",
+            f"A term holding a format character ({term!r}) reads as nothing on a page: the "
+            "proposal is not recorded, whatever the card says.",
+            _room_input([], "A", 3, hidden),
+            _expect(
+                _stored(
+                    "A",
+                    1,
+                    "m",
+                    HASH_A,
+                    flags=[
+                        f'This envelope proposed the term "{term}", which holds a format or '
+                        "control character that reads as nothing, so the proposal is not "
+                        "recorded."
+                    ],
+                )
+            ),
+            ("stricter-than-reference",),
+        )
+    padded = {
+        "message": "  5500 EUR.\n",
+        "status": "continue",
+        "claims": [
+            {"text": " The van has 80000 km ", "origin": "stated", "ref": " known_facts[0]"}
+        ],
+        "proposal": {"terms": [" 5500 EUR"]},
+    }
+    yield case(
+        "trimmed-as-the-reference",
+        (
+            "Strings trimmed, depends_on [] and proposal_hash filled, as the reference's "
+            "buildEnvelope stores them."
+        ),
+        _room_input([], "A", 3, padded),
+        _expect(
+            _stored(
+                "A",
+                1,
+                "5500 EUR.",
+                HASH_A,
+                claims=[
+                    {
+                        "id": "A1.1",
+                        "text": "The van has 80000 km",
+                        "origin": "stated",
+                        "ref": "known_facts[0]",
+                    }
+                ],
+                extra={"proposal": {"terms": ["5500 EUR"]}},
+            )
+        ),
+        ("reference-rules",),
+    )
 
 
 @suite(
@@ -1652,6 +2072,50 @@ def brief_cases() -> Iterator[Case]:
         "agreed-after-escalation",
         {"room": ROOM, "steps": steps},
         comment="A challenged dependency, an escalation answered via MCP, then agreement.",
+    )
+    cash = {
+        **CARD_A,
+        "must_haves": ["Payment in cash, never by bank transfer"],
+        "may_agree_to": ["5500 EUR"],
+    }
+    negated = [
+        {"seat": "A", "at": _t(1), "seal": cash, "via": "web"},
+        SEALED[1],
+        {"seat": "A", "at": _t(3), "send": {"message": "m", "status": "continue"}},
+        {
+            "seat": "B",
+            "at": _t(4),
+            "send": {
+                "message": "m",
+                "status": "continue",
+                "proposal": {"terms": ["bank transfer", "5500", "Payment in cash", "5500 EUR"]},
+            },
+        },
+        {"seat": "A", "at": _t(5), "send": {"message": "m", "status": "agree"}},
+    ]
+    yield Case(
+        "authority-by-whole-phrase",
+        {"room": ROOM, "steps": negated},
+        comment=(
+            "A part rests on a clause only when equal (after the normaliser) to the clause or "
+            "a whole phrase of it that is not negated: 'bank transfer' and '5500' rest on "
+            "nothing, 'Payment in cash' on must_haves[0], '5500 EUR' on may_agree_to[0]."
+        ),
+    )
+    look_alike = [
+        {"seat": "B", "at": _t(0), "join": "bo-agent"},
+        {"seat": "B", "at": _t(0), "join": "b\u043e-agent"},
+        *SEALED,
+        OFFER,
+        agree,
+    ]
+    yield Case(
+        "agents-numbered-with-a-look-alike",
+        {"room": ROOM, "steps": look_alike},
+        comment=(
+            "Two agents in seat B, the second named with a Cyrillic o: the Markdown numbers "
+            "each join and marks the second as reading like the first."
+        ),
     )
     short = {**ROOM, "max_turns": 2}
     yield Case(

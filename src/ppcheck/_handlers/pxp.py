@@ -95,7 +95,8 @@ def _play(input_: Mapping[str, Any]) -> pxp.Room:
         elif "send" in step:
             room.send(seat, step["send"], now=at)
         elif "answer" in step:
-            room.answer(seat, step["answer"], now=at, via=step.get("via", "web"))
+            confirms = step.get("confirms", [])
+            room.answer(seat, step["answer"], now=at, via=step.get("via", "web"), confirms=confirms)
         else:
             raise pxp.PxpError("input_invalid", f"steps[{i}] is not join, seal, send or answer")
     return room

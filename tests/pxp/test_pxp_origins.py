@@ -1,0 +1,220 @@
+"""Claim origins that cannot be laundered, must-nevers inside bundled terms, authority the
+card really gives, and principal answers that confirm claims (issue 20, findings 4, 5, 7)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+import pxp
+
+CARD_A = {
+    "principal": {"name": "Ana"},
+    "goal": "Sell the bike for a fair price.",
+    "must_haves": ["At least 400 EUR"],
+    "may_agree_to": ["440 EUR"],
+    "must_never": ["ship abroad"],
+    "known_facts": ["The bike was serviced in May"],
+}
+CARD_B = {
+    "principal": {"name": "Bo"},
+    "goal": "Buy a bike.",
+    "must_haves": ["Below 500 EUR"],
+    "known_facts": ["I live in Porto"],
+}
+
+
+def clock() -> Callable[[], datetime]:
+    ticks: Iterator[datetime] = (
+        datetime(2026, 3, 1, tzinfo=UTC) + timedelta(seconds=i) for i in range(10_000)
+    )
+    return lambda: next(ticks)
+
+
+def active_room() -> tuple[pxp.Room, Callable[[], datetime]]:
+    now = clock()
+    room = pxp.Room.open("room-20", topic="Bike", now=now())
+    room.seal("A", CARD_A, now=now())
+    room.seal("B", CARD_B, now=now(), via="mcp")
+    return room, now
+
+
+def msg(status: str = "continue", **extra: Any) -> dict[str, Any]:
+    return {"message": "m", "status": status, **extra}
+
+
+# ------------------------------------------------------------------ finding 4: origins
+
+
+def test_repeating_an_assumption_tagged_sourced_does_not_verify_it() -> None:
+    room, now = active_room()
+    guess = "The buyer can collect on Sunday"
+    room.send("A", msg(claims=[{"text": guess, "origin": "assumed"}]), now=now())
+    laundered = {"text": guess + ".", "origin": "sourced", "ref": "https://example.com/x"}
+    result = room.send(
+        "B",
+        msg(reviews=[{"claim_id": "A1.1", "verdict": "accept"}], claims=[laundered]),
+        now=now(),
+    )
+    assert result.envelope["claims"][0]["origin"] == "assumed"
+    assert result.flags == (
+        pxp.FLAG_SENTENCES["restated_assumption"].format(claim="B2.1", cited="A1.1"),
+    )
+    assert not room.claims["B2.1"].verified
+
+
+@pytest.mark.parametrize(
+    ("ref", "flag_name"),
+    [
+        ("goal", "stated_text_not_in_clause"),
+        ("must_haves[0]", "stated_text_not_in_clause"),
+        ("my principal told me", "stated_cites_missing_clause"),
+        ("known_facts[3]", "stated_cites_missing_clause"),
+    ],
+)
+def test_a_stated_claim_must_cite_a_clause_that_holds_its_text(ref: str, flag_name: str) -> None:
+    room, now = active_room()
+    claim = {"text": "The buyer pays the shipping", "origin": "stated", "ref": ref}
+    result = room.send("A", msg(claims=[claim]), now=now())
+    assert result.envelope["claims"][0]["origin"] == "assumed"
+    assert result.flags == (pxp.FLAG_SENTENCES[flag_name].format(claim="A1.1", clause=ref),)
+
+
+@pytest.mark.parametrize(
+    ("text", "ref"),
+    [
+        ("The bike was serviced in May", "known_facts[0]"),
+        ("serviced in May", "known_facts[0]"),  # the clause holds the text
+        ("at least 400 eur!", "must_haves[0]"),  # equal after the shared normaliser
+    ],
+)
+def test_a_stated_claim_its_clause_holds_stays_stated(text: str, ref: str) -> None:
+    room, now = active_room()
+    result = room.send("A", msg(claims=[{"text": text, "origin": "stated", "ref": ref}]), now=now())
+    assert result.envelope["claims"][0]["origin"] == "stated"
+    assert result.flags == ()
+
+
+def test_the_brief_shows_every_claims_ref() -> None:
+    room, now = active_room()
+    claims = [
+        {"text": "The bike was serviced in May", "origin": "stated", "ref": "known_facts[0]"},
+        {"text": "Parts cost 90 EUR", "origin": "sourced", "ref": "invoice 12"},
+    ]
+    room.send(
+        "A",
+        msg(claims=claims, proposal={"terms": ["440 EUR"], "depends_on": ["new1", "new2"]}),
+        now=now(),
+    )
+    reviews = [{"claim_id": "A1.1", "verdict": "accept"}, {"claim_id": "A1.2", "verdict": "accept"}]
+    room.send("B", msg("agree", reviews=reviews), now=now())
+    text = pxp.brief_markdown(room.brief())
+    assert "A1.1 (Ana, stated from known_facts[0], verified)" in text
+    assert "A1.2 (Ana, sourced from invoice 12, verified)" in text
+
+
+# ------------------------------------------------------------------ finding 5: bundled terms
+
+
+def test_agreeing_to_a_bundled_term_holding_a_must_never_is_flagged() -> None:
+    room, now = active_room()
+    room.send("A", msg(), now=now())
+    room.send("B", msg(proposal={"terms": ["440 EUR, ship abroad"]}), now=now())
+    result = room.send("A", msg("agree"), now=now())
+    assert result.status == "active"
+    assert result.envelope["status"] == "continue"
+    assert result.flags == (pxp.FLAG_SENTENCES["agree_must_never"].format(clause="must_never[0]"),)
+
+
+def test_proposing_a_bundled_term_holding_a_must_never_is_not_recorded() -> None:
+    room, now = active_room()
+    result = room.send("A", msg(proposal={"terms": ["440 EUR and we ship abroad"]}), now=now())
+    assert "proposal" not in result.envelope
+    assert result.flags == (
+        pxp.FLAG_SENTENCES["propose_must_never"].format(clause="must_never[0]"),
+    )
+
+
+def test_a_clause_inside_a_bundled_term_is_not_authority_for_the_whole_term() -> None:
+    room, now = active_room()
+    room.send("A", msg(proposal={"terms": ["440 EUR, pickup on Sunday"]}), now=now())
+    room.send("B", msg("agree"), now=now())
+    row = room.brief()["authority"][0]
+    assert row["A"] == []
+    assert [p["part"] for p in row["parts"]] == ["440 EUR", "pickup on Sunday"]
+    assert [r["ref"] for r in row["parts"][0]["A"]] == ["may_agree_to[0]"]
+    assert row["parts"][1]["A"] == []
+    text = pxp.brief_markdown(room.brief())
+    assert "- 440 EUR, pickup on Sunday: Ana: its proxy's judgment" in text
+    assert '  - part 440 EUR: Ana: clause may_agree_to[0] "440 EUR"' in text
+
+
+def test_a_term_every_part_of_which_the_card_gives_rests_on_those_clauses() -> None:
+    room, now = active_room()
+    room.send("A", msg(proposal={"terms": ["440 EUR; at least 400 EUR"]}), now=now())
+    room.send("B", msg("agree"), now=now())
+    row = room.brief()["authority"][0]
+    assert [r["ref"] for r in row["A"]] == ["may_agree_to[0]", "must_haves[0]"]
+
+
+# ------------------------------------------------------------------ finding 7: answers
+
+
+def test_a_principal_confirmation_verifies_the_claim_and_the_answer_is_a_stated_claim() -> None:
+    room, now = active_room()
+    guess = {"text": "The buyer collects on Sunday", "origin": "assumed"}
+    room.send(
+        "A", msg(claims=[guess], proposal={"terms": ["440 EUR"], "depends_on": ["new1"]}), now=now()
+    )
+    room.send(
+        "B",
+        msg(
+            "escalate",
+            reviews=[{"claim_id": "A1.1", "verdict": "accept"}],
+            escalation={"question": "Can you collect on Sunday?"},
+        ),
+        now=now(),
+    )
+    room.answer("B", "Yes, I collect on Sunday.", now=now(), confirms=["A1.1"])
+    confirmed = room.claims["A1.1"]
+    assert confirmed.origin == "assumed"
+    assert confirmed.verified
+    assert confirmed.confirmed_by == "B"
+    said = room.claims["B2.0"]
+    assert (said.origin, said.speaker, said.ref) == ("stated", "principal", "amendments[0]")
+    assert said.text == "Yes, I collect on Sunday."
+    assert room.ledger[len(room.ledger) - 1].data["confirms"] == ["A1.1"]
+    room.send("B", msg("agree"), now=now())
+    brief = room.brief()
+    assert brief["unverified"] == []
+    assert brief["depends_on"][0]["confirmed_by"] == "B"
+    assert brief["escalations"][0]["confirms"] == ["A1.1"]
+    # the record survives export and import, confirmation included
+    again = pxp.Room.from_export(room.export(), head=room.head)
+    assert again.claims["A1.1"].confirmed_by == "B"
+    assert again.claims["B2.0"].speaker == "principal"
+
+
+def test_a_principal_cannot_confirm_an_unknown_or_verified_claim() -> None:
+    room, now = active_room()
+    stated = {"text": "The bike was serviced in May", "origin": "stated", "ref": "known_facts[0]"}
+    room.send("A", msg(claims=[stated]), now=now())
+    room.send(
+        "B",
+        msg(
+            "escalate",
+            reviews=[{"claim_id": "A1.1", "verdict": "accept"}],
+            escalation={"question": "Q?"},
+        ),
+        now=now(),
+    )
+    before = len(room.ledger)
+    for bad in (["A9.1"], ["A1.1"], "A1.1", [7]):
+        with pytest.raises(pxp.PxpError) as caught:
+            room.answer("B", "Yes.", now=now(), confirms=bad)  # type: ignore[arg-type]
+        assert caught.value.code == "answer_invalid"
+    assert len(room.ledger) == before
+    assert room.status == "paused"
