@@ -105,16 +105,40 @@ def _server(tmp_path: Path) -> Iterator[str]:
         yield base
 
 
+def _reloading() -> tuple[type[Exception], ...]:
+    """What selenium raises when the page reloaded itself (every few seconds) mid-read."""
+    from selenium.common.exceptions import (
+        NoSuchElementException,
+        StaleElementReferenceException,
+    )
+
+    return (NoSuchElementException, StaleElementReferenceException)
+
+
 def _until(check: Callable[[], bool], seconds: float, what: str) -> None:
     deadline = time.monotonic() + seconds
-    while not check():
+    while True:
+        try:
+            if check():
+                return
+        except _reloading():
+            pass  # the page was reloading: read it again
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.2)
 
 
 def _text(driver: Any, css: str) -> str:
-    return str(driver.find_element("css selector", css).text)
+    # The page reloads itself while the negotiation runs: an element found just before a
+    # reload is stale by the time it is read, so a read is retried for a few seconds.
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return str(driver.find_element("css selector", css).text)
+        except _reloading():
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def test_the_principal_reads_and_answers_on_a_real_page(tmp_path: Path) -> None:
