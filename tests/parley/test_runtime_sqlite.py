@@ -329,9 +329,7 @@ def test_a_lease_that_runs_out_is_reconciled_by_another_process(tmp_path: Path) 
     assert first.orders.count() == 1  # type: ignore[attr-defined]
 
 
-def test_the_lease_owner_names_the_process_and_a_forked_child_gets_its_own(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_lease_owner_names_the_process_and_a_forked_child_gets_its_own() -> None:
     import os
     import socket
 
@@ -339,7 +337,21 @@ def test_the_lease_owner_names_the_process_and_a_forked_child_gets_its_own(
     first = svc.owner
     assert first.startswith(f"{socket.gethostname()}:{os.getpid()}:")
     assert svc.owner == first
-    monkeypatch.setattr(os, "getpid", lambda: 4_000_000)
-    assert svc.owner.startswith(f"{socket.gethostname()}:4000000:")
+    # a real fork: the child reads the owner of the service it inherited
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child process
+        try:
+            os.write(write, svc.owner.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        child_owner = pipe.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+    assert child_owner.startswith(f"{socket.gethostname()}:{pid}:")
+    assert child_owner != first
+    assert svc.owner == first  # the parent keeps its own
     named = parley.Service("x", name="x", owner="ops-1")
     assert named.owner == "ops-1"
