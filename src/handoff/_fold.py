@@ -828,8 +828,12 @@ class Registry:
         ext = record.get("ext")
         if not isinstance(ext, str):
             return [_canonical_copy(dict(record))]
-        item = (ext.partition("/")[0], record.get("project"), record.get("key"))
-        data = self._items.get(item)  # type: ignore[call-overload]
+        project, key = record.get("project"), record.get("key")
+        data = (
+            self._items.get(ItemId(ext, project, key))
+            if isinstance(project, str) and isinstance(key, str)
+            else None
+        )
         wanted = identity(record)
         found = {digest(record): _canonical_copy(dict(record))}
         if data is not None:

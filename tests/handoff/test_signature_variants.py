@@ -161,3 +161,15 @@ def test_cli_add_with_keys_refuses_the_relayed_junk_first(tmp_path: Path) -> Non
     done = cli("state", "--db", str(db))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "acts/web/roof  settled  done  verified" in done.stdout
+
+
+@pytest.mark.parametrize("project", [7, None, ["web"]])
+def test_signature_variants_of_an_odd_record_are_just_its_own_copy(project: Any) -> None:
+    genuine = _genuine()
+    reg = registry()
+    reg.add(N1)
+    reg.add(genuine)
+    odd = dict(genuine, project=project)
+    assert reg.signature_variants(odd) == [json.loads(handoff.canonical(odd))]
+    # the held record's own variants are still found through its item
+    assert len(reg.signature_variants(genuine)) == 1
