@@ -9,6 +9,7 @@ hold other formats with their own runners.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -58,7 +59,7 @@ class SuiteFile:
         return tests
 
 
-def _suite_problem(root: Traversable | None) -> Any:
+def _suite_problem(root: Traversable | None) -> Callable[[Any], str | None] | None:
     """Return a function naming the first schema problem of a suite file, or ``None``.
 
     ``jsonschema`` is imported here, on use: where it is missing (``ppcheck.pyz`` runs
