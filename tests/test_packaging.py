@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 TOP = Path(__file__).resolve().parents[1]
+# one pytest-xdist worker runs this file, so the module's wheel is built and installed once
+pytestmark = pytest.mark.xdist_group("wheel")
 PACKAGES = ("pxp", "handoff", "vxp", "parley")
 SCRIPTS = ("pxp", "vxp", "handoff", "parley", "ppcheck")
 

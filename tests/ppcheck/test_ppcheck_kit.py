@@ -183,11 +183,12 @@ def test_ctrl_c_stops_at_once_and_kills_the_adapter(tmp_path: Path) -> None:
         text=True,
         cwd=TOP,
     )
+    hanging = tmp_path / "adapter.pid.hanging"
     deadline = time.monotonic() + 60
-    while not pidfile.exists() or not pidfile.read_text():
-        assert time.monotonic() < deadline, "the adapter never started"
+    while not hanging.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline, "the adapter never reached case b"
         time.sleep(0.05)
-    time.sleep(0.5)  # the adapter is now hanging on case b
+    # the adapter is now hanging on case b
     started = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
@@ -257,6 +258,7 @@ def _run_pyz(pyz: tuple[Path, Path], *argv: str) -> subprocess.CompletedProcess[
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ppcheck-pyz")  # one worker builds the pyz fixture once
 def test_the_pyz_is_byte_reproducible(pyz: tuple[Path, Path], tmp_path: Path) -> None:
     again = tmp_path / "again.pyz"
     subprocess.run([sys.executable, str(TOP / "tools/build_pyz.py"), str(again)], check=True)
@@ -264,6 +266,7 @@ def test_the_pyz_is_byte_reproducible(pyz: tuple[Path, Path], tmp_path: Path) ->
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ppcheck-pyz")  # one worker builds the pyz fixture once
 def test_the_pyz_runs_with_nothing_installed(pyz: tuple[Path, Path]) -> None:
     probe = subprocess.run(
         [str(pyz[1]), "-c", "import jsonschema"], capture_output=True, check=False
@@ -279,6 +282,7 @@ def test_the_pyz_runs_with_nothing_installed(pyz: tuple[Path, Path]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ppcheck-pyz")  # one worker builds the pyz fixture once
 def test_the_pyz_drives_this_librarys_adapter(pyz: tuple[Path, Path]) -> None:
     impl = f"{sys.executable} -m ppcheck.adapter"
     done = _run_pyz(pyz, "--impl", impl, "--suite", "vxp.merkle_*", "--require-all")
@@ -287,6 +291,7 @@ def test_the_pyz_drives_this_librarys_adapter(pyz: tuple[Path, Path]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ppcheck-pyz")  # one worker builds the pyz fixture once
 def test_the_port_walkthrough_runs_the_pyz_against_the_node_adapter(
     pyz: tuple[Path, Path], tmp_path: Path
 ) -> None:
