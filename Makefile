@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # pytest-xdist workers for make test / make test-floor (`make test PYTEST_WORKERS=0` runs
-# serially); tests are written to run side by side (docs/conformance.md, "Writing tests").
+# serially); tests are written to run side by side (docs/testing.md).
 PYTEST_WORKERS ?= auto
 PYTEST_XDIST   := -n $(PYTEST_WORKERS) --dist loadgroup
 
