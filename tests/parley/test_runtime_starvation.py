@@ -127,12 +127,15 @@ def test_a_full_server_closes_its_oldest_idle_connection_for_a_new_one() -> None
             search.handler = inner
             assert await _good_client(port) < SERVED_WITHIN
             gate.set()
-            reply = json.loads(await asyncio.wait_for(busy_reader.readline(), 10))
+            reply = json.loads(await asyncio.wait_for(busy_reader.readline(), SERVED_WITHIN))
             assert reply["re"] == "b"  # the busy connection was never the one closed
             # the oldest idle connection made room; the newest idle ones are still open
-            assert await asyncio.wait_for(idle[0][0].read(), 5) == b""
+            assert await asyncio.wait_for(idle[0][0].read(), SERVED_WITHIN) == b""
             idle[-1][1].write(HELLO)
-            assert json.loads(await asyncio.wait_for(idle[-1][0].readline(), 10))["re"] == "h"
+            assert (
+                json.loads(await asyncio.wait_for(idle[-1][0].readline(), SERVED_WITHIN))["re"]
+                == "h"
+            )
             for _, writer in idle:
                 writer.close()
             busy.close()
@@ -160,7 +163,7 @@ def test_per_peer_limit_and_first_frame_timeout() -> None:
                 readers.append(reader)
                 writers.append(writer)
             # the 6th and 7th from the same peer are closed at once
-            ends = [await asyncio.wait_for(r.read(), 5) for r in readers[5:]]
+            ends = [await asyncio.wait_for(r.read(), SERVED_WITHIN) for r in readers[5:]]
             assert ends == [b"", b""]
             # the five that never send a frame are closed after the first-frame timeout
             started = time.monotonic()
@@ -250,10 +253,10 @@ def test_the_http_bridge_closes_a_trickled_header_on_a_kept_alive_connection() -
                 b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
             )
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), SERVED_WITHIN)
             assert head.startswith(b"HTTP/1.1 200"), head
             length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
-            await asyncio.wait_for(reader.readexactly(length), 10)
+            await asyncio.wait_for(reader.readexactly(length), SERVED_WITHIN)
             trickle = b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
             sent = 0
             for byte in trickle:  # a byte every 50 ms: 0.3 s is about six bytes
