@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 # pytest-xdist workers for make test / make test-floor (`make test PYTEST_WORKERS=0` runs
 # serially); tests are written to run side by side (docs/testing.md).
 PYTEST_WORKERS ?= auto
-PYTEST_XDIST   := -n $(PYTEST_WORKERS) --dist loadgroup
+PYTEST_XDIST   := -n $(PYTEST_WORKERS)
 
 .PHONY: test test-floor dist docs demo lint typecheck vectors vectors-check pytest bench fuzz clean help
 

@@ -38,5 +38,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     processes, builds) go first and the many short ones fill in behind them. The sort is
     stable and the same in every worker, as xdist requires; a serial run keeps file order.
     """
-    if getattr(config.option, "numprocesses", None):
+    if "PYTEST_XDIST_WORKER" in os.environ:  # the workers collect; the controller does not
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)

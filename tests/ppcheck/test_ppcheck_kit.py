@@ -20,6 +20,8 @@ import ppcheck
 from ppcheck import _harness
 from ppcheck._cli import main as ppcheck_main
 
+from ..built_once import built_once
+
 HERE = Path(__file__).resolve().parent
 TOP = HERE.parents[1]
 ADAPTER = HERE / "misbehaving_adapter.py"
@@ -231,16 +233,19 @@ def test_vectors_export_writes_the_shipped_files(
 # -- ppcheck.pyz on a bare Python --------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pyz(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    work = tmp_path_factory.mktemp("pyz")
+    """``ppcheck.pyz`` and a bare Python without the library, built once per run."""
+    work = built_once(tmp_path_factory, "pyz", _build_pyz)
+    return work / "ppcheck.pyz", work / "bare" / "bin" / "python"
+
+
+def _build_pyz(work: Path) -> None:
     target = work / "ppcheck.pyz"
     subprocess.run(
         [sys.executable, str(TOP / "tools/build_pyz.py"), str(target)], check=True, cwd=work
     )
-    bare = work / "bare"
-    venv.EnvBuilder(with_pip=False).create(bare)
-    return target, bare / "bin" / "python"
+    venv.EnvBuilder(with_pip=False).create(work / "bare")
 
 
 def _run_pyz(pyz: tuple[Path, Path], *argv: str) -> subprocess.CompletedProcess[str]:
@@ -258,7 +263,6 @@ def _run_pyz(pyz: tuple[Path, Path], *argv: str) -> subprocess.CompletedProcess[
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ppcheck-pyz")  # one worker builds the pyz fixture once
 def test_the_pyz_is_byte_reproducible(pyz: tuple[Path, Path], tmp_path: Path) -> None:
     again = tmp_path / "again.pyz"
     subprocess.run([sys.executable, str(TOP / "tools/build_pyz.py"), str(again)], check=True)
@@ -266,7 +270,6 @@ def test_the_pyz_is_byte_reproducible(pyz: tuple[Path, Path], tmp_path: Path) ->
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ppcheck-pyz")  # one worker builds the pyz fixture once
 def test_the_pyz_runs_with_nothing_installed(pyz: tuple[Path, Path]) -> None:
     probe = subprocess.run(
         [str(pyz[1]), "-c", "import jsonschema"], capture_output=True, check=False
@@ -282,7 +285,6 @@ def test_the_pyz_runs_with_nothing_installed(pyz: tuple[Path, Path]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ppcheck-pyz")  # one worker builds the pyz fixture once
 def test_the_pyz_drives_this_librarys_adapter(pyz: tuple[Path, Path]) -> None:
     impl = f"{sys.executable} -m ppcheck.adapter"
     done = _run_pyz(pyz, "--impl", impl, "--suite", "vxp.merkle_*", "--require-all")
@@ -291,7 +293,6 @@ def test_the_pyz_drives_this_librarys_adapter(pyz: tuple[Path, Path]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ppcheck-pyz")  # one worker builds the pyz fixture once
 def test_the_port_walkthrough_runs_the_pyz_against_the_node_adapter(
     pyz: tuple[Path, Path], tmp_path: Path
 ) -> None:
