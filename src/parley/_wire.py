@@ -244,7 +244,7 @@ class ReceiptReply(_Frame):
 class ErrorReply(_Frame):
     """``ERROR``: a :data:`ErrorCode`, a sentence, and (**ours**) the failing check's
     ``reason``; ``consent`` comes with ``consent_required``, ``retry`` is seconds or
-    ``None``."""
+    ``None`` (read it with ``.get``: a service of another implementation may leave it out)."""
 
     kind: Literal["ERROR"]
     code: ErrorCode
@@ -253,7 +253,7 @@ class ErrorReply(_Frame):
     fix: NotRequired[list[FixJSON]]
     need: NotRequired[list[Any]]
     consent: NotRequired[ConsentRequestJSON]
-    retry: int | None
+    retry: NotRequired[int | None]  # this library always sends it; SPEC.md section 7 need not
 
 
 class EventFrame(_Frame):
