@@ -5,6 +5,9 @@ Each protocol contributes one walk-through in ``examples/demo_<part>.py`` (a ``m
 that prints what happens, using only the public API). This script runs every one that
 exists, in the order a newcomer would read them, and says which parts are not built yet.
 It always exits 0; the test suite runs it and requires every part to succeed.
+
+``python examples/demo.py demo_vxp demo_pxp`` runs only the parts named (the test suite
+runs each part in its own process, so the parts run side by side on a multi-core machine).
 """
 
 from __future__ import annotations
@@ -37,11 +40,19 @@ def _banner(title: str) -> None:
     print("=" * 78)
 
 
-def main() -> int:
-    """Run every available part; report the ones that are not built yet."""
+def main(argv: list[str] | None = None) -> int:
+    """Run every available part (or only the parts named); report the ones not built yet."""
+    names = sys.argv[1:] if argv is None else argv
+    known = [module_name for module_name, _ in PARTS]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        print(f"unknown demo part {unknown[0]!r}; the parts are: {', '.join(known)}")
+        return 2
     print("principal-protocols demo: four protocols for agents that act for people.")
     ran, failed, missing = [], [], []
     for module_name, title in PARTS:
+        if names and module_name not in names:
+            continue
         path = HERE / f"{module_name}.py"
         if not path.is_file():
             missing.append(title)

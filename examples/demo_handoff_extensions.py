@@ -64,11 +64,12 @@ def main() -> None:
     """Walk an act and a decision from the agent to the principal and back."""
     key = principal_key()
     registry = handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS)
-    sync = {"project": "web", "registrar": "registrar"}
 
     print("1. The agent adds a line to STATE.md; the registrar raises an act.")
     document = "# Website\n\n## Acts\n\n- [ ] Pay the hosting invoice (120 EUR)\n"
-    result = handoff.sync_state_document(document, registry, now=TS, **sync)
+    result = handoff.sync_state_document(
+        document, registry, now=TS, project="web", registrar="registrar"
+    )
     act_key = result.records[0]["key"]
     print(f"  records: {[r['type'] for r in result.records]} for key {act_key}")
     print("  " + result.document.strip().replace("\n", "\n  "))
@@ -100,7 +101,9 @@ def main() -> None:
     settle(registry, handoff.ItemId("decisions", "web", "plan"), "large", key, "s2")
 
     print("4. Back at the project: the registrar rewrites STATE.md from state.")
-    result = handoff.sync_state_document(result.document, registry, now=TS, **sync)
+    result = handoff.sync_state_document(
+        result.document, registry, now=TS, project="web", registrar="registrar"
+    )
     print("  " + result.document.strip().split("\n")[-2])
 
     print("5. The agent later changes the options: the answer is reported stale.")

@@ -11,6 +11,7 @@ import asyncio
 import importlib.util
 import time
 from pathlib import Path
+from typing import Any
 
 import parley
 
@@ -40,7 +41,7 @@ async def _run() -> None:
     server = await parley.serve_tcp(service, "127.0.0.1", 0)
     url = f"parley://127.0.0.1:{server.sockets[0].getsockname()[1]}"
     now = int(time.time())
-    policy = [
+    policy: list[dict[str, Any]] = [
         {"svc": ["shop.example"]},
         {"per": {"max": 2000, "currency": "USD"}},
         {"risk": "low"},
@@ -56,15 +57,20 @@ async def _run() -> None:
         )
         asked = await client.intent("shop.order", {"item": "blend"})
         _show("INTENT shop.order item=blend (ambiguous)", asked)
-        patch = asked.reply["options"][0]["params"]  # type: ignore[index]
+        assert asked.reply is not None
+        assert asked.reply["kind"] == "CLARIFY"
+        patch = asked.reply["options"][0]["params"]
         offered = await client.intent("shop.order", parley.merge_patch({"item": "blend"}, patch))
         _show("INTENT again with option 1 merged in", offered)
-        proposal = offered.reply["proposals"][0]  # type: ignore[index]
+        proposals = offered.raise_for_error().proposals
+        assert proposals is not None
+        proposal = proposals[0]
         done = await client.commit(proposal)
         _show("COMMIT the first proposal (by its hash)", done)
         _show("COMMIT again: idempotent", await client.commit(proposal))
-        receipt = done.reply["receipt"]["id"]  # type: ignore[index]
-        _show("UNDO within the window", await client.undo(receipt))
+        receipt = done.receipt
+        assert receipt is not None
+        _show("UNDO within the window", await client.undo(receipt["id"]))
         _show(
             "INTENT auto=true inside the policy: one round trip",
             await client.intent("shop.order", {"item": "latte", "ship": "pickup"}, auto=True),
@@ -73,7 +79,7 @@ async def _run() -> None:
             "shop.gift_card", {"to": "ana@example.com", "usd": 25}, auto=True
         )
         _show("INTENT auto=true for an irreversible gift card: proposals instead", gift)
-        card = gift.reply["proposals"][0]  # type: ignore[index]
+        card = (gift.proposals or [])[0]
         refused = await client.commit(card)
         _show("COMMIT the gift card: over the policy", refused)
         assert refused.consent is not None

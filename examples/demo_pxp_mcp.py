@@ -95,7 +95,7 @@ async def negotiate(base: str) -> None:
             "create_room",
             {"topic": "200 office chairs", "your_principal": "Ann Lee", "counterpart": "Bo Chen"},
         )
-        room = json.loads(created.content[0].text)  # type: ignore[union-attr]
+        room = json.loads(created.content[0].text)
         print(f"1. Ann's agent opened room {room['room_id']}.")
         print("   It got seat links for both proxies; Ann's principal page link went to")
         print("   the human only (MCP audience 'user'), never into the model's JSON.")
@@ -104,7 +104,7 @@ async def negotiate(base: str) -> None:
         joined = await bo.call_tool(
             "join_room", {"link": room["invite_link_for_counterpart"], "agent_name": "bo-assistant"}
         )
-        for_bo = joined.content[1].text  # type: ignore[union-attr]
+        for_bo = joined.content[1].text
         seller_page = re.findall(r"http://\S+/p/[0-9a-f]{16}/[A-Za-z0-9_-]{43}", for_bo)[0]
         print("   Bo's page link came to Bo alone, with his agent's first join_room.")
         await tool(ann, "seal_intent_card", link=room["your_link"], card=BUYER)

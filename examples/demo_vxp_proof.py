@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import vxp
 
@@ -54,7 +56,7 @@ def main() -> None:
         op.metadata, op.jwks, live_metadata=op.live["metadata"], live_jwks=op.live["jwks"]
     )
     live_log = {"checkpoint": op.live["checkpoint"], "consistency": op.live["consistency"]}
-    attacks = {
+    attacks: dict[str, Callable[[dict[str, Any]], object]] = {
         "drop the approval": lambda p: (p["statements"].pop(2), p["log"]["entries"].pop(2)),
         "swap two statements": lambda p: p["statements"].reverse(),
         "change the capability": lambda p: p["op"].update(capability="pedido.cancelar"),

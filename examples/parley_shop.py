@@ -19,11 +19,20 @@ import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import parley
 
-MENU = [
+
+class MenuItem(TypedDict):
+    """One drink: its stock-keeping unit, name and price in US cents."""
+
+    sku: str
+    name: str
+    usd: int
+
+
+MENU: list[MenuItem] = [
     {"sku": f"C{n:02d}", "name": name, "usd": 250 + 25 * n}
     for n, name in enumerate(
         ["espresso", "latte", "flat white", "cappuccino", "mocha", "cold brew", "iced latte"]

@@ -1,4 +1,4 @@
-"""Shared test configuration: hypothesis profiles.
+"""Shared test configuration: hypothesis profiles, and the order pytest-xdist hands out tests.
 
 ``make test`` sets ``CI`` and runs the derandomized ``ci`` profile, so a green run is
 reproducible; ``make fuzz`` selects the long ``fuzz`` profile.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -27,3 +28,15 @@ settings.register_profile(
 
 _profile = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 settings.load_profile(_profile)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``pytest -n`` (``make test``), hand out the ``slow`` tests first.
+
+    pytest-xdist gives tests to its workers in collection order; a long test that starts
+    last keeps one core busy while the other idles, so the tests marked ``slow`` (servers,
+    processes, builds) go first and the many short ones fill in behind them. The sort is
+    stable and the same in every worker, as xdist requires; a serial run keeps file order.
+    """
+    if "PYTEST_XDIST_WORKER" in os.environ:  # the workers collect; the controller does not
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)

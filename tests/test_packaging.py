@@ -14,14 +14,20 @@ from pathlib import Path
 
 import pytest
 
+from .built_once import built_once
+
 TOP = Path(__file__).resolve().parents[1]
 PACKAGES = ("pxp", "handoff", "vxp", "parley")
 SCRIPTS = ("pxp", "vxp", "handoff", "parley", "ppcheck")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("wheel")
+    """The wheel built and installed in a fresh environment, once per run (every worker)."""
+    return built_once(tmp_path_factory, "wheel", _build_and_install) / "env"
+
+
+def _build_and_install(work: Path) -> None:
     dist = work / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(TOP)],
@@ -47,7 +53,6 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
         cwd=work,
     )
-    return env_dir
 
 
 def _clean_env() -> dict[str, str]:

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from ._acts import ACTS
 from ._canonical import canonical, digest, presented_digest
@@ -23,6 +23,7 @@ from ._errors import HandoffError
 from ._evidence import KeySet, presentation, verify_proof
 from ._fold import ItemState, Registry
 from ._records import ItemId
+from ._wire import ObservedItem, SettledRecord
 
 __all__ = [
     "EXTENSIONS",
@@ -228,7 +229,7 @@ def make_settlement(
     proposal: str | None = None,
     answer: str | None = None,
     record_id: str | None = None,
-) -> dict[str, Any]:
+) -> SettledRecord:
     """Build the ``settled`` record a principal side emits for ``item`` (not yet signed).
 
     It settles against the current terms revision, names the principal as decider, carries
@@ -283,7 +284,7 @@ def make_settlement(
         raise HandoffError("settle", "the current terms are not held", reason="unknown")
     record["evidence"] = {"presented": presented_digest(shown), **record.get("evidence", {})}
     record["id"] = record_id or "s-" + hashlib.sha256(canonical(record)).hexdigest()[:24]
-    return record
+    return cast(SettledRecord, record)
 
 
 def _fail(code: str, reason: str, message: str) -> HandoffError:
@@ -573,7 +574,7 @@ def observe(
     registry: Registry,
     *,
     jwks: Mapping[str, Any] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ObservedItem]:
     """Fold ``records`` into ``registry`` and report every item as an observer sees it (§12).
 
     Each item is its core state (``ItemState.to_json``) plus, when it holds claims,
@@ -587,7 +588,7 @@ def observe(
     out: list[dict[str, Any]] = []
     for item, state in registry.states().items():
         out.append(_observed(registry, item, state, keys))
-    return out
+    return cast(list[ObservedItem], out)
 
 
 def _observed(

@@ -33,7 +33,7 @@ Public names are listed in ``__all__``; implementation modules are private.
 from __future__ import annotations
 
 # Service and agent runtime, frames, transports (issue 5)
-from ._agent import Agent, Client, Result
+from ._agent import Agent, Client, ReplyError, Result
 from ._b64 import b64url_decode, b64url_encode
 from ._canonical import canonical, proposal_hash
 from ._caveats import Caveat, effective_caveats, parse_caveat
@@ -85,6 +85,32 @@ from ._state import Lease, MemoryStore, ProposalRecord, ReceiptRecord, Store, lo
 from ._stores import default_state_url, open_store
 from ._transport_stdio import serve_stdio
 from ._transport_tcp import serve_tcp
+from ._wire import (  # typed views of the wire objects (issue 24 #9)
+    AnswerReply,
+    BriefCapability,
+    BriefReply,
+    BriefService,
+    ClarifyOption,
+    ClarifyReply,
+    ConsentRequestJSON,
+    CostJSON,
+    EffectJSON,
+    ErrorCode,
+    ErrorReply,
+    EventFrame,
+    FinalReply,
+    FixJSON,
+    GrantBlockJSON,
+    GrantInspection,
+    MoreJSON,
+    ProposalJSON,
+    ProposalsReply,
+    ReceiptJSON,
+    ReceiptReply,
+    Reply,
+    ReplyKind,
+    Risk,
+)
 
 __all__ = [
     "HANDLE_TTL",
@@ -93,16 +119,32 @@ __all__ = [
     "TOKEN_PREFIX",
     "Agent",
     "AgentKeyStore",
+    "AnswerReply",
     "Block",
+    "BriefCapability",
+    "BriefReply",
+    "BriefService",
     "Capability",
     "Caveat",
     "Clarify",
+    "ClarifyOption",
+    "ClarifyReply",
     "Client",
+    "ConsentRequestJSON",
     "Context",
     "Cost",
+    "CostJSON",
+    "EffectJSON",
+    "ErrorCode",
+    "ErrorReply",
+    "EventFrame",
+    "FinalReply",
+    "FixJSON",
     "Grant",
+    "GrantBlockJSON",
     "GrantCheck",
     "GrantContext",
+    "GrantInspection",
     "HandleStore",
     "Key",
     "Lease",
@@ -110,13 +152,22 @@ __all__ = [
     "MemoryHandleStore",
     "MemorySpendLedger",
     "MemoryStore",
+    "MoreJSON",
     "Outcome",
     "ParamsError",
     "ParleyError",
     "ProposalFacts",
+    "ProposalJSON",
     "ProposalRecord",
+    "ProposalsReply",
+    "ReceiptJSON",
     "ReceiptRecord",
+    "ReceiptReply",
+    "Reply",
+    "ReplyError",
+    "ReplyKind",
     "Result",
+    "Risk",
     "SQLiteStore",
     "Service",
     "ServiceError",

@@ -19,9 +19,9 @@ import asyncio
 import copy
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ._b64 import b64url_encode
 from ._canonical import proposal_hash
@@ -30,8 +30,18 @@ from ._errors import ParleyError
 from ._frames import FINAL_KINDS, check_envelope, parse_frame
 from ._keys import Key
 from ._proof import proof_target, sign_proof
+from ._wire import (
+    ConsentRequestJSON,
+    ErrorCode,
+    ErrorReply,
+    EventFrame,
+    FinalReply,
+    ProposalJSON,
+    ReceiptJSON,
+    ReplyKind,
+)
 
-__all__ = ["Agent", "Client", "Result"]
+__all__ = ["Agent", "Client", "ReplyError", "Result"]
 
 MAX_SHOWN = 1000
 """**Ours:** proposals the agent remembers for consent requests (oldest forgotten first)."""
@@ -43,17 +53,31 @@ class Result:
 
     ``consent`` is set for a ``consent_required`` error: the consent request to put to the
     principal, rebuilt from the proposal this agent was shown.
+
+    ``reply`` is typed as :data:`parley.FinalReply` (a union told apart by ``kind``), so a
+    type checker catches ``reply["items"]`` or ``kind == "RECIEPT"``; the accessors
+    :attr:`data`, :attr:`proposals`, :attr:`receipt` and :attr:`error` return the part a
+    reply of each kind carries (``None`` for another kind) after checking it is there, and
+    :meth:`raise_for_error` turns an ``ERROR`` into a :class:`ParleyError`. A peer's reply
+    is only as well-formed as the peer: an accessor whose part is missing or of the wrong
+    shape raises ``bad_frame`` (reason ``bad_reply``) instead of handing it on.
+
+    >>> r = Result({"id": "a1"}, {"parley": 1, "id": "s1", "re": "a1", "kind": "ANSWER",
+    ...                           "data": {"items": [1, 2]}})
+    >>> (r.kind, r.data, r.proposals, r.error)
+    ('ANSWER', {'items': [1, 2]}, None, None)
     """
 
     request: dict[str, Any]
-    reply: dict[str, Any] | None = None
-    events: list[dict[str, Any]] = field(default_factory=list)
-    consent: dict[str, Any] | None = None
+    reply: FinalReply | None = None
+    events: list[EventFrame] = field(default_factory=list)
+    consent: ConsentRequestJSON | None = None
 
     @property
-    def kind(self) -> str | None:
+    def kind(self) -> ReplyKind | None:
         """The final reply's kind (``None`` while pending)."""
-        return None if self.reply is None else self.reply.get("kind")
+        kind = None if self.reply is None else self.reply.get("kind")
+        return kind if kind in FINAL_KINDS else None
 
     @property
     def ok(self) -> bool:
@@ -61,9 +85,89 @@ class Result:
         return self.reply is not None and self.reply.get("kind") != "ERROR"
 
     @property
-    def code(self) -> str | None:
+    def code(self) -> ErrorCode | None:
         """The error code, for an ``ERROR`` reply."""
-        return None if self.ok or self.reply is None else self.reply.get("code")
+        error = self.error
+        return None if error is None else error["code"]
+
+    @property
+    def data(self) -> Any:
+        """An ``ANSWER``'s ``data`` (``None`` for any other kind, or while pending)."""
+        reply = self._reply_of("ANSWER")
+        if reply is None:
+            return None
+        if "data" not in reply:
+            raise _bad_reply("an ANSWER without data")
+        return reply["data"]
+
+    @property
+    def proposals(self) -> list[ProposalJSON] | None:
+        """A ``PROPOSALS`` reply's proposals (``None`` for any other kind)."""
+        reply = self._reply_of("PROPOSALS")
+        if reply is None:
+            return None
+        proposals = reply.get("proposals")
+        if not isinstance(proposals, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("id"), str) for p in proposals
+        ):
+            raise _bad_reply("a PROPOSALS reply whose proposals are not a list of proposals")
+        return cast(list[ProposalJSON], proposals)
+
+    @property
+    def receipt(self) -> ReceiptJSON | None:
+        """A ``RECEIPT`` reply's receipt (``None`` for any other kind)."""
+        reply = self._reply_of("RECEIPT")
+        if reply is None:
+            return None
+        receipt = reply.get("receipt")
+        if not isinstance(receipt, dict) or not isinstance(receipt.get("id"), str):
+            raise _bad_reply("a RECEIPT reply without a receipt")
+        return cast(ReceiptJSON, receipt)
+
+    @property
+    def error(self) -> ErrorReply | None:
+        """The whole ``ERROR`` reply (``None`` for any other kind, or while pending)."""
+        reply = self._reply_of("ERROR")
+        if reply is None:
+            return None
+        if not isinstance(reply.get("code"), str) or not isinstance(reply.get("message"), str):
+            raise _bad_reply("an ERROR without a code and a message")
+        return cast(ErrorReply, reply)
+
+    def _reply_of(self, kind: ReplyKind) -> Mapping[str, Any] | None:
+        reply: Mapping[str, Any] | None = self.reply
+        return reply if reply is not None and reply.get("kind") == kind else None
+
+    def raise_for_error(self) -> Result:
+        """Raise an ``ERROR`` reply as a :class:`ReplyError`; return this result otherwise.
+
+        A result still waiting for its reply raises ``unavailable`` (reason ``pending``).
+        """
+        if self.reply is None:
+            raise ParleyError("unavailable", "the request has no reply yet", reason="pending")
+        error = self.error
+        if error is None:
+            return self
+        raise ReplyError(error, consent=self.consent)
+
+
+class ReplyError(ParleyError):
+    """An ``ERROR`` reply from the service, raised by :meth:`Result.raise_for_error`.
+
+    ``code``, ``reason`` and the message are the reply's; ``reply`` is the whole
+    :class:`parley.ErrorReply` (``fix``, ``need``, ``retry``), and ``consent`` the consent
+    request to put to the principal on ``consent_required``: the one the agent rebuilt from
+    the proposal it was shown when there is one, else the service's.
+    """
+
+    def __init__(self, reply: ErrorReply, *, consent: ConsentRequestJSON | None = None) -> None:
+        super().__init__(reply["code"], reply["message"], reason=reply.get("reason"))
+        self.reply = reply
+        self.consent = consent if consent is not None else reply.get("consent")
+
+
+def _bad_reply(what: str) -> ParleyError:
+    return ParleyError("bad_frame", f"the service sent {what}", reason="bad_reply")
 
 
 class Agent:
@@ -151,7 +255,7 @@ class Agent:
         self._prove(frame, target, self.grants)
         return self._track(frame)
 
-    def commit(self, proposal: dict[str, Any], *, grants: Sequence[str] = ()) -> dict[str, Any]:
+    def commit(self, proposal: Mapping[str, Any], *, grants: Sequence[str] = ()) -> dict[str, Any]:
         """A ``COMMIT`` of a proposal this agent was shown, with its grants plus ``grants``.
 
         The proposal's hash is recomputed from what it says (summary, effects, cost, …)
@@ -172,7 +276,7 @@ class Agent:
             )
         frame = self._frame("COMMIT", None, proposal=proposal["id"], hash=digest)
         self._prove(frame, digest, [*self.grants, *grants])
-        self.shown.setdefault(proposal["id"], proposal)
+        self.shown.setdefault(proposal["id"], cast(dict[str, Any], proposal))  # a dict: above
         return self._track(frame)
 
     def undo(self, receipt: str, *, grants: Sequence[str] = ()) -> dict[str, Any]:
@@ -202,17 +306,18 @@ class Agent:
         if result is None:
             return None
         if frame["kind"] == "EVENT":
-            result.events.append(frame)
+            result.events.append(cast(EventFrame, frame))
             return None
         if frame["kind"] not in FINAL_KINDS:
             return None
         del self.pending[re]  # type: ignore[arg-type]
-        result.reply = frame
+        # typed as the reply its kind names; the accessors check the part they return
+        result.reply = cast(FinalReply, frame)
         self._learn(result)
         return result
 
     def _learn(self, result: Result) -> None:
-        reply = result.reply or {}
+        reply: Mapping[str, Any] = result.reply or {}
         kind = reply.get("kind")
         if kind == "BRIEF" and self.service is None:
             service = reply.get("service")
@@ -229,9 +334,10 @@ class Agent:
             shown = self.shown.get(str(result.request.get("proposal")))
             if shown is not None and self.service is not None:
                 try:
-                    result.consent = consent_for_shown(
+                    consent = consent_for_shown(
                         shown, service=self.service, request=reply.get("consent")
                     )
+                    result.consent = cast(ConsentRequestJSON, consent)
                 except ParleyError:
                     result.consent = None
 
@@ -350,7 +456,7 @@ class Client:
         frame = self.agent.intent(capability, params, goal=goal, auto=auto, budget=budget)
         return await self.request(frame)
 
-    async def commit(self, proposal: dict[str, Any], *, grants: Sequence[str] = ()) -> Result:
+    async def commit(self, proposal: Mapping[str, Any], *, grants: Sequence[str] = ()) -> Result:
         """``COMMIT`` a proposal; on ``consent_required``, ``result.consent`` is set."""
         return await self.request(self.agent.commit(proposal, grants=grants))
 
@@ -363,10 +469,12 @@ class Client:
         return await self.request(self.agent.expand(handle, budget=budget))
 
     async def complete(
-        self, reply: dict[str, Any], *, budget: int = 4000, max_rounds: int = 1000
+        self, reply: Mapping[str, Any], *, budget: int = 4000, max_rounds: int = 1000
     ) -> dict[str, Any]:
         """Follow every ``more`` of a reply with ``EXPAND``; return the reply made whole."""
-        whole = copy.deepcopy(reply)
+        if not isinstance(reply, Mapping):
+            raise ParleyError("bad_frame", "complete() takes a reply object", reason="not_object")
+        whole: dict[str, Any] = copy.deepcopy(dict(reply))
         for entry in whole.pop("more", None) or []:
             handle, path = entry.get("handle"), entry.get("path")
             parts: list[Any] = []
@@ -378,9 +486,10 @@ class Client:
                     raise ParleyError(
                         got.code or "internal", "EXPAND failed", reason="expand_failed"
                     )
-                data = got.reply.get("data") or {}
+                raw: Mapping[str, Any] = got.reply
+                data = raw.get("data") or {}
                 parts.append(data.get("items", data.get("text")))
-                more = got.reply.get("more") or []
+                more = raw.get("more") or []
                 handle = more[0].get("handle") if more else None
             if parts and isinstance(path, str):
                 rest: Any = (

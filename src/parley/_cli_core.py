@@ -161,8 +161,10 @@ def _inspect(args: argparse.Namespace) -> int:
         for caveat in grant.blocks[index].raw_caveats:
             print(f"      {_shown(json.dumps(caveat, ensure_ascii=False))}")
     print("effective caveats:")
-    for caveat in info["caveats"] or ["(none: everything for this principal)"]:
-        print(f"  {caveat if isinstance(caveat, str) else json.dumps(caveat)}")
+    for caveat in info["caveats"]:
+        print(f"  {json.dumps(caveat)}")
+    if not info["caveats"]:
+        print("  (none: everything for this principal)")
     for caveat in info["malformed"]:
         print(f"  fails closed: {json.dumps(caveat)}")
     return 0

@@ -19,9 +19,10 @@ import secrets
 import ssl
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ._agent import Agent, Result
 from ._b64 import b64url_decode
@@ -252,7 +253,7 @@ def _state_resolve(args: argparse.Namespace) -> int:
 
 
 def _show(result: Result, as_json: bool) -> int:
-    reply = result.reply or {}
+    reply: Mapping[str, Any] = result.reply or {}
     if as_json:
         for event in result.events:
             print(json.dumps(event, ensure_ascii=False))
@@ -383,7 +384,7 @@ async def _call_async(args: argparse.Namespace) -> int:
         elif verb == "intent":
             result = await client.intent(args.target, params, auto=args.auto, budget=args.budget)
             if result.kind == "PROPOSALS" and result.reply is not None:
-                _remember(result.reply.get("proposals") or [])
+                _remember(cast(Mapping[str, Any], result.reply).get("proposals") or [])
                 if throwaway:
                     print(
                         "note: no --key was given, so these proposals were made for a"

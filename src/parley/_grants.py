@@ -38,6 +38,7 @@ from ._caveats import (
 )
 from ._errors import ParleyError
 from ._keys import Key, parse_public_key, verify_signature
+from ._wire import GrantInspection
 
 __all__ = [
     "MAX_BLOCKS",
@@ -1023,7 +1024,7 @@ def verify_grant(
     return best
 
 
-def inspect_grant(token: Grant | str) -> dict[str, Any]:
+def inspect_grant(token: Grant | str) -> GrantInspection:
     """Describe a grant without trusting it: ids, principal, holder, blocks, caveats.
 
     ``caveats`` is the effective caveat list of the whole chain (one narrowest caveat per

@@ -9,8 +9,9 @@ agree on the layout.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ._errors import ParleyError
 from ._lean import (
@@ -510,7 +511,7 @@ def expand_segments(segments: list[Segment]) -> list[str]:
 
 
 @depth_guard
-def lens(reply: dict[str, Any]) -> str:
+def lens(reply: Mapping[str, Any]) -> str:
     """Render a Parley reply frame as Lens text (SPEC.md section 9.2, NOTES.md).
 
     Handles BRIEF, ANSWER, PROPOSALS (with shared attributes), CLARIFY, RECEIPT (auto,
@@ -521,4 +522,5 @@ def lens(reply: dict[str, Any]) -> str:
     >>> print(lens({"kind": "EVENT", "message": "charging card", "progress": 0.425}))
     … charging card (43%)
     """
-    return "\n".join(expand_segments(reply_segments(reply)))
+    # a typed reply (parley.Reply) is a dict at run time; anything else is refused inside
+    return "\n".join(expand_segments(reply_segments(cast(dict[str, Any], reply))))

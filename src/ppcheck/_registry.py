@@ -4,21 +4,22 @@ Each ``ppcheck._handlers.<protocol>`` module registers one handler per operation
 :func:`handler`. A handler takes a vector's ``input`` and returns its ``output``; a failure
 is the protocol package's own error, turned here into ``{"code", "reason"}``. Any other
 exception is a bug in this library and is left to propagate.
+
+Handler modules are named for the protocol of their suites (``vxp`` and ``vxp_proof`` hold
+``vxp.*`` suites), so :func:`run` imports only the modules, and so the package, of the suite
+it runs: an adapter process started for one suite (``python -m ppcheck.adapter``, one per
+suite) loads one protocol package instead of all four.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import handoff
-import parley
-import pxp
-import vxp
 
 __all__ = ["Handler", "Result", "handler", "handlers", "run"]
 
@@ -26,12 +27,18 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 """A vector operation: the vector's ``input`` in, its ``output`` out."""
 
 _HANDLERS: dict[str, Handler] = {}
-_PACKAGE_ERRORS: tuple[type[ValueError], ...] = (
-    pxp.PxpError,
-    handoff.HandoffError,
-    vxp.VxpError,
-    parley.ParleyError,
+_PACKAGE_ERRORS = (
+    ("pxp", "PxpError"),
+    ("handoff", "HandoffError"),
+    ("vxp", "VxpError"),
+    ("parley", "ParleyError"),
 )
+"""Each protocol package and its error class: a handler's refusal, reported as a result."""
+
+
+def _package_errors() -> tuple[type[BaseException], ...]:
+    # A handler can raise only the error of a package already imported.
+    return tuple(getattr(sys.modules[m], name) for m, name in _PACKAGE_ERRORS if m in sys.modules)
 
 
 def handler(suite: str) -> Callable[[Handler], Handler]:
@@ -46,20 +53,27 @@ def handler(suite: str) -> Callable[[Handler], Handler]:
     return register
 
 
-_loaded = False
+_loaded: set[str] = set()
 _loading = threading.Lock()
 
 
-def handlers() -> Mapping[str, Handler]:
-    """Return every registered handler, importing the handler modules on first use."""
-    global _loaded
-    with _loading:  # suites run in threads: one of them imports, the others wait
-        if not _loaded:
-            from . import _handlers
+def handlers(protocol: str | None = None) -> Mapping[str, Handler]:
+    """Return the registered handlers, importing the handler modules on first use.
 
-            for info in pkgutil.iter_modules(_handlers.__path__):
-                importlib.import_module(f"{_handlers.__name__}.{info.name}")
-            _loaded = True
+    With ``protocol`` (a suite name's first part, ``vxp`` of ``vxp.merkle_tree_hash``) only
+    that protocol's handler modules are imported first; without it, all of them.
+    """
+    from . import _handlers
+
+    with _loading:  # suites run in threads: one of them imports, the others wait
+        for info in pkgutil.iter_modules(_handlers.__path__):
+            name = info.name
+            if name in _loaded or (
+                protocol is not None and name != protocol and not name.startswith(protocol + "_")
+            ):
+                continue
+            importlib.import_module(f"{_handlers.__name__}.{name}")
+            _loaded.add(name)
     return _HANDLERS
 
 
@@ -82,12 +96,12 @@ class Result:
 
 def run(suite: str, input_: dict[str, Any]) -> Result:
     """Run one vector ``input_`` of ``suite`` through this library."""
-    fn = handlers().get(suite)
+    fn = handlers(suite.partition(".")[0]).get(suite)
     if fn is None:
         return Result(unsupported=True)
     try:
         output = fn(input_)
-    except _PACKAGE_ERRORS as exc:
+    except _package_errors() as exc:
         error = {"code": str(getattr(exc, "code", "error"))}
         reason = getattr(exc, "reason", None)
         if reason is not None:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from ._canonical import canonical, sha256_hex
 from ._card import IntentCard, SealedCard, seal_card
@@ -33,6 +33,7 @@ from ._flags import flag
 from ._jsstr import js_prefix
 from ._ledger import Ledger, LedgerEntry, verify_ledger
 from ._text import compact, contains_words, hidden_characters, normalize
+from ._wire import Agreement, Brief
 
 __all__ = [
     "ACTIONS",
@@ -1097,9 +1098,9 @@ class Room:
         return None
 
     @property
-    def agreement(self) -> dict[str, Any] | None:
+    def agreement(self) -> Agreement | None:
         """The agreement once reached: terms, hash, who proposed and accepted at which seq."""
-        return copy.deepcopy(self._agreement)
+        return cast("Agreement | None", copy.deepcopy(self._agreement))
 
     @property
     def protocol_flags(self) -> tuple[dict[str, Any], ...]:
@@ -1178,12 +1179,12 @@ class Room:
             ledger_head=self.head,
         )
 
-    def brief(self) -> dict[str, Any]:
+    def brief(self) -> Brief:
         """Return the decision brief (JSON); allowed once the room is agreed or ended."""
         self._allowed("brief")
         from ._brief import build_brief
 
-        return build_brief(self)
+        return cast(Brief, build_brief(self))  # the shape of brief.schema.json
 
     # ----------------------------------------------------------------- export / import
 

@@ -77,7 +77,7 @@ def agent_display_name(name: str) -> str:
     return kept
 
 
-def _private(brief: dict[str, Any], other: str) -> dict[str, Any]:
+def _private(brief: Mapping[str, Any], other: str) -> dict[str, Any]:
     """Return the brief with the text of the other seat's card clauses withheld.
 
     The engine's brief quotes, for each agreed term, the clauses of both cards it matches.

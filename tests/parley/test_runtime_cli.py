@@ -14,6 +14,7 @@ import pytest
 
 from parley._cli import main
 
+from ..listening import listening
 from .runtime_harness import PRINCIPAL, SHOP_FILE
 
 
@@ -44,10 +45,10 @@ def test_serve_over_tcp(
     try:
         assert proc.stderr is not None
         assert b"serving shop.example" in proc.stderr.readline()
-        for _ in range(100):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
+        deadline = time.monotonic() + 60
+        while not listening(proc.pid, port):  # this child, not whoever else took the port
+            assert proc.poll() is None, "the server could not listen"
+            assert time.monotonic() < deadline, "the server never listened"
             time.sleep(0.05)
         assert main(["call", url, "ask", "shop.search", "--params", '{"query":"mocha"}']) == 0
         assert "mocha" in capsys.readouterr().out

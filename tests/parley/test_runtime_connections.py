@@ -17,6 +17,9 @@ import parley
 from .runtime_harness import AGENT, PRINCIPAL, SERVICE_ID, grant, load_shop
 
 SHOP = load_shop()
+DEADLINE = 30.0
+"""Seconds a test waits for something the server does within a fraction of a second on an
+idle machine (a loaded one may take far longer; waiting longer never makes a test pass)."""
 
 
 def _shop() -> parley.Service:
@@ -42,19 +45,40 @@ def test_a_connection_idle_after_a_request_outlives_the_frame_timeout() -> None:
     asyncio.run(run())
 
 
+def _watch_drops(client: parley.Client) -> asyncio.Event:
+    """An event set when ``client``'s connection ends (its transport calls ``lost``).
+
+    A test that needs the server to have dropped a connection waits for this, with a
+    generous deadline, instead of sleeping for what an idle machine would take.
+    """
+    dropped = asyncio.Event()
+    lost = client.lost
+
+    def lost_and_seen(exc: BaseException | None = None) -> None:
+        lost(exc)
+        dropped.set()
+
+    client.lost = lost_and_seen  # type: ignore[method-assign]
+    return dropped
+
+
 def test_the_agent_redials_with_backoff_after_the_server_drops_it() -> None:
     async def run() -> None:
         server = await parley.serve_tcp(_shop(), "127.0.0.1", 0, idle_timeout=0.2)
         port = server.sockets[0].getsockname()[1]
         url = f"parley://127.0.0.1:{port}"
         client = await parley.connect(url, parley.Agent(AGENT), reconnect=True, backoff=0.05)
+        dropped = _watch_drops(client)
         try:
             assert (await client.hello()).kind == "BRIEF"
-            await asyncio.sleep(0.6)  # the server closes the idle connection
+            # the server closes the idle connection; the next request dials again
+            await asyncio.wait_for(dropped.wait(), DEADLINE)
             assert (await client.ask("shop.search", {"query": "mocha"})).ok
             # the server goes away and comes back on the same port while the agent retries
+            dropped.clear()
             server.close()
             await server.wait_closed()
+            await asyncio.wait_for(dropped.wait(), DEADLINE)  # its connection ends too
 
             async def restart() -> asyncio.Server:
                 await asyncio.sleep(0.3)
@@ -88,11 +112,12 @@ def test_redialling_gives_up_after_its_attempts_and_never_resends() -> None:
         client = await parley.connect(
             url, parley.Agent(AGENT), reconnect=True, backoff=0.01, attempts=3
         )
+        dropped = _watch_drops(client)
         try:
             assert (await client.hello()).kind == "BRIEF"
             server.close()
             await server.wait_closed()
-            await asyncio.sleep(0.4)  # the idle connection is closed too
+            await asyncio.wait_for(dropped.wait(), DEADLINE)  # the idle connection is closed too
             with pytest.raises(parley.ParleyError) as caught:
                 await client.ask("shop.search", {"query": "mocha"})
             assert (caught.value.code, caught.value.reason) == ("unavailable", "connect")

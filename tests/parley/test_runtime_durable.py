@@ -24,6 +24,7 @@ import pytest
 import parley
 from parley._cli import main
 
+from ..listening import listening
 from .runtime_harness import AGENT, PRINCIPAL, ROOT, grant
 
 CRASH_APP = Path(__file__).with_name("crash_app.py")
@@ -38,9 +39,20 @@ def _port() -> int:
 
 
 class Server:
-    """``python -m parley serve`` as a child process."""
+    """``python -m parley serve`` as a child process.
+
+    The port is probed free, then handed to the child, so another process can take it in
+    between (more likely with pytest -n running tests side by side): a child that ends
+    because the address is in use is started again on another port.
+    """
 
     def __init__(self, home: Path, state: list[str], env: dict[str, str] | None = None) -> None:
+        for _ in range(5):
+            if self._start(home, state, env):
+                return
+        raise AssertionError(f"no free port after 5 tries: {self.log}")
+
+    def _start(self, home: Path, state: list[str], env: dict[str, str] | None) -> bool:
         self.port = _port()
         self.url = f"parley://127.0.0.1:{self.port}"
         argv = [sys.executable, "-m", "parley", "serve", self.url, "--trust", PRINCIPAL.public]
@@ -56,10 +68,15 @@ class Server:
             self.log.append(line.strip())
             if line.startswith("serving"):
                 break
-        for _ in range(400):
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:  # it could not listen
+                self.log += [line.strip() for line in self.proc.stderr]
+                self.proc.stderr.close()
+                assert any("in use" in line for line in self.log), self.log
+                return False
+            if listening(self.proc.pid, self.port):  # this child, not whoever took the port
+                return True
             time.sleep(0.025)
         raise AssertionError("the server never listened")
 

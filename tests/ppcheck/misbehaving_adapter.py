@@ -89,6 +89,8 @@ def main() -> int:
             sys.stderr.flush()
             return 1
         elif mode == "hang-at-b":
+            with open(sys.argv[2] + ".hanging", "w", encoding="ascii") as marker:
+                marker.write("b")  # the test waits for this, not for a guessed delay
             time.sleep(120)
         elif mode == "close-stdout":
             os.close(1)

@@ -417,7 +417,9 @@ def test_wait_for_turn_caps_the_waiting_calls(tmp_path: Path) -> None:
             await call(a, "seal_intent_card", {"link": link_a, "card": CARD_A})
             await call(b, "seal_intent_card", {"link": link_b, "card": CARD_A})
             service.views.update(A=0, B=0)
-            wait_a = {"link": link_a, "timeout_seconds": 2}
+            # the three waiters must still be waiting while the next calls are made: 5 s
+            # leaves a loaded machine room for them (2 s did not), and they time out then
+            wait_a = {"link": link_a, "timeout_seconds": 5}
             first = [asyncio.create_task(call(a, "wait_for_turn", wait_a)) for _ in range(2)]
             await until_views("A", 2)
             # over a cap the call answers at once (second review, finding 8), never refuses
@@ -425,7 +427,7 @@ def test_wait_for_turn_caps_the_waiting_calls(tmp_path: Path) -> None:
             assert busy["wait_busy"] is True
             assert busy["timed_out"] is True
             other = asyncio.create_task(
-                call(b, "wait_for_turn", {"link": link_b, "timeout_seconds": 2})
+                call(b, "wait_for_turn", {"link": link_b, "timeout_seconds": 5})
             )
             await until_views("A", 4)  # the two waiters, the busy answer, the third waiter
             busy = await call(b, "wait_for_turn", {"link": link_b, "timeout_seconds": 2})

@@ -26,6 +26,7 @@ from pxp._server_links import (
 from pxp._server_rooms import RoomService
 from pxp._store import SqliteRoomStore
 
+from ..listening import listening
 from ._mcp_harness import free_socket, mcp_client, refused, running
 
 SNAPSHOT = (
@@ -308,6 +309,8 @@ def test_pxp_serve_runs_the_server_with_sign_in(tmp_path: Path) -> None:
         deadline = time.monotonic() + 30
         while True:
             try:
+                if not listening(proc.pid, port):  # this child, not whoever took the port
+                    raise httpx2.TransportError("not listening yet")
                 httpx2.get(base + "/s/x/y", timeout=1)
                 break
             except httpx2.TransportError:

@@ -26,6 +26,7 @@ from pxp._server_links import LINK_EXPIRED, LINK_REVOKED, SqliteLinkStore
 from pxp._server_rooms import RoomService
 from pxp._store import SqliteRoomStore
 
+from ..listening import listening
 from ._mcp_harness import call, free_socket, mcp_client, refused
 
 pytestmark = pytest.mark.slow
@@ -183,6 +184,8 @@ def _serve(*args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
         deadline = time.monotonic() + 30
         while True:
             try:
+                if not listening(proc.pid, port):  # this child, not whoever took the port
+                    raise httpx2.TransportError("not listening yet")
                 httpx2.get(base + "/s/x/y", timeout=1)
                 break
             except httpx2.TransportError:

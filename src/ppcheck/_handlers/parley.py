@@ -98,7 +98,7 @@ def grant_delegate(input_: dict[str, Any]) -> dict[str, Any]:
 
 @handler("parley.grant_inspect")
 def grant_inspect(input_: dict[str, Any]) -> dict[str, Any]:
-    return parley.inspect_grant(input_["token"])
+    return dict(parley.inspect_grant(input_["token"]))
 
 
 @handler("parley.grant_verify")
