@@ -27,6 +27,7 @@ from ._agent import Agent, Result
 from ._b64 import b64url_decode
 from ._connect import connect, serve_forever
 from ._errors import ParleyError
+from ._http_client import split_http_url
 from ._keys import Key, generate_key, key_from_seed, parse_public_key
 from ._keystore import AgentKeyStore, _private_dir, agent_home
 from ._lens import lens
@@ -35,6 +36,7 @@ from ._service import Service
 from ._state import MemoryStore, Store
 from ._stores import default_state_url, open_store
 from ._transport_stdio import serve_stdio
+from ._transport_tcp import parse_url
 
 __all__ = ["register"]
 
@@ -129,6 +131,10 @@ def _example_app() -> str:
 def _serve(args: argparse.Namespace) -> int:
     for key in args.trust:  # a typo here would silently trust nobody
         parse_public_key(key)
+    if args.url.startswith(("http://", "https://")):
+        split_http_url(args.url)  # a malformed URL is refused before any state is created
+    elif not args.url.startswith("stdio:"):
+        parse_url(args.url)
     app = args.app if args.app is not None else _example_app()
     service = _load_service(app, list(args.trust), args.state)
     where = getattr(service.store, "path", ":memory:")
@@ -286,7 +292,7 @@ def _seed(args: argparse.Namespace) -> bytes | None:
     if args.seed_file:
         try:
             text = Path(args.seed_file).read_text(encoding="utf-8")
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             raise ParleyError("invalid_params", "cannot read --seed-file", reason="io") from None
     elif os.environ.get("PARLEY_AGENT_SEED"):
         text = os.environ["PARLEY_AGENT_SEED"]

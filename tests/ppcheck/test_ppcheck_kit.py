@@ -193,7 +193,7 @@ def test_ctrl_c_stops_at_once_and_kills_the_adapter(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=30)
     assert time.monotonic() - started < 10
     assert proc.returncode == 130
-    assert "ppcheck: interrupted" in err
+    assert "error: interrupted: ppcheck stopped by Ctrl-C" in err
     assert "Traceback" not in err
     adapter_pid = int(pidfile.read_text())
     for _ in range(100):
