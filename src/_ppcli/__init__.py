@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -41,10 +42,13 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_PIPE",
     "EXIT_USAGE",
+    "LOG_LEVELS",
     "Parser",
+    "add_log_level",
     "cannot_listen",
     "port",
     "run",
+    "start_logging",
 ]
 
 EXIT_FAILED = 1
@@ -150,6 +154,46 @@ def _noting_interrupts(seen: list[int]) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+"""The values of a server's ``--log-level`` (``info``: one line per request)."""
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
+
+
+class _OneLine(logging.Formatter):
+    """Every record on one line: a newline or a terminal control that a peer put in an id
+    or a message (or a traceback) is shown as an escape, so a log line cannot be forged."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return super().format(record).translate(_CONTROL)
+
+
+def add_log_level(parser: argparse.ArgumentParser) -> None:
+    """Add ``--log-level`` to a server's parser (docs/cli.md)."""
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="warning",
+        help="log on standard error from this level: info shows one line per request (warning)",
+    )
+
+
+def start_logging(level: str, *loggers: str) -> None:
+    """Send the records of ``loggers`` (a package's, e.g. ``"pxp"``) to standard error.
+
+    One line each: ``<time> <LEVEL> <logger>: <message>``. Called by a server's command
+    line only; the library itself has a :class:`logging.NullHandler` per package and never
+    configures logging.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    for name in loggers:
+        log = logging.getLogger(name)
+        log.setLevel(level.upper())
+        log.addHandler(handler)
+        log.propagate = False
 
 
 def _other_threads() -> bool:

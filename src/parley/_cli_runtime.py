@@ -23,6 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from _ppcli import add_log_level, start_logging
+
 from ._agent import Agent, Result
 from ._b64 import b64url_decode
 from ._connect import connect, serve_forever
@@ -135,6 +137,7 @@ def _serve(args: argparse.Namespace) -> int:
         split_http_url(args.url)  # a malformed URL is refused before any state is created
     elif not args.url.startswith("stdio:"):
         parse_url(args.url)
+    start_logging(args.log_level, "parley")
     app = args.app if args.app is not None else _example_app()
     service = _load_service(app, list(args.trust), args.state)
     where = getattr(service.store, "path", ":memory:")
@@ -439,6 +442,7 @@ def register(sub: Any) -> None:
     )
     serve.add_argument("--cert", help="certificate file (parleys://, https://)")
     serve.add_argument("--key", help="private key file of the certificate")
+    add_log_level(serve)
     serve.set_defaults(handler=_serve)
 
     state = sub.add_parser("state", help="inspect and repair a service's state (operators)")

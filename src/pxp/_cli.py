@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from _ppcli import Parser, cannot_listen, port, run
+from _ppcli import Parser, add_log_level, cannot_listen, port, run, start_logging
 
 from ._brief import brief_markdown
 from ._card import seal_card
@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the rooms of a reference export (one room, or a store file with 'rooms'); "
         "prints each imported room's fresh links once (repeat)",
     )
+    add_log_level(serve)
     serve.set_defaults(handler=_serve)
 
     links = sub.add_parser("links", help="list, revoke or expire the links of a served room")
@@ -188,6 +189,7 @@ def _serve(args: argparse.Namespace) -> int:
     why = cannot_listen(args.host, args.port)
     if why is not None:  # before the store is created and the server's own logs start
         raise PxpError("listen_failed", why)
+    start_logging(args.log_level, "pxp")
     return run_serve(args)
 
 

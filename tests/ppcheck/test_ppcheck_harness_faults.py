@@ -225,7 +225,7 @@ def test_an_unstartable_adapter_fails_each_case_readably() -> None:
     report = run_suite(SUITE, ["/nonexistent/adapter"], timeout=5)
     assert set(_statuses(report).values()) == {"failed"}
     assert "cannot start the adapter" in _detail(report, "a")
-    with pytest.raises(RunnerError, match="never answered.*cannot start the adapter"):
+    with pytest.raises(RunnerError, match=r"never answered.*cannot start the adapter"):
         ppcheck.run_suites([SUITE], ["/nonexistent/adapter"], timeout=5)
 
 
