@@ -414,6 +414,9 @@ def target_cases() -> Iterator[Case]:
         ("commit-without-hash", {"verb": "COMMIT"}),
         ("auto-without-frame", {"verb": "INTENT", "capability": "shop.order", "auto": True}),
         ("auto-on-ask", {"verb": "ASK", "capability": "s", "auto": True, "frame_id": "f"}),
+        ("auto-on-commit", {"verb": "COMMIT", "proposal_hash": HASH, "auto": True}),
+        ("auto-on-undo", {"verb": "UNDO", "receipt": "r_1", "auto": True}),
+        ("auto-on-expand", {"verb": "EXPAND", "handle": "h_1", "auto": True}),
         ("lowercase-verb", {"verb": "commit", "proposal_hash": HASH}),
         (
             "auto-capability-colon",
