@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import os
 import shutil
 import signal
@@ -324,9 +325,23 @@ def _slot(action: argparse.Action) -> bool:
     return typed or any(word in action.dest for word in _FILEISH)
 
 
+# Ports and schemes inside a URL, refused before anything is created.
+_URLS = [
+    ("parley", ["serve", "parley://127.0.0.1:99999"]),
+    ("parley", ["serve", "parley://127.0.0.1:-1"]),
+    ("parley", ["serve", "http://127.0.0.1:99999/"]),
+    ("parley", ["serve", "parleys://127.0.0.1:0"]),
+    ("parley", ["serve", "https://127.0.0.1:0/"]),
+    ("parley", ["call", "parley://127.0.0.1:99999", "hello"]),
+    ("parley", ["call", "http://127.0.0.1:70000/", "hello"]),
+    ("parley", ["call", "parley://[::1", "hello"]),
+]
+
+
 def _battery() -> Iterator[tuple[str, str, list[str]]]:
     seen: set[tuple[str, ...]] = set()
-    for prog, name, argv in _all_runs():
+    urls = ((prog, f"{prog} {' '.join(argv)}", argv) for prog, argv in _URLS)
+    for prog, name, argv in itertools.chain(_all_runs(), urls):
         if (prog, *argv) not in seen:
             seen.add((prog, *argv))
             yield name, prog, argv

@@ -137,6 +137,11 @@ def _serve(args: argparse.Namespace) -> int:
         split_http_url(args.url)  # a malformed URL is refused before any state is created
     elif not args.url.startswith("stdio:"):
         parse_url(args.url)
+    if args.url.startswith(("parleys://", "https://")) and args.cert is None:
+        scheme = args.url.split(":", 1)[0]
+        raise ParleyError(
+            "invalid_params", f"{scheme}:// needs a certificate (--cert)", reason="no_cert"
+        )
     start_logging(args.log_level, "parley")
     app = args.app if args.app is not None else _example_app()
     service = _load_service(app, list(args.trust), args.state)
