@@ -18,7 +18,7 @@ and ``Parser`` in place of :class:`argparse.ArgumentParser`. The rules (docs/cli
   (``error: internal: …``; ``PP_TRACEBACK=1`` shows the traceback instead);
 - what the machine refuses is ``error: io: '<file>': <why>`` (an :class:`OSError`: a name
   too long, a folder where a file was expected, no permission) and a file that is not a
-  SQLite database is ``error: store_unreadable: …``, both with status 1.
+  SQLite store that cannot be used is ``error: store_unreadable: …``, both with status 1.
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def run(main: Callable[[], int], *, prog: str) -> int:
         _say(f"error: io: {_os_error(exc)}")
         return EXIT_FAILED
     except sqlite3.DatabaseError as exc:
-        _say(f"error: store_unreadable: the store file is not a usable SQLite database ({exc})")
+        _say(f"error: store_unreadable: the SQLite store cannot be used: {exc}")
         return EXIT_FAILED
     except Exception as exc:
         if os.environ.get("PP_TRACEBACK") == "1":
