@@ -17,7 +17,7 @@ and ``Parser`` in place of :class:`argparse.ArgumentParser`. The rules (docs/cli
   which ends the command quietly, like a program killed by SIGPIPE; 70: a bug
   (``error: internal: …``; ``PP_TRACEBACK=1`` shows the traceback instead);
 - what the machine refuses is ``error: io: '<file>': <why>`` (an :class:`OSError`: a name
-  too long, a folder where a file was expected, no permission) and a file that is not a
+  too long, a folder where a file was expected, no permission) and a
   SQLite store that cannot be used is ``error: store_unreadable: …``, both with status 1.
 """
 
