@@ -64,6 +64,19 @@ def _interrupt(proc: subprocess.Popen[str]) -> list[str]:
     return lines
 
 
+async def _refused_tool_call(base: str) -> str:
+    """Open a room over MCP, then seal a card that is no card: a refused tool call."""
+    from .pxp._mcp_harness import call, mcp_client, refused
+
+    async with mcp_client(base) as client:
+        room = await call(
+            client, "create_room", {"topic": "t", "your_principal": "P", "counterpart": "C"}
+        )
+        link = str(room["your_link"])
+        await refused(client, "seal_intent_card", {"link": link, "card": {"goal": 1}})
+    return link
+
+
 def test_the_library_has_a_null_handler_per_package() -> None:
     for name in ("pxp", "handoff", "vxp", "parley", "ppcheck"):
         __import__(name)
@@ -102,11 +115,15 @@ def test_pxp_serve_logs_each_request_without_its_link(tmp_path: Path) -> None:
         for path in (f"/p/room1/{secret}?x={secret}", "/"):
             with pytest.raises(urllib.error.HTTPError):
                 urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30)
+        link = asyncio.run(_refused_tool_call(f"http://127.0.0.1:{port}"))
         time.sleep(0.3)  # the line is written when the response has gone out
     finally:
         lines = _interrupt(proc)
     text = "\n".join(lines)
     assert secret not in text
+    assert link.rsplit("/", 1)[-1] not in text  # the seat link's secret
+    assert re.search(r" INFO pxp\.server: refused a tool call: card_invalid$", text, re.M), text
+    assert re.search(r" INFO pxp\.server: POST /mcp 200 \d+ ms$", text, re.M), text
     assert re.search(r" INFO pxp\.server: refused GET /p/room1/… 404 \d+ ms$", text, re.M), text
     assert re.search(r" INFO pxp\.server: refused GET / 404 \d+ ms$", text, re.M), text
 
