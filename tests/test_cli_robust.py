@@ -258,6 +258,50 @@ def test_ctrl_c_exits_130_at_once_without_a_traceback(files: Path, argv: tuple[s
     assert not (files / "new.sqlite").exists()
 
 
+def _loading_a_library(pid: int) -> bool:
+    """The process has mapped a compiled module of an installed package: it is inside the
+    command line's imports, past the interpreter's start-up and past ``_ppcli`` itself."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+    return any("site-packages" in line and ".so" in line for line in maps.splitlines())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prog", PROGS)
+def test_ctrl_c_while_the_command_loads_is_no_traceback(files: Path, prog: str) -> None:
+    """SIGINT while the console script imports its command line (most of a second): the
+    import runs under the shared rules (``_ppcli.launch``), so it is one line and 130.
+    (Before that, Python's own start-up and the import of the tiny ``_ppcli`` are a few
+    milliseconds that no code of ours can guard.)"""
+    found = Path(sys.executable).parent / prog
+    if not found.is_file():
+        pytest.skip(f"the console script {prog} is not installed beside this Python")
+    if not Path("/proc/self/maps").exists():
+        pytest.skip("needs Linux /proc/PID/maps to see the command load its libraries")
+    proc = subprocess.Popen(
+        [str(found), "--help"],
+        cwd=files,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=_env(files),
+    )
+    deadline = time.monotonic() + 60
+    while not _loading_a_library(proc.pid) and proc.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    text = err.decode("utf-8", "replace")
+    assert "Traceback" not in text, text
+    if proc.returncode == 0:
+        pytest.skip("the command had loaded and answered --help before the signal came")
+    assert proc.returncode == 130, (proc.returncode, text)
+    assert text.splitlines() == [f"error: interrupted: {prog} stopped by Ctrl-C (SIGINT)"]
+
+
 # -- one battery for every command and subcommand ------------------------------------------
 
 

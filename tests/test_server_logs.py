@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import parley
-from _ppcli import _OneLine
+from _ppcli.rules import _OneLine
 
 from .parley.test_runtime_durable import Server, _client, _commit_first, _spend_grant
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import Any
 
-from _ppcli import Parser, run
+from _ppcli.rules import Parser, run
 
 from ._check import admit_line
 from ._cli_ext import add_extension_commands, settlement_checks, terms_mismatched

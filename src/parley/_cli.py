@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from _ppcli import Parser, run
+from _ppcli.rules import Parser, run
 
 from ._errors import ParleyError
 

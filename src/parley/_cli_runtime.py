@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from _ppcli import add_log_level, start_logging
+from _ppcli.rules import add_log_level, start_logging
 
 from ._agent import Agent, Result
 from ._b64 import b64url_decode

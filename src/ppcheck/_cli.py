@@ -26,7 +26,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from _ppcli import EXIT_INTERRUPTED, EXIT_USAGE, Parser, run
+from _ppcli.rules import EXIT_INTERRUPTED, EXIT_USAGE, Parser, run
 
 from ._runner import (
     RunnerError,

@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from _ppcli import Parser, add_log_level, cannot_listen, port, run, start_logging
+from _ppcli.rules import Parser, add_log_level, cannot_listen, port, run, start_logging
 
 from ._brief import brief_markdown
 from ._card import seal_card
