@@ -285,7 +285,7 @@ def verify_inclusion_cases() -> Iterator[Case]:
         yield from derive(good, _inclusion_mutations(size))
     good_input = _inclusion_input(leaves, 6, 13)
     for name, changes, code in (
-        ("malformed-leaf-before-bad-index", {"leaf_hash": "x", "index": "a"}, "malformed_hash"),
+        ("malformed-leaf-before-bad-index", {"leaf_hash": "x", "index": -1}, "malformed_hash"),
         (
             "negative-size-before-index-range",
             {"index": 20, "tree_size": -1},
