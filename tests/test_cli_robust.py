@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -206,6 +207,22 @@ def test_handoff_state_on_a_typo_creates_no_store(files: Path) -> None:
         done = _cli("handoff", "state", *argv, "--config", "config.json", cwd=files)
         _one_error(done, 1, "error: io/store_missing:")
     assert sorted(p.name for p in files.iterdir()) == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scheme", ["parley://127.0.0.1:{}", "http://127.0.0.1:{}/"])
+def test_parley_serve_on_a_port_in_use_is_one_error_and_creates_no_state(
+    files: Path, scheme: str
+) -> None:
+    """Review finding: uvicorn's exit 3 and tracebacks, and a state store left behind."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        url = scheme.format(held.getsockname()[1])
+        state = files / "st.sqlite"
+        done = _cli("parley", "serve", url, "--state", f"sqlite:{state}", cwd=files)
+    _one_error(done, 1, "error: unavailable/listen: cannot listen on 127.0.0.1:")
+    assert not list(files.glob("st.sqlite*"))
 
 
 def _wait_reading_stdin(proc: subprocess.Popen[bytes]) -> None:

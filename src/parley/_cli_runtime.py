@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from _ppcli.rules import add_log_level, start_logging
+from _ppcli.rules import add_log_level, cannot_listen, start_logging
 
 from ._agent import Agent, Result
 from ._b64 import b64url_decode
@@ -133,10 +133,16 @@ def _example_app() -> str:
 def _serve(args: argparse.Namespace) -> int:
     for key in args.trust:  # a typo here would silently trust nobody
         parse_public_key(key)
+    listen: tuple[str, int] | None = None
     if args.url.startswith(("http://", "https://")):
-        split_http_url(args.url)  # a malformed URL is refused before any state is created
+        parts = split_http_url(args.url)  # a malformed URL is refused before any state
+        listen = (parts.hostname or "127.0.0.1", parts.port or (443 if args.url[4] == "s" else 80))
     elif not args.url.startswith("stdio:"):
-        parse_url(args.url)
+        _, host, port = parse_url(args.url)
+        listen = (host, port)
+    why = None if listen is None else cannot_listen(*listen)
+    if why is not None:  # a port in use, a host that does not resolve: before the state
+        raise ParleyError("unavailable", why, reason="listen")
     if args.url.startswith(("parleys://", "https://")) and args.cert is None:
         scheme = args.url.split(":", 1)[0]
         raise ParleyError(
