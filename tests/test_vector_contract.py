@@ -84,10 +84,13 @@ def test_first_difference_names_the_path() -> None:
     assert ppcheck.first_difference({"a": 1}, {"a": 1}) is None
     assert ppcheck.first_difference({"a": 1}, {"a": True}) is not None
     assert ppcheck.first_difference({"a": 1}, {}) == "$.a: missing (expected 1)"
-    # One JSON number type: 2 and 2.0 agree, a boolean is not a number, 2^53+1 is exact.
+    # One JSON number type: 2 and 2.0 agree, a boolean is not a number; within ±(2^53−1)
+    # numbers are exact, beyond it an expected integer is its nearest double (issue 24).
     assert ppcheck.first_difference({"a": 2.0}, {"a": 2}) is None
     assert ppcheck.first_difference({"a": 0}, {"a": False}) is not None
-    assert ppcheck.first_difference({"a": 2**53 + 1}, {"a": float(2**53 + 1)}) is not None
+    assert ppcheck.first_difference({"a": 2**53 - 1}, {"a": 2**53 - 2}) is not None
+    assert ppcheck.first_difference({"a": 2**53 + 1}, {"a": float(2**53 + 1)}) is None
+    assert ppcheck.first_difference({"a": 2**53 + 1}, {"a": 2**53 + 4}) is not None
 
 
 def _check_copy(copy: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -63,6 +63,9 @@ def _entries() -> dict[str, bytes]:
     }
     for module in MODULES:
         entries[f"ppcheck/{module}.py"] = (TOP / "src/ppcheck" / f"{module}.py").read_bytes()
+    # the entry wrapper every console script shares (standard library only; docs/cli.md)
+    for module in ("__init__", "rules"):
+        entries[f"_ppcli/{module}.py"] = (TOP / "src/_ppcli" / f"{module}.py").read_bytes()
     for folder in ("vectors", "schemas"):
         for path in sorted((TOP / folder).rglob("*")):
             if path.is_file() and not any(p.startswith(".") for p in path.parts):

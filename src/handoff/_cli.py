@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import Any
 
+from _ppcli.rules import Parser, run
+
 from ._check import admit_line
 from ._cli_ext import add_extension_commands, settlement_checks, terms_mismatched
 from ._cli_io import Target, describe, load_config, read_lines, target
@@ -33,7 +35,7 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``handoff`` command with every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="handoff",
         description="Principal Handoff records, registers and state (principal-protocols).",
     )
@@ -203,7 +205,11 @@ def _cmd_add(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``handoff`` command line on ``argv`` ; return the exit status."""
+    """Run the ``handoff`` command line on ``argv`` ; return the exit status (docs/cli.md)."""
+    return run(lambda: _main(argv), prog="handoff")
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
+from _ppcli.rules import Parser, run
+
 from ._errors import ParleyError
 
 __all__ = ["build_parser", "main"]
@@ -25,7 +27,7 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``parley`` command with every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="parley",
         description="Parley grants, proofs, Lens and the service runtime (principal-protocols).",
     )
@@ -47,7 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``parley`` command line on ``argv`` ; return the exit status."""
+    """Run the ``parley`` command line on ``argv`` ; return the exit status (docs/cli.md)."""
+    return run(lambda: _main(argv), prog="parley")
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)

@@ -101,14 +101,35 @@ def _caveat_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_text(source: str) -> str:
-    if source == "-":
-        return sys.stdin.read()
     try:
-        with open(source, encoding="utf-8") as handle:
-            return handle.read()
+        if source == "-":
+            raw = getattr(sys.stdin, "buffer", None)  # a text stream without one: as it is
+            data = sys.stdin.read().encode("utf-8", "surrogatepass") if raw is None else raw.read()
+        else:
+            with open(source, "rb") as handle:
+                data = handle.read()
     except OSError as exc:
         raise ParleyError(
             "invalid_params", f"cannot read {source}: {exc.strerror}", reason="bad_file"
+        ) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ParleyError(
+            "invalid_params",
+            f"{source} is not UTF-8 text (byte {exc.start})",
+            reason="bad_file",
+        ) from None
+
+
+def _read_json(source: str, what: str) -> Any:
+    """Parse the JSON in ``source``; a file that cannot be read says so, not "not JSON"."""
+    text = _read_text(source)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise ParleyError(
+            "invalid_params", f"the {what} in {source} is not JSON", reason="bad_consent"
         ) from None
 
 
@@ -171,24 +192,14 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _approve(args: argparse.Namespace) -> int:
-    try:
-        consent = json.loads(_read_text(args.consent))
-    except ValueError:
-        raise ParleyError(
-            "invalid_params", "the consent is not JSON", reason="bad_consent"
-        ) from None
+    consent = _read_json(args.consent, "consent")
     if isinstance(consent, dict) and isinstance(consent.get("consent"), dict):
         consent = consent["consent"]  # a whole consent_required ERROR frame
     if not isinstance(consent, dict):
         raise ParleyError("invalid_params", "the consent is not an object", reason="bad_consent")
     proposal = None
     if args.proposal is not None:
-        try:
-            proposal = json.loads(_read_text(args.proposal))
-        except ValueError:
-            raise ParleyError(
-                "invalid_params", "the proposal is not JSON", reason="bad_consent"
-            ) from None
+        proposal = _read_json(args.proposal, "proposal")
     token = PrincipalKeyStore().approve(
         consent,
         args.agent,

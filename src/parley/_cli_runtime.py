@@ -24,10 +24,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+from _ppcli.rules import add_log_level, cannot_listen, start_logging
+
 from ._agent import Agent, Result
 from ._b64 import b64url_decode
 from ._connect import connect, serve_forever
 from ._errors import ParleyError
+from ._http_client import split_http_url
 from ._keys import Key, generate_key, key_from_seed, parse_public_key
 from ._keystore import AgentKeyStore, _private_dir, agent_home
 from ._lens import lens
@@ -36,6 +39,7 @@ from ._service import Service
 from ._state import MemoryStore, Store
 from ._stores import default_state_url, open_store
 from ._transport_stdio import serve_stdio
+from ._transport_tcp import parse_url
 
 __all__ = ["register"]
 
@@ -130,6 +134,22 @@ def _example_app() -> str:
 def _serve(args: argparse.Namespace) -> int:
     for key in args.trust:  # a typo here would silently trust nobody
         parse_public_key(key)
+    listen: tuple[str, int] | None = None
+    if args.url.startswith(("http://", "https://")):
+        parts = split_http_url(args.url)  # a malformed URL is refused before any state
+        listen = (parts.hostname or "127.0.0.1", parts.port or (443 if args.url[4] == "s" else 80))
+    elif not args.url.startswith("stdio:"):
+        _, host, port = parse_url(args.url)
+        listen = (host, port)
+    why = None if listen is None else cannot_listen(*listen)
+    if why is not None:  # a port in use, a host that does not resolve: before the state
+        raise ParleyError("unavailable", why, reason="listen")
+    if args.url.startswith(("parleys://", "https://")) and args.cert is None:
+        scheme = args.url.split(":", 1)[0]
+        raise ParleyError(
+            "invalid_params", f"{scheme}:// needs a certificate (--cert)", reason="no_cert"
+        )
+    start_logging(args.log_level, "parley")
     app = args.app if args.app is not None else _example_app()
     service = _load_service(app, list(args.trust), args.state)
     where = getattr(service.store, "path", ":memory:")
@@ -287,7 +307,7 @@ def _seed(args: argparse.Namespace) -> bytes | None:
     if args.seed_file:
         try:
             text = Path(args.seed_file).read_text(encoding="utf-8")
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             raise ParleyError("invalid_params", "cannot read --seed-file", reason="io") from None
     elif os.environ.get("PARLEY_AGENT_SEED"):
         text = os.environ["PARLEY_AGENT_SEED"]
@@ -434,6 +454,7 @@ def register(sub: Any) -> None:
     )
     serve.add_argument("--cert", help="certificate file (parleys://, https://)")
     serve.add_argument("--key", help="private key file of the certificate")
+    add_log_level(serve)
     serve.set_defaults(handler=_serve)
 
     state = sub.add_parser("state", help="inspect and repair a service's state (operators)")

@@ -50,6 +50,8 @@ def proof_target(
     >>> proof_target("INTENT", capability="cal.move", auto=True, frame_id="f1")
     'auto:cal.move:f1'
     """
+    if auto and verb != "INTENT":  # checked first: COMMIT, UNDO, EXPAND would ignore it
+        raise ParleyError("invalid_params", "only INTENT may carry auto", reason="bad_target")
     if verb == "COMMIT":
         return _need(proposal_hash, "proposal hash", verb)
     if verb == "UNDO":
@@ -63,10 +65,6 @@ def proof_target(
         # target stand for two requests ('auto:a:b:c' is capability 'a' frame 'b:c' and
         # capability 'a:b' frame 'c'). Such names are refused, so every target is unambiguous.
         if auto:
-            if verb != "INTENT":
-                raise ParleyError(
-                    "invalid_params", "only INTENT may carry auto", reason="bad_target"
-                )
             if ":" in name:
                 raise ParleyError(
                     "invalid_params",

@@ -311,6 +311,22 @@ class _Auth:
 
 
 _LOG = logging.getLogger("parley")
+_REQUESTS = logging.getLogger("parley.service")
+
+
+def _log_request(verb: object, re: str | None, final: dict[str, Any], seconds: float) -> None:
+    """One line per request: verb, request id, what became of it (never params or grants)."""
+    shown = repr(re[:64]) if isinstance(re, str) else "-"
+    name = verb if isinstance(verb, str) and verb in VERBS else "?"
+    ms = seconds * 1000
+    if final.get("kind") != "ERROR":
+        _REQUESTS.info("%s %s -> %s (%.0f ms)", name, shown, final.get("kind"), ms)
+        return
+    code = final.get("code")
+    reason = final.get("reason")
+    why = f"{code}/{reason}" if isinstance(reason, str) else str(code)
+    level = logging.ERROR if code == "internal" else logging.INFO
+    _REQUESTS.log(level, "%s %s -> refused %s (%.0f ms)", name, shown, why[:80], ms)
 
 
 def _late(kind: str, subject: str) -> None:
@@ -486,6 +502,8 @@ class Service:
         stream progress that way) and the returned list holds only the final reply.
         """
         re: str | None = None
+        verb: Any = None
+        started = time.perf_counter()
         ctx_events: list[dict[str, Any]] = _Events(self, emit) if emit is not None else []
         try:
             at = self._now(now)
@@ -510,6 +528,8 @@ class Service:
             final = error_reply("", re, "internal", "the service failed to handle the request")
         events = [reply(self._next_id(), re, "EVENT", **e) for e in ctx_events]
         final["id"] = self._next_id()
+        if _REQUESTS.isEnabledFor(logging.INFO):
+            _log_request(verb, re, final, time.perf_counter() - started)
         if self.lens and final.get("kind") != "EVENT":
             with contextlib.suppress(Exception):  # a rendering problem never costs the reply
                 final["lens"] = render_lens(final)
@@ -1058,6 +1078,9 @@ class Service:
                 settled = self._settle_auto(claim.key, claim.frame, at)
                 outcome = "done" if isinstance(settled, dict) else settled
                 out.append({"kind": "auto", "id": claim.frame, "outcome": outcome})
+        for item in out:  # an unresolved one needs an operator (parley state resolve)
+            level = logging.WARNING if item["outcome"] == "unresolved" else logging.INFO
+            _REQUESTS.log(level, "recovered %s %r: %s", item["kind"], item["id"], item["outcome"])
         return out
 
     # ---------------------------------------------------------------- UNDO

@@ -26,6 +26,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from _ppcli.rules import EXIT_INTERRUPTED, EXIT_USAGE, Parser, run
+
 from ._runner import (
     RunnerError,
     SuiteReport,
@@ -53,7 +55,7 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``ppcheck`` command."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ppcheck",
         description=(
             "Run the principal-protocols conformance vectors against this library (default) "
@@ -162,7 +164,7 @@ def _known(args: argparse.Namespace) -> set[str]:
 
 def _export(argv: Sequence[str]) -> int:
     """``ppcheck vectors export DIR``: write the shipped vectors and schemas into DIR."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ppcheck vectors export",
         description=(
             "Write the shipped vector suites (vectors/) and the JSON Schemas they and the "
@@ -174,13 +176,11 @@ def _export(argv: Sequence[str]) -> int:
     target: Path = args.dir
     try:
         if target.exists() and (not target.is_dir() or any(target.iterdir())):
-            print(f"ppcheck: {target} exists and is not an empty folder", file=sys.stderr)
-            return 2
+            return _fault("export_target", f"{target} exists and is not an empty folder")
         vectors, schemas = data_root()
         count = _copy_tree(vectors, target / "vectors") + _copy_tree(schemas, target / "schemas")
     except OSError as exc:
-        print(f"ppcheck: cannot export the vectors: {exc}", file=sys.stderr)
-        return 2
+        return _fault("io", f"cannot export the vectors: {exc}")
     print(f"wrote {count} files to {target}")
     return 0
 
@@ -247,8 +247,18 @@ class _Progress:
             )
 
 
+def _fault(code: str, message: str) -> int:
+    """Print the runner's own fault as one coded line; return exit status 2."""
+    print(f"error: {code}: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the selected suites; print the table, each failure and a closing total."""
+    return run(lambda: _main(argv), prog="ppcheck")
+
+
+def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:2] == ["vectors", "export"]:
         return _export(arguments[2:])
@@ -264,28 +274,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("--impl: the adapter command line is empty")
         cannot = _resolve_adapter(impl[0])
         if cannot is not None:
-            print(f"ppcheck: {cannot}", file=sys.stderr)
-            return 2
+            return _fault("adapter_missing", cannot)
     if args.require and args.require_all:
         parser.error("--require and --require-all exclude each other")
     try:
         suites = load_suites(args.vectors)
         known = _known(args)
     except (OSError, ValueError) as exc:
-        print(f"ppcheck: {exc}", file=sys.stderr)
-        return 2
+        return _fault("vectors_unreadable", str(exc))
     everything = {f"{s.suite}::{c['id']}" for s in suites for c in s.tests}
     for entry in sorted(known - everything):
         print(f"ppcheck: warning: known failure {entry!r} names no vector", file=sys.stderr)
     if args.suite:
         suites = [s for s in suites if any(fnmatch.fnmatchcase(s.suite, p) for p in args.suite)]
     if not suites:
-        print("ppcheck: no suite matches --suite " + " ".join(args.suite), file=sys.stderr)
-        return 2
+        return _fault("usage", "no suite matches --suite " + " ".join(args.suite))
     for pattern in args.require:
         if not any(fnmatch.fnmatchcase(s.suite, pattern) for s in suites):
-            print(f"ppcheck: --require {pattern!r} names no selected suite", file=sys.stderr)
-            return 2
+            return _fault("usage", f"--require {pattern!r} names no selected suite")
     if args.list:
         for s in suites:
             print(f"{s.suite}  ({len(s.tests)} cases, {s.path})")
@@ -317,11 +323,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress=_Progress(len(suites)) if show else None,
         )
     except KeyboardInterrupt:
-        print("ppcheck: interrupted", file=sys.stderr)
-        return 130
+        _fault("interrupted", "ppcheck stopped by Ctrl-C (SIGINT)")
+        return EXIT_INTERRUPTED
     except (OSError, RunnerError) as exc:
-        print(f"ppcheck: {exc}", file=sys.stderr)
-        return 2
+        return _fault("runner" if isinstance(exc, RunnerError) else "io", str(exc))
     finally:
         if made_dir and stderr_dir is not None:
             with contextlib.suppress(OSError):
@@ -337,6 +342,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             args.junit.write_text(junit_xml(reports), encoding="utf-8")
         except OSError as exc:
-            print(f"ppcheck: cannot write the JUnit report: {exc}", file=sys.stderr)
-            return 2
+            return _fault("io", f"cannot write the JUnit report: {exc}")
     return 1 if failure_count(reports) or missing else 0

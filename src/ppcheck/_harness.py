@@ -48,6 +48,8 @@ class Answer:
 
     response: dict[str, Any] | None
     fault: str | None = None
+    ended: bool = False
+    """The adapter could not be started, or exited before answering this request."""
 
 
 def printable(text: str) -> str:
@@ -293,11 +295,13 @@ class Adapter:
             return None
         return proc
 
-    def _fail(self, proc: _Process, message: str, *, tail: bool = False) -> Answer:
+    def _fail(
+        self, proc: _Process, message: str, *, tail: bool = False, ended: bool = False
+    ) -> Answer:
         text = message + (proc.stderr_tail() if tail else "")
         proc.reap()
         self._proc = None
-        return Answer(None, f"{text} (adapter restarted)")
+        return Answer(None, f"{text} (adapter restarted)", ended)
 
     def ask(self, request: dict[str, Any]) -> Answer:
         """Send one request; return the validated response or a fault (never raises it)."""
@@ -315,7 +319,7 @@ class Adapter:
             try:
                 proc = _Process(self._argv, log)
             except AdapterError as exc:
-                return Answer(None, str(exc))
+                return Answer(None, str(exc), True)
             self._proc = proc
         line = json.dumps(request, ensure_ascii=True, separators=(",", ":")) + "\n"
         proc.send(line.encode("ascii"))
@@ -326,7 +330,7 @@ class Adapter:
         if raw is _EOF:
             status = proc.wait(self._timeout)
             what = "closed its output" if status is None else f"exited with status {status}"
-            return self._fail(proc, f"the adapter {what} before answering", tail=True)
+            return self._fail(proc, f"the adapter {what} before answering", tail=True, ended=True)
         assert isinstance(raw, bytes)
         if len(raw) > MAX_LINE:
             return self._fail(proc, f"answered a line longer than {MAX_LINE} bytes")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from ._harness import Adapter, printable
+from ._harness import Adapter, Answer, printable
 from ._vectors import SuiteFile, check_result
 
 __all__ = [
@@ -71,6 +71,10 @@ def _judge(known: bool, problem: str | None, unsupported: bool) -> tuple[str, st
     return ("passed", None) if problem is None else ("failed", problem)
 
 
+DEAD_STARTS = 3
+"""Adapter processes ending before their first answer, with no answer yet, that stop a run."""
+
+
 class _Stop:
     """A run's stop switch and the adapters it must kill when the switch is thrown."""
 
@@ -78,6 +82,26 @@ class _Stop:
         self.event = threading.Event()
         self._lock = threading.Lock()
         self._adapters: set[Adapter] = set()
+        self._answered = False
+        self._ended: list[str] = []
+
+    def note(self, answer: Answer) -> None:
+        """Raise :class:`RunnerError` once the adapter has ended before answering
+        ``DEAD_STARTS`` requests in a row and has never answered one in this run: a
+        program that cannot work (a missing script, a syntax error) is one error, not a
+        failure per case."""
+        with self._lock:
+            if answer.response is not None or not answer.ended:
+                self._answered = True
+                return
+            if self._answered:
+                return
+            self._ended.append(answer.fault or "")
+            if len(self._ended) >= DEAD_STARTS:
+                raise RunnerError(
+                    f"the adapter never answered: it ended before answering each of its "
+                    f"first {len(self._ended)} requests; the first time: {self._ended[0]}"
+                )
 
     def enter(self, adapter: Adapter) -> None:
         with self._lock:
@@ -161,6 +185,8 @@ def run_suite(
                 assert adapter is not None
                 request = {"suite": suite.suite, "id": case["id"], "input": case["input"]}
                 answer = adapter.ask(request)
+                if _stop is not None:
+                    _stop.note(answer)
                 if answer.response is None:
                     status, detail = _judge(is_known, f"adapter fault: {answer.fault}", False)
                     outcomes.append(

@@ -175,12 +175,30 @@ def first_difference(expected: Any, actual: Any, path: str = "$") -> str | None:
     if _is_number(expected) and _is_number(actual):
         # JSON has one number type: 2 and 2.0 are the same value (a JavaScript port
         # cannot tell them apart), while a boolean is never a number.
-        if expected != actual:
+        if expected != actual and not _same_double(expected, actual):
             return f"{path}: expected {_short(expected)}, got {_short(actual)}"
         return None
     if type(expected) is not type(actual) or expected != actual:
         return f"{path}: expected {_short(expected)}, got {_short(actual)}"
     return None
+
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""Beyond it an integer in an expected output is compared as its nearest double."""
+
+
+def _same_double(expected: int | float, actual: int | float) -> bool:
+    """An expected integer beyond ±(2^53−1) matches any number with the same nearest
+    IEEE-754 double (docs/conformance.md): ``9223372036854775808`` is matched by
+    ``9223372036854776000`` and ``9.223372036854776e18``, which is all a port without big
+    integers (JavaScript's ``JSON.stringify``) can write. Within the safe range numbers
+    compare exactly."""
+    if not isinstance(expected, int) or abs(expected) <= MAX_SAFE_INTEGER:
+        return False
+    try:
+        return float(expected) == float(actual)
+    except OverflowError:
+        return False
 
 
 def _is_number(value: Any) -> bool:

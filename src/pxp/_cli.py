@@ -15,6 +15,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from _ppcli.rules import Parser, add_log_level, cannot_listen, port, run, start_logging
+
 from ._brief import brief_markdown
 from ._card import seal_card
 from ._errors import PxpError
@@ -35,7 +37,7 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``pxp`` command with every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="pxp",
         description="Proxy Exchange Protocol (PXP v0) negotiation rooms (principal-protocols).",
     )
@@ -72,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="run the MCP room server (needs the extras principal-protocols[mcp,http])"
     )
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8765, help="port to bind (8765)")
+    serve.add_argument("--port", type=port, default=8765, help="port to bind (8765)")
     serve.add_argument("--db", type=Path, default=Path("pxp-rooms.sqlite"), help="SQLite file")
     serve.add_argument("--public-url", help="URL prefix of the links handed out")
     serve.add_argument(
@@ -108,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the rooms of a reference export (one room, or a store file with 'rooms'); "
         "prints each imported room's fresh links once (repeat)",
     )
+    add_log_level(serve)
     serve.set_defaults(handler=_serve)
 
     links = sub.add_parser("links", help="list, revoke or expire the links of a served room")
@@ -183,6 +186,10 @@ def _links(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from ._server_cli import run_serve
 
+    why = cannot_listen(args.host, args.port)
+    if why is not None:  # before the store is created and the server's own logs start
+        raise PxpError("listen_failed", why)
+    start_logging(args.log_level, "pxp")
     return run_serve(args)
 
 
@@ -244,7 +251,11 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``pxp`` command line on ``argv`` ; return the exit status."""
+    """Run the ``pxp`` command line on ``argv`` ; return the exit status (docs/cli.md)."""
+    return run(lambda: _main(argv), prog="pxp")
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)

@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import logging
 import math
 import re
 import time
@@ -223,6 +224,7 @@ def _result(data: dict[str, Any], *, for_user: str | None = None) -> CallToolRes
 
 _LINKISH = re.compile(r"[0-9a-f]{16}[./][A-Za-z0-9_-]{43}|t=[A-Za-z0-9_-]{43}")
 _MAX_REFUSAL = 400
+_log = logging.getLogger("pxp.server")
 
 
 def _refuse(exc: PxpError) -> ToolError:
@@ -231,6 +233,7 @@ def _refuse(exc: PxpError) -> ToolError:
     message = _LINKISH.sub("<link>", exc.message)
     if len(message) > _MAX_REFUSAL:
         message = message[: _MAX_REFUSAL - 1] + "…"
+    _log.info("refused a tool call: %s", exc.code)
     return ToolError(f"{exc.code}: {message}")
 
 

@@ -8,7 +8,7 @@ import os
 import sys
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ._errors import PxpError
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._mcp_server import ServerConfig
     from ._server_rooms import RoomService
 
-__all__ = ["import_rooms", "run_serve", "server_config"]
+__all__ = ["import_rooms", "read_export", "run_serve", "server_config"]
 
 _LOCAL = {"127.0.0.1", "localhost", "::1"}
 
@@ -31,6 +31,8 @@ def _keys(args: argparse.Namespace) -> tuple[str, ...]:
             raise PxpError(
                 "file_unreadable", f"cannot read {args.agent_keys_file}: {exc.strerror}"
             ) from None
+        except UnicodeDecodeError:
+            raise PxpError("file_unreadable", f"{args.agent_keys_file} is not UTF-8 text") from None
         keys.extend(line.strip() for line in text.splitlines() if line.strip())
         if not keys:
             raise PxpError("config_invalid", f"{args.agent_keys_file} holds no agent key")
@@ -69,6 +71,22 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
     )
 
 
+def read_export(path: Path) -> list[Any]:
+    """The room exports a ``--import`` file holds (one room, or a store file's rooms)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PxpError("file_unreadable", f"cannot read {path}: {exc.strerror}") from None
+    except (ValueError, RecursionError):
+        raise PxpError("import_invalid", f"{path} is not JSON") from None
+    rooms = data.get("rooms", [data]) if isinstance(data, dict) else data
+    if isinstance(rooms, dict):
+        rooms = list(rooms.values())
+    if not isinstance(rooms, list):
+        raise PxpError("import_invalid", f"{path} holds no room export")
+    return rooms
+
+
 def import_rooms(service: RoomService, path: Path, public_url: str) -> list[str]:
     """Serve every room of a reference export file; print each room's fresh links once.
 
@@ -78,17 +96,7 @@ def import_rooms(service: RoomService, path: Path, public_url: str) -> list[str]
     """
     from ._server_links import LinkKind
 
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PxpError("file_unreadable", f"cannot read {path}: {exc.strerror}") from None
-    except ValueError:
-        raise PxpError("import_invalid", f"{path} is not JSON") from None
-    rooms = data.get("rooms", [data]) if isinstance(data, dict) else data
-    if isinstance(rooms, dict):
-        rooms = list(rooms.values())
-    if not isinstance(rooms, list):
-        raise PxpError("import_invalid", f"{path} holds no room export")
+    rooms = read_export(path)
     done: list[str] = []
     for room in rooms:
         try:
@@ -120,6 +128,8 @@ def run_serve(args: argparse.Namespace) -> int:
     days = getattr(args, "link_days", 30.0)
     if not (isinstance(days, float | int) and 0 <= days <= 36500):
         raise PxpError("config_invalid", "--link-days must lie between 0 and 36500")
+    for path in getattr(args, "imports", []):
+        read_export(path)  # an unreadable export is refused before the store is created
     service = sqlite_service(
         args.db,
         max_turns=args.max_turns,

@@ -72,11 +72,17 @@ def sqlite_service(
 def serve(
     service: RoomService, config: ServerConfig, *, host: str = "127.0.0.1", port: int = 8765
 ) -> None:
-    """Run the server with uvicorn until interrupted (access log off: paths carry links)."""
+    """Run the server with uvicorn until interrupted.
+
+    uvicorn's access log stays off (paths carry links); the ``pxp.server`` logger has one
+    line per request instead, with the links taken out (``pxp serve --log-level info``).
+    """
     import uvicorn
 
+    from ._server_log import RequestLog
+
     uvicorn.run(
-        create_app(service, config),
+        RequestLog(create_app(service, config)),  # one line per request, links taken out
         host=host,
         port=port,
         access_log=False,

@@ -189,3 +189,9 @@ __all__ = [
     "verify_inclusion",
     "verify_sd_jwt",
 ]
+
+# The library logs through `logging` and never configures it: without a handler of the
+# application's, nothing is printed (docs/cli.md, "Logging").
+import logging as _logging
+
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
+from _ppcli.rules import Parser, run
+
 from ._blocks_cli import add_block_commands
 from ._errors import VxpError
 from ._proof_cli import add_proof_commands
@@ -27,7 +29,7 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``vxp`` command with every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="vxp",
         description="VXP Proof chains, SD-JWT statements and Merkle logs (principal-protocols).",
     )
@@ -39,7 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``vxp`` command line on ``argv`` ; return the exit status."""
+    """Run the ``vxp`` command line on ``argv`` ; return the exit status (docs/cli.md)."""
+    return run(lambda: _main(argv), prog="vxp")
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)

@@ -19,6 +19,7 @@ import pytest
 import ppcheck
 from ppcheck import _harness
 from ppcheck._cli import main as ppcheck_main
+from ppcheck._runner import RunnerError, run_suite
 
 HERE = Path(__file__).resolve().parent
 ADAPTER = HERE / "misbehaving_adapter.py"
@@ -136,10 +137,22 @@ def test_an_adapter_that_does_not_exit_is_killed() -> None:
     assert "did not exit within 3 s" in report.fault
 
 
-def test_an_adapter_that_exits_at_once_fails_every_case() -> None:
-    report = _run("exit-at-once")
+def test_an_adapter_that_exits_at_once_fails_every_case_of_its_suite() -> None:
+    """One suite run alone keeps going: each case fails with the fault (restarted)."""
+    report = run_suite(SUITE, [sys.executable, str(ADAPTER), "exit-at-once"], timeout=10)
     assert set(_statuses(report).values()) == {"failed"}
     assert "exited with status 0 before answering" in _detail(report, "a")
+
+
+def test_a_run_whose_adapter_never_answers_is_one_runner_error() -> None:
+    """Issue 24: an adapter that cannot work (it ends before answering, again and again,
+    and never answered anything) stops the run with one error, not a failure per case."""
+    with pytest.raises(
+        RunnerError,
+        match="never answered: it ended before answering each of "
+        "its first 3 requests; the first time: the adapter exited with status 0",
+    ):
+        _run("exit-at-once")
 
 
 def test_an_adapter_that_closes_its_output_is_not_waited_for_forever() -> None:
@@ -215,9 +228,11 @@ def test_junit_escapes_what_xml_forbids() -> None:
 
 
 def test_an_unstartable_adapter_fails_each_case_readably() -> None:
-    (report,) = ppcheck.run_suites([SUITE], ["/nonexistent/adapter"], timeout=5)
+    report = run_suite(SUITE, ["/nonexistent/adapter"], timeout=5)
     assert set(_statuses(report).values()) == {"failed"}
     assert "cannot start the adapter" in _detail(report, "a")
+    with pytest.raises(RunnerError, match=r"never answered.*cannot start the adapter"):
+        ppcheck.run_suites([SUITE], ["/nonexistent/adapter"], timeout=5)
 
 
 def test_a_library_bug_in_process_fails_the_case_not_the_runner(

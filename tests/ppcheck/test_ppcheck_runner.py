@@ -169,3 +169,33 @@ def test_the_nodejs_adapter_passes_its_suite() -> None:
     assert implemented, "the Node.js adapter implements at least one suite"
     for report in implemented:
         assert report.count("unsupported") == 0
+
+
+# -- integers beyond 2^53 in expected outputs (issue 24 item 3) ----------------------------
+
+
+@pytest.mark.parametrize(
+    "got",
+    [9223372036854775808, 9223372036854776000, 9.223372036854776e18, 9223372036854775807],
+)
+def test_an_expected_integer_beyond_2_53_matches_its_nearest_double(got: int | float) -> None:
+    """What ``JSON.stringify`` writes for 2^63 (``9223372036854776000``) passes the case
+    ``parley.grant_verify::verify-malformed-int64-money`` expects ``9223372036854775808`` in."""
+    case = {"id": "x", "output": {"n": 9223372036854775808}}
+    assert ppcheck.check_result(case, {"output": {"n": got}}) is None
+
+
+@pytest.mark.parametrize(
+    ("expected", "got"),
+    [
+        (9223372036854775808, 9223372036854777856),  # the next double: another value
+        (9007199254740991, 9007199254740990),  # within the safe range: exact
+        (9007199254740991, 9007199254740991.5),
+        (2, 2**63),
+    ],
+)
+def test_numbers_still_differ_where_a_double_tells_them_apart(
+    expected: int, got: int | float
+) -> None:
+    case = {"id": "x", "output": {"n": expected}}
+    assert ppcheck.check_result(case, {"output": {"n": got}}) is not None

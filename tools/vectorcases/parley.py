@@ -414,6 +414,9 @@ def target_cases() -> Iterator[Case]:
         ("commit-without-hash", {"verb": "COMMIT"}),
         ("auto-without-frame", {"verb": "INTENT", "capability": "shop.order", "auto": True}),
         ("auto-on-ask", {"verb": "ASK", "capability": "s", "auto": True, "frame_id": "f"}),
+        ("auto-on-commit", {"verb": "COMMIT", "proposal_hash": HASH, "auto": True}),
+        ("auto-on-undo", {"verb": "UNDO", "receipt": "r_1", "auto": True}),
+        ("auto-on-expand", {"verb": "EXPAND", "handle": "h_1", "auto": True}),
         ("lowercase-verb", {"verb": "commit", "proposal_hash": HASH}),
         (
             "auto-capability-colon",
@@ -831,7 +834,12 @@ VERIFY_NOTES = {
     "trust": "the principal is not trusted",
     "holder": "the proof key is not the grant's holder",
     "token": "the token cannot be decoded",
-    "depth": "a delegation chain of depth 1 to 3 (blocks after the root)",
+    "depth": (
+        "a chain with 1 to 3 delegations after the root (grant_inspect's depth counts "
+        "every block, the root included)"
+    ),
+    "reason-priority": "hard failures of different reasons in one grant",
+    "number-spelling": "a number section 10 forbids, spelled as a lenient signer spells it",
     "multi": "several grants: precedence of the results",
     "consent": "a consent grant's scoping",
     "principal": "the operation must be rooted in a given principal",
@@ -1497,6 +1505,121 @@ def verify_case_list() -> list[Case]:
     return out
 
 
+def _ours(
+    name: str,
+    token: str,
+    result: tuple[bool, str | None, str | None],
+    need: list[Any],
+    comment: str,
+    flags: tuple[str, ...],
+) -> Case:
+    """A grant_verify case of a decision of ours (kept out of upstream-format/grants.json)."""
+    context = ctx(verb="ASK", proposal=None)
+    return Case(
+        f"verify-{name}",
+        {
+            "tokens": [token],
+            "trusted": [PUB["principal"]],
+            "proof_key": PUB["agent"],
+            "ctx": context,
+        },
+        output=_expect([token], *result, need, 0),
+        comment=comment,
+        flags=flags,
+    )
+
+
+def _lenient_money_token(name: str, text: str) -> str:
+    """A root grant whose ``per`` cap is spelled ``text``, signed over exactly that text."""
+    payload = {
+        "iss": PUB["principal"],
+        "sub": PUB["agent"],
+        "caveats": [{"per": {"max": 0, "currency": "USD"}}],
+        "iat": NOW,
+        "nonce": f"n-{name}",
+    }
+    signed = oracle_canonical(payload).replace('"max":0', f'"max":{text}')
+    return "pg1." + b64(('[{"p":' + signed + ',"s":"' + P.sign(signed.encode()) + '"}]').encode())
+
+
+def _ours_verify_cases() -> Iterator[Case]:
+    """Boundaries of our own decisions that issue 24 found unstated (spec/parley.md)."""
+    # the 16-level limit of need counts containers (the caveat object is level 1), not
+    # scalars: 16 levels are shown as written, 17 become the placeholder
+    for levels in (16, 17):
+        nested: Any = "x"
+        for _ in range(levels - 1):
+            nested = [nested]
+        caveat = {"svc": nested}
+        shown = caveat if levels <= 16 else {"nested": "too deep to show"}
+        yield _ours(
+            f"malformed-caveat-{levels}-levels",
+            encode(root([caveat], nonce=f"n-levels-{levels}")),
+            MALF,
+            [shown],
+            comment=(
+                f"Ours: a caveat {levels} containers deep (the caveat object is level 1; a "
+                "scalar adds none) is "
+                + ("shown as written" if levels <= 16 else "shown as the placeholder")
+            ),
+            flags=("malformed", "boundary"),
+        )
+    # the reason is chosen by priority (malformed, then unknown, then failed), not by which
+    # caveat came first; need keeps the chain's order
+    expired = {"exp": NOW - 10}
+    unknown = {"zzz": 1}
+    malformed = {"svc": "a.example"}
+    for name, caveats, reason in (
+        ("failed-unknown-malformed", [expired, unknown, malformed], "caveat_malformed"),
+        ("failed-then-unknown", [expired, unknown], "caveat_unknown"),
+    ):
+        yield _ours(
+            f"reason-priority-{name}",
+            encode(root(caveats, nonce=f"n-{name}")),
+            (False, "forbidden", reason),
+            caveats,
+            comment=(
+                "Ours: the reason is caveat_malformed if any caveat is malformed, else "
+                "caveat_unknown if any is unknown, else caveat_failed, whatever their order; "
+                "need lists every hard failure in the order of the chain"
+            ),
+            flags=("malformed", "reason-priority"),
+        )
+    # a number section 10 forbids keeps its signer's spelling when it is Python's repr or
+    # ECMAScript's Number::toString of the same double; any other spelling is bad_token
+    for name, value, text in (
+        ("python-exponent-money", 1e16, "1e+16"),
+        ("python-small-money", 1e-05, "1e-05"),
+        ("js-small-money", 1e-05, "0.00001"),
+        ("integral-float-money", 1.0, "1.0"),
+        ("negative-zero-money", -0.0, "-0.0"),
+    ):
+        yield _ours(
+            f"malformed-{name}",
+            _lenient_money_token(name, text),
+            MALF,
+            [{"per": {"currency": "USD", "max": value}}],
+            comment=f"the cap spelled {text} (Python's or ECMAScript's spelling) decodes, then "
+            "fails closed: it is not a safe integer",
+            flags=("malformed", "number-spelling"),
+        )
+    for name, text in (
+        ("exponent-without-sign", "1e16"),
+        ("exponent-one-digit", "1e-5"),
+        ("negative-zero-integer", "-0"),
+        ("float-with-zero-fraction", "10000000000000000.0"),
+    ):
+        yield _ours(
+            f"respelled-{name}",
+            _lenient_money_token(f"re-{name}", text),
+            (False, "unauthorized", "bad_token"),
+            [],
+            comment=f"{text} is neither Python's nor ECMAScript's spelling of its value: a "
+            "re-spelled token",
+            flags=("token", "number-spelling"),
+        )
+
+
 @suite(
     "parley.grant_verify",
     description=(
@@ -1507,6 +1630,7 @@ def verify_case_list() -> list[Case]:
 )
 def verify_cases() -> Iterator[Case]:
     yield from verify_case_list()
+    yield from _ours_verify_cases()
     # Ours only (a bound on work, not a rule of SPEC.md): not written to upstream-format.
     yield Case(
         "verify-too-many-grants",

@@ -2427,6 +2427,11 @@ def _reference_import_cases() -> Iterator[Case]:
     notes={
         "key-order": "keys sort by UTF-16 code units, not by code points",
         "number": "numbers are written as ECMAScript Number::toString writes them",
+        "number-spelling": (
+            "the spelling in the vector file decides: a number spelled as an integer (no "
+            "fraction, no exponent) beyond +-(2^53-1) is refused; one spelled with a fraction "
+            "or an exponent is the double JSON.parse reads, written by Number::toString"
+        ),
         "escape": "string escapes are those of JSON.stringify",
     },
 )
@@ -2456,13 +2461,42 @@ def canonical_cases() -> Iterator[Case]:
         ("small-plain", 0.000001, "0.000001"),
         ("negative-zero", -0.0, "0"),
         ("max-safe-integer", 9007199254740991, "9007199254740991"),
+        ("min-safe-integer", -9007199254740991, "-9007199254740991"),
     ):
+        spelled = case_id in ("large", "below-exponent-threshold")
         yield Case(
             f"number-{case_id}",
             {"value": {"n": value}},
             output=out('{"n":' + text + "}"),
-            comment="ECMAScript number formatting.",
-            flags=("number",),
+            comment="ECMAScript number formatting."
+            + (
+                " Spelled with an exponent in the file: a double, never refused." if spelled else ""
+            ),
+            flags=("number", "number-spelling") if spelled else ("number",),
+        )
+    yield Case(
+        "number-beyond-safe-spelled-as-float",
+        {"value": {"n": 9007199254740993.0}},
+        output=out('{"n":9007199254740992}'),
+        comment=(
+            "2^53 + 1 spelled with a fraction is the double 2^53 (the file holds "
+            "9007199254740992.0): a double, written by Number::toString, never refused."
+        ),
+        flags=("number", "number-spelling"),
+    )
+    for case_id, value in (
+        ("two-to-the-53", 9007199254740992),
+        ("unsafe-negative-integer", -9007199254740993),
+    ):
+        yield Case(
+            f"number-{case_id}",
+            {"value": {"n": value}},
+            error={"code": "canonical_invalid"},
+            comment=(
+                "Spelled as an integer, outside +-(2^53-1): refused, even where the double "
+                "would be exact (2^53), since the spelling alone decides."
+            ),
+            flags=("number", "number-spelling"),
         )
     yield Case(
         "string-escapes",
@@ -2490,5 +2524,5 @@ def canonical_cases() -> Iterator[Case]:
         {"value": {"n": 9007199254740993}},
         error={"code": "canonical_invalid"},
         comment="Beyond 2**53-1 JavaScript would round: refused.",
-        flags=("number",),
+        flags=("number", "number-spelling"),
     )

@@ -220,6 +220,7 @@ def _inclusion_input(leaves: list[str], index: int, size: int) -> dict[str, Any]
         "rfc6962-tree": "the 8-leaf test tree of transparency-dev/merkle",
         "every-leaf": "one case per leaf of the tree",
         "invalid": "a request the generator must refuse",
+        "argument-order": "several arguments are wrong: which check comes first",
     },
 )
 def inclusion_proof_cases() -> Iterator[Case]:
@@ -245,6 +246,18 @@ def inclusion_proof_cases() -> Iterator[Case]:
         comment="the tree size cannot exceed the leaves given",
         flags=("invalid",),
     )
+    for name, index, size, code in (
+        ("negative-index-in-unknown-tree", -1, 9, "tree_size_unknown"),
+        ("negative-index", -1, 5, "merkle_argument_invalid"),
+        ("negative-tree-size", 7, -1, "merkle_argument_invalid"),
+    ):
+        yield Case(
+            f"order-{name}",
+            {"leaves": RFC6962_LEAVES, "index": index, "tree_size": size},
+            error={"code": code},
+            comment="Ours: tree_size is checked (sign, then against the leaves) before index",
+            flags=("invalid", "argument-order"),
+        )
 
 
 @suite(
@@ -255,6 +268,7 @@ def inclusion_proof_cases() -> Iterator[Case]:
         **{m.name: m.comment for m in _inclusion_mutations(3)},
         "power-of-two": "the tree size is a power of two",
         "ragged": "the tree size is not a power of two",
+        "argument-order": "several arguments are wrong: which check comes first",
     },
 )
 def verify_inclusion_cases() -> Iterator[Case]:
@@ -269,6 +283,27 @@ def verify_inclusion_cases() -> Iterator[Case]:
         )
         yield good
         yield from derive(good, _inclusion_mutations(size))
+    good_input = _inclusion_input(leaves, 6, 13)
+    for name, changes, code in (
+        ("malformed-leaf-before-bad-index", {"leaf_hash": "x", "index": -1}, "malformed_hash"),
+        (
+            "negative-size-before-index-range",
+            {"index": 20, "tree_size": -1},
+            "merkle_argument_invalid",
+        ),
+        (
+            "index-range-before-proof-length",
+            {"index": 13, "proof": []},
+            "inclusion_index_out_of_range",
+        ),
+    ):
+        yield Case(
+            f"order-{name}",
+            {**good_input, **changes},
+            error={"code": code},
+            comment="Ours: members are read in input order, then signs, range, walk, root",
+            flags=("argument-order",),
+        )
 
 
 def _consistency_input(leaves: list[str], size1: int, size2: int) -> dict[str, Any]:
@@ -383,6 +418,7 @@ def _consistency_mutations() -> list[Mutation]:
         **{m.name: m.comment for m in _consistency_mutations()},
         "equal-sizes": "size1 = size2: an empty proof and equal roots",
         "power-of-two-size1": "size1 is a power of two (its root is the first proof node)",
+        "argument-order": "several arguments are wrong: which check comes first",
     },
 )
 def verify_consistency_cases() -> Iterator[Case]:
@@ -404,6 +440,24 @@ def verify_consistency_cases() -> Iterator[Case]:
         comment="equal sizes, equal roots, empty proof",
         flags=("equal-sizes",),
     )
+    equal = _consistency_input(leaves, 5, 5)
+    other = _consistency_input(leaves, 6, 6)["root1"]
+    for name, changes, code in (
+        (
+            "equal-sizes-proof-before-roots",
+            {"proof": [other], "root2": other},
+            "proof_wrong_length",
+        ),
+        ("equal-sizes-different-roots", {"proof": [], "root2": other}, "root_mismatch"),
+        ("sizes-before-proof", {"size1": 0, "proof": [other, other]}, "consistency_sizes_invalid"),
+    ):
+        yield Case(
+            f"order-{name}",
+            {**equal, **changes},
+            error={"code": code},
+            comment="Ours: sizes, then for equal sizes the proof's length, then the roots",
+            flags=("argument-order",),
+        )
 
 
 # ---------------------------------------------------------------------------- checkpoints

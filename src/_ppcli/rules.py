@@ -1,0 +1,255 @@
+"""The rules every console script of principal-protocols shares (private; docs/cli.md).
+
+``pxp``, ``handoff``, ``vxp``, ``parley`` and ``ppcheck`` are independent packages: none
+imports another's protocol code. What a command line needs around any of them is the same
+for all five and lives here, once, using the standard library only (``ppcheck.pyz``
+carries this module too)::
+
+    from _ppcli.rules import Parser, run
+
+    def main(argv=None):
+        return run(lambda: _main(argv), prog="pxp")
+
+and ``Parser`` in place of :class:`argparse.ArgumentParser`. The rules (docs/cli.md):
+
+- every failure is one line on standard error, ``error: <code>: <sentence>``;
+- exit status 0: done; 1: the package's own error, or the command found what it reports
+  (a rejected record, a failed case); 2: bad arguments (``error: usage: …``);
+  130: interrupted (Ctrl-C, SIGINT); 141: standard output was closed (``… | head``),
+  which ends the command quietly, like a program killed by SIGPIPE; 70: a bug
+  (``error: internal: …``; ``PP_TRACEBACK=1`` shows the traceback instead);
+- what the machine refuses is ``error: io: '<file>': <why>`` (an :class:`OSError`: a name
+  too long, a folder where a file was expected, no permission) and a
+  SQLite store that cannot be used is ``error: store_unreadable: …``, both with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sqlite3
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import NoReturn
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_PIPE",
+    "EXIT_USAGE",
+    "LOG_LEVELS",
+    "Parser",
+    "add_log_level",
+    "cannot_listen",
+    "port",
+    "run",
+    "start_logging",
+]
+
+EXIT_FAILED = 1
+"""The package's own error, or the command found what it reports (a rejected record)."""
+EXIT_USAGE = 2
+"""Bad arguments: an unknown option, a missing argument, a value out of range."""
+EXIT_INTERNAL = 70
+"""A bug (``EX_SOFTWARE``): an exception the command did not turn into its own error."""
+EXIT_INTERRUPTED = 130
+"""Interrupted by Ctrl-C (SIGINT): 128 + 2, as a shell reports it."""
+EXIT_PIPE = 141
+"""Standard output was closed by its reader: 128 + SIGPIPE, as a shell reports it."""
+
+
+def _say(line: str) -> None:
+    """Write one line on standard error; a closed standard error is not worth a traceback."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(line.replace("\n", " ").replace("\r", " ") + "\n")
+        sys.stderr.flush()
+
+
+def _drop_stdout() -> None:
+    """Point standard output at the null device: what is still buffered goes nowhere."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, sys.stdout.fileno())
+        finally:
+            os.close(null)
+
+
+class Parser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose usage errors are one coded line.
+
+    ``error: usage: <prog>: <what was wrong> (<prog> --help lists the options)``, exit
+    status 2. Subcommand parsers made by ``add_subparsers`` inherit the class.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage error as one line and exit with status 2."""
+        _say(f"error: usage: {self.prog}: {message} ({self.prog} --help lists the options)")
+        raise SystemExit(EXIT_USAGE)
+
+
+def port(text: str) -> int:
+    """An :mod:`argparse` type: a TCP port number, 0 (any free port) to 65535."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text[:40]!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port lies between 0 and 65535, not {text[:40]}")
+    return value
+
+
+def _os_error(exc: OSError) -> str:
+    """``exc`` as one short sentence: what was refused, and the file it names."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    name = exc.filename if exc.filename is not None else None
+    shown = "" if name is None else f"{str(name)[:120]!r}: "
+    return f"{shown}{what}"
+
+
+def cannot_listen(host: str, port: int) -> str | None:
+    """Why a server could not listen on ``host:port`` (a probe bind), or ``None``.
+
+    Said before a server starts, so an address in use or a host that does not resolve is
+    one coded line, not a framework's log and traceback.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return f"cannot resolve the host {host[:80]!r}: {why}"
+    family, kind, proto, _, address = infos[0]
+    try:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        return f"cannot listen on {host[:80]}:{port}: {exc.strerror or exc}"
+    return None
+
+
+@contextlib.contextmanager
+def _noting_interrupts(seen: list[int]) -> Iterator[None]:
+    """Raise :class:`KeyboardInterrupt` on SIGINT as Python does, and remember it was sent.
+
+    A framework that catches the interrupt to shut down cleanly (uvicorn does) would
+    otherwise end the command with status 0. Only the main thread can set a handler; in
+    any other the command runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(signum: int, frame: FrameType | None) -> None:
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+"""The values of a server's ``--log-level`` (``info``: one line per request)."""
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
+
+
+class _OneLine(logging.Formatter):
+    """Every record on one line: a newline or a terminal control that a peer put in an id
+    or a message (or a traceback) is shown as an escape, so a log line cannot be forged."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return super().format(record).translate(_CONTROL)
+
+
+def add_log_level(parser: argparse.ArgumentParser) -> None:
+    """Add ``--log-level`` to a server's parser (docs/cli.md)."""
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="warning",
+        help="log on standard error from this level: info shows one line per request (warning)",
+    )
+
+
+def start_logging(level: str, *loggers: str) -> None:
+    """Send the records of ``loggers`` (a package's, e.g. ``"pxp"``) to standard error.
+
+    One line each: ``<time> <LEVEL> <logger>: <message>``. Called by a server's command
+    line only; the library itself has a :class:`logging.NullHandler` per package and never
+    configures logging.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    for name in loggers:
+        log = logging.getLogger(name)
+        log.setLevel(level.upper())
+        log.addHandler(handler)
+        log.propagate = False
+
+
+def _other_threads() -> bool:
+    main = threading.main_thread()
+    return any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate())
+
+
+def run(main: Callable[[], int], *, prog: str) -> int:
+    """Run a command's ``main`` under the rules every console script shares.
+
+    Returns the exit status; :class:`SystemExit` (``--help``, ``--version``, usage
+    errors) passes through once standard output is flushed.
+    """
+    stop: SystemExit | None = None
+    status = 0
+    seen: list[int] = []
+    try:
+        try:
+            with _noting_interrupts(seen):
+                status = main()
+        except SystemExit as exc:
+            stop = exc
+        sys.stdout.flush()  # inside the guard: a closed pipe shows up here, not at exit
+        if seen and stop is None and status != EXIT_INTERRUPTED:
+            # a server that stops on Ctrl-C (uvicorn, asyncio) returned normally: the
+            # interrupt still decides the exit status
+            raise KeyboardInterrupt
+    except BrokenPipeError:
+        _drop_stdout()
+        return EXIT_PIPE
+    except KeyboardInterrupt:
+        _say(f"error: interrupted: {prog} stopped by Ctrl-C (SIGINT)")
+        if _other_threads():
+            # a worker thread still blocked would hold the process open: leave at once
+            _drop_stdout()
+            os._exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
+    except OSError as exc:
+        # the machine said no (a name too long, a folder where a file was expected, a
+        # permission, a certificate file that holds none): the same for every command
+        _say(f"error: io: {_os_error(exc)}")
+        return EXIT_FAILED
+    except sqlite3.DatabaseError as exc:
+        _say(f"error: store_unreadable: the SQLite store cannot be used: {exc}")
+        return EXIT_FAILED
+    except Exception as exc:
+        if os.environ.get("PP_TRACEBACK") == "1":
+            raise
+        what = str(exc)[:200] or "(no message)"
+        _say(
+            f"error: internal: {prog} failed with {type(exc).__name__}: {what} "
+            "(a bug: please report it; PP_TRACEBACK=1 shows the traceback)"
+        )
+        return EXIT_INTERNAL
+    if stop is not None:
+        raise stop
+    return status
