@@ -184,6 +184,7 @@ def build_brief(room: Room) -> dict[str, Any]:
             "sealed_by": room.sealed_by(seat),
             "principal_link": room.principal_link(seat),
             "agents": list(room.agents(seat)),
+            "contests": room.contests(seat),
         }
     depends: list[dict[str, Any]] = []
     unverified: list[str] = []
@@ -415,6 +416,28 @@ def _acted(acted: Any, via: Any) -> str:
     return f"via {acted.get('via')}, through the seat link by agent {agent}"
 
 
+def _contest_lines(parties: Mapping[str, Any], name: Mapping[str, str]) -> list[str]:
+    """The warning for each contested seat (see ``Room.contest``), before anything else."""
+    lines: list[str] = []
+    for seat in SEATS:
+        for c in parties[seat].get("contests") or []:
+            after = c["state"] in ("agreed", "ended")
+            consequence = (
+                f"after the room had {'agreed' if c['state'] == 'agreed' else 'ended'}: "
+                f"what it records for seat {seat} may not be {name[seat]}'s."
+                if after
+                else "so the room ended there, without agreement."
+            )
+            lines += [
+                f"**Seat {seat} was contested** (ledger entry {c['n']}, {c['at']}): agent "
+                f"{c['agent']} presented seat {seat}'s invite after agent {c['holder']} had "
+                f"joined with it. Nobody can tell which of the two acts for {name[seat]}, "
+                + consequence,
+                "",
+            ]
+    return lines
+
+
 def _rests_on(row: Mapping[str, Any], name: Mapping[str, str]) -> str:
     parts = []
     for seat in SEATS:
@@ -466,6 +489,7 @@ def _render(brief: Mapping[str, Any]) -> str:
         lines.append("")
     else:
         lines += ["**Outcome: no agreement.**", ""]
+    lines += _contest_lines(parties, name)
     if brief["unverified"]:
         lines += [
             "## Unverified assumptions",

@@ -130,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
             )
         elif name != "list":
             cmd.add_argument("--seat", choices=("A", "B"), help="only this seat's links")
-            cmd.add_argument("--kind", choices=("seat", "principal"), help="only this kind")
+            cmd.add_argument(
+                "--kind", choices=("seat", "principal", "invite"), help="only this kind"
+            )
         if name == "expire":
             when = cmd.add_mutually_exclusive_group(required=True)
             when.add_argument(

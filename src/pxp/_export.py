@@ -384,6 +384,20 @@ def _replay(
             raise _bad(f"{where} disagrees with the agreeing envelope", "agreement")
         room._replay_outcome = None
         room._move("send", "agree")
+    elif kind == "seat_contested":
+        from ._room import TRANSITIONS
+
+        seat = _seat_of(data, where)
+        agent = data.get("agent")
+        state = TRANSITIONS.get((room.status, "contest"))
+        if (
+            state is None
+            or room._replay_outcome is not None  # the last envelope's entry is still owed
+            or room._seats[seat].agent is None
+            or not isinstance(agent, str)
+        ):
+            raise _bad(f"{where} contests a seat nobody holds, or names no agent", "order")
+        room._do_contest(seat, agent, entry["at"], index + 1, state["contested"])
     elif kind == "turn_limit":
         if room._replay_outcome != "turn_limit" or room.status != "active":
             raise _bad(f"{where} comes before the turn limit", "order")

@@ -50,7 +50,7 @@ __all__ = [
 STATES = ("open", "active", "paused", "agreed", "ended")
 """Room states: seating and sealing, negotiating, waiting on a principal, done (two ways)."""
 
-ACTIONS = ("join", "draft", "seal", "send", "answer", "brief")
+ACTIONS = ("join", "draft", "seal", "send", "answer", "brief", "contest")
 """Actions on a room (``Room.join`` ... ``Room.brief``)."""
 
 TRANSITIONS: dict[tuple[str, str], dict[str, str]] = {
@@ -68,6 +68,13 @@ TRANSITIONS: dict[tuple[str, str], dict[str, str]] = {
     ("paused", "answer"): {"resumed": "active", "turn_limit": "ended"},
     ("agreed", "brief"): {"brief": "agreed"},
     ("ended", "brief"): {"brief": "ended"},
+    # a seat's invite presented again after its agent joined (ours): nothing can be agreed
+    # for that seat any more; a finished room keeps its outcome and records the contest
+    ("open", "contest"): {"contested": "ended"},
+    ("active", "contest"): {"contested": "ended"},
+    ("paused", "contest"): {"contested": "ended"},
+    ("agreed", "contest"): {"contested": "agreed"},
+    ("ended", "contest"): {"contested": "ended"},
 }
 """``(state, action) -> {outcome: next state}``; any pair not listed is an invalid action."""
 
@@ -156,6 +163,8 @@ class _Seat:
     link_agent: str | None = None
     # who sealed the card: {"via", "agent", "link"} (see Room.sealed_by)
     sealed_by: dict[str, Any] | None = None
+    # every contest of the seat (see Room.contest)
+    contests: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -460,6 +469,44 @@ class Room:
                 "agent": record.link_agent,
             }
         return {"via": via, "link": "seat", "link_issued_at": None, "agent": record.agent}
+
+    def contest(self, seat: str, *, agent: str, now: datetime) -> None:
+        """Record that ``agent`` presented ``seat``'s invite after the seat's agent had
+        joined with it: ledger ``seat_contested {seat, agent}`` (ours).
+
+        The invite is a bearer link that passed through the other side, so nobody can tell
+        which of the two agents acts for the seat's principal. A room still running ends
+        there (``ended``: no agreement can follow); a finished room keeps its outcome and
+        records the contest all the same. The brief lists every contest under
+        ``parties[seat].contests``.
+        """
+        outcomes = self._allowed("contest")
+        seat = _check_seat(seat)
+        if self._seats[seat].agent is None:
+            raise PxpError(
+                "seat_invalid", f"seat {seat} has no agent whose seat could be contested"
+            )
+        if not isinstance(agent, str) or not agent.strip() or len(agent) > 200:
+            raise PxpError("agent_invalid", "the agent name must be a non-empty string")
+        at = format_time(now)
+        data = {"seat": seat, "agent": agent}
+        canonical(data)  # refuse what cannot be hashed before anything changes
+        self._do_contest(seat, agent, at, len(self.ledger) + 1, outcomes["contested"])
+        self.ledger.append("seat_contested", at, data)
+
+    def _do_contest(self, seat: str, agent: str, at: str, n: int, state: str) -> None:
+        record = self._seats[seat]
+        record.contests.append(
+            {"agent": agent, "holder": record.agent, "state": self.status, "at": at, "n": n}
+        )
+        self.status = state
+        if state == "ended":
+            self.turn = None
+
+    def contests(self, seat: str) -> list[dict[str, Any]]:
+        """Every contest of ``seat``: ``{agent, holder, state, at, n}`` (``holder`` the agent
+        then in the seat, ``state`` the room's state before, ``n`` the ledger entry)."""
+        return [dict(c) for c in self._seats[_check_seat(seat)].contests]
 
     def _do_join(self, seat: str, agent: str, mode: str | None) -> None:
         record = self._seats[seat]

@@ -1,0 +1,324 @@
+"""Issue 20, what the last session left open: who holds seat B, principal-answer claims and
+their review, and long-polls per client.
+
+* The invite handed to the creator for seat B is spent at the first join, which answers the
+  joining agent its own seat link; presented again, the invite contests the seat: the ledger
+  records it, a running room ends without agreement and the brief says so, so an agent of
+  A's side that joined B's seat first cannot hold it silently.
+* A principal's answer recorded as a ``<seat><seq>.0`` claim is its principal's own word,
+  private like the card: it is never reviewed, so nothing the other side agrees to may rest
+  on it.
+* ``wait_for_turn`` calls waiting at once are capped per client as well, with a coded refusal.
+
+The MCP tests run a real uvicorn on 127.0.0.1 and the SDK's client over loopback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+import pxp
+from pxp._server_links import SqliteLinkStore
+
+from ._mcp_harness import call, mcp_client, refused
+from .test_mcp_attacks import CARD_A, CARD_B, create, pages_in, server, sqlite
+from .test_pxp_origins import active_room, msg
+
+_SEAT_LINK = r"http://127\.0\.0\.1:\d+/room/[0-9a-f]{16}\?seat=B&t=[A-Za-z0-9_-]{43}"
+
+
+async def join(client: Client, link: str, agent: str) -> tuple[dict[str, Any], list[str]]:
+    """join_room; return the answer and the principal page links in the user's block."""
+    result = await client.call_tool("join_room", {"link": link, "agent_name": agent})
+    assert not result.is_error, result.content
+    data: dict[str, Any] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    return data, pages_in(result)
+
+
+def ledger(service: Any, room_id: str, kind: str) -> list[dict[str, Any]]:
+    return [e["data"] for e in service.export(room_id)["ledger"] if e["type"] == kind]
+
+
+# ------------------------------------------------------------------ 1. the invite
+
+
+def test_the_invite_is_spent_at_the_first_join_for_a_seat_link_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """Defect: the counterpart's invite stayed seat B's credential for good, so A's side,
+    which handed it over, could read B's card (get_room) and send as B at any time."""
+    service = sqlite(tmp_path)
+
+    async def go(base: str) -> None:
+        async with mcp_client(base) as a, mcp_client(base) as b:
+            made = await create(a)
+            invite = made["invite_link_for_counterpart"]
+            # before the join the invite only joins
+            text = await refused(b, "seal_intent_card", {"link": invite, "card": CARD_B})
+            assert "invite_link:" in text
+            joined, pages = await join(b, invite, "bo-agent")
+            mine = joined["your_link"]
+            assert re.fullmatch(_SEAT_LINK, mine)
+            assert mine != invite
+            assert len(pages) == 1  # B's page, for B's human, only here
+            assert joined["you"]["seat"] == "B"
+            # the exchanged link is B's credential; the invite opens nothing any more
+            await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
+            view = await call(b, "seal_intent_card", {"link": mine, "card": CARD_B})
+            assert view["status"] == "negotiating"
+            for tool, args in (
+                ("get_room", {}),
+                ("wait_for_turn", {"timeout_seconds": 1}),
+                ("send_envelope", {"message": "m", "status": "continue"}),
+                ("answer_escalation", {"answer": "yes"}),
+                ("get_brief", {}),
+                ("seal_intent_card", {"card": CARD_B}),
+            ):
+                text = await refused(a, tool, {"link": invite, **args})
+                assert "invite_link:" in text, (tool, text)
+                assert "SECRET" not in text
+            # the same agent joining again with its own link changes nothing
+            again, pages = await join(b, mine, "bo-agent")
+            assert pages == []
+            assert "your_link" not in again
+        rows = SqliteLinkStore(tmp_path / "rooms.sqlite").rows(made["room_id"])
+        assert sorted((r.seat, r.kind) for r in rows) == [
+            ("A", "principal"),
+            ("A", "seat"),
+            ("B", "invite"),
+            ("B", "principal"),
+            ("B", "seat"),
+        ]
+
+    with server(service) as base:
+        asyncio.run(go(base))
+
+
+def test_an_agent_of_a_that_joined_b_first_cannot_hold_the_seat_silently(
+    tmp_path: Path,
+) -> None:
+    """Defect (finding 6): A's client joined B's seat with the invite, took B's page and
+    sealed B's card "via web"; the real B agent was refused ``seat_taken`` and the room
+    went on as if B were there. Now the real B presenting the invite contests the seat:
+    the ledger records it, the room ends without agreement, and the brief names both."""
+    service = sqlite(tmp_path)
+
+    async def go(base: str) -> None:
+        async with mcp_client(base) as a, mcp_client(base) as b, httpx2.AsyncClient() as web:
+            made = await create(a)
+            invite = made["invite_link_for_counterpart"]
+            stolen, pages = await join(a, invite, "bo-agent")  # the impostor takes B's name
+            posted = await web.post(
+                pages[0] + "/card",
+                data={"card": json.dumps(CARD_B)},
+                headers={"Origin": base, "Sec-Fetch-Site": "same-origin"},
+            )
+            assert posted.status_code == 303
+            await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
+            # the real B arrives with the invite it was sent (same agent name, even)
+            text = await refused(b, "join_room", {"link": invite, "agent_name": "bo-agent"})
+            assert "seat_contested:" in text
+            assert "SECRET" not in text
+            assert "/p/" not in text
+            # the room has ended for everyone; the impostor can no longer act as B
+            view = await call(a, "get_room", {"link": made["your_link"]})
+            assert view["status"] == "stalled"
+            offer = {"link": stolen["your_link"], "message": "Yes.", "status": "agree"}
+            assert "invalid_transition" in await refused(a, "send_envelope", offer)
+            brief = await call(a, "get_brief", {"link": made["your_link"]})
+            assert brief["brief"]["outcome"] == "no_agreement"
+            contests = brief["brief"]["parties"]["B"]["contests"]
+            assert [(c["agent"], c["holder"], c["state"]) for c in contests] == [
+                ("bo-agent", "bo-agent", "active")
+            ]
+            assert "Seat B was contested" in brief["markdown"]
+            page = (await web.get(pages[0])).text
+            assert "contested" in page
+
+        assert ledger(service, made["room_id"], "seat_contested") == [
+            {"seat": "B", "agent": "bo-agent"}
+        ]
+
+    with server(service) as base:
+        asyncio.run(go(base))
+
+
+def test_a_contest_after_an_impostors_agreement_is_in_the_brief(tmp_path: Path) -> None:
+    """An impostor that raced the room to an agreement before the real B arrived still
+    cannot keep it quiet: the contest is appended after the end, and the brief (its ledger
+    head too) says seat B was contested after the agreement."""
+    service = sqlite(tmp_path)
+
+    async def go(base: str) -> None:
+        async with mcp_client(base) as a, mcp_client(base) as b:
+            made = await create(a)
+            invite, link_a = made["invite_link_for_counterpart"], made["your_link"]
+            stolen, _ = await join(a, invite, "sneaky")
+            link_b = stolen["your_link"]
+            await call(a, "seal_intent_card", {"link": link_a, "card": CARD_A})
+            await call(a, "seal_intent_card", {"link": link_b, "card": CARD_B})
+            offer = {"message": "Offer.", "status": "continue", "proposal": {"terms": ["4700"]}}
+            await call(a, "send_envelope", {"link": link_a, **offer})
+            await call(a, "send_envelope", {"link": link_b, "message": "Yes.", "status": "agree"})
+            before = await call(a, "get_brief", {"link": link_a})
+            assert before["brief"]["parties"]["B"]["contests"] == []
+            text = await refused(b, "join_room", {"link": invite, "agent_name": "bo-agent"})
+            assert "seat_contested:" in text
+            after = await call(a, "get_brief", {"link": link_a})
+            assert after["brief"]["outcome"] == "agreed"  # what was agreed stays on record
+            assert after["ledger_head"] != before["ledger_head"]
+            (contest,) = after["brief"]["parties"]["B"]["contests"]
+            assert (contest["agent"], contest["holder"], contest["state"]) == (
+                "bo-agent",
+                "sneaky",
+                "agreed",
+            )
+            assert "after the room had agreed" in after["markdown"]
+
+    with server(service) as base:
+        asyncio.run(go(base))
+
+
+def test_a_contest_replays_from_the_ledger() -> None:
+    room, now = active_room()
+    room.join("B", agent="sneaky", now=now())
+    with pytest.raises(pxp.PxpError) as err:
+        room.contest("A", agent="x", now=now())  # seat A has no agent: nothing to contest
+    assert err.value.code == "seat_invalid"
+    room.contest("B", agent="bo-agent", now=now())
+    assert room.status == "ended"
+    assert room.turn is None
+    with pytest.raises(pxp.PxpError) as err:
+        room.send("A", msg(), now=now())
+    assert err.value.code == "invalid_transition"
+    again = pxp.Room.from_export(room.export(), head=room.head)
+    assert again.status == "ended"
+    assert again.brief() == room.brief()
+    assert again.brief()["parties"]["B"]["contests"][0]["agent"] == "bo-agent"
+
+
+# ------------------------------------------------------------------ 2. `.0` claims
+
+
+def _answered() -> tuple[pxp.Room, Any]:
+    room, now = active_room()
+    room.send("A", msg("escalate", escalation={"question": "440?", "reason": "r"}), now=now())
+    room.answer("A", "Yes, 440 EUR is fine", now=now(), via="mcp")
+    assert room.claims["A1.0"].speaker == "principal"
+    return room, now
+
+
+def test_a_proposal_cannot_rest_on_its_own_principal_answer_claim() -> None:
+    """``A1.0`` is A's principal's own word, private like A's card: B never sees it before
+    the end, so nothing B agrees to may rest on it. A claim id names a claim of an envelope
+    (index from 1), so ``depends_on`` refuses ``A1.0`` by its shape; the answer reaches the
+    other side only as a claim of an envelope, stated from ``amendments[0]``, which B must
+    review like any other."""
+    room, now = _answered()
+    head = room.head
+    draft = msg(proposal={"terms": ["440 EUR"], "depends_on": ["A1.0"]})
+    with pytest.raises(pxp.PxpError) as err:
+        room.send("A", draft, now=now())
+    assert (err.value.code, err.value.reason) == ("envelope_invalid", "depends_on_invalid")
+    assert room.head == head
+    cite = {"text": "440 EUR is fine", "origin": "stated", "ref": "amendments[0]"}
+    proposal = {"terms": ["440 EUR"], "depends_on": ["new1"]}
+    room.send("A", msg(claims=[cite], proposal=proposal), now=now())
+    assert room.claims["A2.1"].origin == "stated"
+    assert room.unreviewed("B") == ("A2.1",)  # A1.0 is never owed a review
+    sent = room.send("B", msg(), now=now())  # B did not review: only A2.1 is challenged
+    assert [r["claim_id"] for r in sent.envelope["reviews"]] == ["A2.1"]
+
+
+@pytest.mark.parametrize("where", ["review", "depends_on"])
+def test_the_other_sides_principal_answer_claim_cannot_be_named(where: str) -> None:
+    """B can neither review nor depend on ``A1.0``, and the refusal is the same whether A's
+    principal answered or not (a ``.0`` id is refused by its shape), so it tells B nothing
+    about what no view of B shows."""
+    room, now = _answered()
+    room.send("A", msg(), now=now())
+
+    def refusal(cid: str) -> tuple[str, str | None]:
+        if where == "review":
+            draft = msg(reviews=[{"claim_id": cid, "verdict": "challenge"}])
+        else:
+            draft = msg(proposal={"terms": ["430 EUR"], "depends_on": [cid]})
+        with pytest.raises(pxp.PxpError) as err:
+            room.send("B", draft, now=now())
+        return err.value.code, err.value.reason
+
+    answered, never = refusal("A1.0"), refusal("A2.0")
+    assert answered == never
+    assert answered in (
+        ("envelope_invalid", "review_claim_id"),
+        ("envelope_invalid", "depends_on_invalid"),
+    )
+    assert "A1.0" not in room.claims_seen_by("B")
+    assert "A1.0" in room.claims_seen_by("A")
+
+
+# ------------------------------------------------------------------ 3. waits per client
+
+
+@contextlib.asynccontextmanager
+async def client_from(base: str, address: str) -> AsyncIterator[Client]:
+    """An SDK client whose connections leave from ``address`` (a loopback address)."""
+    transport = httpx2.AsyncHTTPTransport(local_address=address)
+    async with (
+        httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(30, read=60)) as http,
+        Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
+    ):
+        yield client
+
+
+def test_wait_for_turn_is_capped_per_client(tmp_path: Path) -> None:
+    """Defect: one client could hold every server-wide wait place by spreading its waits over
+    rooms and seats (each seat within its own cap); now a client (told apart by its address,
+    or its agent key) has its own cap, and over it the call is refused with a code."""
+    service = sqlite(tmp_path)
+
+    async def go(base: str) -> None:
+        async with client_from(base, "127.0.0.2") as hog, client_from(base, "127.0.0.3") as fair:
+            links = []
+            for _ in range(3):
+                made = await create(hog)
+                await call(hog, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
+                links.append(made["your_link"])
+            theirs = await create(fair)
+            await call(fair, "seal_intent_card", {"link": theirs["your_link"], "card": CARD_A})
+            waits = [
+                asyncio.create_task(
+                    call(hog, "wait_for_turn", {"link": link, "timeout_seconds": 3})
+                )
+                for link in links[:2]
+            ]
+            await asyncio.sleep(0.8)
+            text = await refused(hog, "wait_for_turn", {"link": links[2], "timeout_seconds": 3})
+            assert "wait_limit:" in text
+            # another client still waits for real (no wait_busy, a full timeout)
+            started = asyncio.get_running_loop().time()
+            other = await call(
+                fair, "wait_for_turn", {"link": theirs["your_link"], "timeout_seconds": 1}
+            )
+            assert "wait_busy" not in other
+            assert other["timed_out"] is True
+            assert asyncio.get_running_loop().time() - started >= 0.9
+            for done in await asyncio.gather(*waits):
+                assert done["timed_out"] is True
+            # places are given back when the calls return
+            again = await call(hog, "wait_for_turn", {"link": links[2], "timeout_seconds": 1})
+            assert again["timed_out"] is True
+
+    with server(service, max_waiters_per_client=2) as base:
+        asyncio.run(go(base))
