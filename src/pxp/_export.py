@@ -398,6 +398,20 @@ def _replay(
         ):
             raise _bad(f"{where} contests a seat nobody holds, or names no agent", "order")
         room._do_contest(seat, agent, entry["at"], index + 1, state["contested"])
+    elif kind == "seat_released":
+        from ._room import TRANSITIONS
+
+        seat = _seat_of(data, where)
+        state = TRANSITIONS.get((room.status, "release"))
+        agent = room._seats[seat].agent
+        if (
+            state is None
+            or room._replay_outcome is not None
+            or agent is None
+            or data.get("agent") != agent
+        ):
+            raise _bad(f"{where} releases a seat its agent does not hold", "order")
+        room._do_release(seat, state["released"])
     elif kind == "turn_limit":
         if room._replay_outcome != "turn_limit" or room.status != "active":
             raise _bad(f"{where} comes before the turn limit", "order")

@@ -594,6 +594,9 @@ def create_app(
         seal=lambda seat, card: service.seal(seat, card, "web"),
         answer=lambda seat, answer, confirms: service.answer(seat, answer, "web", confirms),
         brief=service.brief_if_ended,
+        release=lambda seat: MintedLinks(
+            seat.room_id, {(seat.seat, "invite"): service.release(seat)}
+        ).link(cfg.public_url, seat.seat, "invite"),
         changed=changes.bump,
         allowed_origins=origins,
         max_form_bytes=cfg.max_body_bytes,

@@ -50,7 +50,7 @@ __all__ = [
 STATES = ("open", "active", "paused", "agreed", "ended")
 """Room states: seating and sealing, negotiating, waiting on a principal, done (two ways)."""
 
-ACTIONS = ("join", "draft", "seal", "send", "answer", "brief", "contest")
+ACTIONS = ("join", "draft", "seal", "send", "answer", "brief", "contest", "release")
 """Actions on a room (``Room.join`` ... ``Room.brief``)."""
 
 TRANSITIONS: dict[tuple[str, str], dict[str, str]] = {
@@ -75,6 +75,10 @@ TRANSITIONS: dict[tuple[str, str], dict[str, str]] = {
     ("paused", "contest"): {"contested": "ended"},
     ("agreed", "contest"): {"contested": "agreed"},
     ("ended", "contest"): {"contested": "ended"},
+    # the seat's principal frees the seat from its agent (ours), for another agent to join
+    ("open", "release"): {"released": "open"},
+    ("active", "release"): {"released": "active"},
+    ("paused", "release"): {"released": "paused"},
 }
 """``(state, action) -> {outcome: next state}``; any pair not listed is an invalid action."""
 
@@ -502,6 +506,27 @@ class Room:
         self.status = state
         if state == "ended":
             self.turn = None
+
+    def release(self, seat: str, *, now: datetime) -> str:
+        """The seat's principal frees ``seat`` from its agent: ledger ``seat_released {seat,
+        agent}`` (ours); returns the agent released.
+
+        The next agent that joins takes the seat as a first join would (the ledger and the
+        brief keep every agent that sat there). Only while the room runs.
+        """
+        outcomes = self._allowed("release")
+        seat = _check_seat(seat)
+        agent = self._seats[seat].agent
+        if agent is None:
+            raise PxpError("seat_invalid", f"seat {seat} has no agent to release")
+        data = {"seat": seat, "agent": agent}
+        self._do_release(seat, outcomes["released"])
+        self.ledger.append("seat_released", format_time(now), data)
+        return agent
+
+    def _do_release(self, seat: str, state: str) -> None:
+        self._seats[seat].agent = None
+        self.status = state
 
     def contests(self, seat: str) -> list[dict[str, Any]]:
         """Every contest of ``seat``: ``{agent, holder, state, at, n}`` (``holder`` the agent

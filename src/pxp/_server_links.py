@@ -536,7 +536,7 @@ class SqliteLinkStore:
 LINK_REVOKED = "This link was revoked: ask whoever runs the room server for a new one."
 LINK_EXPIRED = "This link has expired: ask whoever runs the room server for a new one."
 INVITE_ONLY = (
-    "This is seat B's invite: it only joins the seat, once (join_room); every other tool takes "
+    "This is a seat's invite: it only joins the seat, once (join_room); every other tool takes "
     "the your_link that join_room answered."
 )
 

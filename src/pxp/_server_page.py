@@ -263,6 +263,15 @@ def room_page(
         )
         + "</p>"
     )
+    if view.get("agent") and status in ("drafting", "negotiating", "paused"):
+        # the principal, not the room, decides which agent acts for it (ours)
+        out.append(
+            f'<form method="post" action="{_attr(action)}/release" class="release">'
+            '<input type="hidden" name="release" value="yes">'
+            f'<p>Not your agent, or it lost its link? <button type="submit">Release your seat '
+            f"from {safe(view.get('agent'))}</button> (it stops acting for you at once; you get "
+            "a new invite for your next agent).</p></form>"
+        )
     out.append(
         f"<p>{safe(name[other_seat])} (seat {safe(other_seat)}): proxy "
         f"{safe(other.get('agent') or 'not joined yet')}; card "

@@ -387,6 +387,39 @@ class RoomService:
             )
         return token
 
+    def release(self, seat: SeatGrant) -> str:
+        """The seat's principal frees its seat from its agent (the page's release form);
+        return the secret of the seat's fresh invite, for the principal's next agent.
+
+        Ledger ``seat_released {seat, agent}``. The released agent's seat link is revoked
+        at once, and the fresh invite replaces the seat's earlier one (the one the creator
+        forwarded stops working), so nobody but the principal can take the freed seat. Only
+        while the room runs, and only with a principal link (``seat.kind``).
+        """
+        if seat.kind != "principal":
+            raise PxpError("link_unknown", UNKNOWN_LINK)
+        now = self._clock()
+        token = mint_token(self._random)
+
+        def act(room: Room) -> int:
+            room.release(seat.seat, now=now)
+            return len(room.ledger)
+
+        with self._lock:
+            _, released_at = self._act(seat.room_id, act)
+            self._links.revoke(seat.room_id, seat=seat.seat, kind="seat")
+            written = self._links.set_link(
+                seat.room_id,
+                seat.seat,
+                "invite",
+                token_digest(token),
+                expires_at=self._expiry(now),
+                issued_at=released_at,
+            )
+        if not written:
+            raise PxpError("store_conflict", "another process released this seat since")
+        return token
+
     def seal(self, seat: SeatGrant, card: Any, via: str) -> dict[str, Any]:
         """Seal the seat's intent card (``via`` ``"mcp"`` or ``"web"``); return the view.
 

@@ -190,6 +190,76 @@ def test_a_contest_after_an_impostors_agreement_is_in_the_brief(tmp_path: Path) 
         asyncio.run(go(base))
 
 
+def test_the_principal_releases_the_seat_for_a_new_agent(tmp_path: Path) -> None:
+    """An agent that lost its seat link cannot present the spent invite again without
+    contesting the seat; the seat's principal sees on its page which agent holds the seat and
+    can release it: the agent's link stops working, the invite A holds stays dead, and the
+    page shows a fresh invite once, for the principal's next agent."""
+    service = sqlite(tmp_path)
+    same_site = {"Sec-Fetch-Site": "same-origin"}
+
+    async def go(base: str) -> None:
+        async with mcp_client(base) as a, mcp_client(base) as b, httpx2.AsyncClient() as web:
+            made = await create(a)
+            invite = made["invite_link_for_counterpart"]
+            joined, pages = await join(b, invite, "bo-agent")
+            old = joined["your_link"]
+            await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
+            await call(b, "seal_intent_card", {"link": old, "card": CARD_B})
+            shown = (await web.get(pages[0])).text
+            assert "bo-agent" in shown
+            assert 'action="' in shown
+            assert "/release" in shown
+            foreign = await web.post(
+                pages[0] + "/release",
+                data={"release": "yes"},
+                headers={"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"},
+            )
+            assert foreign.status_code == 403
+            posted = await web.post(
+                pages[0] + "/release",
+                data={"release": "yes"},
+                headers={"Origin": base, **same_site},
+            )
+            assert posted.status_code == 200
+            (fresh,) = re.findall(_SEAT_LINK, posted.text.replace("&amp;", "&"))
+            assert fresh not in (invite, old)
+            assert "link_revoked" in await refused(b, "get_room", {"link": old})
+            text = await refused(a, "join_room", {"link": invite, "agent_name": "sneaky"})
+            assert "link_unknown" in text  # the invite A handed over is dead
+            again = await web.get(pages[0])
+            assert fresh.rsplit("=", 1)[1] not in again.text  # shown once only
+            now, more_pages = await join(b, fresh, "bo-agent-2")
+            assert more_pages == []  # the principal keeps its page
+            view = await call(b, "get_room", {"link": now["your_link"]})
+            assert view["status"] == "negotiating"
+            assert view["you"]["card_sealed"] is True
+            await call(
+                a,
+                "send_envelope",
+                {"link": made["your_link"], "message": "m", "status": "continue"},
+            )
+            await call(
+                b, "send_envelope", {"link": now["your_link"], "message": "m", "status": "continue"}
+            )
+            nothing = await web.post(
+                pages[0] + "/release",
+                data={"release": "yes"},
+                headers={"Origin": base, **same_site},
+            )
+            assert nothing.status_code == 200  # bo-agent-2 released in turn
+        assert ledger(service, made["room_id"], "seat_released") == [
+            {"seat": "B", "agent": "bo-agent"},
+            {"seat": "B", "agent": "bo-agent-2"},
+        ]
+        room = pxp.Room.from_export(service.export(made["room_id"]))
+        assert room.agent("B") is None
+        assert room.agents("B") == ("bo-agent", "bo-agent-2")
+
+    with server(service) as base:
+        asyncio.run(go(base))
+
+
 def test_a_contest_replays_from_the_ledger() -> None:
     room, now = active_room()
     room.join("B", agent="sneaky", now=now())
