@@ -2,9 +2,10 @@
 
 Reached only through a principal link (``/p/<room>/<token>``). The server hands a seat's
 principal link only to the agent that joined that seat, in MCP content addressed to the human
-(``audience: ["user"]``): seat A's with ``create_room``, seat B's with the first ``join_room``
-on B's seat link, again to an agent that takes a seat over; every tool refuses a principal
-link. These are the routes and the form handling; what the page shows is
+(``audience: ["user"]``): seat A's with ``create_room``, seat B's with the ``join_room`` that
+spends B's invite; every tool refuses a principal link. The page's forms seal the card,
+answer an escalation, and release the seat from its agent (the response shows the seat's
+fresh invite, once). These are the routes and the form handling; what the page shows is
 :mod:`pxp._server_page` (the brief, claims, escalations and answers, the ledger head).
 
 Every page is sent with ``Cache-Control: no-store``, ``Referrer-Policy: same-origin`` (the link
