@@ -417,22 +417,22 @@ def _acted(acted: Any, via: Any) -> str:
 
 
 def _contest_lines(parties: Mapping[str, Any], name: Mapping[str, str]) -> list[str]:
-    """The warning for each contested seat (see ``Room.contest``), before anything else."""
+    """The warning for each contested seat (see ``Room.contest``), right under the outcome."""
     lines: list[str] = []
     for seat in SEATS:
         for c in parties[seat].get("contests") or []:
-            after = c["state"] in ("agreed", "ended")
-            consequence = (
-                f"after the room had {'agreed' if c['state'] == 'agreed' else 'ended'}: "
+            done = {"agreed": "agreed", "ended": "ended"}.get(c["state"])
+            when = f", after the room had {done}" if done else ""
+            then = (
                 f"what it records for seat {seat} may not be {name[seat]}'s."
-                if after
+                if done
                 else "so the room ended there, without agreement."
             )
             lines += [
                 f"**Seat {seat} was contested** (ledger entry {c['n']}, {c['at']}): agent "
                 f"{c['agent']} presented seat {seat}'s invite after agent {c['holder']} had "
-                f"joined with it. Nobody can tell which of the two acts for {name[seat]}, "
-                + consequence,
+                f"joined with it{when}. Nobody can tell which of the two acts for "
+                f"{name[seat]}: {then}",
                 "",
             ]
     return lines
@@ -466,6 +466,7 @@ def _render(brief: Mapping[str, Any]) -> str:
             f"{name[p['seat']]}'s proxy proposed (message {p['seq']}), "
             f"{name[a['seat']]}'s proxy accepted (message {a['seq']}).",
             "",
+            *_contest_lines(parties, name),
             "## What was agreed",
             "",
         ]
@@ -488,8 +489,7 @@ def _render(brief: Mapping[str, Any]) -> str:
             )
         lines.append("")
     else:
-        lines += ["**Outcome: no agreement.**", ""]
-    lines += _contest_lines(parties, name)
+        lines += ["**Outcome: no agreement.**", "", *_contest_lines(parties, name)]
     if brief["unverified"]:
         lines += [
             "## Unverified assumptions",

@@ -2117,6 +2117,21 @@ def brief_cases() -> Iterator[Case]:
             "each join and marks the second as reading like the first."
         ),
     )
+    contested = [
+        {"seat": "B", "at": _t(0), "join": "sneaky"},
+        *SEALED,
+        OFFER,
+        agree,
+        {"seat": "B", "at": _t(5), "contest": "bo-agent"},
+    ]
+    yield Case(
+        "contested-after-agreement",
+        {"room": ROOM, "steps": contested},
+        comment=(
+            "An agent seated in B agrees; then another presents B's invite: the agreement "
+            "stays on record, the contest is listed and the Markdown warns under the outcome."
+        ),
+    )
     short = {**ROOM, "max_turns": 2}
     yield Case(
         "turn-limit",
@@ -2217,6 +2232,81 @@ def import_room_cases() -> Iterator[Case]:
         ],
     )
     yield from _reference_import_cases()
+    yield from _seat_cases()
+
+
+def _seat_room(*entries: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """The paused sample room with B's agent joined, then ``entries``, chained here."""
+    room = copy.deepcopy(SAMPLE)
+    joined = ("agent_joined", {"seat": "B", "agent": "bo-agent", "mode": "external"})
+    for second, (type_, data) in enumerate((joined, *entries), start=6):
+        ledger = room["ledger"]
+        prev, n, at = ledger[-1]["hash"], len(ledger) + 1, _t(second)
+        digest = _sha(prev + _canon({"n": n, "type": type_, "at": at, "data": data}))
+        ledger.append({"n": n, "type": type_, "at": at, "data": data, "prev": prev, "hash": digest})
+    return room
+
+
+def _seat_cases() -> Iterator[Case]:
+    """Ours: a contested seat ends a running room; a released seat leaves it as it was."""
+    order = {"code": "import_invalid", "reason": "order"}
+
+    def rewrite(seat: str | None = None, agent: str | None = None) -> Any:
+        def change(case: dict[str, Any]) -> None:
+            data = case["room"]["ledger"][-1]["data"]
+            data.update({k: v for k, v in (("seat", seat), ("agent", agent)) if v is not None})
+            _rechain(case["room"])
+            case.pop("head", None)
+
+        return change
+
+    cases = [
+        (
+            "seat-contested-ends-the-room",
+            ("seat_contested", {"seat": "B", "agent": "sneaky"}),
+            {"status": "ended", "turn": None, "pending": None},
+            "Seat B's invite presented again after bo-agent joined with it: the paused room "
+            "ends there, its pending escalation unanswered (spec section 4, contest).",
+            Mutation(
+                "contest-of-a-seat-nobody-holds",
+                "The contest names seat A, which no agent joined: refused.",
+                rewrite(seat="A"),
+                error=order,
+            ),
+        ),
+        (
+            "seat-released-keeps-the-room",
+            ("seat_released", {"seat": "B", "agent": "bo-agent"}),
+            {
+                "status": "paused",
+                "turn": "A",
+                "pending": {"seat": "A", "seq": 1, "question": "May I go higher?"},
+            },
+            "B's principal released bo-agent from seat B: the room stays as it was "
+            "(spec section 4, release).",
+            Mutation(
+                "release-of-another-agent",
+                "The release names an agent that does not hold the seat: refused.",
+                rewrite(agent="sneaky"),
+                error=order,
+            ),
+        ),
+    ]
+    for name, entry, state, comment, mutation in cases:
+        room = _seat_room(entry)
+        good = Case(
+            name,
+            {"room": room, "head": room["ledger"][-1]["hash"]},
+            output={
+                **state,
+                "turns": 1,
+                "ledger_head": room["ledger"][-1]["hash"],
+                "card_hashes": {s: SAMPLE["seats"][s]["cardHash"] for s in ("A", "B")},
+            },
+            comment=comment,
+        )
+        yield good
+        yield from _derive("pxp.import_room", good, [mutation])
 
 
 def _reference_answered_room() -> dict[str, Any]:
