@@ -176,6 +176,21 @@ class RoomService:
     def _expiry(self, now: datetime) -> str | None:
         return None if self._link_ttl is None else format_time(now + self._link_ttl)
 
+    def _write_link(
+        self, room_id: str, seat: str, kind: LinkKind, token: str, now: datetime, issued_at: int
+    ) -> bool:
+        """Store a late-issued link of ``kind``, conditional on ``issued_at``, the ledger
+        entry that issued it: another process that issued later (and saved its room later)
+        keeps its link, so the link that works is the one the ledger issued last."""
+        return self._links.set_link(
+            room_id,
+            seat,
+            kind,
+            token_digest(token),
+            expires_at=self._expiry(now),
+            issued_at=issued_at,
+        )
+
     # ------------------------------------------------------------------ storage
 
     def _load(self, room_id: str) -> Room:
@@ -328,33 +343,20 @@ class RoomService:
             room, (issued_at, joined_at) = self._act(seat.room_id, act)
             if seat.kind == "invite" and joined_at is None:
                 raise PxpError("seat_contested", _CONTESTED.format(seat=seat.seat))
-            page = seat_link = None
-            # the invite is spent: the agent that joined gets the seat's own link,
-            # conditional on the ledger entry of its join like a principal link
-            if (
-                seat_token is not None
+            # the invite is spent: the agent that joined gets the seat's own link
+            seat_link = (
+                seat_token
+                if seat_token is not None
                 and joined_at is not None
-                and self._links.set_link(
-                    seat.room_id,
-                    seat.seat,
-                    "seat",
-                    token_digest(seat_token),
-                    expires_at=self._expiry(now),
-                    issued_at=joined_at,
-                )
-            ):
-                seat_link = seat_token
-            if issued_at is not None and self._links.set_link(
-                # conditional on the ledger entry that issued it: another process that
-                # issued later (and saved its room later) keeps its link
-                seat.room_id,
-                seat.seat,
-                "principal",
-                token_digest(token),
-                expires_at=self._expiry(now),
-                issued_at=issued_at,
-            ):
-                page = token
+                and self._write_link(seat.room_id, seat.seat, "seat", seat_token, now, joined_at)
+                else None
+            )
+            page = (
+                token
+                if issued_at is not None
+                and self._write_link(seat.room_id, seat.seat, "principal", token, now, issued_at)
+                else None
+            )
         return Joined(self._view(room, seat.seat), page, seat_link)
 
     def reissue_principal_link(self, room_id: str, seat: str) -> str:
@@ -373,14 +375,7 @@ class RoomService:
 
         with self._lock:
             _, issued_at = self._act(room_id, act)
-            written = self._links.set_link(
-                room_id,
-                seat,
-                "principal",
-                token_digest(token),
-                expires_at=self._expiry(now),
-                issued_at=issued_at,
-            )
+            written = self._write_link(room_id, seat, "principal", token, now, issued_at)
         if not written:
             raise PxpError(
                 "store_conflict", "another process issued this seat's principal link since"
@@ -406,16 +401,17 @@ class RoomService:
             return len(room.ledger)
 
         with self._lock:
+            # refuse before anything changes; then close the seat's links before the seat is
+            # free, so no process can join the freed seat with the invite the creator
+            # forwarded (or act with the released agent's link) in between
+            held = self._load(seat.room_id)
+            held._allowed("release")
+            if held.agent(seat.seat) is None:
+                raise PxpError("seat_invalid", f"seat {seat.seat} has no agent to release")
+            for kind in ("invite", "seat"):
+                self._links.revoke(seat.room_id, seat=seat.seat, kind=kind)
             _, released_at = self._act(seat.room_id, act)
-            self._links.revoke(seat.room_id, seat=seat.seat, kind="seat")
-            written = self._links.set_link(
-                seat.room_id,
-                seat.seat,
-                "invite",
-                token_digest(token),
-                expires_at=self._expiry(now),
-                issued_at=released_at,
-            )
+            written = self._write_link(seat.room_id, seat.seat, "invite", token, now, released_at)
         if not written:
             raise PxpError("store_conflict", "another process released this seat since")
         return token

@@ -260,6 +260,35 @@ def test_the_principal_releases_the_seat_for_a_new_agent(tmp_path: Path) -> None
         asyncio.run(go(base))
 
 
+def test_a_refused_release_changes_no_link(tmp_path: Path) -> None:
+    from pxp._server_links import SeatGrant
+
+    service = sqlite(tmp_path)
+    made = service.create_room(
+        topic="t", your_principal="Ann", counterpart="Bo", counterpart_proxy="external"
+    )
+    page_b = SeatGrant(made.room_id, "B", "principal")
+    rows = SqliteLinkStore(tmp_path / "rooms.sqlite").rows
+    before = rows(made.room_id)
+    with pytest.raises(pxp.PxpError) as err:
+        service.release(page_b)  # nobody holds seat B yet
+    assert err.value.code == "seat_invalid"
+    assert rows(made.room_id) == before
+    with pytest.raises(pxp.PxpError) as err:
+        service.release(SeatGrant(made.room_id, "B", "seat"))  # only a principal link
+    assert err.value.code == "link_unknown"
+    invite = made.link("http://x", "B", "invite")
+    service.join(service.grant(invite, ("seat", "invite")), "bo")
+    with pytest.raises(pxp.PxpError) as err:
+        service.join(service.grant(invite, ("seat", "invite")), "other")
+    assert err.value.code == "seat_contested"
+    before = rows(made.room_id)
+    with pytest.raises(pxp.PxpError) as err:
+        service.release(page_b)  # the room has ended
+    assert err.value.code == "invalid_transition"
+    assert rows(made.room_id) == before
+
+
 def test_a_contest_replays_from_the_ledger() -> None:
     room, now = active_room()
     room.join("B", agent="sneaky", now=now())
@@ -391,4 +420,51 @@ def test_wait_for_turn_is_capped_per_client(tmp_path: Path) -> None:
             assert again["timed_out"] is True
 
     with server(service, max_waiters_per_client=2) as base:
+        asyncio.run(go(base))
+
+
+def test_clients_with_agent_keys_have_a_cap_each(tmp_path: Path) -> None:
+    """Behind one address (a proxy), clients that send a valid agent key are told apart by
+    it; an unknown key counts as the address, so inventing keys buys no places."""
+    service = sqlite(tmp_path)
+    keys = ("k-" + "1" * 40, "k-" + "2" * 40)
+
+    async def go(base: str) -> None:
+        def auth(key: str) -> dict[str, str]:
+            return {"Authorization": f"Bearer {key}"}
+
+        async with (
+            mcp_client(base, headers=auth(keys[0])) as one,
+            mcp_client(base, headers=auth(keys[1])) as two,
+            mcp_client(base, headers=auth(keys[0])) as one_again,
+            mcp_client(base, headers=auth("k-" + "9" * 40)) as forged,
+            mcp_client(base) as plain,
+        ):
+            links = []
+            for client in (one, two, one):
+                made = await create(client)
+                await call(client, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
+                links.append(made["your_link"])
+            held = [
+                asyncio.create_task(
+                    call(client, "wait_for_turn", {"link": link, "timeout_seconds": 2})
+                )
+                for client, link in ((one, links[0]), (two, links[1]))
+            ]
+            await asyncio.sleep(0.8)
+            text = await refused(
+                one_again, "wait_for_turn", {"link": links[2], "timeout_seconds": 2}
+            )
+            assert "wait_limit:" in text
+            # the forged key is the plain address: one place, taken by the first
+            first = asyncio.create_task(
+                call(plain, "wait_for_turn", {"link": links[2], "timeout_seconds": 2})
+            )
+            await asyncio.sleep(0.5)
+            text = await refused(forged, "wait_for_turn", {"link": links[2], "timeout_seconds": 2})
+            assert "wait_limit:" in text
+            for done in await asyncio.gather(*held, first):
+                assert done["timed_out"] is True
+
+    with server(service, agent_keys=keys, max_waiters_per_client=1) as base:
         asyncio.run(go(base))
