@@ -134,6 +134,7 @@ def test_an_agent_of_a_that_joined_b_first_cannot_hold_the_seat_silently(
             # the room has ended for everyone; the impostor can no longer act as B
             view = await call(a, "get_room", {"link": made["your_link"]})
             assert view["status"] == "stalled"
+            assert view["next_action"].startswith("No agreement: seat B's invite was presented")
             offer = {"link": stolen["your_link"], "message": "Yes.", "status": "agree"}
             assert "invalid_transition" in await refused(a, "send_envelope", offer)
             brief = await call(a, "get_brief", {"link": made["your_link"]})
