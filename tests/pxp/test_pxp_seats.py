@@ -32,7 +32,7 @@ import pxp
 from pxp._server_links import SqliteLinkStore
 
 from ._mcp_harness import call, mcp_client, refused
-from .test_mcp_attacks import CARD_A, CARD_B, create, pages_in, server, sqlite
+from .test_mcp_attacks import CARD_A, CARD_B, CountingService, create, pages_in, server, sqlite
 from .test_pxp_origins import active_room, msg
 
 _SEAT_LINK = r"http://127\.0\.0\.1:\d+/room/[0-9a-f]{16}\?seat=B&t=[A-Za-z0-9_-]{43}"
@@ -382,11 +382,27 @@ async def client_from(base: str, address: str) -> AsyncIterator[Client]:
         yield client
 
 
+def _counting(tmp_path: Path) -> CountingService:
+    service = sqlite(tmp_path, CountingService)
+    assert isinstance(service, CountingService)
+    return service
+
+
+async def _until_views(service: CountingService, n: int) -> None:
+    """Wait until seat A's views were read ``n`` times since the last reset: a waiting call
+    reads the view only once it holds its place, so the places are taken then."""
+    for _ in range(4000):
+        if service.views["A"] >= n:
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError(f"seat A was not viewed {n} times")
+
+
 def test_wait_for_turn_is_capped_per_client(tmp_path: Path) -> None:
     """Defect: one client could hold every server-wide wait place by spreading its waits over
     rooms and seats (each seat within its own cap); now a client (told apart by its address,
     or its agent key) has its own cap, and over it the call is refused with a code."""
-    service = sqlite(tmp_path)
+    service = _counting(tmp_path)
 
     async def go(base: str) -> None:
         async with client_from(base, "127.0.0.2") as hog, client_from(base, "127.0.0.3") as fair:
@@ -397,13 +413,14 @@ def test_wait_for_turn_is_capped_per_client(tmp_path: Path) -> None:
                 links.append(made["your_link"])
             theirs = await create(fair)
             await call(fair, "seal_intent_card", {"link": theirs["your_link"], "card": CARD_A})
+            service.views.update(A=0, B=0)
             waits = [
                 asyncio.create_task(
                     call(hog, "wait_for_turn", {"link": link, "timeout_seconds": 3})
                 )
                 for link in links[:2]
             ]
-            await asyncio.sleep(0.8)
+            await _until_views(service, 2)  # both waits have their places
             text = await refused(hog, "wait_for_turn", {"link": links[2], "timeout_seconds": 3})
             assert "wait_limit:" in text
             # another client still waits for real (no wait_busy, a full timeout)
@@ -427,7 +444,7 @@ def test_wait_for_turn_is_capped_per_client(tmp_path: Path) -> None:
 def test_clients_with_agent_keys_have_a_cap_each(tmp_path: Path) -> None:
     """Behind one address (a proxy), clients that send a valid agent key are told apart by
     it; an unknown key counts as the address, so inventing keys buys no places."""
-    service = sqlite(tmp_path)
+    service = _counting(tmp_path)
     keys = ("k-" + "1" * 40, "k-" + "2" * 40)
 
     async def go(base: str) -> None:
@@ -446,13 +463,14 @@ def test_clients_with_agent_keys_have_a_cap_each(tmp_path: Path) -> None:
                 made = await create(client)
                 await call(client, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
                 links.append(made["your_link"])
+            service.views.update(A=0, B=0)
             held = [
                 asyncio.create_task(
                     call(client, "wait_for_turn", {"link": link, "timeout_seconds": 2})
                 )
                 for client, link in ((one, links[0]), (two, links[1]))
             ]
-            await asyncio.sleep(0.8)
+            await _until_views(service, 2)  # both waits have their places
             text = await refused(
                 one_again, "wait_for_turn", {"link": links[2], "timeout_seconds": 2}
             )
@@ -461,7 +479,7 @@ def test_clients_with_agent_keys_have_a_cap_each(tmp_path: Path) -> None:
             first = asyncio.create_task(
                 call(plain, "wait_for_turn", {"link": links[2], "timeout_seconds": 2})
             )
-            await asyncio.sleep(0.5)
+            await _until_views(service, 3)
             text = await refused(forged, "wait_for_turn", {"link": links[2], "timeout_seconds": 2})
             assert "wait_limit:" in text
             for done in await asyncio.gather(*held, first):
