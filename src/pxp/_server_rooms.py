@@ -233,7 +233,7 @@ class RoomService:
                 raise PxpError(
                     "builtin_unavailable",
                     "this server has no built-in counterpart proxy; use counterpart_proxy "
-                    "'external' and send the counterpart link to the other side",
+                    "'external' and send invite_link_for_counterpart to the other side",
                 )
             builtin = self._builtin(topic, names["B"])
         minted = mint_links(self._random)
