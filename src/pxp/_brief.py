@@ -185,6 +185,8 @@ def build_brief(room: Room) -> dict[str, Any]:
             "principal_link": room.principal_link(seat),
             "agents": list(room.agents(seat)),
             "contests": room.contests(seat),
+            "releases": room.releases(seat),
+            "rejoins": room.rejoins(seat),
         }
     depends: list[dict[str, Any]] = []
     unverified: list[str] = []
@@ -417,14 +419,19 @@ def _acted(acted: Any, via: Any) -> str:
 
 
 def _contest_lines(parties: Mapping[str, Any], name: Mapping[str, str]) -> list[str]:
-    """The warning for each contested seat (see ``Room.contest``), right under the outcome."""
+    """The seat history a principal must not miss, right under the outcome: every contest,
+    release and rejoin of a seat (see ``Room.contest``, ``Room.release``, ``Room.rejoin``).
+    Each is a hand-over nobody can vouch for: a seat's links are bearer links, and the
+    invite travelled through the other side."""
     lines: list[str] = []
     for seat in SEATS:
-        for c in parties[seat].get("contests") or []:
+        party = parties[seat]
+        for c in party.get("contests") or []:
             done = {"agreed": "agreed", "ended": "ended"}.get(c["state"])
             when = f", after the room had {done}" if done else ""
             then = (
-                f"what it records for seat {seat} may not be {name[seat]}'s."
+                f"what it records for seat {seat} may not be {name[seat]}'s (the side that "
+                "forwarded the invite can also write this)."
                 if done
                 else "so the room ended there, without agreement."
             )
@@ -433,6 +440,30 @@ def _contest_lines(parties: Mapping[str, Any], name: Mapping[str, str]) -> list[
                 f"{c['agent']} presented seat {seat}'s invite after agent {c['holder']} had "
                 f"joined with it{when}. Nobody can tell which of the two acts for "
                 f"{name[seat]}: {then}",
+                "",
+            ]
+        for r in party.get("releases") or []:
+            by = r.get("by") or {}
+            page = f"the principal page issued at ledger entry {by.get('issued_at')} to " + (
+                f"agent {by['agent']}" if by.get("agent") else "the room's creator"
+            )
+            sealed = (
+                f"; its card had been sealed before, {_acted(r['sealed_by'], None)}"
+                if r.get("sealed_by")
+                else ""
+            )
+            lines += [
+                f"**Seat {seat} was released** (ledger entry {r['n']}, {r['at']}) from agent "
+                f"{r['agent']} through {page}{sealed}. Whoever held that page handed the seat "
+                "on: any agent after it did not seal that card, and that page still acts for "
+                f"{name[seat]}.",
+                "",
+            ]
+        for r in party.get("rejoins") or []:
+            lines += [
+                f"**Seat {seat}'s link joined again** (ledger entry {r['n']}, {r['at']}) as "
+                f"agent {r['agent']} while agent {r['holder']} held the seat. If that was not "
+                "the same agent, two agents shared the seat's link.",
                 "",
             ]
     return lines

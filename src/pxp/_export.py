@@ -22,6 +22,11 @@ __all__ = ["import_room", "load_room"]
 _POST_HASH = ("answer", "answer_via")
 
 
+def _agent_name_ok(agent: Any) -> bool:
+    """An agent name as ``Room.contest`` and ``Room.rejoin`` take it."""
+    return isinstance(agent, str) and bool(agent.strip()) and len(agent) <= 200
+
+
 def _bad(message: str, reason: str) -> PxpError:
     return PxpError("import_invalid", message, reason=reason)
 
@@ -385,7 +390,7 @@ def _replay(
         room._replay_outcome = None
         room._move("send", "agree")
     elif kind == "seat_contested":
-        from ._room import TRANSITIONS
+        from ._room import MAX_CONTESTS_PER_SEAT, TRANSITIONS
 
         seat = _seat_of(data, where)
         agent = data.get("agent")
@@ -394,7 +399,9 @@ def _replay(
             state is None
             or room._replay_outcome is not None  # the last envelope's entry is still owed
             or room._seats[seat].agent is None
-            or not isinstance(agent, str)
+            or not _agent_name_ok(agent)
+            or set(data) != {"seat", "agent"}
+            or len(room._seats[seat].contests) >= MAX_CONTESTS_PER_SEAT
         ):
             raise _bad(f"{where} contests a seat nobody holds, or names no agent", "order")
         room._do_contest(seat, agent, entry["at"], index + 1, state["contested"])
@@ -409,9 +416,26 @@ def _replay(
             or room._replay_outcome is not None
             or agent is None
             or data.get("agent") != agent
+            or set(data) != {"seat", "agent"}
         ):
             raise _bad(f"{where} releases a seat its agent does not hold", "order")
-        room._do_release(seat, state["released"])
+        room._do_release(seat, entry["at"], index + 1, state["released"])
+    elif kind == "seat_rejoined":
+        from ._room import MAX_REJOINS_PER_SEAT, TRANSITIONS
+
+        seat = _seat_of(data, where)
+        state = TRANSITIONS.get((room.status, "rejoin"))
+        agent = data.get("agent")
+        if (
+            state is None
+            or room._replay_outcome is not None
+            or room._seats[seat].agent is None
+            or not _agent_name_ok(agent)
+            or set(data) != {"seat", "agent"}
+            or len(room._seats[seat].rejoins) >= MAX_REJOINS_PER_SEAT
+        ):
+            raise _bad(f"{where} joins a seat nobody holds, or names no agent", "order")
+        room._do_rejoin(seat, agent, entry["at"], index + 1, state["rejoined"])
     elif kind == "turn_limit":
         if room._replay_outcome != "turn_limit" or room.status != "active":
             raise _bad(f"{where} comes before the turn limit", "order")

@@ -341,9 +341,13 @@ def create_mcp_server(
             "This seat's principal page link was issued to the agent that joined this seat "
             "and is not shown again."
         )
+        if joined.notice is not None:
+            view = {**view, "seat_notice": joined.notice}  # ours: the seat's history
+            note = joined.notice + "\n" + note
         if joined.page_token is not None:
             note = (
-                "For the principal only (do not open or forward). Your page in this room:\n"
+                (joined.notice + "\n" if joined.notice else "")
+                + "For the principal only (do not open or forward). Your page in this room:\n"
                 f"{config.public_url}/p/{seat.room_id}/{joined.page_token}"
             )
         return _result(view, for_user=note)

@@ -25,7 +25,7 @@ from ._brief import brief_markdown
 from ._errors import PxpError
 from ._ledger import verify_ledger
 from ._proxy import Proxy
-from ._room import Room, format_time, other_seat
+from ._room import MAX_CONTESTS_PER_SEAT, MAX_REJOINS_PER_SEAT, Room, format_time, other_seat
 from ._server_links import (
     UNKNOWN_LINK,
     LinkKind,
@@ -56,9 +56,6 @@ _MAX_TEXT = 4000
 # Each new agent name in a seat appends a ledger entry, and every request re-reads and
 # re-verifies the whole ledger, so a seat may change agents only this often.
 MAX_AGENTS_PER_SEAT = 16
-# Each contest of a seat appends a ledger entry too; past this many the invite is refused
-# without writing (the seat is contested already, and the room has ended).
-MAX_CONTESTS_PER_SEAT = 4
 _CONTESTED = (
     "seat {seat}'s invite was spent when an agent joined the seat with it. Nobody can tell "
     "which agent acts for seat {seat}'s principal, so the room has ended if it was still "
@@ -81,6 +78,36 @@ class Joined(NamedTuple):
     view: dict[str, Any]
     page_token: str | None
     seat_token: str | None
+    notice: str | None = None
+
+
+def _notice(room: Room, seat: str) -> str | None:
+    """What the joining agent's principal must hear about the seat's history (ours): that
+    its link joined before, or that an earlier holder released it (with the card it sealed).
+    """
+    rejoins, releases = room.rejoins(seat), room.releases(seat)
+    if rejoins and rejoins[-1]["n"] == len(room.ledger):
+        first = room.agents(seat)[-1]
+        return (
+            f"This seat's link had already joined this room (agent {first}). If your agent did "
+            "not join before, another agent holds this seat's link: tell your principal. The "
+            "ledger and the brief record every join."
+        )
+    if releases:
+        last = releases[-1]
+        by = last.get("by") or {}
+        sealed = (
+            " Its card was sealed before the release, by the agent or page that held it then."
+            if last.get("sealed_by")
+            else ""
+        )
+        return (
+            f"This seat was held by agent {last['agent']} and released at ledger entry "
+            f"{last['n']} through the principal page issued to "
+            f"{by.get('agent') or 'the room creator'}; that page still acts for this seat.{sealed} "
+            "If your principal did not release it, tell them: the brief records it."
+        )
+    return None
 
 
 def utc_now() -> datetime:
@@ -311,38 +338,45 @@ class RoomService:
         token = mint_token(self._random)
         seat_token = mint_token(self._random) if seat.kind == "invite" else None
 
-        def act(room: Room) -> tuple[int | None, int | None]:
+        def act(room: Room) -> tuple[str, int | None, int | None]:
             current = room.agent(seat.seat)
             if seat.kind == "invite" and current is not None:
                 if len(room.contests(seat.seat)) < MAX_CONTESTS_PER_SEAT:
                     room.contest(seat.seat, agent=agent, now=now)
-                return None, None
+                return "contested", None, None
             if current != agent and len(room.agents(seat.seat)) >= MAX_AGENTS_PER_SEAT:
                 raise PxpError(
                     "agent_limit",
                     f"seat {seat.seat} has already had {MAX_AGENTS_PER_SEAT} agents; keep the "
                     "agent name you joined with",
                 )
-            if current is not None and current != agent:
-                # the seat admits one agent: another name holding the seat link (a look-alike
-                # of the agent, or anyone the link leaked to) is refused, and the agent
-                # seated keeps its seat and its principal's page
-                raise PxpError(
-                    "seat_taken",
-                    f"seat {seat.seat} is taken by another agent; only the operator can hand "
-                    "the seat's principal a new link (pxp links reissue)",
-                )
+            if current is not None:
+                # a seat link is a bearer link: its holder joining again and another agent
+                # given the same link (by anyone it passed through) look alike, so every
+                # such join is recorded and shown in the brief; another name is refused
+                if (
+                    room.status not in ("agreed", "ended")
+                    and len(room.rejoins(seat.seat)) < MAX_REJOINS_PER_SEAT
+                ):
+                    room.rejoin(seat.seat, agent=agent, now=now)
+                return ("taken" if current != agent else "rejoined"), None, None
             link = room.principal_link(seat.seat)
             room.join(seat.seat, agent=agent, now=now)
             joined_at = len(room.ledger)
             if room.status in ("agreed", "ended") or link is not None:
-                return None, joined_at
-            return room.issue_principal_link(seat.seat, agent=agent, now=now), joined_at
+                return "joined", None, joined_at
+            return "joined", room.issue_principal_link(seat.seat, agent=agent, now=now), joined_at
 
         with self._lock:
-            room, (issued_at, joined_at) = self._act(seat.room_id, act)
-            if seat.kind == "invite" and joined_at is None:
+            room, (outcome, issued_at, joined_at) = self._act(seat.room_id, act)
+            if outcome == "contested":
                 raise PxpError("seat_contested", _CONTESTED.format(seat=seat.seat))
+            if outcome == "taken":
+                raise PxpError(
+                    "seat_taken",
+                    f"seat {seat.seat} is held by another agent (this join is recorded in the "
+                    "ledger and the brief); its principal can release it on their page",
+                )
             # the invite is spent: the agent that joined gets the seat's own link
             seat_link = (
                 seat_token
@@ -357,7 +391,7 @@ class RoomService:
                 and self._write_link(seat.room_id, seat.seat, "principal", token, now, issued_at)
                 else None
             )
-        return Joined(self._view(room, seat.seat), page, seat_link)
+        return Joined(self._view(room, seat.seat), page, seat_link, _notice(room, seat.seat))
 
     def reissue_principal_link(self, room_id: str, seat: str) -> str:
         """Issue ``seat``'s principal link afresh (the operator's command); return its secret.

@@ -23,6 +23,7 @@ import pytest
 from mcp import Client
 
 from pxp._mcp_server import SIGN_IN_REFUSAL, ServerConfig, create_app
+from pxp._room import MAX_REJOINS_PER_SEAT
 from pxp._server_cli import server_config
 from pxp._server_links import MemoryLinkStore, SeatGrant, SqliteLinkStore, mint_links
 from pxp._server_rooms import MAX_AGENTS_PER_SEAT, RoomService
@@ -518,20 +519,26 @@ def test_a_seat_cannot_grow_the_ledger_by_renaming_its_agent(tmp_path: Path) -> 
     """Defect: every join_room with a new agent name appended a ledger entry, without limit,
     and every request re-reads and re-verifies the whole ledger."""
 
+    service = sqlite(tmp_path)
+
     async def go(base: str) -> None:
         async with mcp_client(base) as a:
-            link = (await create(a))["your_link"]
-            view = await call(a, "join_room", {"link": link, "agent_name": "agent-0"})
-            head = view["ledger_head"]
+            made = await create(a)
+            link = made["your_link"]
+            await call(a, "join_room", {"link": link, "agent_name": "agent-0"})
             for i in range(1, MAX_AGENTS_PER_SEAT + 1):
                 text = await refused(a, "join_room", {"link": link, "agent_name": f"agent-{i}"})
                 assert "seat_taken" in text
+            # every such join is recorded (review 3, finding 1), at most MAX_REJOINS_PER_SEAT
+            ledger = service.export(made["room_id"])["ledger"]
+            rejoins = [e for e in ledger if e["type"] == "seat_rejoined"]
+            assert len(rejoins) == MAX_REJOINS_PER_SEAT
             last = "agent-0"
             same = await call(a, "join_room", {"link": link, "agent_name": last})
-            assert same["ledger_head"] == head
+            assert same["ledger_head"] == ledger[-1]["hash"]
             assert same["you"]["agent"] == last
 
-    with server(sqlite(tmp_path)) as base:
+    with server(service) as base:
         asyncio.run(go(base))
 
 

@@ -487,3 +487,93 @@ def test_clients_with_agent_keys_have_a_cap_each(tmp_path: Path) -> None:
 
     with server(service, agent_keys=keys, max_waiters_per_client=1) as base:
         asyncio.run(go(base))
+
+
+# ------------------------------------------------------------------ third review
+
+
+def test_a_forwarded_seat_link_never_shares_the_seat_silently(tmp_path: Path) -> None:
+    """Review 3, finding 1: A's side spent the invite itself and forwarded the seat link it
+    got (the invite's shape) to the real B; B's join under the default name was "the same
+    name again" and changed nothing: two agents sat in seat B unrecorded. Every join on a
+    held seat is now recorded, both agents are told, and the brief warns."""
+    service = sqlite(tmp_path)
+
+    async def go(base: str) -> None:
+        async with mcp_client(base) as a, mcp_client(base) as b:
+            made = await create(a)
+            spent = await a.call_tool("join_room", {"link": made["invite_link_for_counterpart"]})
+            forwarded = json.loads(spent.content[0].text)["your_link"]  # type: ignore[union-attr]
+            result = await b.call_tool("join_room", {"link": forwarded})  # the real B
+            assert not result.is_error
+            data = json.loads(result.content[0].text)  # type: ignore[union-attr]
+            assert "already joined" in data["seat_notice"]
+            assert "already joined" in result.content[1].text  # type: ignore[union-attr]
+            await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
+            await call(b, "seal_intent_card", {"link": forwarded, "card": CARD_B})
+            offer = {"message": "Offer.", "status": "continue", "proposal": {"terms": ["1 EUR"]}}
+            await call(a, "send_envelope", {"link": made["your_link"], **offer})
+            await call(
+                a, "send_envelope", {"link": forwarded, "message": "Yes.", "status": "agree"}
+            )
+            brief = await call(a, "get_brief", {"link": made["your_link"]})
+            (rejoin,) = brief["brief"]["parties"]["B"]["rejoins"]
+            assert (rejoin["agent"], rejoin["holder"]) == ("unnamed agent", "unnamed agent")
+            assert "**Seat B's link joined again**" in brief["markdown"]
+            assert "two agents shared the seat's link" in brief["markdown"]
+        assert ledger(service, made["room_id"], "seat_rejoined") == [
+            {"seat": "B", "agent": "unnamed agent"}
+        ]
+
+    with server(service) as base:
+        asyncio.run(go(base))
+
+
+def test_a_release_by_whoever_held_the_page_is_in_the_brief_and_the_join(
+    tmp_path: Path,
+) -> None:
+    """Review 3, findings 2 and 5: A's side took seat B, sealed B's card on B's page, released
+    the seat and forwarded the fresh invite; the real B joined with no contest, and the brief
+    said nothing of the release. Now the real B's join is told who held the seat and that its
+    card was sealed before, and both briefs show the release, the page that acted and how the
+    card had been sealed."""
+    service = sqlite(tmp_path)
+    fake = {"principal": {"name": "Bo"}, "goal": "Sell chairs", "must_haves": ["above 1 EUR"]}
+
+    async def go(base: str) -> None:
+        headers = {"Origin": base, "Sec-Fetch-Site": "same-origin"}
+        async with mcp_client(base) as a, mcp_client(base) as b, httpx2.AsyncClient() as web:
+            made = await create(a)
+            _, pages = await join(a, made["invite_link_for_counterpart"], "mallory")
+            posted = await web.post(
+                pages[0] + "/card", data={"card": json.dumps(fake)}, headers=headers
+            )
+            assert posted.status_code == 303
+            posted = await web.post(pages[0] + "/release", data={"release": "yes"}, headers=headers)
+            (fresh,) = re.findall(_SEAT_LINK, posted.text.replace("&amp;", "&"))
+            joined, more = await join(b, fresh, "bo-agent")
+            assert more == []
+            notice = joined["seat_notice"]
+            assert "held by agent mallory" in notice
+            assert "sealed before the release" in notice
+            await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
+            offer = {"message": "Offer.", "status": "continue", "proposal": {"terms": ["2 EUR"]}}
+            await call(a, "send_envelope", {"link": made["your_link"], **offer})
+            await call(
+                b,
+                "send_envelope",
+                {"link": joined["your_link"], "message": "Yes.", "status": "agree"},
+            )
+            for link in (made["your_link"], joined["your_link"]):
+                brief = await call(
+                    b if link != made["your_link"] else a, "get_brief", {"link": link}
+                )
+                (release,) = brief["brief"]["parties"]["B"]["releases"]
+                assert release["agent"] == "mallory"
+                assert release["by"]["agent"] == "mallory"
+                assert release["sealed_by"]["link"] == "principal"
+                assert "**Seat B was released**" in brief["markdown"]
+                assert "its card had been sealed before, via web" in brief["markdown"]
+
+    with server(service) as base:
+        asyncio.run(go(base))
