@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="cards sent over MCP are drafts the principal confirms on the web page",
     )
     serve.add_argument(
+        "--max-waiters-per-client",
+        type=int,
+        default=16,
+        help="wait_for_turn calls one client may have waiting at once (16)",
+    )
+    serve.add_argument(
         "--link-days",
         type=float,
         default=30.0,

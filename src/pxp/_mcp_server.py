@@ -70,9 +70,10 @@ class ServerConfig:
     cap the ``wait_for_turn`` calls waiting at once (each re-reads its room while it waits),
     per seat and in all; a call over a cap does not wait: it answers at once with the view,
     ``ready``/``timed_out`` as of now and ``wait_busy: true``. ``max_waiters_per_client``
-    caps one client's waiting calls over every room and seat (a client is its agent key
-    when it sends a valid one, else its network address); over it the call is refused
-    (``wait_limit``), since only that client's own calls are held up.
+    caps one client's waiting calls over every room and seat: a client that sends a valid
+    agent key is that key, and over the cap it is refused (``wait_limit``: only its own calls
+    are held up); any other client is its network address, which several clients may share
+    (one machine, NAT, a proxy), so over the cap it is answered ``wait_busy`` as above.
     """
 
     public_url: str = "http://127.0.0.1:8765"
@@ -396,22 +397,24 @@ def create_mcp_server(
             )
 
         client = _client_of(ctx, config.agent_keys)
-        if notify.client_full(client, config.max_waiters_per_client):
-            # this client's own calls fill its places: refusing holds up no one else
+        full = notify.client_full(client, config.max_waiters_per_client)
+        if full and client.startswith("key:"):
+            # a signed-in agent's own calls fill its places: refusing holds up no one else
             raise ToolError(
-                f"wait_limit: this client already has {config.max_waiters_per_client} "
+                f"wait_limit: this agent key already has {config.max_waiters_per_client} "
                 "wait_for_turn calls waiting; let one return before starting another."
             )
-        if not notify.enter(
+        if full or not notify.enter(
             seat.room_id,
             seat.seat,
             client,
             per_seat=config.max_waiters_per_seat,
             overall=config.max_waiters,
         ):
-            # over a cap (this seat's, or the server's, which another room's client may
-            # have filled): answer at once as get_room would, never refuse, so a client
-            # filling the caps cannot stop anyone else's agent from reading its room
+            # over a cap (this seat's, the server's, which another room's client may have
+            # filled, or an address's, which clients behind one address share): answer at
+            # once as get_room would, never refuse, so a client filling the caps cannot stop
+            # anyone else's agent from reading its room
             try:
                 view = service.view(seat)
             except PxpError as exc:

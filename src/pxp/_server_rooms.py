@@ -422,8 +422,10 @@ class RoomService:
 
         Ledger ``seat_released {seat, agent}``. The released agent's seat link is revoked
         at once, and the fresh invite replaces the seat's earlier one (the one the creator
-        forwarded stops working), so nobody but the principal can take the freed seat. Only
-        while the room runs, and only with a principal link (``seat.kind``).
+        forwarded stops working), so only whoever holds the seat's page hands the freed seat
+        on: its principal, or whoever spent the invite first; the brief records which page
+        released and how the card had been sealed. Only while the room runs, and only with a
+        principal link (``seat.kind``).
         """
         if seat.kind != "principal":
             raise PxpError("link_unknown", UNKNOWN_LINK)

@@ -401,7 +401,8 @@ async def _until_views(service: CountingService, n: int) -> None:
 def test_wait_for_turn_is_capped_per_client(tmp_path: Path) -> None:
     """Defect: one client could hold every server-wide wait place by spreading its waits over
     rooms and seats (each seat within its own cap); now a client (told apart by its address,
-    or its agent key) has its own cap, and over it the call is refused with a code."""
+    or its agent key) has its own cap. Over it a call from an address answers at once
+    (wait_busy: an address may be shared); a signed-in agent key is refused (wait_limit)."""
     service = _counting(tmp_path)
 
     async def go(base: str) -> None:
@@ -421,8 +422,13 @@ def test_wait_for_turn_is_capped_per_client(tmp_path: Path) -> None:
                 for link in links[:2]
             ]
             await _until_views(service, 2)  # both waits have their places
-            text = await refused(hog, "wait_for_turn", {"link": links[2], "timeout_seconds": 3})
-            assert "wait_limit:" in text
+            # an address may be shared (review 3, finding 4): over its cap a call does not
+            # wait and is not refused either; it answers at once, wait_busy
+            started = asyncio.get_running_loop().time()
+            busy = await call(hog, "wait_for_turn", {"link": links[2], "timeout_seconds": 3})
+            assert busy["wait_busy"] is True
+            assert busy["timed_out"] is True
+            assert asyncio.get_running_loop().time() - started < 2.5
             # another client still waits for real (no wait_busy, a full timeout)
             started = asyncio.get_running_loop().time()
             other = await call(
@@ -480,8 +486,8 @@ def test_clients_with_agent_keys_have_a_cap_each(tmp_path: Path) -> None:
                 call(plain, "wait_for_turn", {"link": links[2], "timeout_seconds": 2})
             )
             await _until_views(service, 3)
-            text = await refused(forged, "wait_for_turn", {"link": links[2], "timeout_seconds": 2})
-            assert "wait_limit:" in text
+            busy = await call(forged, "wait_for_turn", {"link": links[2], "timeout_seconds": 2})
+            assert busy["wait_busy"] is True
             for done in await asyncio.gather(*held, first):
                 assert done["timed_out"] is True
 
@@ -577,3 +583,12 @@ def test_a_release_by_whoever_held_the_page_is_in_the_brief_and_the_join(
 
     with server(service) as base:
         asyncio.run(go(base))
+
+
+def test_pxp_serve_takes_the_per_client_wait_cap() -> None:
+    from pxp._cli import build_parser
+    from pxp._server_cli import server_config
+
+    args = build_parser().parse_args(["serve", "--max-waiters-per-client", "3"])
+    assert server_config(args).max_waiters_per_client == 3
+    assert server_config(build_parser().parse_args(["serve"])).max_waiters_per_client == 16
