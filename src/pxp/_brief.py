@@ -144,6 +144,9 @@ def _numbered_agents(agents: list[str]) -> str:
     return ", ".join(out)
 
 
+_AMENDMENT_REF = re.compile(r"amendments?\[(0|[1-9][0-9]{0,3})\]")
+
+
 def _claim_json(room: Room, cid: str) -> dict[str, Any]:
     rec = room.claims[cid]
     out: dict[str, Any] = {
@@ -163,6 +166,14 @@ def _claim_json(room: Room, cid: str) -> dict[str, Any]:
         out["confirmed_by"] = rec.confirmed_by
     if rec.speaker == "principal" and rec.via is not None:
         out["via"] = rec.via
+    elif rec.origin == "stated" and rec.ref is not None:
+        # a stated claim resting on an answer the proxy relayed is only as good as the
+        # proxy's word: say so wherever the claim is shown (ours, third review)
+        cited = _AMENDMENT_REF.fullmatch(rec.ref.strip())
+        vias = [e.via for e in room.escalations if e.seat == rec.seat and e.answer is not None]
+        index = int(cited.group(1)) if cited is not None else len(vias)
+        if index < len(vias) and vias[index] == "mcp":
+            out["via"] = "mcp"
     return out
 
 
@@ -396,6 +407,8 @@ def _origin(claim: Mapping[str, Any]) -> str:
         text += ", said by the principal"
         if claim.get("via") == "mcp":
             text += ", relayed by the proxy (mcp)"
+    elif claim.get("via") == "mcp":
+        text += " (relayed by the proxy (mcp))"
     if claim.get("confirmed_by"):
         text += f", confirmed by seat {claim['confirmed_by']}'s principal"
     return text

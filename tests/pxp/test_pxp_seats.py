@@ -592,3 +592,27 @@ def test_pxp_serve_takes_the_per_client_wait_cap() -> None:
     args = build_parser().parse_args(["serve", "--max-waiters-per-client", "3"])
     assert server_config(args).max_waiters_per_client == 3
     assert server_config(build_parser().parse_args(["serve"])).max_waiters_per_client == 16
+
+
+@pytest.mark.parametrize("via", ["mcp", "web"])
+def test_a_claim_resting_on_a_relayed_answer_says_so_in_the_brief(via: str) -> None:
+    """Review 3, finding 9: a stated claim citing an amendment its proxy relayed read
+    "stated from amendments[0], verified" in the depends-on list, without the marker the
+    answer itself carries."""
+    room, now = active_room()
+    room.send("A", msg("escalate", escalation={"question": "Warranty?", "reason": "r"}), now=now())
+    room.answer("A", "The bike has a 5-year warranty", now=now(), via=via)
+    claim = {"text": "The bike has a 5-year warranty", "origin": "stated", "ref": "amendments[0]"}
+    proposal = {"terms": ["440 EUR"], "depends_on": ["new1"]}
+    room.send("A", msg(claims=[claim], proposal=proposal), now=now())
+    room.send("B", msg("agree", reviews=[{"claim_id": "A2.1", "verdict": "accept"}]), now=now())
+    brief = room.brief()
+    (dep,) = brief["depends_on"]
+    text = pxp.brief_markdown(brief)
+    line = next(x for x in text.splitlines() if x.startswith("- A2.1"))
+    if via == "mcp":
+        assert dep["via"] == "mcp"
+        assert "stated from amendments[0] (relayed by the proxy (mcp))" in line
+    else:
+        assert "via" not in dep
+        assert "relayed" not in line
