@@ -442,11 +442,17 @@ class RoomService:
             # forwarded (or act with the released agent's link) in between
             held = self._load(seat.room_id)
             held._allowed("release")
-            if held.agent(seat.seat) is None:
+            free = held.agent(seat.seat) is None
+            if free and not held.releases(seat.seat):
                 raise PxpError("seat_invalid", f"seat {seat.seat} has no agent to release")
             for kind in ("invite", "seat"):
                 self._links.revoke(seat.room_id, seat=seat.seat, kind=kind)
-            _, released_at = self._act(seat.room_id, act)
+            if free:
+                # released before, and the invite shown then was lost: issue it again (the
+                # one shown before stops working); the release is in the ledger already
+                released_at = len(held.ledger)
+            else:
+                _, released_at = self._act(seat.room_id, act)
             written = self._write_link(seat.room_id, seat.seat, "invite", token, now, released_at)
         if not written:
             raise PxpError("store_conflict", "another process released this seat since")
@@ -593,6 +599,7 @@ class RoomService:
         data["your_card_sealed"] = view.card is not None
         data["your_draft"] = mine.get("draft")
         data["agent"] = room.agent(seat)
+        data["released"] = bool(room.releases(seat))
         data["principal_link"] = room.principal_link(seat)
         data["status_word"] = status_word(room)
         data["claims"] = [

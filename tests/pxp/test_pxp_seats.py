@@ -230,6 +230,20 @@ def test_the_principal_releases_the_seat_for_a_new_agent(tmp_path: Path) -> None
             assert "link_unknown" in text  # the invite A handed over is dead
             again = await web.get(pages[0])
             assert fresh.rsplit("=", 1)[1] not in again.text  # shown once only
+            # the page with the invite was lost: the page issues it again, the first stops
+            lost = fresh
+            assert "Issue a new invite" in again.text
+            posted = await web.post(
+                pages[0] + "/release",
+                data={"release": "yes"},
+                headers={"Origin": base, **same_site},
+            )
+            assert posted.status_code == 200
+            (fresh,) = re.findall(_SEAT_LINK, posted.text.replace("&amp;", "&"))
+            assert fresh != lost
+            assert "link_unknown" in await refused(
+                b, "join_room", {"link": lost, "agent_name": "x"}
+            )
             now, more_pages = await join(b, fresh, "bo-agent-2")
             assert more_pages == []  # the principal keeps its page
             view = await call(b, "get_room", {"link": now["your_link"]})
