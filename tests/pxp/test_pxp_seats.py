@@ -630,3 +630,49 @@ def test_a_claim_resting_on_a_relayed_answer_says_so_in_the_brief(via: str) -> N
     else:
         assert "via" not in dep
         assert "relayed" not in line
+
+
+@pytest.mark.parametrize(
+    ("kind", "data"),
+    [
+        ("seat_contested", {"seat": "B", "agent": " "}),
+        ("seat_contested", {"seat": "B", "agent": "x" * 201}),
+        ("seat_contested", {"seat": "B", "agent": "x", "note": "extra"}),
+        ("seat_rejoined", {"seat": "B", "agent": ""}),
+        ("seat_released", {"seat": "B", "agent": "sneaky", "via": "web"}),
+        ("seat_released", {"seat": "B", "agent": "someone else"}),
+    ],
+)
+def test_the_import_checks_seat_entries_as_the_live_rules_do(
+    kind: str, data: dict[str, Any]
+) -> None:
+    """Review 3, finding 10: the replay took any string as the agent, extra members, and any
+    number of contests; each is now refused as the live rule would."""
+    room, now = active_room()
+    room.join("B", agent="sneaky", now=now())
+    export = room.export()
+    ledger_ = export["ledger"]
+    prev = ledger_[-1]["hash"]
+    body = {"n": len(ledger_) + 1, "type": kind, "at": ledger_[-1]["at"], "data": data}
+    digest = pxp.sha256_hex(prev + pxp.canonical(body))
+    ledger_.append({**body, "prev": prev, "hash": digest})
+    with pytest.raises(pxp.PxpError) as err:
+        pxp.Room.from_export(export)
+    assert (err.value.code, err.value.reason) == ("import_invalid", "order")
+
+
+def test_the_import_refuses_a_fifth_contest() -> None:
+    room, now = active_room()
+    room.join("B", agent="sneaky", now=now())
+    for i in range(4):
+        room.contest("B", agent=f"x{i}", now=now())
+    export = room.export()
+    ledger_ = export["ledger"]
+    prev = ledger_[-1]["hash"]
+    data = {"seat": "B", "agent": "x4"}
+    body = {"n": len(ledger_) + 1, "type": "seat_contested", "at": ledger_[-1]["at"], "data": data}
+    ledger_.append({**body, "prev": prev, "hash": pxp.sha256_hex(prev + pxp.canonical(body))})
+    assert pxp.Room.from_export(room.export()).status == "ended"
+    with pytest.raises(pxp.PxpError) as err:
+        pxp.Room.from_export(export)
+    assert err.value.reason == "order"
