@@ -24,6 +24,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 import pxp
+from pxp._server_links import SeatGrant
 from pxp.server import ServerConfig, create_app, sqlite_service
 
 CARD_A = {"principal": {"name": "Ann"}, "goal": "Buy chairs", "must_haves": ["June delivery"]}
@@ -53,7 +54,9 @@ def in_process(db: Path, rooms: int, reads: int) -> tuple[float, float]:
             topic="Chairs", your_principal="Ann", counterpart="Bo", counterpart_proxy="external"
         )
         a = service.grant(made.link("http://x", "A", "seat"), "seat")
-        b = service.grant(made.link("http://x", "B", "seat"), "seat")
+        invite = service.grant(made.link("http://x", "B", "invite"), "invite")
+        b = SeatGrant(made.room_id, "B", "seat")  # the seat the invite is spent for
+        service.join(invite, "bo")
         service.seal(a, CARD_A, "mcp")
         service.seal(b, CARD_B, "mcp")
         service.send(a, OFFER)
@@ -81,7 +84,11 @@ async def over_mcp(base: str, rooms: int, reads: int) -> tuple[float, float, str
         start = time.perf_counter()
         for _ in range(rooms):
             made = await tool("create_room", topic="Chairs", your_principal="Ann", counterpart="Bo")
-            a, b = made["link"], made["counterpart_link"]
+            a = made["your_link"]
+            joined = await tool(
+                "join_room", link=made["invite_link_for_counterpart"], agent_name="bo"
+            )
+            b = joined["your_link"]  # the invite is spent for B's own seat link
             await tool("seal_intent_card", link=a, card=CARD_A)
             await tool("seal_intent_card", link=b, card=CARD_B)
             await tool("send_envelope", link=a, **OFFER)

@@ -97,7 +97,7 @@ async def negotiate(base: str) -> None:
         )
         room = json.loads(created.content[0].text)
         print(f"1. Ann's agent opened room {room['room_id']}.")
-        print("   It got seat links for both proxies; Ann's principal page link went to")
+        print("   It got its seat link and Bo's invite; Ann's principal page link went to")
         print("   the human only (MCP audience 'user'), never into the model's JSON.")
 
         await tool(ann, "join_room", link=room["your_link"], agent_name="ann-assistant")
@@ -106,11 +106,12 @@ async def negotiate(base: str) -> None:
         )
         for_bo = joined.content[1].text
         seller_page = re.findall(r"http://\S+/p/[0-9a-f]{16}/[A-Za-z0-9_-]{43}", for_bo)[0]
-        print("   Bo's page link came to Bo alone, with his agent's first join_room.")
+        # the invite is spent: Bo's agent uses the seat link join_room answered from now on
+        bo_link = json.loads(joined.content[0].text)["your_link"]  # type: ignore[union-attr]
+        print("   Bo's agent spent the invite for a seat link of its own; Bo's page link")
+        print("   came to Bo alone, with that first join_room.")
         await tool(ann, "seal_intent_card", link=room["your_link"], card=BUYER)
-        view = await tool(
-            bo, "seal_intent_card", link=room["invite_link_for_counterpart"], card=SELLER
-        )
+        view = await tool(bo, "seal_intent_card", link=bo_link, card=SELLER)
         print("2. Both agents joined and sealed their principals' intent cards.")
         them = view["counterpart"]
         print(f"   Bo's agent sees Ann only as {them['principal']!r} with card hash")
@@ -127,13 +128,11 @@ async def negotiate(base: str) -> None:
         )
         print(f"3. Ann's agent proposed: {sent['accepted_envelope']['proposal']['terms']}.")
 
-        turn = await tool(
-            bo, "wait_for_turn", link=room["invite_link_for_counterpart"], timeout_seconds=10
-        )
+        turn = await tool(bo, "wait_for_turn", link=bo_link, timeout_seconds=10)
         paused = await tool(
             bo,
             "send_envelope",
-            link=room["invite_link_for_counterpart"],
+            link=bo_link,
             message="I need to check this price with Bo.",
             reviews=[{"claim_id": c["id"], "verdict": "accept"} for c in turn["claims_to_review"]],
             status="escalate",
@@ -156,13 +155,11 @@ async def negotiate(base: str) -> None:
             f"(HTTP {answer.status_code})."
         )
 
-        await tool(
-            bo, "wait_for_turn", link=room["invite_link_for_counterpart"], timeout_seconds=10
-        )
+        await tool(bo, "wait_for_turn", link=bo_link, timeout_seconds=10)
         done = await tool(
             bo,
             "send_envelope",
-            link=room["invite_link_for_counterpart"],
+            link=bo_link,
             message="Deal.",
             status="agree",
         )

@@ -144,6 +144,9 @@ def _numbered_agents(agents: list[str]) -> str:
     return ", ".join(out)
 
 
+_AMENDMENT_REF = re.compile(r"amendments?\[(0|[1-9][0-9]{0,3})\]")
+
+
 def _claim_json(room: Room, cid: str) -> dict[str, Any]:
     rec = room.claims[cid]
     out: dict[str, Any] = {
@@ -163,6 +166,14 @@ def _claim_json(room: Room, cid: str) -> dict[str, Any]:
         out["confirmed_by"] = rec.confirmed_by
     if rec.speaker == "principal" and rec.via is not None:
         out["via"] = rec.via
+    elif rec.origin == "stated" and rec.ref is not None:
+        # a stated claim resting on an answer the proxy relayed is only as good as the
+        # proxy's word: say so wherever the claim is shown (ours, third review)
+        cited = _AMENDMENT_REF.fullmatch(rec.ref.strip())
+        vias = [e.via for e in room.escalations if e.seat == rec.seat and e.answer is not None]
+        index = int(cited.group(1)) if cited is not None else len(vias)
+        if index < len(vias) and vias[index] == "mcp":
+            out["via"] = "mcp"
     return out
 
 
@@ -184,6 +195,9 @@ def build_brief(room: Room) -> dict[str, Any]:
             "sealed_by": room.sealed_by(seat),
             "principal_link": room.principal_link(seat),
             "agents": list(room.agents(seat)),
+            "contests": room.contests(seat),
+            "releases": room.releases(seat),
+            "rejoins": room.rejoins(seat),
         }
     depends: list[dict[str, Any]] = []
     unverified: list[str] = []
@@ -393,6 +407,8 @@ def _origin(claim: Mapping[str, Any]) -> str:
         text += ", said by the principal"
         if claim.get("via") == "mcp":
             text += ", relayed by the proxy (mcp)"
+    elif claim.get("via") == "mcp":
+        text += " (relayed by the proxy (mcp))"
     if claim.get("confirmed_by"):
         text += f", confirmed by seat {claim['confirmed_by']}'s principal"
     return text
@@ -413,6 +429,57 @@ def _acted(acted: Any, via: Any) -> str:
     if not agent:
         return f"via {acted.get('via')}"
     return f"via {acted.get('via')}, through the seat link by agent {agent}"
+
+
+def _contest_lines(parties: Mapping[str, Any], name: Mapping[str, str]) -> list[str]:
+    """The seat history a principal must not miss, right under the outcome: every contest,
+    release and rejoin of a seat (see ``Room.contest``, ``Room.release``, ``Room.rejoin``).
+    Each is a hand-over nobody can vouch for: a seat's links are bearer links, and the
+    invite travelled through the other side."""
+    lines: list[str] = []
+    for seat in SEATS:
+        party = parties[seat]
+        for c in party.get("contests") or []:
+            done = {"agreed": "agreed", "ended": "ended"}.get(c["state"])
+            when = f", after the room had {done}" if done else ""
+            then = (
+                f"what it records for seat {seat} may not be {name[seat]}'s (the side that "
+                "forwarded the invite can also write this)."
+                if done
+                else "so the room ended there, without agreement."
+            )
+            lines += [
+                f"**Seat {seat} was contested** (ledger entry {c['n']}, {c['at']}): agent "
+                f"{c['agent']} presented seat {seat}'s invite after agent {c['holder']} had "
+                f"joined with it{when}. Nobody can tell which of the two acts for "
+                f"{name[seat]}: {then}",
+                "",
+            ]
+        for r in party.get("releases") or []:
+            by = r.get("by") or {}
+            page = f"the principal page issued at ledger entry {by.get('issued_at')} to " + (
+                f"agent {by['agent']}" if by.get("agent") else "the room's creator"
+            )
+            sealed = (
+                f"; its card had been sealed before, {_acted(r['sealed_by'], None)}"
+                if r.get("sealed_by")
+                else ""
+            )
+            lines += [
+                f"**Seat {seat} was released** (ledger entry {r['n']}, {r['at']}) from agent "
+                f"{r['agent']} through {page}{sealed}. Whoever held that page handed the seat "
+                "on: any agent after it did not seal that card, and that page still acts for "
+                f"{name[seat]}.",
+                "",
+            ]
+        for r in party.get("rejoins") or []:
+            lines += [
+                f"**Seat {seat}'s link joined again** (ledger entry {r['n']}, {r['at']}) as "
+                f"agent {r['agent']} while agent {r['holder']} held the seat. If that was not "
+                "the same agent, two agents shared the seat's link.",
+                "",
+            ]
+    return lines
 
 
 def _rests_on(row: Mapping[str, Any], name: Mapping[str, str]) -> str:
@@ -443,6 +510,7 @@ def _render(brief: Mapping[str, Any]) -> str:
             f"{name[p['seat']]}'s proxy proposed (message {p['seq']}), "
             f"{name[a['seat']]}'s proxy accepted (message {a['seq']}).",
             "",
+            *_contest_lines(parties, name),
             "## What was agreed",
             "",
         ]
@@ -465,7 +533,7 @@ def _render(brief: Mapping[str, Any]) -> str:
             )
         lines.append("")
     else:
-        lines += ["**Outcome: no agreement.**", ""]
+        lines += ["**Outcome: no agreement.**", "", *_contest_lines(parties, name)]
     if brief["unverified"]:
         lines += [
             "## Unverified assumptions",

@@ -95,6 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="cards sent over MCP are drafts the principal confirms on the web page",
     )
     serve.add_argument(
+        "--max-waiters-per-client",
+        type=int,
+        default=16,
+        help="wait_for_turn calls one client may have waiting at once (16)",
+    )
+    serve.add_argument(
         "--link-days",
         type=float,
         default=30.0,
@@ -133,7 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
             )
         elif name != "list":
             cmd.add_argument("--seat", choices=("A", "B"), help="only this seat's links")
-            cmd.add_argument("--kind", choices=("seat", "principal"), help="only this kind")
+            cmd.add_argument(
+                "--kind", choices=("seat", "principal", "invite"), help="only this kind"
+            )
         if name == "expire":
             when = cmd.add_mutually_exclusive_group(required=True)
             when.add_argument(

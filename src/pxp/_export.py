@@ -22,6 +22,43 @@ __all__ = ["import_room", "load_room"]
 _POST_HASH = ("answer", "answer_via")
 
 
+# our seat entries (spec section 4): ledger type -> (transition action, outcome)
+_SEAT_EVENTS = {
+    "seat_contested": ("contest", "contested"),
+    "seat_released": ("release", "released"),
+    "seat_rejoined": ("rejoin", "rejoined"),
+}
+
+
+def _seat_event(
+    room: Room, data: Mapping[str, Any], action: str, where: str
+) -> tuple[str, str, dict[str, str]]:
+    """Check a replayed seat entry as strictly as the live rule: a transition the table
+    allows, not between an envelope and the entry it owes, exactly ``{seat, agent}``, a seat
+    an agent holds, an agent name the room takes (for a release: the agent held), and within
+    the caps. Return the seat, the agent and the outcomes."""
+    from ._room import MAX_CONTESTS_PER_SEAT, MAX_REJOINS_PER_SEAT, TRANSITIONS
+
+    seat = _seat_of(data, where)
+    record = room._seats[seat]
+    agent = data.get("agent")
+    state = TRANSITIONS.get((room.status, action))
+    counted = {"contest": (record.contests, MAX_CONTESTS_PER_SEAT)}
+    counted["rejoin"] = (record.rejoins, MAX_REJOINS_PER_SEAT)
+    done, cap = counted.get(action, ([], 1))
+    if (
+        state is None
+        or room._replay_outcome is not None  # the last envelope's entry is still owed
+        or set(data) != {"seat", "agent"}
+        or record.agent is None
+        or not (isinstance(agent, str) and agent.strip() and len(agent) <= 200)
+        or (action == "release" and agent != record.agent)
+        or len(done) >= cap
+    ):
+        raise _bad(f"{where} does not fit seat {seat} as the ledger left it", "order")
+    return seat, str(agent), state
+
+
 def _bad(message: str, reason: str) -> PxpError:
     return PxpError("import_invalid", message, reason=reason)
 
@@ -384,6 +421,15 @@ def _replay(
             raise _bad(f"{where} disagrees with the agreeing envelope", "agreement")
         room._replay_outcome = None
         room._move("send", "agree")
+    elif kind in _SEAT_EVENTS:
+        action, outcome = _SEAT_EVENTS[kind]
+        seat, agent, state = _seat_event(room, data, action, where)
+        if kind == "seat_contested":
+            room._do_contest(seat, agent, entry["at"], index + 1, state[outcome])
+        elif kind == "seat_released":
+            room._do_release(seat, entry["at"], index + 1, state[outcome])
+        else:
+            room._do_rejoin(seat, agent, entry["at"], index + 1, state[outcome])
     elif kind == "turn_limit":
         if room._replay_outcome != "turn_limit" or room.status != "active":
             raise _bad(f"{where} comes before the turn limit", "order")

@@ -40,7 +40,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._errors import PxpError
-from ._server_links import UNKNOWN_LINK, SeatGrant
+from ._server_links import UNKNOWN_LINK, MintedLinks, SeatGrant
 from ._server_rooms import RoomService
 from ._server_tools import TOOL_SPECS
 from ._server_web import WebBackend, web_routes
@@ -70,7 +70,11 @@ class ServerConfig:
     it sees writes made by another process). ``max_waiters_per_seat`` and ``max_waiters``
     cap the ``wait_for_turn`` calls waiting at once (each re-reads its room while it waits),
     per seat and in all; a call over a cap does not wait: it answers at once with the view,
-    ``ready``/``timed_out`` as of now and ``wait_busy: true``.
+    ``ready``/``timed_out`` as of now and ``wait_busy: true``. ``max_waiters_per_client``
+    caps one client's waiting calls over every room and seat: a client that sends a valid
+    agent key is that key, and over the cap it is refused (``wait_limit``: only its own calls
+    are held up); any other client is its network address, which several clients may share
+    (one machine, NAT, a proxy), so over the cap it is answered ``wait_busy`` as above.
     """
 
     public_url: str = "http://127.0.0.1:8765"
@@ -83,6 +87,7 @@ class ServerConfig:
     poll_seconds: float = 0.5
     max_waiters_per_seat: int = 4
     max_waiters: int = 128
+    max_waiters_per_client: int = 16
     name: str = "pxp-room-server"
 
     def __post_init__(self) -> None:
@@ -97,7 +102,7 @@ class ServerConfig:
         if not (math.isfinite(self.poll_seconds) and self.poll_seconds > 0):
             # Zero would turn every waiting call into a busy loop over the store.
             raise PxpError("config_invalid", "poll_seconds must be a positive number")
-        if self.max_waiters_per_seat < 1 or self.max_waiters < 1:
+        if min(self.max_waiters_per_seat, self.max_waiters, self.max_waiters_per_client) < 1:
             raise PxpError("config_invalid", "the waiter limits must be at least 1")
         if any(not k for k in self.agent_keys):
             raise PxpError("config_invalid", "an agent key is empty")
@@ -106,14 +111,15 @@ class ServerConfig:
 class _Changes:
     """Wakes the waiting ``wait_for_turn`` calls of one room in this process after a write.
 
-    Also counts the waiting calls, so one seat (or everyone together) cannot pile up
-    long-polls: each waiting call re-reads its room from the store while it waits.
+    Also counts the waiting calls, so one seat, one client (or everyone together) cannot pile
+    up long-polls: each waiting call re-reads its room from the store while it waits.
     """
 
     def __init__(self) -> None:
         self._events: dict[str, asyncio.Event] = {}
         self._waiting: dict[str, int] = {}
         self._seats: dict[tuple[str, str], int] = {}
+        self._clients: dict[str, int] = {}
         self.total = 0
 
     def bump(self, room_id: str) -> None:
@@ -121,17 +127,24 @@ class _Changes:
         if event is not None:
             event.set()
 
-    def enter(self, room_id: str, seat: str, *, per_seat: int, overall: int) -> bool:
+    def client_full(self, client: str, limit: int) -> bool:
+        return self._clients.get(client, 0) >= limit
+
+    def enter(self, room_id: str, seat: str, client: str, *, per_seat: int, overall: int) -> bool:
         key = (room_id, seat)
         if self.total >= overall or self._seats.get(key, 0) >= per_seat:
             return False
         self.total += 1
         self._seats[key] = self._seats.get(key, 0) + 1
         self._waiting[room_id] = self._waiting.get(room_id, 0) + 1
+        self._clients[client] = self._clients.get(client, 0) + 1
         return True
 
-    def leave(self, room_id: str, seat: str) -> None:
+    def leave(self, room_id: str, seat: str, client: str) -> None:
         key = (room_id, seat)
+        self._clients[client] -= 1
+        if not self._clients[client]:
+            del self._clients[client]
         self.total -= 1
         self._seats[key] -= 1
         if not self._seats[key]:
@@ -164,6 +177,22 @@ def _key_ok(header: str | None, keys: Sequence[str]) -> bool:
         if hmac.compare_digest(presented, hashlib.sha256(key.encode("utf-8")).digest()):
             ok = True
     return ok
+
+
+def _client_of(context: Context[Any, Any] | None, keys: Sequence[str]) -> str:
+    """Who is calling, for the per-client wait cap: the digest of a valid agent key when the
+    request carries one (many agents behind one address stay apart), else the peer address
+    (an invalid key counts for nothing, so inventing keys buys no places)."""
+    header = _authorization(context)
+    if keys and _key_ok(header, keys):
+        value = str(header).strip().partition(" ")[2].strip()
+        return "key:" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    try:
+        client = getattr(context.request_context.request, "client", None) if context else None
+    except Exception:  # no request behind the call (in process)
+        client = None
+    host = getattr(client, "host", None)
+    return f"addr:{host}" if isinstance(host, str) else "addr:?"
 
 
 def _authorization(context: Context[Any, Any] | None) -> str | None:
@@ -273,17 +302,17 @@ def create_mcp_server(
             raise _refuse(exc) from None
         notify.bump(made.room_id)
         base = config.public_url
-        invite = made.link(base, "B", "seat")
+        external = counterpart_proxy == "external"
         data: dict[str, Any] = {
             "room_id": made.room_id,
             "your_link": made.link(base, "A", "seat"),
-            "invite_link_for_counterpart": invite if counterpart_proxy == "external" else None,
+            "invite_link_for_counterpart": made.link(base, "B", "invite") if external else None,
             "counterpart_proxy": counterpart_proxy,
             "next_action": (
                 f"Give invite_link_for_counterpart privately to {counterpart}. They paste it "
                 f"into their own MCP-capable agent connected to {base}/mcp. Then ask your "
                 "principal for their Intent Card and call seal_intent_card with your_link."
-                if counterpart_proxy == "external"
+                if external
                 else "The room's built-in proxy sits in seat B. Ask your principal for their "
                 "Intent Card and call seal_intent_card with your_link."
             ),
@@ -297,19 +326,33 @@ def create_mcp_server(
 
     async def join_room(link: str, agent_name: str | None = None) -> CallToolResult:
         try:
-            seat = grant(link)
-            view, token = service.join(seat, agent_name or "unnamed agent")
+            seat = service.grant(link, ("seat", "invite"))
         except PxpError as exc:
             raise _refuse(exc) from None
+        try:
+            joined = service.join(seat, agent_name or "unnamed agent")
+        except PxpError as exc:
+            if exc.code == "seat_contested":
+                notify.bump(seat.room_id)  # the contest was recorded: waiters wake to it
+            raise _refuse(exc) from None
         notify.bump(seat.room_id)
+        view = joined.view
+        if joined.seat_token is not None:
+            # ours: the invite is spent; this link is the agent's credential from now on
+            own = MintedLinks(seat.room_id, {(seat.seat, "seat"): joined.seat_token})
+            view = {**view, "your_link": own.link(config.public_url, seat.seat, "seat")}
         note = (
             "This seat's principal page link was issued to the agent that joined this seat "
             "and is not shown again."
         )
-        if token is not None:
+        if joined.notice is not None:
+            view = {**view, "seat_notice": joined.notice}  # ours: the seat's history
+            note = joined.notice + "\n" + note
+        if joined.page_token is not None:
             note = (
-                "For the principal only (do not open or forward). Your page in this room:\n"
-                f"{config.public_url}/p/{seat.room_id}/{token}"
+                (joined.notice + "\n" if joined.notice else "")
+                + "For the principal only (do not open or forward). Your page in this room:\n"
+                f"{config.public_url}/p/{seat.room_id}/{joined.page_token}"
             )
         return _result(view, for_user=note)
 
@@ -328,7 +371,7 @@ def create_mcp_server(
         except PxpError as exc:
             raise _refuse(exc) from None
 
-    async def wait_for_turn(link: str, timeout_seconds: Any = None) -> CallToolResult:
+    async def wait_for_turn(link: str, ctx: Context, timeout_seconds: Any = None) -> CallToolResult:
         wait = config.default_wait_seconds if timeout_seconds is None else timeout_seconds
         # Compare before math.isfinite: a huge JSON integer would overflow it.
         if (
@@ -356,15 +399,25 @@ def create_mcp_server(
                 or (view["status"] == "paused" and started != "paused")
             )
 
-        if not notify.enter(
+        client = _client_of(ctx, config.agent_keys)
+        full = notify.client_full(client, config.max_waiters_per_client)
+        if full and client.startswith("key:"):
+            # a signed-in agent's own calls fill its places: refusing holds up no one else
+            raise ToolError(
+                f"wait_limit: this agent key already has {config.max_waiters_per_client} "
+                "wait_for_turn calls waiting; let one return before starting another."
+            )
+        if full or not notify.enter(
             seat.room_id,
             seat.seat,
+            client,
             per_seat=config.max_waiters_per_seat,
             overall=config.max_waiters,
         ):
-            # over a cap (this seat's, or the server's, which another room's client may
-            # have filled): answer at once as get_room would, never refuse, so a client
-            # filling the caps cannot stop anyone else's agent from reading its room
+            # over a cap (this seat's, the server's, which another room's client may have
+            # filled, or an address's, which clients behind one address share): answer at
+            # once as get_room would, never refuse, so a client filling the caps cannot stop
+            # anyone else's agent from reading its room
             try:
                 view = service.view(seat)
             except PxpError as exc:
@@ -389,7 +442,7 @@ def create_mcp_server(
         except PxpError as exc:
             raise _refuse(exc) from None
         finally:
-            notify.leave(seat.room_id, seat.seat)
+            notify.leave(seat.room_id, seat.seat, client)
 
     async def send_envelope(
         link: str,
@@ -551,6 +604,9 @@ def create_app(
         seal=lambda seat, card: service.seal(seat, card, "web"),
         answer=lambda seat, answer, confirms: service.answer(seat, answer, "web", confirms),
         brief=service.brief_if_ended,
+        release=lambda seat: MintedLinks(
+            seat.room_id, {(seat.seat, "invite"): service.release(seat)}
+        ).link(cfg.public_url, seat.seat, "invite"),
         changed=changes.bump,
         allowed_origins=origins,
         max_form_bytes=cfg.max_body_bytes,

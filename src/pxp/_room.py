@@ -51,7 +51,7 @@ __all__ = [
 STATES = ("open", "active", "paused", "agreed", "ended")
 """Room states: seating and sealing, negotiating, waiting on a principal, done (two ways)."""
 
-ACTIONS = ("join", "draft", "seal", "send", "answer", "brief")
+ACTIONS = ("join", "draft", "seal", "send", "answer", "brief", "contest", "release", "rejoin")
 """Actions on a room (``Room.join`` ... ``Room.brief``)."""
 
 TRANSITIONS: dict[tuple[str, str], dict[str, str]] = {
@@ -69,8 +69,31 @@ TRANSITIONS: dict[tuple[str, str], dict[str, str]] = {
     ("paused", "answer"): {"resumed": "active", "turn_limit": "ended"},
     ("agreed", "brief"): {"brief": "agreed"},
     ("ended", "brief"): {"brief": "ended"},
+    # a seat's invite presented again after its agent joined (ours): nothing can be agreed
+    # for that seat any more; a finished room keeps its outcome and records the contest
+    ("open", "contest"): {"contested": "ended"},
+    ("active", "contest"): {"contested": "ended"},
+    ("paused", "contest"): {"contested": "ended"},
+    ("agreed", "contest"): {"contested": "agreed"},
+    ("ended", "contest"): {"contested": "ended"},
+    # the seat's principal frees the seat from its agent (ours), for another agent to join
+    ("open", "release"): {"released": "open"},
+    ("active", "release"): {"released": "active"},
+    ("paused", "release"): {"released": "paused"},
+    # a seat link joins a seat its agent already holds (ours): recorded, nothing else changes
+    ("open", "rejoin"): {"rejoined": "open"},
+    ("active", "rejoin"): {"rejoined": "active"},
+    ("paused", "rejoin"): {"rejoined": "paused"},
 }
 """``(state, action) -> {outcome: next state}``; any pair not listed is an invalid action."""
+
+MAX_CONTESTS_PER_SEAT = 4
+"""A seat's invite presented again is recorded (``Room.contest``) this many times at most:
+the room has ended by then, and each entry lengthens the ledger every load re-verifies."""
+
+MAX_REJOINS_PER_SEAT = 8
+"""A seat link joining its held seat again is recorded (``Room.rejoin``) this many times at
+most; later joins under the holder's name change nothing."""
 
 VIAS = ("web", "mcp")
 _MODES = ("builtin", "external")
@@ -157,6 +180,10 @@ class _Seat:
     link_agent: str | None = None
     # who sealed the card: {"via", "agent", "link"} (see Room.sealed_by)
     sealed_by: dict[str, Any] | None = None
+    # every contest, release and rejoin of the seat (see Room.contest, release, rejoin)
+    contests: list[dict[str, Any]] = field(default_factory=list)
+    releases: list[dict[str, Any]] = field(default_factory=list)
+    rejoins: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -461,6 +488,112 @@ class Room:
                 "agent": record.link_agent,
             }
         return {"via": via, "link": "seat", "link_issued_at": None, "agent": record.agent}
+
+    def contest(self, seat: str, *, agent: str, now: datetime) -> None:
+        """Record that ``agent`` presented ``seat``'s invite after the seat's agent had
+        joined with it: ledger ``seat_contested {seat, agent}`` (ours).
+
+        The invite is a bearer link that passed through the other side, so nobody can tell
+        which of the two agents acts for the seat's principal. A room still running ends
+        there (``ended``: no agreement can follow); a finished room keeps its outcome and
+        records the contest all the same. The brief lists every contest under
+        ``parties[seat].contests``.
+        """
+        outcomes = self._allowed("contest")
+        seat = _check_seat(seat)
+        if self._seats[seat].agent is None:
+            raise PxpError(
+                "seat_invalid", f"seat {seat} has no agent whose seat could be contested"
+            )
+        if not isinstance(agent, str) or not agent.strip() or len(agent) > 200:
+            raise PxpError("agent_invalid", "the agent name must be a non-empty string")
+        at = format_time(now)
+        data = {"seat": seat, "agent": agent}
+        canonical(data)  # refuse what cannot be hashed before anything changes
+        self._do_contest(seat, agent, at, len(self.ledger) + 1, outcomes["contested"])
+        self.ledger.append("seat_contested", at, data)
+
+    def _do_contest(self, seat: str, agent: str, at: str, n: int, state: str) -> None:
+        record = self._seats[seat]
+        record.contests.append(
+            {"agent": agent, "holder": record.agent, "state": self.status, "at": at, "n": n}
+        )
+        self.status = state
+        if state == "ended":
+            self.turn = None
+
+    def release(self, seat: str, *, now: datetime) -> str:
+        """The seat's principal frees ``seat`` from its agent: ledger ``seat_released {seat,
+        agent}`` (ours); returns the agent released.
+
+        The next agent that joins takes the seat as a first join would (the ledger and the
+        brief keep every agent that sat there). Only while the room runs.
+        """
+        outcomes = self._allowed("release")
+        seat = _check_seat(seat)
+        agent = self._seats[seat].agent
+        if agent is None:
+            raise PxpError("seat_invalid", f"seat {seat} has no agent to release")
+        at = format_time(now)
+        data = {"seat": seat, "agent": agent}
+        self._do_release(seat, at, len(self.ledger) + 1, outcomes["released"])
+        self.ledger.append("seat_released", at, data)
+        return agent
+
+    def _do_release(self, seat: str, at: str, n: int, state: str) -> None:
+        record = self._seats[seat]
+        record.releases.append(
+            {
+                "agent": record.agent,
+                "at": at,
+                "n": n,
+                # who released: the page link the room then attributed web actions to
+                "by": self.principal_link(seat),
+                # the card as it stood: sealed before the release, and by whom
+                "sealed_by": dict(record.sealed_by) if record.sealed_by is not None else None,
+            }
+        )
+        record.agent = None
+        self.status = state
+
+    def rejoin(self, seat: str, *, agent: str, now: datetime) -> None:
+        """Record that the seat's link joined again while an agent holds the seat (ours):
+        ledger ``seat_rejoined {seat, agent}``, ``agent`` the name given this time.
+
+        A seat link is a bearer link: the agent that holds it joining again and another
+        agent given the same link look alike to the room. Nothing else changes; the brief
+        lists every rejoin, so a seat link shared by two agents is never silent.
+        """
+        outcomes = self._allowed("rejoin")
+        seat = _check_seat(seat)
+        if self._seats[seat].agent is None:
+            raise PxpError("seat_invalid", f"seat {seat} has no agent to join again")
+        if not isinstance(agent, str) or not agent.strip() or len(agent) > 200:
+            raise PxpError("agent_invalid", "the agent name must be a non-empty string")
+        at = format_time(now)
+        data = {"seat": seat, "agent": agent}
+        canonical(data)
+        self._do_rejoin(seat, agent, at, len(self.ledger) + 1, outcomes["rejoined"])
+        self.ledger.append("seat_rejoined", at, data)
+
+    def _do_rejoin(self, seat: str, agent: str, at: str, n: int, state: str) -> None:
+        record = self._seats[seat]
+        record.rejoins.append({"agent": agent, "holder": record.agent, "at": at, "n": n})
+        self.status = state
+
+    def releases(self, seat: str) -> list[dict[str, Any]]:
+        """Every release of ``seat``: ``{agent, at, n, by, sealed_by}`` (``by`` the principal
+        link that then acted for the seat, ``sealed_by`` how its card had been sealed)."""
+        return copy.deepcopy(self._seats[_check_seat(seat)].releases)
+
+    def rejoins(self, seat: str) -> list[dict[str, Any]]:
+        """Every rejoin of ``seat``: ``{agent, holder, at, n}``."""
+        return [dict(r) for r in self._seats[_check_seat(seat)].rejoins]
+
+    def contests(self, seat: str) -> list[dict[str, Any]]:
+        """Every contest of ``seat``: ``{agent, holder, state, at, n}`` (``holder`` the agent
+        then in the seat, ``state`` the room's state before, ``n`` the ledger entry)."""
+        return [dict(c) for c in self._seats[_check_seat(seat)].contests]
 
     def _do_join(self, seat: str, agent: str, mode: str | None) -> None:
         record = self._seats[seat]

@@ -68,6 +68,7 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
         allowed_hosts=tuple(hosts),
         allowed_origins=tuple(origins),
         agent_keys=_keys(args),
+        max_waiters_per_client=getattr(args, "max_waiters_per_client", 16),
     )
 
 

@@ -1,10 +1,14 @@
-"""Seat links and principal links of the PXP room server: minting, parsing and checking.
+"""Seat links, invites and principal links of the PXP room server: minting, parsing, checking.
 
-A room has two seats, ``A`` and ``B``. Each seat has two secrets:
+A room has two seats, ``A`` and ``B``. A seat's links:
 
-* the **seat link**, the credential a proxy (an MCP client) passes to every tool;
+* the **seat link**, the credential one proxy (an MCP client) passes to every tool;
 * the **principal link**, which opens the principal's web page and is the only way to answer
-  an escalation as ``via: "web"``.
+  an escalation as ``via: "web"``;
+* seat B's **invite** (``invite_link_for_counterpart``), which the creator forwards: it only
+  joins the seat, once. The first join spends it for a fresh seat link given to the agent
+  that joined and nobody else; presented again, it contests the seat (see
+  :meth:`pxp._server_rooms.RoomService.join`).
 
 Each secret carries 256 random bits. Only its SHA-256 digest is stored, so a copy of the
 database opens no seat. A presented token is hashed and compared with every stored digest
@@ -12,9 +16,9 @@ of its room with :func:`hmac.compare_digest` (all of them, whichever matches), s
 comparison time nor the order of the checks says which seat or kind was close.
 
 Links are never logged and never shown to the other seat: nothing in this module logs, and
-the server returns a seat's links only to the caller that minted them. Seat B's principal
-link is minted late (:func:`mint_token`, :meth:`LinkStore.add_link`), at the first join on
-B's seat link, because everything ``create_room`` returns reaches seat A's side.
+the server returns a link only to the caller it was minted for. Seat B's seat link and
+principal link are minted late, at the first join with B's invite (:func:`mint_token`,
+:meth:`LinkStore.set_link`), because everything ``create_room`` returns reaches seat A's side.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from urllib.parse import parse_qs
 from ._errors import PxpError
 
 __all__ = [
+    "INVITE_ONLY",
     "LINK_EXPIRED",
     "LINK_REVOKED",
     "UNKNOWN_LINK",
@@ -51,11 +56,12 @@ __all__ = [
     "token_digest",
 ]
 
-LinkKind = Literal["seat", "principal"]
-"""``"seat"`` for the proxy's MCP credential, ``"principal"`` for the web page."""
+LinkKind = Literal["seat", "principal", "invite"]
+"""``"seat"`` for the proxy's MCP credential, ``"principal"`` for the web page, ``"invite"``
+for seat B's one join."""
 
 _SEATS = ("A", "B")
-_KINDS: tuple[LinkKind, ...] = ("seat", "principal")
+_KINDS: tuple[LinkKind, ...] = ("seat", "principal", "invite")
 _PATH = {"seat": "s", "principal": "p"}
 _TOKEN_BYTES = 32
 # room id (16 lowercase hex) then a separator then the token (43 base64url characters).
@@ -109,8 +115,9 @@ class MintedLinks:
     def link(self, base_url: str, seat: str, kind: LinkKind) -> str:
         """Return the link of ``seat`` and ``kind`` under ``base_url`` (no trailing slash)."""
         token = self.tokens[(seat, kind)]
-        if kind == "seat":
-            # the reference's seat link shape: https://.../room/ID?seat=A&t=TOKEN
+        if kind != "principal":
+            # the reference's seat link shape: https://.../room/ID?seat=A&t=TOKEN (an invite
+            # has it too: a client of the reference joins with it)
             return f"{base_url}/room/{self.room_id}?seat={seat}&t={token}"
         return f"{base_url}/{_PATH[kind]}/{self.room_id}/{token}"
 
@@ -130,7 +137,7 @@ def mint_links(random_bytes: Callable[[int], bytes]) -> MintedLinks:
         raise PxpError("random_invalid", "the random source returned the wrong number of bytes")
     tokens: dict[tuple[str, LinkKind], str] = {}
     for seat in _SEATS:
-        for kind in _KINDS:
+        for kind in ("seat", "principal"):
             raw = random_bytes(_TOKEN_BYTES)
             if len(raw) != _TOKEN_BYTES:
                 raise PxpError(
@@ -507,12 +514,13 @@ class SqliteLinkStore:
             finally:
                 db.close()
         out: list[LinkRow] = []
+        kinds: dict[object, LinkKind] = {k: k for k in _KINDS}
         for seat, kind, digest, expires_at, revoked in found:
-            if seat in _SEATS and kind in _KINDS:
+            if seat in _SEATS and kind in kinds:
                 out.append(
                     LinkRow(
                         str(seat),
-                        "seat" if kind == "seat" else "principal",
+                        kinds[kind],
                         str(digest),
                         None if expires_at is None else str(expires_at),
                         bool(revoked),
@@ -527,29 +535,46 @@ class SqliteLinkStore:
 
 LINK_REVOKED = "This link was revoked: ask whoever runs the room server for a new one."
 LINK_EXPIRED = "This link has expired: ask whoever runs the room server for a new one."
+INVITE_ONLY = (
+    "This is a seat's invite: it only joins the seat, once (join_room); every other tool takes "
+    "the your_link that join_room answered."
+)
 
 
 def check_link(
-    store: LinkStore, link: object, kind: LinkKind, *, now: str | None = None
+    store: LinkStore,
+    link: object,
+    kind: LinkKind | tuple[LinkKind, ...],
+    *,
+    now: str | None = None,
 ) -> SeatGrant:
-    """Return the seat ``link`` opens if it is a valid link of ``kind``; else refuse.
+    """Return the seat ``link`` opens if it is a valid link of ``kind`` (or of one of the
+    kinds given); else refuse.
 
     Every stored digest of the room is compared in constant time, whichever matches. A
-    valid link of the other kind is refused with the same sentence as an unknown one. A
-    matching link that was revoked (``link_revoked``) or has expired at ``now``
-    (``format_time`` text; ``link_expired``) is refused with its own sentence: only the
-    holder of the secret can learn it.
+    valid principal link where a seat link is asked for (or the reverse) is refused with the
+    same sentence as an unknown one. A matching link that was revoked (``link_revoked``) or
+    has expired at ``now`` (``format_time`` text; ``link_expired``) is refused with its own
+    sentence, and so is an invite given where it does not open anything (``invite_link``):
+    only the holder of the secret can learn either.
     """
+    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
     room_id, token, named = _parse(link)
     presented = _digest(token)
     found: LinkRow | None = None
     for row in store.rows(room_id):
         if hmac.compare_digest(presented, row.digest):
             found = row
-    if found is None or found.kind != kind or (named is not None and named != found.seat):
+    if (
+        found is None
+        or (found.kind not in kinds and found.kind != "invite")
+        or (named is not None and named != found.seat)
+    ):
         raise PxpError("link_unknown", UNKNOWN_LINK)
     if found.revoked:
         raise PxpError("link_revoked", LINK_REVOKED)
     if found.expires_at is not None and now is not None and now >= found.expires_at:
         raise PxpError("link_expired", LINK_EXPIRED)
-    return SeatGrant(room_id, found.seat, kind)
+    if found.kind not in kinds:
+        raise PxpError("invite_link", INVITE_ONLY)
+    return SeatGrant(room_id, found.seat, found.kind)

@@ -263,6 +263,33 @@ def room_page(
         )
         + "</p>"
     )
+    if (
+        not view.get("agent")
+        and view.get("released")
+        and status
+        in (
+            "drafting",
+            "negotiating",
+            "paused",
+        )
+    ):
+        # the invite shown at the release may have been lost: the page issues it again
+        out.append(
+            f'<form method="post" action="{_attr(action)}/release" class="release">'
+            '<input type="hidden" name="release" value="yes">'
+            '<p>Your seat is free. <button type="submit">Issue a new invite</button> for '
+            "the agent that should act for you (the invite shown before stops working).</p>"
+            "</form>"
+        )
+    if view.get("agent") and status in ("drafting", "negotiating", "paused"):
+        # the principal, not the room, decides which agent acts for it (ours)
+        out.append(
+            f'<form method="post" action="{_attr(action)}/release" class="release">'
+            '<input type="hidden" name="release" value="yes">'
+            f'<p>Not your agent, or it lost its link? <button type="submit">Release your seat '
+            f"from {safe(view.get('agent'))}</button> (it stops acting for you at once; you get "
+            "a new invite for your next agent).</p></form>"
+        )
     out.append(
         f"<p>{safe(name[other_seat])} (seat {safe(other_seat)}): proxy "
         f"{safe(other.get('agent') or 'not joined yet')}; card "

@@ -19,13 +19,13 @@ import threading
 import unicodedata
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ._brief import brief_markdown
 from ._errors import PxpError
 from ._ledger import verify_ledger
 from ._proxy import Proxy
-from ._room import Room, format_time, other_seat
+from ._room import MAX_CONTESTS_PER_SEAT, MAX_REJOINS_PER_SEAT, Room, format_time, other_seat
 from ._server_links import (
     UNKNOWN_LINK,
     LinkKind,
@@ -41,7 +41,14 @@ from ._server_links import (
 from ._server_views import agent_view, compact_envelope, status_word
 from ._store import MemoryRoomStore, RoomStore
 
-__all__ = ["DEFAULT_LINK_TTL", "MAX_AGENTS_PER_SEAT", "RoomService", "utc_now"]
+__all__ = [
+    "DEFAULT_LINK_TTL",
+    "MAX_AGENTS_PER_SEAT",
+    "MAX_CONTESTS_PER_SEAT",
+    "Joined",
+    "RoomService",
+    "utc_now",
+]
 
 _T = TypeVar("_T")
 _log = logging.getLogger("pxp.server")
@@ -49,8 +56,58 @@ _MAX_TEXT = 4000
 # Each new agent name in a seat appends a ledger entry, and every request re-reads and
 # re-verifies the whole ledger, so a seat may change agents only this often.
 MAX_AGENTS_PER_SEAT = 16
+_CONTESTED = (
+    "seat {seat}'s invite was spent when an agent joined the seat with it. Nobody can tell "
+    "which agent acts for seat {seat}'s principal, so the room has ended if it was still "
+    "running, and its ledger and brief record both joins; to negotiate, open a new room and "
+    "send its invite only to the counterpart."
+)
 DEFAULT_LINK_TTL = timedelta(days=30)
 """How long a link works after it is issued, unless the service is told otherwise."""
+
+
+class Joined(NamedTuple):
+    """What :meth:`RoomService.join` gives back.
+
+    ``view`` is the seat's view; ``page_token`` the secret of the seat's principal link when
+    this join issued it (for the principal only), else ``None``; ``seat_token`` the secret
+    of the seat link an invite was spent for (the joining agent's credential from now on),
+    else ``None``.
+    """
+
+    view: dict[str, Any]
+    page_token: str | None
+    seat_token: str | None
+    notice: str | None = None
+
+
+def _notice(room: Room, seat: str) -> str | None:
+    """What the joining agent's principal must hear about the seat's history (ours): that
+    its link joined before, or that an earlier holder released it (with the card it sealed).
+    """
+    rejoins, releases = room.rejoins(seat), room.releases(seat)
+    if rejoins and rejoins[-1]["n"] == len(room.ledger):
+        first = room.agents(seat)[-1]
+        return (
+            f"This seat's link had already joined this room (agent {first}). If your agent did "
+            "not join before, another agent holds this seat's link: tell your principal. The "
+            "ledger and the brief record every join."
+        )
+    if releases:
+        last = releases[-1]
+        by = last.get("by") or {}
+        sealed = (
+            " Its card was sealed before the release, by the agent or page that held it then."
+            if last.get("sealed_by")
+            else ""
+        )
+        return (
+            f"This seat was held by agent {last['agent']} and released at ledger entry "
+            f"{last['n']} through the principal page issued to "
+            f"{by.get('agent') or 'the room creator'}; that page still acts for this seat.{sealed} "
+            "If your principal did not release it, tell them: the brief records it."
+        )
+    return None
 
 
 def utc_now() -> datetime:
@@ -138,12 +195,28 @@ class RoomService:
         self._link_ttl = link_ttl
         self._lock = threading.RLock()
 
-    def grant(self, link: object, kind: LinkKind) -> SeatGrant:
-        """Return the seat ``link`` opens as a link of ``kind``, or refuse (one fixed sentence)."""
+    def grant(self, link: object, kind: LinkKind | tuple[LinkKind, ...]) -> SeatGrant:
+        """Return the seat ``link`` opens as a link of ``kind`` (or of one of the kinds
+        given), or refuse (:func:`~pxp._server_links.check_link`)."""
         return check_link(self._links, link, kind, now=format_time(self._clock()))
 
     def _expiry(self, now: datetime) -> str | None:
         return None if self._link_ttl is None else format_time(now + self._link_ttl)
+
+    def _write_link(
+        self, room_id: str, seat: str, kind: LinkKind, token: str, now: datetime, issued_at: int
+    ) -> bool:
+        """Store a late-issued link of ``kind``, conditional on ``issued_at``, the ledger
+        entry that issued it: another process that issued later (and saved its room later)
+        keeps its link, so the link that works is the one the ledger issued last."""
+        return self._links.set_link(
+            room_id,
+            seat,
+            kind,
+            token_digest(token),
+            expires_at=self._expiry(now),
+            issued_at=issued_at,
+        )
 
     # ------------------------------------------------------------------ storage
 
@@ -187,16 +260,19 @@ class RoomService:
                 raise PxpError(
                     "builtin_unavailable",
                     "this server has no built-in counterpart proxy; use counterpart_proxy "
-                    "'external' and send the counterpart link to the other side",
+                    "'external' and send invite_link_for_counterpart to the other side",
                 )
             builtin = self._builtin(topic, names["B"])
         minted = mint_links(self._random)
-        # Seat B's principal link is not minted here: whatever create_room returns reaches
-        # seat A's side, and B's principal page would let A's side seal B's card or answer
-        # B's escalations as B's principal. B's link is minted when B's agent first joins.
-        made = MintedLinks(
-            minted.room_id, {k: v for k, v in minted.tokens.items() if k != ("B", "principal")}
-        )
+        # Seat B gets an invite only: whatever create_room returns reaches seat A's side, and
+        # B's seat link or principal page would let A's side read B's card, send as B, or
+        # seal B's card and answer B's escalations as B's principal. Both are minted when an
+        # agent joins with the invite, for that agent only (see join).
+        tokens = dict(minted.tokens)
+        del tokens[("B", "principal")]
+        if builtin is None:
+            tokens[("B", "invite")] = tokens.pop(("B", "seat"))
+        made = MintedLinks(minted.room_id, tokens)
         now = self._clock()
         room = Room.open(made.room_id, topic=topic, now=now, max_turns=self._max_turns, names=names)
         # seat A's principal link goes to whoever created the room (its first agent inherits it)
@@ -239,67 +315,83 @@ class RoomService:
             self._links.add_room(room.id, made.digests(), expires_at=self._expiry(self._clock()))
         return made
 
-    def join(self, seat: SeatGrant, agent_name: str) -> tuple[dict[str, Any], str | None]:
-        """Record which agent sits in the seat (ledger ``agent_joined``).
+    def join(self, seat: SeatGrant, agent_name: str) -> Joined:
+        """Record which agent sits in the seat (ledger ``agent_joined``); see :class:`Joined`.
 
-        Returns the view and, when this join issued the seat's principal link, its fresh
-        secret (else ``None``). A seat's principal link is issued to an agent that joined
-        that seat only once, at the seat's first join (seat B); a later join under another
-        name is refused (``seat_taken``), the same name again changes nothing. Seat A's
-        link, handed out by ``create_room``, passes to the first agent that joins A. Only
-        the operator re-issues a principal link (:meth:`reissue_principal_link`, ``pxp links
-        reissue``). The agent name is kept as :func:`agent_display_name` gives it.
+        **Seat B's invite** (``seat.kind == "invite"``) joins the seat once: the first join
+        spends it for a fresh seat link (``Joined.seat_token``) that only this agent gets,
+        and issues the seat's principal link to it. Presented again, by any agent under any
+        name, the invite contests the seat (:meth:`Room.contest`: the room ends if it is
+        still running, the ledger and the brief record it) and the call is refused
+        ``seat_contested``: the invite went through the other side, so nobody can tell which
+        agent is the seat principal's, and neither may go on silently.
+
+        **A seat link** admits one agent: a later join under another name is refused
+        (``seat_taken``), the same name again changes nothing. Seat A's principal link,
+        handed out by ``create_room``, passes to the first agent that joins A; a seat link
+        joining a seat with no principal link yet (an imported room) issues one. Only the
+        operator re-issues a principal link (:meth:`reissue_principal_link`). The agent
+        name is kept as :func:`agent_display_name` gives it.
         """
         agent = agent_display_name(_text(agent_name, "agent_name", limit=200))
         now = self._clock()
         token = mint_token(self._random)
+        seat_token = mint_token(self._random) if seat.kind == "invite" else None
 
-        def act(room: Room) -> int | None:
-            if (
-                room.agent(seat.seat) != agent
-                and len(room.agents(seat.seat)) >= MAX_AGENTS_PER_SEAT
-            ):
+        def act(room: Room) -> tuple[str, int | None, int | None]:
+            current = room.agent(seat.seat)
+            if seat.kind == "invite" and current is not None:
+                if len(room.contests(seat.seat)) < MAX_CONTESTS_PER_SEAT:
+                    room.contest(seat.seat, agent=agent, now=now)
+                return "contested", None, None
+            if current != agent and len(room.agents(seat.seat)) >= MAX_AGENTS_PER_SEAT:
                 raise PxpError(
                     "agent_limit",
                     f"seat {seat.seat} has already had {MAX_AGENTS_PER_SEAT} agents; keep the "
                     "agent name you joined with",
                 )
-            current = room.agent(seat.seat)
-            if current is not None and current != agent:
-                # the seat admits one agent: another name holding the seat link (a look-alike
-                # of the agent, or the other side with a leaked invite) is refused, and the
-                # agent seated keeps its seat and its principal's page
-                raise PxpError(
-                    "seat_taken",
-                    f"seat {seat.seat} is taken by another agent; only the operator can hand "
-                    "the seat's principal a new link (pxp links reissue)",
-                )
+            if current is not None:
+                # a seat link is a bearer link: its holder joining again and another agent
+                # given the same link (by anyone it passed through) look alike, so every
+                # such join is recorded and shown in the brief; another name is refused
+                if (
+                    room.status not in ("agreed", "ended")
+                    and len(room.rejoins(seat.seat)) < MAX_REJOINS_PER_SEAT
+                ):
+                    room.rejoin(seat.seat, agent=agent, now=now)
+                return ("taken" if current != agent else "rejoined"), None, None
             link = room.principal_link(seat.seat)
             room.join(seat.seat, agent=agent, now=now)
-            if room.status in ("agreed", "ended"):
-                return None
-            # a principal link is issued by a join only once per seat: a later join (under
-            # any name) holding the seat link gets none, and the link issued stays valid;
-            # re-issuing is the operator's (``pxp links reissue``)
-            if link is None:
-                return room.issue_principal_link(seat.seat, agent=agent, now=now)
-            return None
+            joined_at = len(room.ledger)
+            if room.status in ("agreed", "ended") or link is not None:
+                return "joined", None, joined_at
+            return "joined", room.issue_principal_link(seat.seat, agent=agent, now=now), joined_at
 
         with self._lock:
-            room, issued_at = self._act(seat.room_id, act)
-            written = False
-            if issued_at is not None:
-                # conditional on the ledger entry that issued it: another process that
-                # issued later (and saved its room later) keeps its link
-                written = self._links.set_link(
-                    seat.room_id,
-                    seat.seat,
-                    "principal",
-                    token_digest(token),
-                    expires_at=self._expiry(now),
-                    issued_at=issued_at,
+            room, (outcome, issued_at, joined_at) = self._act(seat.room_id, act)
+            if outcome == "contested":
+                raise PxpError("seat_contested", _CONTESTED.format(seat=seat.seat))
+            if outcome == "taken":
+                raise PxpError(
+                    "seat_taken",
+                    f"seat {seat.seat} is held by another agent (this join is recorded in the "
+                    "ledger and the brief); its principal can release it on their page",
                 )
-        return self._view(room, seat.seat), (token if written else None)
+            # the invite is spent: the agent that joined gets the seat's own link
+            seat_link = (
+                seat_token
+                if seat_token is not None
+                and joined_at is not None
+                and self._write_link(seat.room_id, seat.seat, "seat", seat_token, now, joined_at)
+                else None
+            )
+            page = (
+                token
+                if issued_at is not None
+                and self._write_link(seat.room_id, seat.seat, "principal", token, now, issued_at)
+                else None
+            )
+        return Joined(self._view(room, seat.seat), page, seat_link, _notice(room, seat.seat))
 
     def reissue_principal_link(self, room_id: str, seat: str) -> str:
         """Issue ``seat``'s principal link afresh (the operator's command); return its secret.
@@ -317,18 +409,53 @@ class RoomService:
 
         with self._lock:
             _, issued_at = self._act(room_id, act)
-            written = self._links.set_link(
-                room_id,
-                seat,
-                "principal",
-                token_digest(token),
-                expires_at=self._expiry(now),
-                issued_at=issued_at,
-            )
+            written = self._write_link(room_id, seat, "principal", token, now, issued_at)
         if not written:
             raise PxpError(
                 "store_conflict", "another process issued this seat's principal link since"
             )
+        return token
+
+    def release(self, seat: SeatGrant) -> str:
+        """The seat's principal frees its seat from its agent (the page's release form);
+        return the secret of the seat's fresh invite, for the principal's next agent.
+
+        Ledger ``seat_released {seat, agent}``. The released agent's seat link is revoked
+        at once, and the fresh invite replaces the seat's earlier one (the one the creator
+        forwarded stops working), so only whoever holds the seat's page hands the freed seat
+        on: its principal, or whoever spent the invite first; the brief records which page
+        released and how the card had been sealed. Only while the room runs, and only with a
+        principal link (``seat.kind``).
+        """
+        if seat.kind != "principal":
+            raise PxpError("link_unknown", UNKNOWN_LINK)
+        now = self._clock()
+        token = mint_token(self._random)
+
+        def act(room: Room) -> int:
+            room.release(seat.seat, now=now)
+            return len(room.ledger)
+
+        with self._lock:
+            # refuse before anything changes; then close the seat's links before the seat is
+            # free, so no process can join the freed seat with the invite the creator
+            # forwarded (or act with the released agent's link) in between
+            held = self._load(seat.room_id)
+            held._allowed("release")
+            free = held.agent(seat.seat) is None
+            if free and not held.releases(seat.seat):
+                raise PxpError("seat_invalid", f"seat {seat.seat} has no agent to release")
+            for kind in ("invite", "seat"):
+                self._links.revoke(seat.room_id, seat=seat.seat, kind=kind)
+            if free:
+                # released before, and the invite shown then was lost: issue it again (the
+                # one shown before stops working); the release is in the ledger already
+                released_at = len(held.ledger)
+            else:
+                _, released_at = self._act(seat.room_id, act)
+            written = self._write_link(seat.room_id, seat.seat, "invite", token, now, released_at)
+        if not written:
+            raise PxpError("store_conflict", "another process released this seat since")
         return token
 
     def seal(self, seat: SeatGrant, card: Any, via: str) -> dict[str, Any]:
@@ -472,6 +599,7 @@ class RoomService:
         data["your_card_sealed"] = view.card is not None
         data["your_draft"] = mine.get("draft")
         data["agent"] = room.agent(seat)
+        data["released"] = bool(room.releases(seat))
         data["principal_link"] = room.principal_link(seat)
         data["status_word"] = status_word(room)
         data["claims"] = [

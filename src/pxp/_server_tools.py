@@ -87,7 +87,7 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         dict(_WRITE),
         "Open a PXP negotiation room for your principal (seat A) and a counterpart (seat B). "
         "Returns your seat link (pass it to every other tool; keep it secret), the counterpart's "
-        "seat link to forward to them (external counterpart), and, for your principal's eyes only, "
+        "invite to forward to them (external counterpart), and, for your principal's eyes only, "
         "the link to their web page. If the server requires sign-in, send your principal agent key "
         "as the HTTP header 'Authorization: Bearer <key>'. 'builtin' seats a proxy run by the "
         "server; 'passcode' is accepted and ignored (sign-in uses the header).",
@@ -95,9 +95,13 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "join_room",
         _obj({"link": _STR, "agent_name": _STR}, ["link"]),
-        {"idempotentHint": True, "openWorldHint": True},
-        "Take your seat in a room with the seat link you were given, naming the agent that sits "
-        "in it (recorded in the ledger). Returns the room as your seat sees it.",
+        # ours: not idempotent, unlike the reference's hint: an invite joins once, and a
+        # client retrying on the hint would contest its own seat
+        {"idempotentHint": False, "openWorldHint": True},
+        "Take your seat in a room with the link you were given, naming the agent that sits in "
+        "it (recorded in the ledger). Returns the room as your seat sees it. An invite joins "
+        "once: the answer's your_link is your seat link for every later call; presenting the "
+        "invite again contests the seat and ends the room.",
     ),
     ToolSpec(
         "seal_intent_card",

@@ -105,6 +105,16 @@ def _next_action(room: Room, seat: str, status: str, your_turn: bool) -> str:
             "Agreement reached. Call get_brief and report the terms, authority and unverified "
             "assumptions to your principal."
         )
+    contested = [
+        s for s in ("A", "B") for c in room.contests(s) if c["state"] not in ("agreed", "ended")
+    ]
+    if status == "stalled" and contested:
+        # ours: the room ended on a contest (the reference has no contests)
+        return (
+            f"No agreement: seat {contested[0]}'s invite was presented again after an agent "
+            "had joined with it, so the room ended. Call get_brief and report to your "
+            "principal."
+        )
     if status == "stalled":
         return "No agreement within the turn limit. Call get_brief and report to your principal."
     return "Call wait_for_turn."

@@ -2,9 +2,10 @@
 
 Reached only through a principal link (``/p/<room>/<token>``). The server hands a seat's
 principal link only to the agent that joined that seat, in MCP content addressed to the human
-(``audience: ["user"]``): seat A's with ``create_room``, seat B's with the first ``join_room``
-on B's seat link, again to an agent that takes a seat over; every tool refuses a principal
-link. These are the routes and the form handling; what the page shows is
+(``audience: ["user"]``): seat A's with ``create_room``, seat B's with the ``join_room`` that
+spends B's invite; every tool refuses a principal link. The page's forms seal the card,
+answer an escalation, and release the seat from its agent (the response shows the seat's
+fresh invite, once). These are the routes and the form handling; what the page shows is
 :mod:`pxp._server_page` (the brief, claims, escalations and answers, the ledger head).
 
 Every page is sent with ``Cache-Control: no-store``, ``Referrer-Policy: same-origin`` (the link
@@ -68,6 +69,7 @@ class WebBackend:
 
     ``grant(link)`` returns the seat a principal link opens or raises :class:`PxpError`;
     ``view``, ``seal`` and ``answer`` act as that seat's principal (``via`` is ``"web"``);
+    ``release`` frees the seat from its agent and returns the seat's fresh invite link;
     ``brief`` returns the brief when the room has ended (else ``None``); ``changed(room_id)``
     wakes the room's waiting proxies after a write.
     """
@@ -80,6 +82,7 @@ class WebBackend:
         seal: Callable[[SeatGrant, Any], dict[str, Any]],
         answer: Callable[[SeatGrant, str, tuple[str, ...]], dict[str, Any]],
         brief: Callable[[SeatGrant], dict[str, Any] | None],
+        release: Callable[[SeatGrant], str],
         changed: Callable[[str], None],
         allowed_origins: Sequence[str],
         max_form_bytes: int,
@@ -89,6 +92,7 @@ class WebBackend:
         self.seal = seal
         self.answer = answer
         self.brief = brief
+        self.release = release
         self.changed = changed
         self.allowed_origins = tuple(allowed_origins)
         self.max_form_bytes = max_form_bytes
@@ -159,24 +163,35 @@ def web_routes(backend: WebBackend) -> list[Route]:
         body, refresh = room_page(view, request.url.path, brief)
         return _page(f"PXP room: {view.get('topic', '')}", banner + body, refresh=refresh)
 
+    async def _posted(
+        request: Request, field: str
+    ) -> tuple[SeatGrant, str, dict[str, list[str]]] | Response:
+        """The checks every form post passes: same origin, a principal link, a bounded
+        form whose ``field`` is not empty."""
+        # "none" is a navigation the user made; "same-site" is another origin too.
+        fetch_site = request.headers.get("sec-fetch-site")
+        cross = fetch_site is not None and fetch_site not in ("same-origin", "none")
+        if cross or not origin_allowed(request.headers.get("origin"), backend.allowed_origins):
+            return _refused(403, "This form was posted from another site.")
+        grant = _grant(request)
+        if isinstance(grant, Response):
+            return grant
+        form = await _form(request, backend.max_form_bytes)
+        if isinstance(form, Response):
+            return form
+        value = (form.get(field) or [""])[-1].strip()
+        if not value:
+            return _refused(400, f"The form field {field!r} is empty.")
+        return grant, value, form
+
     def _post(
         field: str, act: Callable[[SeatGrant, str, list[str]], object], done: str
     ) -> Callable[[Request], Awaitable[Response]]:
         async def handler(request: Request) -> Response:
-            # "none" is a navigation the user made; "same-site" is another origin too.
-            fetch_site = request.headers.get("sec-fetch-site")
-            cross = fetch_site is not None and fetch_site not in ("same-origin", "none")
-            if cross or not origin_allowed(request.headers.get("origin"), backend.allowed_origins):
-                return _refused(403, "This form was posted from another site.")
-            grant = _grant(request)
-            if isinstance(grant, Response):
-                return grant
-            form = await _form(request, backend.max_form_bytes)
-            if isinstance(form, Response):
-                return form
-            value = (form.get(field) or [""])[-1].strip()
-            if not value:
-                return _refused(400, f"The form field {field!r} is empty.")
+            checked = await _posted(request, field)
+            if isinstance(checked, Response):
+                return checked
+            grant, value, form = checked
             try:
                 act(grant, value, form.get("confirm", []))
             except PxpError as exc:
@@ -197,6 +212,28 @@ def web_routes(backend: WebBackend) -> list[Route]:
             raise PxpError("card_invalid", "the card is not valid JSON") from None
         return backend.seal(grant, card)
 
+    async def release(request: Request) -> Response:
+        # Not a redirect: the fresh invite is shown on this response only, once.
+        checked = await _posted(request, "release")
+        if isinstance(checked, Response):
+            return checked
+        grant = checked[0]
+        try:
+            invite = backend.release(grant)
+        except PxpError as exc:
+            return _refused(409, exc.message)
+        backend.changed(grant.room_id)
+        back = request.url.path.rsplit("/", 1)[0]
+        return _page(
+            "Seat released",
+            "<h1>Your seat is free</h1><p>The agent that held it can no longer act in the "
+            "room, and the invite sent earlier no longer works. Give this new invite to the "
+            "agent that should act for you (it joins with <code>join_room</code>); it is "
+            "shown only here, once:</p>"
+            f'<p><code class="hash" id="invite">{_e(invite)}</code></p>'
+            f'<p><a href="{_e(back)}">Back to the room</a></p>',
+        )
+
     async def seat_note(request: Request) -> Response:
         # Says what a seat link is for; checks nothing, so it is no oracle for guessing.
         return _page(
@@ -210,6 +247,7 @@ def web_routes(backend: WebBackend) -> list[Route]:
         Route("/p/{room}/{token}", page, methods=["GET"]),
         Route("/p/{room}/{token}/answer", _post("answer", _answer, "answer"), methods=["POST"]),
         Route("/p/{room}/{token}/card", _post("card", _seal, "card"), methods=["POST"]),
+        Route("/p/{room}/{token}/release", release, methods=["POST"]),
         Route("/s/{room}/{token}", seat_note, methods=["GET"]),
         Route("/room/{room}", seat_note, methods=["GET"]),
     ]

@@ -88,4 +88,6 @@ def serve(
         access_log=False,
         log_level="warning",
         lifespan="on",
+        # the peer address tells clients apart for the wait cap: never take it from a header
+        proxy_headers=False,
     )

@@ -23,6 +23,7 @@ import pytest
 from mcp import Client
 
 from pxp._mcp_server import SIGN_IN_REFUSAL, ServerConfig, create_app
+from pxp._room import MAX_REJOINS_PER_SEAT
 from pxp._server_cli import server_config
 from pxp._server_links import MemoryLinkStore, SeatGrant, SqliteLinkStore, mint_links
 from pxp._server_rooms import MAX_AGENTS_PER_SEAT, RoomService
@@ -87,6 +88,17 @@ async def create(a: Client) -> dict[str, Any]:
     return made
 
 
+async def join_b(b: Client, made: dict[str, Any], agent: str = "b") -> tuple[str, list[str]]:
+    """Join seat B with the invite; return B's own seat link (the invite is spent) and the
+    principal pages the join handed to B's human."""
+    result = await b.call_tool(
+        "join_room", {"link": made["invite_link_for_counterpart"], "agent_name": agent}
+    )
+    assert not result.is_error, result.content
+    link: str = json.loads(result.content[0].text)["your_link"]  # type: ignore[union-attr]
+    return link, pages_in(result)
+
+
 # --- the counterpart's principal page never reaches the creator ---------------------------
 
 
@@ -105,7 +117,7 @@ def test_create_room_hands_the_creator_only_its_own_page(tmp_path: Path) -> None
             room_id = made["room_id"]
             # Before B's agent joins, seat B has no principal link at all.
             stored = SqliteLinkStore(tmp_path / "rooms.sqlite").room_digests(room_id)
-            assert sorted(stored) == [("A", "principal"), ("A", "seat"), ("B", "seat")]
+            assert sorted(stored) == [("A", "principal"), ("A", "seat"), ("B", "invite")]
             # A's own joins never mint anything.
             joined_a = await a.call_tool(
                 "join_room", {"link": made["your_link"], "agent_name": "a"}
@@ -119,22 +131,17 @@ def test_create_room_hands_the_creator_only_its_own_page(tmp_path: Path) -> None
             assert len(page_b) == 1
             assert joined_b.content[1].annotations.audience == ["user"]  # type: ignore[union-attr]
             assert "/p/" not in joined_b.content[0].text  # type: ignore[union-attr]
+            link_b = json.loads(joined_b.content[0].text)["your_link"]  # type: ignore[union-attr]
             # Another agent name on the seat is refused (second review, finding 2): B's page
             # is never re-issued by a join and stays valid.
-            taken = await refused(
-                b, "join_room", {"link": made["invite_link_for_counterpart"], "agent_name": "b2"}
-            )
+            taken = await refused(b, "join_room", {"link": link_b, "agent_name": "b2"})
             assert "seat_taken" in taken
-            same = await b.call_tool(
-                "join_room", {"link": made["invite_link_for_counterpart"], "agent_name": "b"}
-            )
+            same = await b.call_tool("join_room", {"link": link_b, "agent_name": "b"})
             assert pages_in(same) == []
             assert "seat <b>B</b>" in (await web.get(page_b[0])).text
             # B escalates; A's page and A's seat link cannot answer for B.
             await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
-            await call(
-                b, "seal_intent_card", {"link": made["invite_link_for_counterpart"], "card": CARD_B}
-            )
+            await call(b, "seal_intent_card", {"link": link_b, "card": CARD_B})
             await call(
                 a,
                 "send_envelope",
@@ -149,7 +156,7 @@ def test_create_room_hands_the_creator_only_its_own_page(tmp_path: Path) -> None
                 b,
                 "send_envelope",
                 {
-                    "link": made["invite_link_for_counterpart"],
+                    "link": link_b,
                     "message": "Checking.",
                     "status": "escalate",
                     "escalation": {"question": question},
@@ -164,7 +171,7 @@ def test_create_room_hands_the_creator_only_its_own_page(tmp_path: Path) -> None
                 a, "answer_escalation", {"link": made["your_link"], "answer": "Yes"}
             )
             assert "not_your_escalation" in text
-            view = await call(b, "get_room", {"link": made["invite_link_for_counterpart"]})
+            view = await call(b, "get_room", {"link": link_b})
             assert view["ledger_head"] == head
             assert view["status"] == "paused"
             # B's own principal answers from B's page, as a browser would post it.
@@ -177,8 +184,8 @@ def test_create_room_hands_the_creator_only_its_own_page(tmp_path: Path) -> None
         export = service.export(room_id)
         answers = [e["data"] for e in export["ledger"] if e["type"] == "principal_answer"]
         assert [(x["seat"], x["via"]) for x in answers] == [("B", "web")]
-        # The late-minted link is stored, so it survives a restart.
-        assert len(SqliteLinkStore(tmp_path / "rooms.sqlite").room_digests(room_id)) == 4
+        # The late-minted links are stored, so they survive a restart.
+        assert len(SqliteLinkStore(tmp_path / "rooms.sqlite").room_digests(room_id)) == 5
 
     with server(service) as base:
         asyncio.run(go(base))
@@ -202,31 +209,24 @@ def test_a_late_link_is_minted_at_most_once(tmp_path: Path, kind: str) -> None:
 # --- the brief never quotes the other side's card -----------------------------------------
 
 
-def test_seat_a_side_using_the_invite_is_revoked_and_named_in_the_brief(tmp_path: Path) -> None:
+def test_seat_a_side_using_the_invite_is_named_in_the_brief_and_cannot_pass_as_b(
+    tmp_path: Path,
+) -> None:
     """Defect (issue 20, finding 6): A's client joined B's seat with the counterpart link,
     got B's principal page, sealed B's card "via web", and the real B agent never got a page.
-    Now the real B agent's join issues B's page to it and revokes the earlier one, and the
-    brief names the agent and link that sealed B's card."""
+    Now the brief names the agent and link that sealed B's card; the operator can still hand
+    B's principal a new page (the stolen one stops working); and the real B presenting its
+    invite contests the seat, so the room cannot reach an agreement in B's name
+    (tests/pxp/test_pxp_seats.py holds the contest itself)."""
     service = sqlite(tmp_path)
 
     async def go(base: str) -> None:
         async with mcp_client(base) as a, mcp_client(base) as b, httpx2.AsyncClient() as web:
             made = await create(a)
-            hijack = await a.call_tool(
-                "join_room", {"link": made["invite_link_for_counterpart"], "agent_name": "sneaky"}
-            )
-            stolen = pages_in(hijack)
+            link_b, stolen = await join_b(a, made, "sneaky")
             assert len(stolen) == 1
             posted = await web.post(stolen[0] + "/card", data={"card": json.dumps(CARD_B)})
             assert posted.status_code == 303
-            # The real B agent is refused visibly (the seat is taken); the operator hands B's
-            # principal a new page, and the stolen one stops working.
-            taken = await refused(
-                b,
-                "join_room",
-                {"link": made["invite_link_for_counterpart"], "agent_name": "bo-agent"},
-            )
-            assert "seat_taken" in taken
             token = service.reissue_principal_link(made["room_id"], "B")
             mine = [f"{base}/p/{made['room_id']}/{token}"]
             assert mine != stolen
@@ -235,12 +235,8 @@ def test_seat_a_side_using_the_invite_is_revoked_and_named_in_the_brief(tmp_path
             await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
             offer = {"link": made["your_link"], "message": "Offer.", "status": "continue"}
             await call(a, "send_envelope", {**offer, "proposal": {"terms": ["4700 EUR"]}})
-            await call(
-                b,
-                "send_envelope",
-                {"link": made["invite_link_for_counterpart"], "message": "Yes.", "status": "agree"},
-            )
-            brief = await call(b, "get_brief", {"link": made["invite_link_for_counterpart"]})
+            await call(a, "send_envelope", {"link": link_b, "message": "Yes.", "status": "agree"})
+            brief = await call(a, "get_brief", {"link": link_b})
             party = brief["brief"]["parties"]["B"]
             assert party["sealed_by"]["agent"] == "sneaky"
             assert party["sealed_by"]["link"] == "principal"
@@ -251,6 +247,15 @@ def test_seat_a_side_using_the_invite_is_revoked_and_named_in_the_brief(tmp_path
                 f"sealed via web, through the principal link issued at ledger entry {issued} "
                 "to agent sneaky" in brief["markdown"]
             )
+            # the real B arrives late: refused, and the brief says the seat was contested
+            taken = await refused(
+                b,
+                "join_room",
+                {"link": made["invite_link_for_counterpart"], "agent_name": "bo-agent"},
+            )
+            assert "seat_contested" in taken
+            later = await call(a, "get_brief", {"link": made["your_link"]})
+            assert later["brief"]["parties"]["B"]["contests"][0]["holder"] == "sneaky"
 
     with server(service) as base:
         asyncio.run(go(base))
@@ -264,14 +269,10 @@ def test_brief_withholds_the_other_sides_clause_text(tmp_path: Path) -> None:
     async def go(base: str) -> None:
         async with mcp_client(base) as a, mcp_client(base) as b, httpx2.AsyncClient() as web:
             made = await create(a)
-            joined = await b.call_tool(
-                "join_room", {"link": made["invite_link_for_counterpart"], "agent_name": "b"}
-            )
-            page_b = pages_in(joined)[0]
+            link_b, pages = await join_b(b, made)
+            page_b = pages[0]
             await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
-            await call(
-                b, "seal_intent_card", {"link": made["invite_link_for_counterpart"], "card": CARD_B}
-            )
+            await call(b, "seal_intent_card", {"link": link_b, "card": CARD_B})
             await call(
                 a,
                 "send_envelope",
@@ -286,7 +287,7 @@ def test_brief_withholds_the_other_sides_clause_text(tmp_path: Path) -> None:
                 b,
                 "send_envelope",
                 {
-                    "link": made["invite_link_for_counterpart"],
+                    "link": link_b,
                     "message": "Fine.",
                     "status": "agree",
                 },
@@ -299,7 +300,7 @@ def test_brief_withholds_the_other_sides_clause_text(tmp_path: Path) -> None:
             assert {r["text"] for r in refs} == {"(private to seat B)"}
             assert "SECRET" not in (await web.get(made["pages"][0])).text
             # B's own brief and page still quote B's clauses.
-            theirs = await call(b, "get_brief", {"link": made["invite_link_for_counterpart"]})
+            theirs = await call(b, "get_brief", {"link": link_b})
             assert "3000 EUR, a SECRET floor" in json.dumps(theirs["brief"])
             assert "3000 EUR, a SECRET floor" in theirs["markdown"]
             assert "3000 EUR, a SECRET floor" in (await web.get(page_b)).text
@@ -520,20 +521,26 @@ def test_a_seat_cannot_grow_the_ledger_by_renaming_its_agent(tmp_path: Path) -> 
     """Defect: every join_room with a new agent name appended a ledger entry, without limit,
     and every request re-reads and re-verifies the whole ledger."""
 
+    service = sqlite(tmp_path)
+
     async def go(base: str) -> None:
         async with mcp_client(base) as a:
-            link = (await create(a))["your_link"]
-            view = await call(a, "join_room", {"link": link, "agent_name": "agent-0"})
-            head = view["ledger_head"]
+            made = await create(a)
+            link = made["your_link"]
+            await call(a, "join_room", {"link": link, "agent_name": "agent-0"})
             for i in range(1, MAX_AGENTS_PER_SEAT + 1):
                 text = await refused(a, "join_room", {"link": link, "agent_name": f"agent-{i}"})
                 assert "seat_taken" in text
+            # every such join is recorded (review 3, finding 1), at most MAX_REJOINS_PER_SEAT
+            ledger = service.export(made["room_id"])["ledger"]
+            rejoins = [e for e in ledger if e["type"] == "seat_rejoined"]
+            assert len(rejoins) == MAX_REJOINS_PER_SEAT
             last = "agent-0"
             same = await call(a, "join_room", {"link": link, "agent_name": last})
-            assert same["ledger_head"] == head
+            assert same["ledger_head"] == ledger[-1]["hash"]
             assert same["you"]["agent"] == last
 
-    with server(sqlite(tmp_path)) as base:
+    with server(service) as base:
         asyncio.run(go(base))
 
 
@@ -600,9 +607,8 @@ def test_one_card_or_envelope_cannot_bloat_the_room(tmp_path: Path) -> None:
             assert posted.status_code == 409
             assert "larger than" in posted.text
             await call(a, "seal_intent_card", {"link": link, "card": CARD_A})
-            await call(
-                b, "seal_intent_card", {"link": made["invite_link_for_counterpart"], "card": CARD_B}
-            )
+            link_b, _ = await join_b(b, made)
+            await call(b, "seal_intent_card", {"link": link_b, "card": CARD_B})
             before = await call(a, "get_room", {"link": link})
             long = {"link": link, "message": "é" * 20_000, "status": "continue"}
             text = await refused(a, "send_envelope", long)
@@ -652,11 +658,10 @@ def test_pages_escape_every_field_the_other_side_or_a_card_wrote(tmp_path: Path)
             )
             made = json.loads(result.content[0].text)  # type: ignore[union-attr]
             page_a = pages_in(result)[0]
-            link_a, link_b = made["your_link"], made["invite_link_for_counterpart"]
+            link_a = made["your_link"]
             await call(a, "join_room", {"link": link_a, "agent_name": evil})
-            page_b = pages_in(await b.call_tool("join_room", {"link": link_b, "agent_name": evil}))[
-                0
-            ]
+            link_b, pages = await join_b(b, made, evil)
+            page_b = pages[0]
             origin = {"Origin": base}
             for link, page in ((link_a, page_a), (link_b, page_b)):
                 proxy = a if link == link_a else b

@@ -122,9 +122,12 @@ async def open_room(a: Client, b: Client) -> dict[str, Any]:
     pages_b = re.findall(_PAGE, joined_b.content[1].text)  # type: ignore[union-attr]
     assert len(pages_b) == 1
     assert "/p/" not in joined_b.content[0].text  # type: ignore[union-attr]
+    # the invite is spent for B's own seat link (ours), B's credential from now on
+    own_b = json.loads(joined_b.content[0].text)["your_link"]  # type: ignore[union-attr]
+    assert own_b != made["invite_link_for_counterpart"]
     links = {
         "a": made["your_link"],
-        "b": made["invite_link_for_counterpart"],
+        "b": own_b,
         "page_a": pages[0],
         "page_b": pages_b[0],
     }
@@ -536,9 +539,10 @@ def test_cards_confirmed_on_the_web_page(tmp_path: Path) -> None:
                 {"link": room["invite_link_for_counterpart"], "agent_name": "bo-assistant"},
             )
             pages += re.findall(_PAGE, joined.content[1].text)  # type: ignore[union-attr]
+            own_b = json.loads(joined.content[0].text)["your_link"]  # type: ignore[union-attr]
             posted = await web.post(pages[1] + "/card", data={"card": json.dumps(CARD_B)})
             assert posted.status_code == 303
-            view = await call(b, "get_room", {"link": room["invite_link_for_counterpart"]})
+            view = await call(b, "get_room", {"link": own_b})
             assert view["status"] == "negotiating"
             assert view["you"]["card_sealed"] is True
             # Cards can no longer be changed once sealed, from either channel.
@@ -671,7 +675,10 @@ def test_outputs_have_the_reference_shapes_and_words(tmp_path: Path) -> None:
                 "the card with them, then call seal_intent_card."
             )
             assert view["counterpart"]["proxy"] == "external agent (not joined yet)"
-            await call(b, "join_room", {"link": invite, "agent_name": "bo"})
+            joined = await call(b, "join_room", {"link": invite, "agent_name": "bo"})
+            assert set(joined) >= _VIEW_KEYS | {"your_link"}  # ours: the invite is spent
+            invite = joined["your_link"]
+            assert seat_link.match(invite).group(1) == "B"  # type: ignore[union-attr]
             sealed = await call(a, "seal_intent_card", {"link": made["your_link"], "card": CARD_A})
             assert sealed["next_action"] == (
                 "Your card is sealed. Waiting for Bo Chen to seal theirs. Call wait_for_turn."

@@ -55,7 +55,7 @@ def _made(service: RoomService) -> tuple[str, str, str]:
         topic="Chairs", your_principal="Ann", counterpart="Bo", counterpart_proxy="external"
     )
     base = "http://127.0.0.1:1"
-    return made.room_id, made.link(base, "A", "seat"), made.link(base, "B", "seat")
+    return made.room_id, made.link(base, "A", "seat"), made.link(base, "B", "invite")
 
 
 def test_links_expire_after_their_time(tmp_path: Path) -> None:
@@ -76,11 +76,13 @@ def test_a_principal_link_reissued_to_a_new_agent_gets_a_fresh_term(tmp_path: Pa
     service = _service(tmp_path / "r.sqlite", clock)
     room_id, _, link_b = _made(service)
     clock.now += timedelta(days=1)
-    _, token = service.join(service.grant(link_b, "seat"), "bo-agent")
-    assert token is not None
+    joined = service.join(service.grant(link_b, ("seat", "invite")), "bo-agent")
+    assert joined.page_token is not None
+    assert joined.seat_token is not None
     rows = {(r.seat, r.kind): r for r in SqliteLinkStore(tmp_path / "r.sqlite").rows(room_id)}
     assert rows[("B", "principal")].expires_at == "2026-12-04T00:00:00.000Z"
-    assert rows[("B", "seat")].expires_at == "2026-12-03T00:00:00.000Z"
+    assert rows[("B", "seat")].expires_at == "2026-12-04T00:00:00.000Z"  # spent invite's link
+    assert rows[("B", "invite")].expires_at == "2026-12-03T00:00:00.000Z"
 
 
 def _pxp(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -105,9 +107,9 @@ def test_pxp_links_revokes_extends_and_ends_links(tmp_path: Path) -> None:
     assert "A seat      expires 2026-12-03T00:00:00.000Z" in listed
     assert link_a[-43:] not in listed  # never a secret
     out = _pxp("links", "revoke", room_id, "--db", str(db), "--seat", "B").stdout
-    assert out.startswith("revoked 1 link(s)")  # B has no page link before it joins
+    assert out.startswith("revoked 1 link(s)")  # B has only its invite before it joins
     with pytest.raises(pxp.PxpError) as caught:
-        service.grant(link_b, "seat")
+        service.grant(link_b, ("seat", "invite"))
     assert (caught.value.code, caught.value.message) == ("link_revoked", LINK_REVOKED)
     assert service.grant(link_a, "seat").seat == "A"
     _pxp("links", "expire", room_id, "--db", str(db), "--kind", "seat", "--never")

@@ -156,6 +156,7 @@ def test_the_principal_reads_and_answers_on_a_real_page(tmp_path: Path) -> None:
                 await call(a, "join_room", {"link": link_a, "agent_name": "ann-agent"})
                 joined = await b.call_tool("join_room", {"link": link_b, "agent_name": "bo-agent"})
                 page_b = re.findall(_PAGE, joined.content[1].text)[0]  # type: ignore[union-attr]
+                link_b = json.loads(joined.content[0].text)["your_link"]  # type: ignore[union-attr]
                 await call(a, "seal_intent_card", {"link": link_a, "card": CARD_A})
                 await call(b, "seal_intent_card", {"link": link_b, "card": CARD_B})
                 claims = [

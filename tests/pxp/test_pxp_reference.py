@@ -154,6 +154,18 @@ def test_the_spec_lists_every_flag_sentence() -> None:
         assert " ".join(sentence.split()) in flat, name
 
 
+def test_the_mcp_guide_tells_an_agent_every_claim_origin_rule() -> None:
+    """Issue 20, "Done when": the guide a client author reads describes the claim-origin
+    rules, naming each rewrite a claim can meet."""
+    guide = (TOP / "docs" / "guide" / "pxp-mcp.md").read_text(encoding="utf-8")
+    claim_rules = [
+        name for name, sentence in pxp.FLAG_SENTENCES.items() if sentence.startswith("Claim ")
+    ]
+    assert len(claim_rules) == 11
+    for name in claim_rules:
+        assert f"`{name}`" in guide, name
+
+
 def test_import_tolerates_unknown_members_in_a_foreign_envelope() -> None:
     room = json.loads(json.dumps(SAMPLE))
     envelope = room["envelopes"][0]

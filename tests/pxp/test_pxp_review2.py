@@ -142,14 +142,14 @@ def test_a_look_alike_agent_cannot_take_the_seat_or_its_page(tmp_path: Path) -> 
         topic="Chairs", your_principal="Ann", counterpart="Bo", counterpart_proxy="external"
     )
     b = SeatGrant(made.room_id, "B", "seat")
-    _, page = svc.join(b, "bo-agent")
+    page = svc.join(b, "bo-agent").page_token
     assert page is not None
     before = SqliteLinkStore(db).room_digests(made.room_id)
     with pytest.raises(pxp.PxpError) as err:
         svc.join(b, "b\u043e-agent")  # Cyrillic o
     assert err.value.code == "seat_taken"
     # the same name with an invisible character is the same agent: nothing is issued
-    _, again = svc.join(b, "bo\u200b-agent")
+    again = svc.join(b, "bo\u200b-agent").page_token
     assert again is None
     assert SqliteLinkStore(db).room_digests(made.room_id) == before
     # only the operator re-issues, and the old page stops working
@@ -375,7 +375,7 @@ def test_two_services_on_one_file_agree_with_the_ledger(tmp_path: Path) -> None:
     made = one.create_room(
         topic="t", your_principal="a", counterpart="b", counterpart_proxy="external"
     )
-    _, first = one.join(SeatGrant(made.room_id, "B", "seat"), "bo")
+    first = one.join(SeatGrant(made.room_id, "B", "seat"), "bo").page_token
     token = two.reissue_principal_link(made.room_id, "B")
     assert first is not None
     room = one._load(made.room_id)

@@ -87,6 +87,18 @@ def _act(room: pxp.Room, action: str, now: Callable[[], datetime]) -> None:
         room.answer(seat, "yes", now=now())
     elif action == "brief":
         room.brief()
+    elif action in ("contest", "release", "rejoin"):
+        # both need an agent in the seat; an invalid pair is refused before that is checked
+        valid = (room.status, action) in pxp.TRANSITIONS
+        if valid and room.agent(seat) is None and room.status not in ("agreed", "ended"):
+            room.join(seat, agent="agent-x", now=now())
+        if not valid or room.agent(seat) is not None:
+            if action == "contest":
+                room.contest(seat, agent="agent-y", now=now())
+            elif action == "rejoin":
+                room.rejoin(seat, agent="agent-y", now=now())
+            else:
+                room.release(seat, now=now())
 
 
 @pytest.mark.parametrize("state", pxp._room.STATES)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -912,6 +912,43 @@ def _expect(envelope: dict[str, Any], status: str = "active") -> dict[str, Any]:
     return {"envelope": envelope, "flags": envelope.get("protocol_flags", []), "status": status}
 
 
+def _without_blank_ref(claim: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in claim.items() if k != "ref" or v.strip()}
+
+
+def _one_claim(
+    case: Callable[..., Case],
+    case_id: str,
+    comment: str,
+    seat: str,
+    claim: dict[str, Any],
+    origin: str,
+    flag: str,
+    *,
+    reviews: list[dict[str, Any]] | None = None,
+    tags: tuple[str, ...] = ("rewrite",),
+) -> Case:
+    """A case of one claim the room rewrites: seat A opening (seq 1), or seat B answering
+    ``OFFER`` with ``reviews`` (seq 2); the claim is stored with ``origin`` and ``flag``."""
+    draft: dict[str, Any] = {"message": "m", "status": "continue"}
+    if reviews is not None:
+        draft["reviews"] = reviews
+    draft["claims"] = [claim]
+    seq, intent = (1, HASH_A) if seat == "A" else (2, HASH_B)
+    stored = _stored(
+        seat,
+        seq,
+        "m",
+        intent,
+        # a ref that trims to nothing is left out (spec section 3)
+        claims=[{"id": f"{seat}{seq}.1", **_without_blank_ref(claim), "origin": origin}],
+        reviews=reviews,
+        flags=[flag],
+    )
+    inp = _room_input([], "A", 3, draft) if seat == "A" else _room_input([OFFER], "B", 4, draft)
+    return case(case_id, comment, inp, _expect(stored), tags)
+
+
 @suite(
     "pxp.enforce",
     description=(
@@ -982,113 +1019,52 @@ def _enforce_cases() -> Iterator[Case]:
     )
 
     # --- origin rewrites
-    draft = {
-        "message": "m",
-        "status": "continue",
-        "claims": [{"text": "Price is fair", "origin": "stated"}],
-    }
-    yield case(
-        "stated-without-ref",
-        "A stated claim without ref is recorded as assumed.",
-        _room_input([], "A", 3, draft),
-        _expect(
-            _stored(
-                "A",
-                1,
-                "m",
-                HASH_A,
-                claims=[{"id": "A1.1", "text": "Price is fair", "origin": "assumed"}],
-                flags=[FLAG["ref"].format(text="Price is fair", origin="stated")],
-            )
+    for case_id, comment, claim in (
+        (
+            "stated-without-ref",
+            "A stated claim without ref is recorded as assumed.",
+            {"text": "Price is fair", "origin": "stated"},
         ),
-        ("rewrite",),
-    )
-    draft = {
-        "message": "m",
-        "status": "continue",
-        "claims": [{"text": "Listed on a site", "origin": "sourced", "ref": ""}],
-    }
-    yield case(
-        "sourced-with-empty-ref",
-        "A sourced claim with an empty ref is recorded as assumed.",
-        _room_input([], "A", 3, draft),
-        _expect(
-            _stored(
-                "A",
-                1,
-                "m",
-                HASH_A,
-                claims=[{"id": "A1.1", "text": "Listed on a site", "origin": "assumed"}],
-                flags=[FLAG["ref"].format(text="Listed on a site", origin="sourced")],
-            )
+        (
+            "sourced-with-empty-ref",
+            "A sourced claim with an empty ref is recorded as assumed.",
+            {"text": "Listed on a site", "origin": "sourced", "ref": ""},
         ),
-        ("rewrite",),
-    )
-    draft = {
-        "message": "m",
-        "status": "continue",
-        "reviews": [
+    ):
+        yield _one_claim(
+            case,
+            case_id,
+            comment,
+            "A",
+            claim,
+            "assumed",
+            FLAG["ref"].format(text=claim["text"], origin=claim["origin"]),
+        )
+    yield _one_claim(
+        case,
+        "stated-citing-the-other-side",
+        "B cites A's claim as stated: recorded as assumed.",
+        "B",
+        {"text": "Vans like this sell for 5500 EUR", "origin": "stated", "ref": "A1.2"},
+        "assumed",
+        FLAG["stated_other"].format(text="Vans like this sell for 5500 EUR"),
+        reviews=[
             {"claim_id": "A1.1", "verdict": "accept"},
             {"claim_id": "A1.2", "verdict": "challenge"},
         ],
-        "claims": [{"text": "Vans like this sell for 5500 EUR", "origin": "stated", "ref": "A1.2"}],
-    }
-    yield case(
-        "stated-citing-the-other-side",
-        "B cites A's claim as stated: recorded as assumed.",
-        _room_input([OFFER], "B", 4, draft),
-        _expect(
-            _stored(
-                "B",
-                2,
-                "m",
-                HASH_B,
-                claims=[
-                    {
-                        "id": "B2.1",
-                        "text": "Vans like this sell for 5500 EUR",
-                        "origin": "assumed",
-                        "ref": "A1.2",
-                    }
-                ],
-                reviews=draft["reviews"],
-                flags=[FLAG["stated_other"].format(text="Vans like this sell for 5500 EUR")],
-            )
-        ),
-        ("rewrite",),
     )
-    draft = {
-        "message": "m",
-        "status": "continue",
-        "reviews": [
+    yield _one_claim(
+        case,
+        "restating-the-other-side",
+        "B repeats A's claim as stated with a ref to a clause that says something else: assumed.",
+        "B",
+        {"text": "The van has 80000 km", "origin": "stated", "ref": "known_facts[0]"},
+        "assumed",
+        FLAG["not_in_clause"].format(claim="B2.1", clause="known_facts[0]"),
+        reviews=[
             {"claim_id": "A1.1", "verdict": "accept"},
             {"claim_id": "A1.2", "verdict": "accept"},
         ],
-        "claims": [{"text": "The van has 80000 km", "origin": "stated", "ref": "known_facts[0]"}],
-    }
-    yield case(
-        "restating-the-other-side",
-        "B repeats A's claim as stated with a ref to a clause that says something else: assumed.",
-        _room_input([OFFER], "B", 4, draft),
-        _expect(
-            _stored(
-                "B",
-                2,
-                "m",
-                HASH_B,
-                claims=[
-                    {
-                        "id": "B2.1",
-                        "text": "The van has 80000 km",
-                        "origin": "assumed",
-                        "ref": "known_facts[0]",
-                    }
-                ],
-                reviews=draft["reviews"],
-                flags=[FLAG["not_in_clause"].format(claim="B2.1", clause="known_facts[0]")],
-            )
-        ),
-        ("rewrite",),
     )
     draft = {
         "message": "m",
@@ -1262,38 +1238,16 @@ def _enforce_cases() -> Iterator[Case]:
         {"claim_id": "A1.1", "verdict": "accept"},
         {"claim_id": "A1.2", "verdict": "accept"},
     ]
-    draft = {
-        "message": "m",
-        "status": "continue",
-        "reviews": review_a,
-        "claims": [{"text": "Vans sell for 5500 EUR", "origin": "sourced", "ref": "Ana Silva"}],
-    }
-    yield case(
+    yield _one_claim(
+        case,
         "sourced-citing-the-other-side",
         "B names A's principal as its source: the other side is not a source.",
-        _room_input([OFFER], "B", 4, draft),
-        _expect(
-            _stored(
-                "B",
-                2,
-                "m",
-                HASH_B,
-                claims=[
-                    {
-                        "id": "B2.1",
-                        "text": "Vans sell for 5500 EUR",
-                        "origin": "assumed",
-                        "ref": "Ana Silva",
-                    }
-                ],
-                reviews=review_a,
-                flags=[
-                    "Claim B2.1 was tagged sourced but its source is the other side, so it is "
-                    "recorded as assumed: the other proxy is not a source."
-                ],
-            )
-        ),
-        ("rewrite",),
+        "B",
+        {"text": "Vans sell for 5500 EUR", "origin": "sourced", "ref": "Ana Silva"},
+        "assumed",
+        "Claim B2.1 was tagged sourced but its source is the other side, so it is "
+        "recorded as assumed: the other proxy is not a source.",
+        reviews=review_a,
     )
     draft = {
         "message": "m",
@@ -1669,38 +1623,18 @@ def _enforce_cases() -> Iterator[Case]:
         ("stated-citing-their-proxy", "their proxy said so"),
         ("stated-citing-seat-a", "seat A"),
     ):
-        draft = {
-            "message": "m",
-            "status": "continue",
-            "reviews": [
+        yield _one_claim(
+            case,
+            case_id,
+            f"B's stated claim cites the other side as {ref!r}: recorded as assumed.",
+            "B",
+            {"text": "Such vans fetch 5500 EUR", "origin": "stated", "ref": ref},
+            "assumed",
+            FLAG["stated_other"].format(text="Such vans fetch 5500 EUR"),
+            reviews=[
                 {"claim_id": "A1.1", "verdict": "accept"},
                 {"claim_id": "A1.2", "verdict": "challenge"},
             ],
-            "claims": [{"text": "Such vans fetch 5500 EUR", "origin": "stated", "ref": ref}],
-        }
-        yield case(
-            case_id,
-            f"B's stated claim cites the other side as {ref!r}: recorded as assumed.",
-            _room_input([OFFER], "B", 4, draft),
-            _expect(
-                _stored(
-                    "B",
-                    2,
-                    "m",
-                    HASH_B,
-                    claims=[
-                        {
-                            "id": "B2.1",
-                            "text": "Such vans fetch 5500 EUR",
-                            "origin": "assumed",
-                            "ref": ref,
-                        }
-                    ],
-                    reviews=draft["reviews"],
-                    flags=[FLAG["stated_other"].format(text="Such vans fetch 5500 EUR")],
-                )
-            ),
-            ("rewrite",),
         )
 
     yield from _reference_room_rebuilds(case)
@@ -1804,23 +1738,17 @@ def _stricter_cases(case: Any) -> Iterator[Case]:
         "ref": "https://x.test/",
     }
     accept = [{"claim_id": "A1.1", "verdict": "accept"}, {"claim_id": "A1.2", "verdict": "accept"}]
-    draft = {"message": "m", "status": "continue", "reviews": accept, "claims": [guess]}
-    yield case(
+    restated = rules["restated"].format(claim="B2.1", cited="A1.2")
+    yield _one_claim(
+        case,
         "sourced-repeat-of-an-assumption",
         "B repeats A's assumption word for word tagged sourced: it keeps A's origin, assumed.",
-        _room_input([OFFER], "B", 4, draft),
-        _expect(
-            _stored(
-                "B",
-                2,
-                "m",
-                HASH_B,
-                claims=[{"id": "B2.1", **guess, "origin": "assumed"}],
-                reviews=accept,
-                flags=[rules["restated"].format(claim="B2.1", cited="A1.2")],
-            )
-        ),
-        ("stricter-than-reference",),
+        "B",
+        guess,
+        "assumed",
+        restated,
+        reviews=accept,
+        tags=("stricter-than-reference",),
     )
     # finding 4 of the second review: restating by containment after the shared normaliser
     for case_id, text in (
@@ -1828,87 +1756,56 @@ def _stricter_cases(case: Any) -> Iterator[Case]:
         ("full-width-letter", "\uff36ans like this sell for 5500 EUR"),
         ("embedded", "I checked: vans like this sell for 5500 EUR, really"),
     ):
-        laundered = {"text": text, "origin": "sourced", "ref": "https://x.test/"}
-        draft = {"message": "m", "status": "continue", "reviews": accept, "claims": [laundered]}
-        yield case(
+        yield _one_claim(
+            case,
             f"sourced-repeat-of-an-assumption-{case_id}",
             "B restates A's assumption written differently, tagged sourced: one normalised "
             "text holds the other, so it keeps A's origin, assumed.",
-            _room_input([OFFER], "B", 4, draft),
-            _expect(
-                _stored(
-                    "B",
-                    2,
-                    "m",
-                    HASH_B,
-                    claims=[{"id": "B2.1", **laundered, "origin": "assumed"}],
-                    reviews=accept,
-                    flags=[rules["restated"].format(claim="B2.1", cited="A1.2")],
-                )
-            ),
-            ("stricter-than-reference",),
+            "B",
+            {"text": text, "origin": "sourced", "ref": "https://x.test/"},
+            "assumed",
+            restated,
+            reviews=accept,
+            tags=("stricter-than-reference",),
         )
     embeds = {
         "text": "The van has 80000 km and a new gearbox",
         "origin": "stated",
         "ref": "known_facts[0]",
     }
-    draft = {"message": "m", "status": "continue", "claims": [embeds]}
-    yield case(
+    yield _one_claim(
+        case,
         "stated-claim-embedding-its-clause",
         "A stated claim must be held by its clause, never the reverse: a text that embeds "
         "known_facts[0] and adds to it is assumed.",
-        _room_input([], "A", 3, draft),
-        _expect(
-            _stored(
-                "A",
-                1,
-                "m",
-                HASH_A,
-                claims=[{"id": "A1.1", **embeds, "origin": "assumed"}],
-                flags=[rules["not_in_clause"].format(claim="A1.1", clause="known_facts[0]")],
-            )
-        ),
-        ("stricter-than-reference",),
+        "A",
+        embeds,
+        "assumed",
+        rules["not_in_clause"].format(claim="A1.1", clause="known_facts[0]"),
+        tags=("stricter-than-reference",),
     )
     forbidden = {"text": "Deliver abroad", "origin": "stated", "ref": "must_never[0]"}
-    draft = {"message": "m", "status": "continue", "claims": [forbidden]}
-    yield case(
+    yield _one_claim(
+        case,
         "stated-citing-a-must-never",
         "A must_never clause forbids, it asserts nothing: a stated claim citing it is assumed.",
-        _room_input([], "A", 3, draft),
-        _expect(
-            _stored(
-                "A",
-                1,
-                "m",
-                HASH_A,
-                claims=[{"id": "A1.1", **forbidden, "origin": "assumed"}],
-                flags=[
-                    "Claim A1.1 was tagged stated but cites must_never[0], a must_never of its "
-                    "card, which forbids and asserts nothing, so it is recorded as assumed."
-                ],
-            )
-        ),
-        ("stricter-than-reference",),
+        "A",
+        forbidden,
+        "assumed",
+        "Claim A1.1 was tagged stated but cites must_never[0], a must_never of its "
+        "card, which forbids and asserts nothing, so it is recorded as assumed.",
+        tags=("stricter-than-reference",),
     )
     unrelated = {"text": "The buyer pays cash", "origin": "stated", "ref": "goal"}
-    draft = {"message": "m", "status": "continue", "claims": [unrelated]}
-    yield case(
+    yield _one_claim(
+        case,
         "stated-citing-an-unrelated-clause",
         "A stated claim whose clause neither holds nor is held by its text: assumed.",
-        _room_input([], "A", 3, draft),
-        _expect(
-            _stored(
-                "A",
-                1,
-                "m",
-                HASH_A,
-                claims=[{"id": "A1.1", **unrelated, "origin": "assumed"}],
-                flags=[rules["not_in_clause"].format(claim="A1.1", clause="goal")],
-            )
-        ),
-        ("stricter-than-reference",),
+        "A",
+        unrelated,
+        "assumed",
+        rules["not_in_clause"].format(claim="A1.1", clause="goal"),
+        tags=("stricter-than-reference",),
     )
     bundled = {
         "seat": "B",
@@ -2117,6 +2014,21 @@ def brief_cases() -> Iterator[Case]:
             "each join and marks the second as reading like the first."
         ),
     )
+    contested = [
+        {"seat": "B", "at": _t(0), "join": "sneaky"},
+        *SEALED,
+        OFFER,
+        agree,
+        {"seat": "B", "at": _t(5), "contest": "bo-agent"},
+    ]
+    yield Case(
+        "contested-after-agreement",
+        {"room": ROOM, "steps": contested},
+        comment=(
+            "An agent seated in B agrees; then another presents B's invite: the agreement "
+            "stays on record, the contest is listed and the Markdown warns under the outcome."
+        ),
+    )
     short = {**ROOM, "max_turns": 2}
     yield Case(
         "turn-limit",
@@ -2217,6 +2129,81 @@ def import_room_cases() -> Iterator[Case]:
         ],
     )
     yield from _reference_import_cases()
+    yield from _seat_cases()
+
+
+def _seat_room(*entries: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """The paused sample room with B's agent joined, then ``entries``, chained here."""
+    room = copy.deepcopy(SAMPLE)
+    joined = ("agent_joined", {"seat": "B", "agent": "bo-agent", "mode": "external"})
+    for second, (type_, data) in enumerate((joined, *entries), start=6):
+        ledger = room["ledger"]
+        prev, n, at = ledger[-1]["hash"], len(ledger) + 1, _t(second)
+        digest = _sha(prev + _canon({"n": n, "type": type_, "at": at, "data": data}))
+        ledger.append({"n": n, "type": type_, "at": at, "data": data, "prev": prev, "hash": digest})
+    return room
+
+
+def _seat_cases() -> Iterator[Case]:
+    """Ours: a contested seat ends a running room; a released seat leaves it as it was."""
+    order = {"code": "import_invalid", "reason": "order"}
+
+    def rewrite(seat: str | None = None, agent: str | None = None) -> Any:
+        def change(case: dict[str, Any]) -> None:
+            data = case["room"]["ledger"][-1]["data"]
+            data.update({k: v for k, v in (("seat", seat), ("agent", agent)) if v is not None})
+            _rechain(case["room"])
+            case.pop("head", None)
+
+        return change
+
+    cases = [
+        (
+            "seat-contested-ends-the-room",
+            ("seat_contested", {"seat": "B", "agent": "sneaky"}),
+            {"status": "ended", "turn": None, "pending": None},
+            "Seat B's invite presented again after bo-agent joined with it: the paused room "
+            "ends there, its pending escalation unanswered (spec section 4, contest).",
+            Mutation(
+                "contest-of-a-seat-nobody-holds",
+                "The contest names seat A, which no agent joined: refused.",
+                rewrite(seat="A"),
+                error=order,
+            ),
+        ),
+        (
+            "seat-released-keeps-the-room",
+            ("seat_released", {"seat": "B", "agent": "bo-agent"}),
+            {
+                "status": "paused",
+                "turn": "A",
+                "pending": {"seat": "A", "seq": 1, "question": "May I go higher?"},
+            },
+            "B's principal released bo-agent from seat B: the room stays as it was "
+            "(spec section 4, release).",
+            Mutation(
+                "release-of-another-agent",
+                "The release names an agent that does not hold the seat: refused.",
+                rewrite(agent="sneaky"),
+                error=order,
+            ),
+        ),
+    ]
+    for name, entry, state, comment, mutation in cases:
+        room = _seat_room(entry)
+        good = Case(
+            name,
+            {"room": room, "head": room["ledger"][-1]["hash"]},
+            output={
+                **state,
+                "turns": 1,
+                "ledger_head": room["ledger"][-1]["hash"],
+                "card_hashes": {s: SAMPLE["seats"][s]["cardHash"] for s in ("A", "B")},
+            },
+            comment=comment,
+        )
+        yield good
+        yield from _derive("pxp.import_room", good, [mutation])
 
 
 def _reference_answered_room() -> dict[str, Any]:

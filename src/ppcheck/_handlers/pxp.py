@@ -97,8 +97,14 @@ def _play(input_: Mapping[str, Any]) -> pxp.Room:
         elif "answer" in step:
             confirms = step.get("confirms", [])
             room.answer(seat, step["answer"], now=at, via=step.get("via", "web"), confirms=confirms)
+        elif "contest" in step:
+            room.contest(seat, agent=step["contest"], now=at)
+        elif "release" in step:
+            room.release(seat, now=at)
         else:
-            raise pxp.PxpError("input_invalid", f"steps[{i}] is not join, seal, send or answer")
+            raise pxp.PxpError(
+                "input_invalid", f"steps[{i}] is not join, seal, send, answer, contest or release"
+            )
     return room
 
 
