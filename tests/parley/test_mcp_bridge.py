@@ -1,0 +1,193 @@
+"""The MCP bridge (``parley mcp``) driven by the SDK's own client over stdio.
+
+The bridge runs as a real process (``python -m parley mcp``) with the example shop as its
+own child process (a ``stdio:`` URL); the agent key, the grant and the principal key come
+from real key folders.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import stat
+from pathlib import Path
+
+import parley
+
+from .mcp_harness import (
+    Homes,
+    Human,
+    bridge,
+    failure,
+    proposal_ids,
+    receipt_id,
+    shop_url,
+    text,
+)
+from .runtime_harness import AGENT
+
+REFERENCE_TOOLS = {
+    "parley_ask": (["service"], {"service", "capability", "params", "handle", "budget"}),
+    "parley_intent": (
+        ["service", "capability"],
+        {"service", "capability", "params", "goal", "auto", "budget"},
+    ),
+    "parley_commit": (["service", "proposal"], {"service", "proposal"}),
+    "parley_undo": (["service", "receipt"], {"service", "receipt"}),
+}
+
+
+def test_tools_instructions_ask_intent_commit_undo(tmp_path: Path) -> None:
+    homes = Homes(tmp_path)
+
+    async def main() -> None:
+        async with bridge(homes, shop_url()) as client:
+            listed = (await client.list_tools()).tools
+            assert {
+                t.name: (t.input_schema["required"], set(t.input_schema["properties"]))
+                for t in listed
+            } == REFERENCE_TOOLS
+            instructions = client.instructions or ""
+            assert instructions.startswith("Parley services. Read with parley_ask")
+            assert "# Example Coffee (shop.example)" in instructions
+            assert "intent shop.order(" in instructions
+
+            brief = await text(client, "parley_ask", {"service": "shop.example"})
+            assert brief.startswith("# Example Coffee (shop.example)")
+            menu = await text(
+                client,
+                "parley_ask",
+                {
+                    "service": "shop.example",
+                    "capability": "shop.search",
+                    "params": {"query": "latte"},
+                },
+            )
+            assert menu.splitlines()[0] == "items[2]{sku,name,usd}:"
+            assert "C01,latte,275" in menu
+
+            offered = await text(
+                client,
+                "parley_intent",
+                {
+                    "service": "shop.example",
+                    "capability": "shop.order",
+                    "params": {"item": "latte"},
+                },
+            )
+            assert offered.startswith("2 proposals — risk: low · undo: 30m")
+            first, _second = proposal_ids(offered)
+            done = await text(
+                client, "parley_commit", {"service": "shop.example", "proposal": first}
+            )
+            lines = done.splitlines()
+            assert lines[0] == "… sending the order to the barista (50%)"
+            assert lines[1].startswith("✓ 1 x latte (pickup, in 10 min) (receipt r_")
+            assert "order: o1" in done
+
+            receipt = receipt_id(done)
+            undone = await text(
+                client, "parley_undo", {"service": "shop.example", "receipt": receipt}
+            )
+            assert undone.startswith(f"↶ undid {receipt}"), undone
+            assert "cancelled: o1" in undone
+            again = await failure(
+                client, "parley_undo", {"service": "shop.example", "receipt": "r_nope"}
+            )
+            assert again.startswith("✗ not_found")
+
+    asyncio.run(main())
+
+
+def test_expand_a_handle_and_the_default_budget(tmp_path: Path) -> None:
+    homes = Homes(tmp_path)
+
+    async def main() -> None:
+        async with bridge(homes, shop_url()) as client:
+            args = {"service": "shop.example", "capability": "shop.search"}
+            whole = await text(client, "parley_ask", args)  # default budget 1500: all 60 fit
+            assert whole.splitlines()[0] == "items[60]{sku,name,usd}:"
+            cut = await text(client, "parley_ask", {**args, "budget": 120})
+            handle = re.search(r"\b(h_[A-Za-z]{24})\b", cut)
+            assert handle is not None, cut
+            rest = await text(
+                client, "parley_ask", {"service": "shop.example", "handle": handle.group(1)}
+            )
+            shown = re.findall(r"\bC\d\d\b", cut + "\n" + rest)
+            assert shown[:3] == ["C00", "C01", "C02"]
+            assert len(set(shown)) > len(re.findall(r"\bC\d\d\b", cut))
+            bad = await failure(client, "parley_ask", {"service": "shop.example", "handle": "h_x"})
+            assert bad.startswith("✗ not_found")
+
+    asyncio.run(main())
+
+
+def test_commit_needing_consent_accepted_by_elicitation(tmp_path: Path) -> None:
+    homes = Homes(tmp_path)
+    human = Human("accept")
+
+    async def main() -> None:
+        async with bridge(homes, shop_url(), elicit=human) as client:
+            offered = await text(
+                client,
+                "parley_intent",
+                {
+                    "service": "shop.example",
+                    "capability": "shop.gift_card",
+                    "params": {"to": "ana@example.com", "usd": 50},
+                },
+            )
+            (gift,) = proposal_ids(offered)
+            done = await text(
+                client, "parley_commit", {"service": "shop.example", "proposal": gift}
+            )
+            assert done.startswith("✓ Send a 50 USD gift card to ana@example.com"), done
+            assert "card: g1" in done
+
+    asyncio.run(main())
+    (message,) = human.messages
+    assert message.startswith("Approve this action for your agent?")
+    assert "  service    shop.example" in message
+    assert "  summary    Send a 50 USD gift card to ana@example.com" in message
+    assert '"op": "charge"' in message
+    assert '"to": 5000' in message
+    assert "  risk       medium" in message
+    assert f"agent      {AGENT.public}" in message
+    (saved,) = homes.files("consents")
+    assert stat.S_IMODE(saved.stat().st_mode) == 0o600
+    info = parley.inspect_grant(saved.read_text().strip())
+    assert info["holder"] == AGENT.public
+    assert {"verbs": ["COMMIT"]} in info["caveats"]
+
+
+def test_commit_needing_consent_declined_signs_nothing(tmp_path: Path) -> None:
+    homes = Homes(tmp_path)
+
+    async def main(human: Human) -> str:
+        async with bridge(homes, shop_url(), elicit=human) as client:
+            offered = await text(
+                client,
+                "parley_intent",
+                {
+                    "service": "shop.example",
+                    "capability": "shop.gift_card",
+                    "params": {"to": "ana@example.com", "usd": 50},
+                },
+            )
+            (gift,) = proposal_ids(offered)
+            out = await failure(
+                client, "parley_commit", {"service": "shop.example", "proposal": gift}
+            )
+            orders = await text(
+                client, "parley_ask", {"service": "shop.example", "capability": "shop.orders"}
+            )
+            assert "orders[0]" in orders or "orders: []" in orders, orders
+            return out
+
+    for human in (Human("decline"), Human("cancel"), Human("accept", approve=False)):
+        out = asyncio.run(main(human))
+        assert out.startswith("✗ consent_required"), out
+        assert "the user declined to approve it; nothing was committed" in out
+        assert "parley approve" not in out
+        assert len(human.messages) == 1
+    assert homes.files("consents") == []
