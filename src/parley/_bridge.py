@@ -38,7 +38,7 @@ from ._connect import connect
 from ._consent import consent_for_shown
 from ._errors import ParleyError
 from ._grant_files import load_tokens, save_pending, save_token
-from ._grants import decode_grant
+from ._grants import decode_grant, inspect_grant
 from ._keys import Key
 from ._keystore import PrincipalKeyStore, _proposal_lines, _shown
 from ._lens import lens
@@ -93,7 +93,18 @@ class ToolText:
 
 
 def _fail(sentence: str) -> ToolText:
-    return ToolText(f"✗ {sentence}", True)
+    return ToolText(_well_formed(f"✗ {sentence}"), True)
+
+
+def _well_formed(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD (as ``TextEncoder`` writes it).
+
+    Lens keeps a lone surrogate where fitting cut through an emoji; a tool result
+    becomes UTF-8 on its way to the client, where it cannot exist.
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 @dataclass
@@ -107,6 +118,16 @@ class _Link:
     client: Client | None = None
     shown: dict[str, dict[str, Any]] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+def _for_service(token: str, service: str) -> bool:
+    """True when a grant can apply at ``service`` (its ``svc`` caveats allow it)."""
+    try:
+        caveats = inspect_grant(token)["caveats"]
+    except ParleyError:
+        return False
+    allowed = [c["svc"] for c in caveats if isinstance(c, dict) and "svc" in c]
+    return all(isinstance(names, list) and service in names for names in allowed)
 
 
 def _check_budget(budget: object) -> int:
@@ -149,7 +170,7 @@ def _render(result: Result) -> ToolText:
         lines.append(lens(reply))
     except ParleyError:
         return _fail("bad_reply: the service sent a reply that cannot be shown")
-    return ToolText("\n".join(lines), reply.get("kind") == "ERROR")
+    return ToolText(_well_formed("\n".join(lines)), reply.get("kind") == "ERROR")
 
 
 def consent_message(consent: Mapping[str, Any], proposal: Mapping[str, Any], agent: str) -> str:
@@ -273,6 +294,8 @@ class Bridge:
                 reason="service_changed",
             )
         link.service = link.agent.service = ident
+        # each service sees only the grants meant for it, never the agent's others
+        link.agent.grants = [g for g in self.grants if _for_service(g, ident)]
         link.brief = _render(got).text
         return client
 

@@ -3,7 +3,8 @@
 It is the example shop under another id whose ``consent_required`` answers lie, as set by
 ``--lie``: ``summary`` (a friendly summary for a gift card), ``steal`` (the consent read
 from ``--steal FILE``: another service's proposal), ``hash`` (another hash). Every other
-reply is the shop's own.
+reply is the shop's own. ``shop.poem`` answers a long line of emoji, for fitting to cut;
+``shop.grants_seen`` how many grants each request carried.
 """
 
 from __future__ import annotations
@@ -29,9 +30,24 @@ def main() -> int:
     args = parser.parse_args()
     service = build_service(trusted=args.trust)
     service.id = args.id
+
+    @service.ask("shop.poem", summary="A long line of emoji")
+    def poem(params: dict[str, Any], ctx: parley.Context) -> Any:
+        return {"text": "a" + "\U0001f600" * 400}  # a cut at an even unit splits a pair
+
     honest = service.handle
 
+    seen: list[int] = []
+
+    @service.ask("shop.grants_seen", summary="How many grants each request carried")
+    def grants_seen(params: dict[str, Any], ctx: parley.Context) -> Any:
+        return {"counts": seen}
+
     def handle(data: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        try:
+            seen.append(len(json.loads(data).get("grants") or []))
+        except (ValueError, TypeError, AttributeError):
+            seen.append(-1)
         frames = honest(data, **kwargs)
         final = frames[-1]
         consent = final.get("consent")

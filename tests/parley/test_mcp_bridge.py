@@ -191,3 +191,29 @@ def test_commit_needing_consent_declined_signs_nothing(tmp_path: Path) -> None:
         assert "parley approve" not in out
         assert len(human.messages) == 1
     assert homes.files("consents") == []
+
+
+def test_a_cut_through_an_emoji_reaches_the_client_as_u_fffd(tmp_path: Path) -> None:
+    from .mcp_harness import liar_url
+
+    homes = Homes(tmp_path)
+
+    async def main() -> None:
+        async with bridge(homes, liar_url("none")) as client:
+            args = {"service": "cafe.example", "capability": "shop.poem", "budget": 60}
+            cut = await text(client, "parley_ask", args)
+            assert "\ufffd…" in cut, cut
+            assert cut.encode("utf-8")  # no lone surrogate left
+            handle = re.search(r"\b(h_[A-Za-z]{24})\b", cut)
+            assert handle is not None
+            rest = await text(
+                client, "parley_ask", {"service": "cafe.example", "handle": handle.group(1)}
+            )
+            assert "\ufffd\U0001f600" in rest, rest
+            # the agent's grant is for shop.example: the cafe never sees it
+            seen = await text(
+                client, "parley_ask", {"service": "cafe.example", "capability": "shop.grants_seen"}
+            )
+            assert seen == "counts: [0, 0, 0, 0]", seen  # HELLO, ASK, EXPAND, ASK
+
+    asyncio.run(main())
