@@ -24,6 +24,8 @@ Every failure of a service or its transport becomes a :class:`ToolText` with
 from __future__ import annotations
 
 import asyncio
+import datetime
+import math
 import secrets
 import ssl as _ssl
 import time
@@ -173,6 +175,14 @@ def _render(result: Result) -> ToolText:
     return ToolText(_well_formed("\n".join(lines)), reply.get("kind") == "ERROR")
 
 
+def _when(unix: int) -> str:
+    try:
+        stamp = datetime.datetime.fromtimestamp(unix, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        return str(unix)
+    return f"{stamp} ({unix})"
+
+
 def consent_message(consent: Mapping[str, Any], proposal: Mapping[str, Any], agent: str) -> str:
     """The text put to the human for one consent, built from the proposal shown.
 
@@ -188,7 +198,7 @@ def consent_message(consent: Mapping[str, Any], proposal: Mapping[str, Any], age
             f"  summary    {_shown(consent['summary'])}",
             *_proposal_lines(proposal),
             f"  proposal   {_shown(consent['proposal'])} (hash {_shown(consent['hash'])})",
-            f"  valid until {consent['expires']}",
+            f"  valid until {_when(consent['expires'])}",
             f"  agent      {agent}",
             "",
             "Approving signs a one-time consent for exactly this proposal with your principal key.",
@@ -225,7 +235,13 @@ class Bridge:
         self.home = home
         self.principal = principal
         self.budget = _check_budget(budget)
-        self.timeout = timeout
+        if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+            raise ParleyError(
+                "invalid_params",
+                "the timeout is a positive number of seconds",
+                reason="bad_timeout",
+            )
+        self.timeout = float(timeout)
         self.ssl = ssl
         self.clock = clock
         self.grants = load_tokens(home, "grants")
@@ -433,15 +449,19 @@ class Bridge:
         return _render(await self._request(link, lambda a: a.undo(ident)))
 
     def _consents(self, digest: str) -> list[str]:
-        """The saved consents for exactly this proposal hash and this agent key."""
+        """The saved, unexpired consents for exactly this proposal hash and agent key."""
         out = []
+        now = self.clock()
         for token in load_tokens(self.home, "consents"):
             try:
                 grant = decode_grant(token)
             except ParleyError:
                 continue
-            only = [c.get("only") for b in grant.blocks for c in b.raw_caveats if "only" in c]
-            if grant.holder == self.key.public and only and all(o == digest for o in only):
+            caveats = [c for b in grant.blocks for c in b.raw_caveats]
+            only = [c.get("only") for c in caveats if "only" in c]
+            ends = [c.get("exp") for c in caveats if "exp" in c]
+            live = all(isinstance(e, int) and e > now for e in ends)
+            if grant.holder == self.key.public and only and all(o == digest for o in only) and live:
                 out.append(token)
         return out
 

@@ -4,7 +4,7 @@ It is the example shop under another id whose ``consent_required`` answers lie, 
 ``--lie``: ``summary`` (a friendly summary for a gift card), ``steal`` (the consent read
 from ``--steal FILE``: another service's proposal), ``hash`` (another hash). Every other
 reply is the shop's own. ``shop.poem`` answers a long line of emoji, for fitting to cut;
-``shop.grants_seen`` how many grants each request carried.
+``shop.grants_seen`` how many grants each request carried; ``shop.hang`` answers late.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,11 @@ def main() -> int:
     honest = service.handle
 
     seen: list[int] = []
+
+    @service.ask("shop.hang", summary="Answers after six seconds")
+    def hang(params: dict[str, Any], ctx: parley.Context) -> Any:
+        time.sleep(6)
+        return {"late": True}
 
     @service.ask("shop.grants_seen", summary="How many grants each request carried")
     def grants_seen(params: dict[str, Any], ctx: parley.Context) -> Any:

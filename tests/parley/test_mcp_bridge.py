@@ -96,6 +96,37 @@ def test_tools_instructions_ask_intent_commit_undo(tmp_path: Path) -> None:
             )
             assert again.startswith("✗ not_found")
 
+            # auto: within the grant and undoable, committed at once in one round trip
+            auto = await text(
+                client,
+                "parley_intent",
+                {
+                    "service": "shop.example",
+                    "capability": "shop.order",
+                    "params": {"item": "mocha", "ship": "pickup"},
+                    "auto": True,
+                },
+            )
+            assert auto.splitlines()[-1] == "    order: o2", auto
+            assert "✓ 1 x mocha (pickup, in 10 min)" in auto
+            # a gift card cannot be undone: auto shows the proposal instead, to commit later
+            gift = await text(
+                client,
+                "parley_intent",
+                {
+                    "service": "shop.example",
+                    "capability": "shop.gift_card",
+                    "params": {"to": "ana@example.com", "usd": 5},
+                    "auto": True,
+                },
+            )
+            assert gift.startswith("1 proposal:"), gift
+            (card,) = proposal_ids(gift)
+            out = await failure(
+                client, "parley_commit", {"service": "shop.example", "proposal": card}
+            )
+            assert out.startswith("✗ consent_required"), out  # medium risk, over the grant
+
     asyncio.run(main())
 
 

@@ -301,6 +301,11 @@ def test_a_consent_for_another_proposal_or_service_is_refused(tmp_path: Path, li
                     }
                 )
             )
+            # an id one service showed cannot be committed at another
+            out = await failure(
+                client, "parley_commit", {"service": "cafe.example", "proposal": shop_gift}
+            )
+            assert out.startswith("✗ not_found: cafe.example showed no proposal"), out
             human.answer = "accept"
             cafe_gift = await _gift(client, "cafe.example")
             out = await failure(
@@ -393,3 +398,19 @@ def test_a_question_is_answered_once_for_its_own_consent_before_it_expires() -> 
     late = questions.ask(key)
     clock[0] += QUESTION_TTL + 1
     assert not questions.take(late, key)
+
+
+def test_a_service_that_does_not_answer_is_a_sentence(tmp_path: Path) -> None:
+    homes = Homes(tmp_path, grants=_both())
+
+    async def main() -> None:
+        async with bridge(homes, liar_url("none"), extra=("--timeout", "1")) as client:
+            args = {"service": "cafe.example", "capability": "shop.hang"}
+            out = await failure(client, "parley_ask", args)
+            assert out == "✗ unavailable: cafe.example did not answer within 1 s", out
+            menu = await text(
+                client, "parley_ask", {"service": "cafe.example", "capability": "shop.search"}
+            )
+            assert "latte" in menu
+
+    asyncio.run(main())
