@@ -19,12 +19,16 @@ for the user instead.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import ipaddress
+import os
+import secrets
 import socket
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -40,12 +44,23 @@ from mcp_types import (
     ToolAnnotations,
 )
 from mcp_types.version import is_version_at_least
-from starlette.types import ASGIApp
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._bridge import Bridge, Human, NeedInput, ToolText, new_token
 from ._errors import ParleyError
+from ._keystore import _private_dir
 
-__all__ = ["CONSENT_INPUT", "TOOLS", "create_app", "create_server", "run_http", "run_stdio"]
+__all__ = [
+    "CONSENT_INPUT",
+    "TOKEN_ENV",
+    "TOOLS",
+    "create_app",
+    "create_server",
+    "http_token",
+    "run_http",
+    "run_stdio",
+]
 
 CONSENT_INPUT = "parley_consent"
 """The key of the consent question in an ``InputRequiredResult``."""
@@ -292,22 +307,80 @@ _LOCAL_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 _LOCAL_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
-def create_app(bridge: Bridge, *, max_body_bytes: int = 256 * 1024) -> ASGIApp:
+class _Bearer:
+    """Refuse every HTTP request without ``Authorization: Bearer <token>`` (401)."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.digest = hashlib.sha256(token.encode("utf-8")).digest()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            header = b""
+            for key, value in scope.get("headers", []):
+                if key == b"authorization":
+                    header = value
+                    break
+            scheme, _, presented = header.partition(b" ")
+            # fixed-length digests, so neither length nor content leaks through timing
+            given = hashlib.sha256(presented.strip()).digest()
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given, self.digest):
+                refusal = Response(
+                    "parley mcp: send the bearer token (Authorization: Bearer <token>)",
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def create_app(bridge: Bridge, *, token: str, max_body_bytes: int = 256 * 1024) -> ASGIApp:
     """The streamable HTTP app (``/mcp``, JSON responses, stateless) of a started bridge.
 
-    Host and Origin are checked (DNS-rebinding protection): only loopback names pass.
+    Every request needs ``Authorization: Bearer <token>``; Host and Origin are checked
+    (DNS-rebinding protection): only loopback names pass.
     """
+    if not isinstance(token, str) or len(token) < 16:
+        raise ParleyError(
+            "invalid_params", "the HTTP bearer token needs 16 characters or more", reason="token"
+        )
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=list(_LOCAL_HOSTS),
         allowed_origins=list(_LOCAL_ORIGINS),
     )
-    return create_server(bridge).streamable_http_app(
+    app = create_server(bridge).streamable_http_app(
         json_response=True,
         stateless_http=True,
         max_request_body_size=max_body_bytes,
         transport_security=security,
     )
+    return _Bearer(app, token)
+
+
+TOKEN_ENV = "PARLEY_MCP_TOKEN"  # noqa: S105 - a variable name, not a secret
+"""Environment variable holding the HTTP bearer token (else one is made at start)."""
+
+
+def http_token(home: Path, environ: Mapping[str, str] | None = None) -> tuple[str, Path | None]:
+    """The bearer token for ``--http``: ``$PARLEY_MCP_TOKEN``, or a fresh one saved.
+
+    A fresh token (256 bits) is written to ``<home>/mcp-http.token``, mode ``0600``, for
+    the user to copy into the MCP client's configuration; returns the token and the file.
+    """
+    env = os.environ if environ is None else environ
+    given = env.get(TOKEN_ENV)
+    if given:
+        return given, None
+    token = secrets.token_urlsafe(32)
+    target = home / "mcp-http.token"
+    _private_dir(home)
+    target.unlink(missing_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+    return token, target
 
 
 def _loopback(host: str) -> bool:
@@ -322,8 +395,9 @@ def _loopback(host: str) -> bool:
 async def run_http(bridge: Bridge, host: str = "127.0.0.1", port: int = 8766) -> None:
     """Start ``bridge`` and serve it over streamable HTTP at ``http://host:port/mcp``.
 
-    **Ours:** only a loopback address is accepted: whoever reaches the endpoint acts with
-    the agent's key and grants, so it must not be reachable from another machine.
+    **Ours:** only a loopback address is accepted, and every request needs the bearer
+    token (:func:`http_token`): whoever reaches the endpoint acts with the agent's key and
+    grants, so neither another machine nor another local user may.
     """
     import uvicorn
 
@@ -344,12 +418,14 @@ async def run_http(bridge: Bridge, host: str = "127.0.0.1", port: int = 8766) ->
         raise ParleyError(
             "unavailable", f"cannot listen on {host}:{port}: {exc.strerror}", reason="bind"
         ) from None
+    token, where = http_token(bridge.home)
     await bridge.start()
     try:
-        app = create_app(bridge)
+        app = create_app(bridge, token=token)
         bound = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
-        print(f"parley mcp: http://{shown}:{bound}/mcp", file=sys.stderr, flush=True)
+        source = f"the bearer token is in {where}" if where else f"bearer token from ${TOKEN_ENV}"
+        print(f"parley mcp: http://{shown}:{bound}/mcp ({source})", file=sys.stderr, flush=True)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
         await uvicorn.Server(config).serve(sockets=[sock])
     finally:

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import re
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -67,8 +68,13 @@ def _processes(homes: Homes) -> Iterator[str]:
         )
         assert bridge.stderr is not None
         line = bridge.stderr.readline()
-        found = re.match(r"parley mcp: (http://127\.0\.0\.1:\d+/mcp)$", line.strip())
+        found = re.match(
+            r"parley mcp: (http://127\.0\.0\.1:\d+/mcp) \(the bearer token is in (.+)\)$",
+            line.strip(),
+        )
         assert found is not None, line
+        assert Path(found.group(2)) == homes.agent / "mcp-http.token"
+        assert stat.S_IMODE(Path(found.group(2)).stat().st_mode) == 0o600
         yield found.group(1)
     finally:
         for proc in (bridge, shop):
@@ -79,10 +85,17 @@ def _processes(homes: Homes) -> Iterator[str]:
                     proc.stderr.close()
 
 
+def _bearer(homes: Homes) -> dict[str, str]:
+    token = (homes.agent / "mcp-http.token").read_text().strip()
+    return {"Authorization": f"Bearer {token}"}
+
+
 @contextlib.asynccontextmanager
-async def _client(url: str, human: Human | None, mode: str = "auto") -> AsyncIterator[Client]:
+async def _client(
+    url: str, human: Human | None, headers: dict[str, str], mode: str = "auto"
+) -> AsyncIterator[Client]:
     async with (
-        httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=60)) as http,
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60)) as http,
         Client(
             streamable_http_client(url, http_client=http),
             mode=mode,  # type: ignore[arg-type]
@@ -105,7 +118,7 @@ def test_http_ask_commit_and_consent_by_elicitation(tmp_path: Path) -> None:
     human = Human("accept")
 
     async def main(url: str) -> None:
-        async with _client(url, human) as client:
+        async with _client(url, human, _bearer(homes)) as client:
             assert "# Example Coffee (shop.example)" in (client.instructions or "")
             menu = await text(
                 client, "parley_ask", {"service": "shop.example", "capability": "shop.search"}
@@ -132,22 +145,24 @@ def test_http_ask_commit_and_consent_by_elicitation(tmp_path: Path) -> None:
             assert done.startswith("✓ Send a 50 USD gift card"), done
         # a client of the older protocol has no way to be asked over stateless HTTP: it
         # is told the command instead
-        async with _client(url, Human("accept"), mode="legacy") as old:
+        async with _client(url, Human("accept"), _bearer(homes), mode="legacy") as old:
             (gift,) = proposal_ids(await text(old, "parley_intent", GIFT))
             out = await failure(old, "parley_commit", {"service": "shop.example", "proposal": gift})
             assert "Ask them to run: parley approve" in out
 
     with _processes(homes) as url:
         asyncio.run(main(url))
+        # another local user without the token, or with a wrong one, gets nothing
+        listing = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+        plain = {"Content-Type": "application/json", "Accept": "application/json"}
+        for headers in ({}, {"Authorization": "Bearer " + "x" * 43}, {"Authorization": "x"}):
+            refused = httpx2.post(url, headers={**plain, **headers}, content=listing)
+            assert refused.status_code == 401, refused.status_code
         # DNS rebinding: a request naming another host is refused before any tool runs
-        base = url.removesuffix("/mcp")
         refused = httpx2.post(
-            url,
-            headers={"Host": "evil.example", "Content-Type": "application/json"},
-            content=b"{}",
+            url, headers={**plain, **_bearer(homes), "Host": "evil.example"}, content=listing
         )
         assert refused.status_code in (400, 403, 421), refused.status_code
-        assert base.startswith("http://127.0.0.1:")
     assert len(human.messages) == 1
 
 
