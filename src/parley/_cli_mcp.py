@@ -47,10 +47,11 @@ def _mcp(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         ssl=context,
     )
+    elicit = not args.no_elicit
     if args.http is None:
-        asyncio.run(run_stdio(bridge))
+        asyncio.run(run_stdio(bridge, elicit=elicit))
     else:
-        asyncio.run(run_http(bridge, *args.http))
+        asyncio.run(run_http(bridge, *args.http, elicit=elicit))
     return 0
 
 
@@ -71,6 +72,11 @@ def register(sub: Any) -> None:
     p.add_argument("--principal", default="principal", help="principal key name for consents")
     p.add_argument("--budget", type=int, default=1500, help="token budget per reply (1500)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for a reply")
+    p.add_argument(
+        "--no-elicit",
+        action="store_true",
+        help="never ask or sign through the MCP client; consents only by 'parley approve'",
+    )
     p.add_argument("--cafile", help="CA certificates for parleys:// and https:// services")
     p.add_argument(
         "--http",

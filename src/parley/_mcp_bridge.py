@@ -226,8 +226,13 @@ def _human(ctx: Context[Any, Any], questions: _Questions) -> Human:
     return ask
 
 
-def create_server(bridge: Bridge, *, name: str = "parley-bridge") -> MCPServer:
-    """Return the :class:`MCPServer` with the four tools bound to a started ``bridge``."""
+def create_server(bridge: Bridge, *, name: str = "parley-bridge", elicit: bool = True) -> MCPServer:
+    """Return the :class:`MCPServer` with the four tools bound to a started ``bridge``.
+
+    With ``elicit=False`` the bridge never asks through the client and never signs: a
+    consent is always left to ``parley approve`` on the user's terminal (for a client
+    that might answer elicitations by itself, or let the model answer them).
+    """
     questions = _Questions()
 
     async def run(work: Callable[[], Awaitable[ToolText]]) -> CallToolResult:
@@ -267,7 +272,8 @@ def create_server(bridge: Bridge, *, name: str = "parley-bridge") -> MCPServer:
                 )
             )
         try:
-            return await run(lambda: bridge.commit(service, proposal, _human(ctx, questions)))
+            human = _human(ctx, questions) if elicit else None
+            return await run(lambda: bridge.commit(service, proposal, human))
         except NeedInput as need:
             payload: InputRequiredResult = need.payload
             return payload
@@ -294,11 +300,11 @@ def create_server(bridge: Bridge, *, name: str = "parley-bridge") -> MCPServer:
     return MCPServer(name, instructions=bridge.instructions, tools=tools, log_level="WARNING")
 
 
-async def run_stdio(bridge: Bridge) -> None:
+async def run_stdio(bridge: Bridge, *, elicit: bool = True) -> None:
     """Start ``bridge`` and serve it over standard input and output until end of input."""
-    await bridge.start()
     try:
-        await create_server(bridge).run_stdio_async()
+        await bridge.start()
+        await create_server(bridge, elicit=elicit).run_stdio_async()
     finally:
         await bridge.close()
 
@@ -335,7 +341,9 @@ class _Bearer:
         await self.app(scope, receive, send)
 
 
-def create_app(bridge: Bridge, *, token: str, max_body_bytes: int = 256 * 1024) -> ASGIApp:
+def create_app(
+    bridge: Bridge, *, token: str, max_body_bytes: int = 256 * 1024, elicit: bool = True
+) -> ASGIApp:
     """The streamable HTTP app (``/mcp``, JSON responses, stateless) of a started bridge.
 
     Every request needs ``Authorization: Bearer <token>``; Host and Origin are checked
@@ -350,7 +358,7 @@ def create_app(bridge: Bridge, *, token: str, max_body_bytes: int = 256 * 1024) 
         allowed_hosts=list(_LOCAL_HOSTS),
         allowed_origins=list(_LOCAL_ORIGINS),
     )
-    app = create_server(bridge).streamable_http_app(
+    app = create_server(bridge, elicit=elicit).streamable_http_app(
         json_response=True,
         stateless_http=True,
         max_request_body_size=max_body_bytes,
@@ -392,7 +400,9 @@ def _loopback(host: str) -> bool:
         return False
 
 
-async def run_http(bridge: Bridge, host: str = "127.0.0.1", port: int = 8766) -> None:
+async def run_http(
+    bridge: Bridge, host: str = "127.0.0.1", port: int = 8766, *, elicit: bool = True
+) -> None:
     """Start ``bridge`` and serve it over streamable HTTP at ``http://host:port/mcp``.
 
     **Ours:** only a loopback address is accepted, and every request needs the bearer
@@ -418,10 +428,10 @@ async def run_http(bridge: Bridge, host: str = "127.0.0.1", port: int = 8766) ->
         raise ParleyError(
             "unavailable", f"cannot listen on {host}:{port}: {exc.strerror}", reason="bind"
         ) from None
-    token, where = http_token(bridge.home)
-    await bridge.start()
     try:
-        app = create_app(bridge, token=token)
+        token, where = http_token(bridge.home)
+        await bridge.start()
+        app = create_app(bridge, token=token, elicit=elicit)
         bound = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
         source = f"the bearer token is in {where}" if where else f"bearer token from ${TOKEN_ENV}"

@@ -146,6 +146,21 @@ def test_without_elicitation_the_user_runs_parley_approve(tmp_path: Path) -> Non
     asyncio.run(main())
 
 
+def test_no_elicit_leaves_every_consent_to_the_terminal(tmp_path: Path) -> None:
+    homes = Homes(tmp_path)
+    human = Human("accept")
+
+    async def main() -> None:
+        async with bridge(homes, shop_url(), elicit=human, extra=("--no-elicit",)) as client:
+            gift = await _gift(client)
+            out = await failure(client, "parley_commit", {"service": SHOP, "proposal": gift})
+            assert "Ask them to run: parley approve" in out
+
+    asyncio.run(main())
+    assert human.messages == []
+    assert homes.files("consents") == []
+
+
 def test_legacy_clients_are_asked_in_the_middle_of_the_call(tmp_path: Path) -> None:
     homes = Homes(tmp_path)
     human = Human("accept")
