@@ -429,3 +429,30 @@ def test_a_service_that_does_not_answer_is_a_sentence(tmp_path: Path) -> None:
             assert "latte" in menu
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("parley://127.0.0.1:1", "error: unavailable/connect: cannot connect to 127.0.0.1:1"),
+        ("stdio:true", "error: unavailable/closed: the connection is closed"),
+        ("ftp://shop.example", "error: invalid_params/bad_url: unknown Parley URL form"),
+    ],
+)
+def test_a_service_that_cannot_be_reached_at_start_stops_it(
+    tmp_path: Path, url: str, expected: str
+) -> None:
+    homes = Homes(tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-m", "parley", "mcp", url],
+        env=homes.env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.startswith(expected), run.stderr
+    assert "Traceback" not in run.stderr
+    assert run.stdout == ""
