@@ -62,6 +62,9 @@ DEFAULT_BUDGET = 1500
 DEFAULT_TIMEOUT = 30.0
 """**Ours:** seconds a service has to answer one request before the call fails."""
 
+CONNECT_TIMEOUT = 30.0
+"""**Ours:** the least time given to connecting to a service and its ``HELLO``."""
+
 MAX_SHOWN = 1000
 """**Ours:** proposals remembered per service for ``commit`` (oldest forgotten first)."""
 
@@ -273,14 +276,15 @@ class Bridge:
         return INSTRUCTIONS + "\n\n".join(link.brief for link in self.links)
 
     async def _connect(self, link: _Link) -> Client:
+        # a child process may take a while to start on a busy machine: connecting (and
+        # its HELLO) gets at least CONNECT_TIMEOUT, whatever the per-request timeout
+        limit = max(self.timeout, CONNECT_TIMEOUT)
         try:
-            client = await asyncio.wait_for(
-                connect(link.url, link.agent, ssl=self.ssl), self.timeout
-            )
+            client = await asyncio.wait_for(connect(link.url, link.agent, ssl=self.ssl), limit)
         except TimeoutError:
             raise ParleyError(
                 "unavailable",
-                f"{link.url} did not accept a connection within {self.timeout:g} s",
+                f"{link.url} did not accept a connection within {limit:g} s",
                 reason="timeout",
             ) from None
         except OSError as exc:
@@ -289,7 +293,7 @@ class Bridge:
             ) from None
         link.client = client
         try:
-            got = await self._send(link, link.agent.hello(budget=self.budget))
+            got = await self._send(link, link.agent.hello(budget=self.budget), limit)
         except BaseException:
             await self._drop(link)
             raise
@@ -323,19 +327,20 @@ class Bridge:
             except Exception:  # a broken transport must not mask the error
                 return
 
-    async def _send(self, link: _Link, frame: dict[str, Any]) -> Result:
+    async def _send(self, link: _Link, frame: dict[str, Any], limit: float | None = None) -> Result:
         client = link.client
+        wait = self.timeout if limit is None else limit
         if client is None:
             link.agent.pending.pop(frame["id"], None)
             raise ParleyError("unavailable", "not connected", reason="closed")
         try:
-            return await asyncio.wait_for(client.request(frame), self.timeout)
+            return await asyncio.wait_for(client.request(frame), wait)
         except TimeoutError:
             link.agent.pending.pop(frame["id"], None)
             client._waiting.pop(frame["id"], None)  # the same package
             raise ParleyError(
                 "unavailable",
-                f"{link.service or link.url} did not answer within {self.timeout:g} s",
+                f"{link.service or link.url} did not answer within {wait:g} s",
                 reason="timeout",
             ) from None
         except ParleyError as exc:
