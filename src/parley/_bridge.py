@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import math
+import re
 import secrets
 import ssl as _ssl
 import time
@@ -118,6 +119,7 @@ class _Link:
 
     url: str
     agent: Agent
+    pinned: str | None = None
     service: str = ""
     brief: str = ""
     client: Client | None = None
@@ -133,6 +135,21 @@ def _for_service(token: str, service: str) -> bool:
         return False
     allowed = [c["svc"] for c in caveats if isinstance(c, dict) and "svc" in c]
     return all(isinstance(names, list) and service in names for names in allowed)
+
+
+_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]{0,199})=((?:parleys?|https?|stdio):.*)", re.DOTALL)
+
+
+def split_pin(entry: str) -> tuple[str | None, str]:
+    """``"ID=URL"`` -> ``(ID, URL)``; a bare URL -> ``(None, URL)``.
+
+    Naming the service pins it: the ``BRIEF`` must announce that id, so a service cannot
+    claim another's id (and be sent the grants, and proofs, meant for it).
+    """
+    if not isinstance(entry, str):
+        raise ParleyError("invalid_params", "a service URL is a string", reason="bad_url")
+    found = _PIN.fullmatch(entry)
+    return (found.group(1), found.group(2)) if found else (None, entry)
 
 
 def _check_budget(budget: object) -> int:
@@ -212,7 +229,8 @@ def consent_message(consent: Mapping[str, Any], proposal: Mapping[str, Any], age
 class Bridge:
     """Parley services for a model: ask, intent, commit, undo; results in Lens.
 
-    ``urls`` are the services; ``key`` is the agent key; ``home`` the agent's folder
+    ``urls`` are the services, each a URL or ``ID=URL`` (pinned: its ``BRIEF`` must
+    announce ``ID``); ``key`` is the agent key; ``home`` the agent's folder
     (``PARLEY_HOME``), from which grants (``grants/``) and consents (``consents/``) are
     read. ``principal`` names the principal key a consent is signed with, in the
     principal store (``PARLEY_PRINCIPAL_HOME``), opened only when the human accepts.
@@ -249,7 +267,10 @@ class Bridge:
         self.clock = clock
         self.grants = load_tokens(home, "grants")
         self.principals = sorted({decode_grant(g).principal for g in self.grants})
-        self.links = [_Link(url, self._agent()) for url in urls]
+        self.links = []
+        for entry in urls:
+            pinned, url = split_pin(entry)
+            self.links.append(_Link(url, self._agent(), pinned))
         self.services: dict[str, _Link] = {}
 
     def _agent(self) -> Agent:
@@ -304,6 +325,14 @@ class Bridge:
             await self._drop(link)
             raise ParleyError(
                 "unavailable", f"{link.url} did not answer HELLO with a BRIEF", reason="no_brief"
+            )
+        if link.pinned is not None and ident != link.pinned:
+            await self._drop(link)
+            raise ParleyError(
+                "conflict",
+                f"{link.url} calls itself {ident[:80]!r}, not {link.pinned!r} as configured; "
+                "the bridge will not talk to it",
+                reason="service_mismatch",
             )
         if link.service and ident != link.service:
             await self._drop(link)

@@ -66,7 +66,10 @@ def register(sub: Any) -> None:
         "PARLEY_PRINCIPAL_HOME.",
     )
     p.add_argument(
-        "urls", nargs="+", metavar="URL", help="parley://, parleys://, stdio:, http(s)://"
+        "urls",
+        nargs="+",
+        metavar="[ID=]URL",
+        help="parley://, parleys://, stdio:, http(s)://; ID= pins the id its BRIEF must announce",
     )
     p.add_argument("--key", default="agent", help="agent key name (default: agent)")
     p.add_argument("--principal", default="principal", help="principal key name for consents")

@@ -350,6 +350,28 @@ def test_two_services_with_one_id_are_refused_at_start(tmp_path: Path) -> None:
     assert run.stdout == ""
 
 
+def test_a_pinned_id_must_be_the_one_the_service_announces(tmp_path: Path) -> None:
+    homes = Homes(tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-m", "parley", "mcp", "bank.example=" + shop_url()],
+        env=homes.env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 1
+    assert "calls itself 'shop.example', not 'bank.example' as configured" in run.stderr
+
+    async def main() -> None:
+        async with bridge(homes, "shop.example=" + shop_url()) as client:
+            brief = await text(client, "parley_ask", {"service": SHOP})
+            assert brief.startswith("# Example Coffee (shop.example)")
+
+    asyncio.run(main())
+
+
 def test_a_lost_service_is_a_sentence_then_reconnected(tmp_path: Path) -> None:
     homes = Homes(tmp_path)
     import socket
