@@ -549,9 +549,12 @@ class Bridge:
                 proposal=shown,
             )
         except ParleyError as exc:
+            # the reason only: the message may name the principal's folder, which the
+            # model has no business knowing
             result = self._ask_user_to_approve(first, consent, shown)
+            why = exc.reason or exc.code
             return ToolText(
-                f"{result.text}\n  (the approval could not be signed here: {exc.message})", True
+                f"{result.text}\n  (the approval could not be signed here: {why})", True
             )
         save_token(self.home, "consents", token, consent["hash"])
         second = await self._request(link, lambda a: a.commit(shown, grants=[token]))

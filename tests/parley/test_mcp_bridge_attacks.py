@@ -478,3 +478,23 @@ def test_a_service_that_cannot_be_reached_at_start_stops_it(
     assert run.stderr.startswith(expected), run.stderr
     assert "Traceback" not in run.stderr
     assert run.stdout == ""
+
+
+def test_an_approval_that_cannot_be_signed_falls_back_without_naming_the_folder(
+    tmp_path: Path,
+) -> None:
+    homes = Homes(tmp_path)
+    (homes.principal / "keys" / "principal.json").unlink()  # the key lives elsewhere
+    human = Human("accept")
+
+    async def main() -> None:
+        async with bridge(homes, shop_url(), elicit=human) as client:
+            gift = await _gift(client)
+            out = await failure(client, "parley_commit", {"service": SHOP, "proposal": gift})
+            assert "Ask them to run: parley approve" in out
+            assert out.endswith("(the approval could not be signed here: key_missing)"), out
+            assert str(homes.principal) not in out
+
+    asyncio.run(main())
+    assert len(human.messages) == 1
+    assert homes.files("consents") == []
