@@ -40,9 +40,9 @@ def main() -> int:
 
     seen: list[int] = []
 
-    @service.ask("shop.hang", summary="Answers after ten seconds")
+    @service.ask("shop.hang", summary="Answers after six seconds")
     def hang(params: dict[str, Any], ctx: parley.Context) -> Any:
-        time.sleep(10)
+        time.sleep(6)
         return {"late": True}
 
     @service.ask("shop.grants_seen", summary="How many grants each request carried")

@@ -441,10 +441,10 @@ def test_a_service_that_does_not_answer_is_a_sentence(tmp_path: Path) -> None:
     homes = Homes(tmp_path, grants=_both())
 
     async def main() -> None:
-        async with bridge(homes, liar_url("none"), extra=("--timeout", "4")) as client:
+        async with bridge(homes, liar_url("none"), extra=("--timeout", "3")) as client:
             args = {"service": "cafe.example", "capability": "shop.hang"}
             out = await failure(client, "parley_ask", args)
-            assert out == "✗ unavailable: cafe.example did not answer within 4 s", out
+            assert out == "✗ unavailable: cafe.example did not answer within 3 s", out
             menu = await text(
                 client, "parley_ask", {"service": "cafe.example", "capability": "shop.search"}
             )
