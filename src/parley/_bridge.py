@@ -40,6 +40,7 @@ from ._canonical import proposal_hash
 from ._connect import connect
 from ._consent import consent_for_shown
 from ._errors import ParleyError
+from ._frames import well_formed
 from ._grant_files import load_tokens, save_pending, save_token
 from ._grants import decode_grant, inspect_grant
 from ._keys import Key
@@ -99,18 +100,7 @@ class ToolText:
 
 
 def _fail(sentence: str) -> ToolText:
-    return ToolText(_well_formed(f"✗ {sentence}"), True)
-
-
-def _well_formed(text: str) -> str:
-    """``text`` with each lone surrogate as U+FFFD (as ``TextEncoder`` writes it).
-
-    Lens keeps a lone surrogate where fitting cut through an emoji; a tool result
-    becomes UTF-8 on its way to the client, where it cannot exist.
-    """
-    if text.isascii():
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return ToolText(well_formed(f"✗ {sentence}"), True)
 
 
 @dataclass
@@ -192,7 +182,7 @@ def _render(result: Result) -> ToolText:
         lines.append(lens(reply))
     except ParleyError:
         return _fail("bad_reply: the service sent a reply that cannot be shown")
-    return ToolText(_well_formed("\n".join(lines)), reply.get("kind") == "ERROR")
+    return ToolText(well_formed("\n".join(lines)), reply.get("kind") == "ERROR")
 
 
 def _when(unix: int) -> str:

@@ -103,6 +103,25 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _ENVELOPE = ("id", "re", "verb", "kind", "code")
 
 
+def well_formed(text: str) -> str:
+    """``text`` with each lone UTF-16 surrogate as U+FFFD, as ``TextEncoder`` writes it.
+
+    For Lens text on its way to bytes (a terminal, an MCP tool result): a fitted text cut
+    through an emoji keeps half a pair, which has no UTF-8 form.
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def escape_surrogates(json_text: str) -> str:
+    """JSON text with each raw lone surrogate as its ``\\uXXXX`` escape (lossless).
+
+    What ES2019 ``JSON.stringify`` writes; for JSON made with ``ensure_ascii=False``.
+    """
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
+
+
 def _reply_body_only(value: object) -> bool:
     """True for a reply whose lone surrogates are all in its body, not its envelope."""
     return (
@@ -239,7 +258,7 @@ def encode_frame(frame: Mapping[str, Any], *, limit: int = MAX_FRAME) -> bytes:
         # In an envelope (id, re, verb, kind, code) no peer would accept it.
         if any(_lone_surrogate(frame.get(name)) for name in _ENVELOPE):
             raise ParleyError("internal", "the frame is not JSON", reason="not_json") from None
-        data = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+        data = escape_surrogates(text).encode("utf-8")
     if len(data) > limit:
         raise ParleyError(
             "limit", f"the frame is {len(data)} bytes, over {limit}", reason="too_large"

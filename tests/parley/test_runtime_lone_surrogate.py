@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -86,3 +90,27 @@ def test_a_cut_through_an_emoji_crosses_tcp_and_is_rebuilt() -> None:
             await server.wait_closed()
 
     asyncio.run(main())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("as_json", [False, True])
+def test_parley_call_prints_a_cut_through_an_emoji(tmp_path: Path, as_json: bool) -> None:
+    liar = Path(__file__).resolve().parent / "mcp_liar.py"
+    url = f"stdio:{sys.executable} {liar} --lie none"
+    env = {**os.environ, "PARLEY_HOME": str(tmp_path / "agent")}
+    argv = [sys.executable, "-m", "parley", "call", url, "ask", "shop.poem", "--budget", "60"]
+    run = subprocess.run(
+        [*argv, *(["--json"] if as_json else [])],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr.decode("utf-8", "replace")
+    out = run.stdout.decode("utf-8")  # strict: valid UTF-8
+    if as_json:
+        # lossless: the escape JSON.stringify writes
+        frame = json.loads(out.splitlines()[-1])
+        assert frame["data"]["text"].endswith("\ud83d…")
+    else:
+        assert "\ufffd…" in out  # as parley lens writes it
