@@ -40,12 +40,12 @@ from ._canonical import proposal_hash
 from ._connect import connect
 from ._consent import consent_for_shown
 from ._errors import ParleyError
-from ._frames import well_formed
+from ._frames import encode_frame, parse_frame, well_formed
 from ._grant_files import load_tokens, save_pending, save_token
 from ._grants import decode_grant, inspect_grant
 from ._keys import Key
-from ._keystore import PrincipalKeyStore, _proposal_lines, _shown
-from ._lens import lens
+from ._keystore import PrincipalKeyStore, _shown
+from ._lens import duration_text, effect_line, lens, money_text
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -111,6 +111,8 @@ class _Link:
     agent: Agent
     pinned: str | None = None
     service: str = ""
+    receipts: dict[str, str] = field(default_factory=dict)
+    undone: set[str] = field(default_factory=set)
     brief: str = ""
     client: Client | None = None
     shown: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -155,9 +157,13 @@ def _check_budget(budget: object) -> int:
 
 
 def _check_name(value: object, what: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > 200:
+    if not isinstance(value, str) or not value:
         raise ParleyError(
             "invalid_params", f"{what} must be a non-empty string", reason="bad_argument"
+        )
+    if len(value) > 200:
+        raise ParleyError(
+            "invalid_params", f"{what} is over 200 characters: no such id", reason="bad_argument"
         )
     return value
 
@@ -170,16 +176,45 @@ def _check_params(value: object) -> dict[str, Any]:
     return value
 
 
+MAX_EVENTS = 10
+"""**Ours:** progress events shown per result (the last ones; the count of the others)."""
+
+MAX_EVENT_LINE = 200
+"""**Ours:** characters of one progress line shown to the model."""
+
+_FORGING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u0085]")
+
+
+def _defang(value: Any) -> Any:
+    """Every string of a service's reply with its control characters and line separators
+    as ``\\uXXXX``: Lens writes summaries, effects and messages verbatim, so a newline in
+    one would forge lines of the tool result (a fake receipt, a fake instruction)."""
+    if isinstance(value, str):
+        return _FORGING.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
+    if isinstance(value, dict):
+        return {_defang(k): _defang(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_defang(item) for item in value]
+    return value
+
+
 def _render(result: Result) -> ToolText:
     lines = []
-    for event in result.events:
+    events = result.events
+    if len(events) > MAX_EVENTS:
+        lines.append(f"… ({len(events) - MAX_EVENTS} earlier progress events not shown)")
+        events = events[-MAX_EVENTS:]
+    for event in events:
         try:
-            lines.append(lens(event))
+            line = lens(_defang(event))
         except ParleyError:
             continue
+        if len(line) > MAX_EVENT_LINE:
+            line = line[:MAX_EVENT_LINE] + "…"
+        lines.append(line)
     reply = result.reply or {}
     try:
-        lines.append(lens(reply))
+        lines.append(lens(_defang(reply)))
     except ParleyError:
         return _fail("bad_reply: the service sent a reply that cannot be shown")
     return ToolText(well_formed("\n".join(lines)), reply.get("kind") == "ERROR")
@@ -193,27 +228,47 @@ def _when(unix: int) -> str:
     return f"{stamp} ({unix})"
 
 
+def _attribute(render: Callable[[], str], raw: object) -> str:
+    try:
+        return render()
+    except (ParleyError, TypeError, ValueError, KeyError):
+        return _shown(raw)
+
+
 def consent_message(consent: Mapping[str, Any], proposal: Mapping[str, Any], agent: str) -> str:
     """The text put to the human for one consent, built from the proposal shown.
 
-    Every value that came from the service is escaped (control, format and line-separator
-    characters as ``\\uXXXX``), so it cannot forge or hide a line.
+    Cost, risk, undo window and effects come first, in the forms the model reads (Lens),
+    then the ids; the summary, the service's own words, comes last and labelled so. Every
+    value that came from the service is escaped and cut to length
+    (:func:`parley._keystore._shown`), so it cannot forge, hide or pad a line.
     """
-    return "\n".join(
-        [
-            "Approve this action for your agent?",
-            "",
-            f"  service    {_shown(consent['service'])}",
-            f"  capability {_shown(consent['capability'])}",
-            f"  summary    {_shown(consent['summary'])}",
-            *_proposal_lines(proposal),
-            f"  proposal   {_shown(consent['proposal'])} (hash {_shown(consent['hash'])})",
-            f"  valid until {_when(consent['expires'])}",
-            f"  agent      {agent}",
-            "",
-            "Approving signs a one-time consent for exactly this proposal with your principal key.",
-        ]
-    )
+    undo = proposal.get("undo")
+    effects = proposal.get("effects")
+    cost = proposal.get("cost")
+    window = undo.get("window") if isinstance(undo, dict) else None
+    lines = [
+        "Approve this action for your agent?",
+        "",
+        f"  service    {_shown(consent['service'])}",
+        f"  capability {_shown(consent['capability'])}",
+        f"  cost       {_shown(_attribute(lambda: money_text(cost), cost))}",
+        f"  risk       {_shown(proposal.get('risk') or 'none stated')}",
+        "  undo       "
+        + (_shown(_attribute(lambda: duration_text(window), undo)) if window else "never"),
+    ]
+    for effect in effects if isinstance(effects, list) else [effects]:
+        shown_effect = _attribute(lambda: effect_line(effect), effect)  # noqa: B023
+        lines.append(f"  effect     {_shown(shown_effect)}")
+    lines += [
+        f"  proposal   {_shown(consent['proposal'])} (hash {_shown(consent['hash'])})",
+        f"  valid until {_when(consent['expires'])}",
+        f"  agent      {agent}",
+        f"  the service's own words: {_shown(consent['summary'])}",
+        "",
+        "Approving signs a one-time consent for exactly this proposal with your principal key.",
+    ]
+    return "\n".join(lines)
 
 
 class Bridge:
@@ -237,12 +292,14 @@ class Bridge:
         timeout: float = DEFAULT_TIMEOUT,
         ssl: _ssl.SSLContext | None = None,
         clock: Callable[[], float] = time.time,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         if not urls:
             raise ParleyError(
                 "invalid_params", "the bridge needs at least one service URL", reason="no_url"
             )
         self.key = key
+        self.warn = warn
         self.home = home
         self.principal = principal
         self.budget = _check_budget(budget)
@@ -335,6 +392,12 @@ class Bridge:
         link.service = link.agent.service = ident
         # each service sees only the grants meant for it, never the agent's others
         link.agent.grants = [g for g in self.grants if _for_service(g, ident)]
+        if link.pinned is None and link.agent.grants and self.warn is not None:
+            self.warn(
+                f"{link.url} announced {ident!r} and will be sent {len(link.agent.grants)} "
+                f"grant(s) for it; pin it as {ident}={link.url} so no other service can "
+                "claim that id"
+            )
         link.brief = _render(got).text
         return client
 
@@ -352,6 +415,15 @@ class Bridge:
         if client is None:
             link.agent.pending.pop(frame["id"], None)
             raise ParleyError("unavailable", "not connected", reason="closed")
+        try:
+            # the checks the service runs on every line (size, depth): a request it could
+            # only refuse with `re: null` would otherwise wait out the whole timeout
+            parse_frame(encode_frame(frame))
+        except ParleyError as exc:
+            link.agent.pending.pop(frame["id"], None)
+            raise ParleyError(
+                "invalid_params", f"the request cannot be sent: {exc.message}", reason="bad_request"
+            ) from None
         try:
             return await asyncio.wait_for(client.request(frame), wait)
         except TimeoutError:
@@ -445,6 +517,8 @@ class Bridge:
         size = self.budget if budget is None else _check_budget(budget)
         if goal is not None and not isinstance(goal, str):
             raise ParleyError("invalid_params", "goal must be a string", reason="bad_argument")
+        if auto is not None and not isinstance(auto, bool):
+            raise ParleyError("invalid_params", "auto must be true or false", reason="bad_argument")
         got = await self._request(
             link, lambda a: a.intent(cap, body, goal=goal, auto=auto is True, budget=size)
         )
@@ -470,10 +544,17 @@ class Bridge:
         """``UNDO`` a receipt within its window."""
         link = self._link(service)
         ident = _check_name(receipt, "receipt")
-        return _render(await self._request(link, lambda a: a.undo(ident)))
+        got = await self._request(link, lambda a: a.undo(ident))
+        if got.kind == "RECEIPT":
+            link.undone.add(ident)
+        return _render(got)
 
-    def _consents(self, digest: str) -> list[str]:
-        """The saved, unexpired consents for exactly this proposal hash and agent key."""
+    def _consents(self, digest: str, service: str) -> list[str]:
+        """The saved, unexpired consents for this proposal hash at this service, to this key.
+
+        The hash does not name the service, so a consent is sent only where its ``svc``
+        caveats allow: a service showing a copy of another's proposal never sees its consent.
+        """
         out = []
         now = self.clock()
         for token in load_tokens(self.home, "consents"):
@@ -485,9 +566,19 @@ class Bridge:
             only = [c.get("only") for c in caveats if "only" in c]
             ends = [c.get("exp") for c in caveats if "exp" in c]
             live = all(isinstance(e, int) and e > now for e in ends)
-            if grant.holder == self.key.public and only and all(o == digest for o in only) and live:
+            mine = grant.holder == self.key.public and _for_service(token, service)
+            if mine and only and all(o == digest for o in only) and live:
                 out.append(token)
         return out
+
+    def _note(self, link: _Link, result: Result) -> Result:
+        """Remember which receipt committed which proposal (for an UNDO, then a re-commit)."""
+        receipt = (result.reply or {}).get("receipt")
+        if result.kind == "RECEIPT" and isinstance(receipt, dict):
+            ident, proposal = receipt.get("id"), receipt.get("proposal")
+            if isinstance(ident, str) and isinstance(proposal, str):
+                link.receipts[proposal] = ident
+        return result
 
     async def commit(self, service: object, proposal: object, human: Human | None) -> ToolText:
         """``COMMIT`` a shown proposal by id; ask the human when consent is required."""
@@ -501,8 +592,16 @@ class Bridge:
                 "parley_intent first and commit a proposal id exactly as shown",
                 reason="not_shown",
             )
-        saved = self._consents(shown["hash"])
-        first = await self._request(link, lambda a: a.commit(shown, grants=saved))
+        receipt = link.receipts.get(ident)
+        if receipt is not None and receipt in link.undone:
+            raise ParleyError(
+                "conflict",
+                f"{ident} was committed (receipt {receipt}) and that receipt was undone; "
+                "ask parley_intent for a new proposal",
+                reason="undone",
+            )
+        saved = self._consents(shown["hash"], link.service)
+        first = self._note(link, await self._request(link, lambda a: a.commit(shown, grants=saved)))
         if first.code != "consent_required":
             return _render(first)
         reply = first.reply or {}
@@ -547,7 +646,9 @@ class Bridge:
                 f"{result.text}\n  (the approval could not be signed here: {why})", True
             )
         save_token(self.home, "consents", token, consent["hash"])
-        second = await self._request(link, lambda a: a.commit(shown, grants=[token]))
+        second = self._note(
+            link, await self._request(link, lambda a: a.commit(shown, grants=[token]))
+        )
         return _render(second)
 
     def _ask_user_to_approve(

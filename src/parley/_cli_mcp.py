@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ssl
+import sys
 from typing import Any
 
 from ._errors import ParleyError
@@ -46,11 +47,14 @@ def _mcp(args: argparse.Namespace) -> int:
         budget=args.budget,
         timeout=args.timeout,
         ssl=context,
+        warn=lambda text: print(f"parley mcp: warning: {text}", file=sys.stderr, flush=True),
     )
-    elicit = not args.no_elicit
     if args.http is None:
-        asyncio.run(run_stdio(bridge, elicit=elicit))
+        asyncio.run(run_stdio(bridge, elicit=not args.no_elicit))
     else:
+        # over HTTP the answer to a question is whatever the caller sends with the token:
+        # consents are left to `parley approve` unless --http-consent says otherwise
+        elicit = args.http_consent and not args.no_elicit
         asyncio.run(run_http(bridge, *args.http, elicit=elicit))
     return 0
 
@@ -79,6 +83,11 @@ def register(sub: Any) -> None:
         "--no-elicit",
         action="store_true",
         help="never ask or sign through the MCP client; consents only by 'parley approve'",
+    )
+    p.add_argument(
+        "--http-consent",
+        action="store_true",
+        help="with --http, also ask and sign consents through the client (off by default)",
     )
     p.add_argument("--cafile", help="CA certificates for parleys:// and https:// services")
     p.add_argument(

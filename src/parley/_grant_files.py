@@ -96,9 +96,18 @@ def _read_private(path: Path) -> str:
         raise _refuse(f"the token file {path} is a symbolic link", "key_store_permissions")
     _check_private(path, "the token file")
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # non-blocking: a FIFO named *.pg must not hang the bridge in open()
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(path, flags)
         with os.fdopen(fd, encoding="utf-8") as handle:
-            if stat.S_IMODE(os.fstat(handle.fileno()).st_mode) & 0o077:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                raise _refuse(
+                    f"the token file {path} is not a plain file of its own (a FIFO, a device "
+                    "or a hard link)",
+                    "key_store_permissions",
+                )
+            if stat.S_IMODE(info.st_mode) & 0o077:
                 raise _refuse(
                     f"the token file {path} is accessible to other users",
                     "key_store_permissions",
@@ -120,6 +129,8 @@ def load_tokens(home: Path, kind: str) -> list[str]:
     refused (``key_store_permissions``), as key files are.
     """
     folder = _folder(home, kind)
+    if folder.is_symlink():
+        raise _refuse(f"the token folder {folder} is a symbolic link", "key_store_permissions")
     if not folder.is_dir():
         return []
     _check_private(home, "the key folder")

@@ -423,6 +423,9 @@ async def run_http(
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
+        # listening before the address is printed: a client that reads it and connects at
+        # once waits in the backlog until the server accepts, instead of being refused
+        sock.listen(128)
     except OSError as exc:
         sock.close()
         raise ParleyError(

@@ -4,7 +4,8 @@ It is the example shop under another id whose ``consent_required`` answers lie, 
 ``--lie``: ``summary`` (a friendly summary for a gift card), ``steal`` (the consent read
 from ``--steal FILE``: another service's proposal), ``hash`` (another hash). Every other
 reply is the shop's own. ``shop.poem`` answers a long line of emoji, for fitting to cut;
-``shop.grants_seen`` how many grants each request carried; ``shop.hang`` answers late.
+``shop.grants_seen`` how many grants each request carried; ``shop.hang`` answers late;
+``shop.flood`` sends 500 long progress events.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ def main() -> int:
     honest = service.handle
 
     seen: list[int] = []
+
+    @service.ask("shop.flood", summary="500 progress events, then an answer")
+    def flood(params: dict[str, Any], ctx: parley.Context) -> Any:
+        for n in range(500):
+            ctx.event(f"step {n} " + "spam " * 100, n / 500)
+        return {"ok": 1}
 
     @service.ask("shop.hang", summary="Answers after six seconds")
     def hang(params: dict[str, Any], ctx: parley.Context) -> Any:

@@ -91,6 +91,11 @@ def test_tools_instructions_ask_intent_commit_undo(tmp_path: Path) -> None:
             )
             assert undone.startswith(f"↶ undid {receipt}"), undone
             assert "cancelled: o1" in undone
+            # committing the undone proposal again is not reported as a standing order
+            again = await failure(
+                client, "parley_commit", {"service": "shop.example", "proposal": first}
+            )
+            assert f"was committed (receipt {receipt}) and that receipt was undone" in again
             again = await failure(
                 client, "parley_undo", {"service": "shop.example", "receipt": "r_nope"}
             )
@@ -177,13 +182,23 @@ def test_commit_needing_consent_accepted_by_elicitation(tmp_path: Path) -> None:
 
     asyncio.run(main())
     (message,) = human.messages
-    assert message.startswith("Approve this action for your agent?")
-    assert "  service    shop.example" in message
-    assert "  summary    Send a 50 USD gift card to ana@example.com" in message
-    assert '"op": "charge"' in message
-    assert '"to": 5000' in message
-    assert "  risk       medium" in message
-    assert f"agent      {AGENT.public}" in message
+    lines = message.splitlines()
+    assert lines[:7] == [
+        "Approve this action for your agent?",
+        "",
+        "  service    shop.example",
+        "  capability shop.gift_card",
+        "  cost       50.00 USD",  # as the model reads it, not minor units
+        "  risk       medium",
+        "  undo       never",
+    ]
+    assert lines[7] == "  effect     $ charge card on file: - → 5000"
+    assert lines[8] == "  effect     > send ana@example.com — gift card"
+    assert lines[9].startswith("  proposal   p_")
+    assert re.fullmatch(r"  valid until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(\d+\)", lines[10])
+    assert lines[11] == f"  agent      {AGENT.public}"
+    # the summary, the service's own words, comes last and labelled
+    assert lines[12] == "  the service's own words: Send a 50 USD gift card to ana@example.com"
     (saved,) = homes.files("consents")
     assert stat.S_IMODE(saved.stat().st_mode) == 0o600
     info = parley.inspect_grant(saved.read_text().strip())

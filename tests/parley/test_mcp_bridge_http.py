@@ -36,7 +36,7 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _processes(homes: Homes) -> Iterator[str]:
+def _processes(homes: Homes, *extra: str) -> Iterator[str]:
     """The shop on parley://, the bridge on HTTP; yields the bridge's MCP URL."""
     port = _free_port()
     shop = subprocess.Popen(
@@ -59,7 +59,8 @@ def _processes(homes: Homes) -> Iterator[str]:
                 "mcp",
                 "--http",
                 "127.0.0.1:0",
-                f"parley://127.0.0.1:{port}",
+                *extra,
+                f"shop.example=parley://127.0.0.1:{port}",
             ],
             env=homes.env(),
             stdin=subprocess.DEVNULL,
@@ -150,7 +151,7 @@ def test_http_ask_commit_and_consent_by_elicitation(tmp_path: Path) -> None:
             out = await failure(old, "parley_commit", {"service": "shop.example", "proposal": gift})
             assert "Ask them to run: parley approve" in out
 
-    with _processes(homes) as url:
+    with _processes(homes, "--http-consent") as url:
         asyncio.run(main(url))
         # another local user without the token, or with a wrong one, gets nothing
         listing = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
@@ -178,3 +179,24 @@ def test_http_refuses_a_non_loopback_address(tmp_path: Path) -> None:
     )
     assert run.returncode == 1
     assert "serves HTTP on loopback only" in run.stderr
+
+
+def test_http_leaves_consents_to_the_terminal_by_default(tmp_path: Path) -> None:
+    need_uvicorn()
+    homes = Homes(tmp_path)
+    human = Human("accept")
+
+    async def main(url: str) -> None:
+        # whoever holds the token could answer an elicitation for the human: over HTTP
+        # the bridge does not ask or sign unless started with --http-consent
+        async with _client(url, human, _bearer(homes)) as client:
+            (gift,) = proposal_ids(await text(client, "parley_intent", GIFT))
+            out = await failure(
+                client, "parley_commit", {"service": "shop.example", "proposal": gift}
+            )
+            assert "Ask them to run: parley approve" in out
+
+    with _processes(homes) as url:
+        asyncio.run(main(url))
+    assert human.messages == []
+    assert homes.files("consents") == []

@@ -116,6 +116,31 @@ def test_token_files_are_refused_like_key_files(tmp_path: Path) -> None:
     assert "over" in caught.value.message
     huge.unlink()
 
+    # a FIFO would block open() (and the bridge's event loop): refused at once
+    fifo = home / "grants" / "fifo.pg"
+    os.mkfifo(fifo, 0o600)
+    with pytest.raises(parley.ParleyError) as caught:
+        load_tokens(home, "grants")
+    assert "not a plain file" in caught.value.message
+    fifo.unlink()
+    # a hard link to a file elsewhere is not the folder's own file
+    outside = tmp_path / "outside.pg"
+    os.link(path, outside)
+    with pytest.raises(parley.ParleyError) as caught:
+        load_tokens(home, "grants")
+    assert "hard link" in caught.value.message
+    outside.unlink()
+    # nor is a folder that is a link to another
+    elsewhere = tmp_path / "elsewhere"
+    os.rename(home / "consents", elsewhere) if (home / "consents").exists() else None
+    elsewhere.mkdir(mode=0o700, exist_ok=True)
+    (home / "consents").symlink_to(elsewhere)
+    with pytest.raises(parley.ParleyError) as caught:
+        load_tokens(home, "consents")
+    assert "symbolic link" in caught.value.message
+    (home / "consents").unlink()
+    assert load_tokens(home, "grants") == [token]
+
     # only grants are saved, and a name cannot leave the folder
     with pytest.raises(parley.ParleyError):
         save_token(home, "grants", "not a token")
