@@ -353,7 +353,11 @@ def _splice(body: dict[str, Any], path: str, rest: Any) -> None:
     if isinstance(current, list):
         current.extend(rest)
     elif isinstance(current, str):
-        node[index] = current.removesuffix("…") + rest
+        # a cut through an emoji left half a pair on each side: join them back into one
+        joined = current.removesuffix("…") + rest
+        node[index] = joined.encode("utf-16-le", "surrogatepass").decode(
+            "utf-16-le", "surrogatepass"
+        )
 
 
 Sender = Callable[[dict[str, Any]], Awaitable[None]]

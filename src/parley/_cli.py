@@ -45,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     from ._cli_runtime import register as register_runtime
 
     register_runtime(sub)
+    # the MCP bridge (issue 21): mcp
+    from ._cli_mcp import register as register_mcp
+
+    register_mcp(sub)
     return parser
 
 

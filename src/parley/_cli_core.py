@@ -156,7 +156,18 @@ def _grant(args: argparse.Namespace) -> int:
         args.to, caveats, confirm=_tty_confirm, iat=_now(args), name=args.name
     )
     print(token)
+    if args.save:
+        _save(token, "grants", None)
     return 0
+
+
+def _save(token: str, kind: str, name: str | None) -> None:
+    """Keep ``token`` in the agent's folder, where the MCP bridge reads it."""
+    from ._grant_files import save_token
+    from ._keystore import agent_home
+
+    path = save_token(agent_home(), kind, token, name)
+    print(f"saved to {path}", file=sys.stderr)
 
 
 def _delegate(args: argparse.Namespace) -> int:
@@ -193,11 +204,16 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _approve(args: argparse.Namespace) -> int:
     consent = _read_json(args.consent, "consent")
+    bundled = None
     if isinstance(consent, dict) and isinstance(consent.get("consent"), dict):
-        consent = consent["consent"]  # a whole consent_required ERROR frame
+        # a whole consent_required ERROR frame, or a file the MCP bridge wrote (with the
+        # proposal it showed)
+        if isinstance(consent.get("proposal"), dict):
+            bundled = consent["proposal"]
+        consent = consent["consent"]
     if not isinstance(consent, dict):
         raise ParleyError("invalid_params", "the consent is not an object", reason="bad_consent")
-    proposal = None
+    proposal = bundled
     if args.proposal is not None:
         proposal = _read_json(args.proposal, "proposal")
     token = PrincipalKeyStore().approve(
@@ -209,6 +225,8 @@ def _approve(args: argparse.Namespace) -> int:
         proposal=proposal,
     )
     print(token)
+    if args.save:
+        _save(token, "consents", str(consent.get("hash")))
     return 0
 
 
@@ -227,6 +245,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("grant", help="mint a root grant with the principal key (interactive)")
     p.add_argument("--to", required=True, metavar="KEY", help="holder key (ed25519:...)")
     p.add_argument("--name", default="principal", help="principal key name")
+    p.add_argument("--save", action="store_true", help="also save it in PARLEY_HOME/grants")
     _caveat_flags(p)
     p.set_defaults(handler=_grant)
 
@@ -251,6 +270,7 @@ def register(sub: Any) -> None:
         help="the full proposal: checked against the consent's hash, its effects are shown",
     )
     p.add_argument("--name", default="principal", help="principal key name")
+    p.add_argument("--save", action="store_true", help="also save it in PARLEY_HOME/consents")
     p.add_argument("--now", type=int, metavar="UNIX", help="current time (default: clock)")
     p.set_defaults(handler=_approve)
 

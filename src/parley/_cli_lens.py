@@ -10,6 +10,7 @@ from typing import Any
 from ._errors import ParleyError
 from ._estimate import estimate
 from ._fit import fit
+from ._frames import well_formed
 from ._handles import new_handle
 from ._lean import lean
 from ._lens import lens
@@ -53,7 +54,7 @@ def _lens_command(args: argparse.Namespace) -> int:
         text = lens(value) if is_reply else lean(value)
     # A lone surrogate (a fitting cut through an emoji) has no UTF-8 form: U+FFFD, as
     # JavaScript's TextEncoder writes it.
-    print(text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace"))
+    print(well_formed(text))
     if args.estimate:
         print(f"est: {estimate(text)}", file=sys.stderr)
     return 0

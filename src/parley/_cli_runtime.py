@@ -30,6 +30,7 @@ from ._agent import Agent, Result
 from ._b64 import b64url_decode
 from ._connect import connect, serve_forever
 from ._errors import ParleyError
+from ._frames import escape_surrogates, well_formed
 from ._http_client import split_http_url
 from ._keys import Key, generate_key, key_from_seed, parse_public_key
 from ._keystore import AgentKeyStore, _private_dir, agent_home
@@ -272,19 +273,24 @@ def _state_resolve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _json_line(value: Any) -> str:
+    # a reply cut through an emoji holds a lone surrogate: escaped, as JSON.stringify does
+    return escape_surrogates(json.dumps(value, ensure_ascii=False))
+
+
 def _show(result: Result, as_json: bool) -> int:
     reply: Mapping[str, Any] = result.reply or {}
     if as_json:
         for event in result.events:
-            print(json.dumps(event, ensure_ascii=False))
-        print(json.dumps(reply, ensure_ascii=False))
+            print(_json_line(event))
+        print(_json_line(reply))
     else:
         for event in result.events:
-            print(lens(event))
-        print(lens(reply))
+            print(well_formed(lens(event)))
+        print(well_formed(lens(reply)))
         if result.consent is not None:
             print("consent to request from the principal:")
-            print(json.dumps(result.consent, ensure_ascii=False))
+            print(_json_line(result.consent))
     return 0 if result.ok else 2
 
 

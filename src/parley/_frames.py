@@ -100,6 +100,38 @@ _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+_ENVELOPE = ("id", "re", "verb", "kind", "code")
+
+
+def well_formed(text: str) -> str:
+    """``text`` with each lone UTF-16 surrogate as U+FFFD, as ``TextEncoder`` writes it.
+
+    For Lens text on its way to bytes (a terminal, an MCP tool result): a fitted text cut
+    through an emoji keeps half a pair, which has no UTF-8 form.
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def escape_surrogates(json_text: str) -> str:
+    """JSON text with each raw lone surrogate as its ``\\uXXXX`` escape (lossless).
+
+    What ES2019 ``JSON.stringify`` writes; for JSON made with ``ensure_ascii=False``.
+    """
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
+
+
+def _reply_body_only(value: object) -> bool:
+    """True for a reply whose lone surrogates are all in its body, not its envelope."""
+    return (
+        isinstance(value, dict)
+        and "kind" in value
+        and "verb" not in value
+        and not any(_lone_surrogate(value.get(name)) for name in _ENVELOPE)
+    )
+
+
 def _lone_surrogate(value: object) -> bool:
     if isinstance(value, str):
         return _SURROGATE.search(value) is not None
@@ -170,11 +202,14 @@ def parse_frame(data: bytes | str, *, limit: int = MAX_FRAME) -> dict[str, Any]:
         raise
     except (ValueError, RecursionError):
         raise _bad("the frame is not one JSON value", "not_json") from None
-    if (isinstance(data, str) and _SURROGATE.search(text)) or (
-        _ESCAPED_SURROGATE.search(text) and _lone_surrogate(value)
-    ):
-        # "\ud800" alone is JSON text but no Unicode string: it could not be sent back
-        # (not even as the `re` of an error), so it is refused here
+    if (
+        (isinstance(data, str) and _SURROGATE.search(text))
+        or (_ESCAPED_SURROGATE.search(text) and _lone_surrogate(value))
+    ) and not _reply_body_only(value):
+        # "\ud800" alone is JSON text but no Unicode string: a request holding one could
+        # not be answered (not even as the `re` of an error), so it is refused here. A
+        # reply may hold one in its body: a fitted text cut through an emoji (Lens counts
+        # UTF-16 units, as the reference does)
         raise _bad("the frame holds a lone UTF-16 surrogate", "not_json")
     try:
         return check_envelope(value)
@@ -208,12 +243,22 @@ def encode_frame(frame: Mapping[str, Any], *, limit: int = MAX_FRAME) -> bytes:
     """Serialize a frame as one NDJSON line (compact JSON, UTF-8, trailing newline).
 
     Raises ``limit``/``too_large`` when the frame exceeds ``limit`` bytes and
-    ``internal``/``not_json`` for a value JSON cannot carry.
+    ``internal``/``not_json`` for a value JSON cannot carry. A lone UTF-16 surrogate in a
+    string is written as its ``\\uXXXX`` escape, as ES2019 ``JSON.stringify`` writes it.
     """
     try:
-        data = _ENCODER.encode(dict(frame)).encode("utf-8")
+        text = _ENCODER.encode(dict(frame))
     except (TypeError, ValueError, RecursionError):
         raise ParleyError("internal", "the frame is not JSON", reason="not_json") from None
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # a lone surrogate in a reply's body (a fitted text cut through an emoji) is
+        # written as the escape ES2019 JSON.stringify writes; raw, it is no UTF-8 at all.
+        # In an envelope (id, re, verb, kind, code) no peer would accept it.
+        if any(_lone_surrogate(frame.get(name)) for name in _ENVELOPE):
+            raise ParleyError("internal", "the frame is not JSON", reason="not_json") from None
+        data = escape_surrogates(text).encode("utf-8")
     if len(data) > limit:
         raise ParleyError(
             "limit", f"the frame is {len(data)} bytes, over {limit}", reason="too_large"

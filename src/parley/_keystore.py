@@ -64,19 +64,37 @@ def principal_home(environ: Mapping[str, str] | None = None) -> Path:
     return Path(value).expanduser() if value else Path.home() / ".parley-principal"
 
 
+_HIDING = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs", "Mn", "Me"})
+# letters and symbols that draw as blank space
+_BLANK = frozenset("\u2800\u3164\u115f\u1160\uffa0")
+SHOWN_LIMIT = 300
+"""**Ours:** characters of one untrusted value shown in an approval prompt."""
+
+
+def _escape(c: str) -> str:
+    return f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+
+
 def _shown(value: object) -> str:
-    """``value`` as text that cannot restyle or rewrite the terminal it is shown on.
+    """``value`` as text that cannot restyle, rewrite or pad the prompt it is shown on.
 
     A consent comes from a service, so its summary, service and capability are untrusted:
     control characters (escape sequences, carriage returns, newlines), Unicode line
     separators and format characters (bidirectional overrides) are written as ``\\uXXXX``
-    so a service cannot hide or forge a line of the approval prompt.
+    so a service cannot hide or forge a line of the approval prompt. **Ours (review of the
+    MCP bridge):** so are space separators other than the plain space (wide spaces that
+    push text out of view), combining marks (strike-through), private-use, unassigned and
+    surrogate code points and characters that draw as blank; a value over
+    :data:`SHOWN_LIMIT` characters is cut, saying how much was left out.
     """
     text = value if isinstance(value, str) else json.dumps(value)
-    return "".join(
-        f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
+    out = "".join(
+        _escape(c) if c != " " and (unicodedata.category(c) in _HIDING or c in _BLANK) else c
         for c in text
     )
+    if len(out) > SHOWN_LIMIT:
+        out = f"{out[:SHOWN_LIMIT]}… ({len(out) - SHOWN_LIMIT} more characters)"
+    return out
 
 
 def _refuse(message: str, reason: str = "key_store") -> ParleyError:

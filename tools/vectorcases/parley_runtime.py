@@ -65,6 +65,46 @@ def frame_cases() -> Iterator[Case]:
     yield good
     reply = {"parley": 1, "id": "s1", "re": "1", "kind": "ANSWER", "data": None}
     yield Case("reply", {"line": _line(reply)}, output={"frame": reply})
+    cut = {**reply, "data": {"text": "a\U0001f600\ud83d\u2026"}}
+    cut_reply = Case(
+        "reply-lone-surrogate-in-body",
+        {
+            "line": _line(reply).replace(
+                '"data":null', '"data":{"text":"a\\ud83d\\ude00\\ud83d\u2026"}'
+            )
+        },
+        output={"frame": cut},
+        comment=(
+            "a fitted text cut through an emoji: a reply may carry the lone surrogate in its "
+            "body, escaped as JSON.stringify writes it"
+        ),
+    )
+    yield cut_reply
+    yield from derive(
+        cut_reply,
+        [
+            Mutation(
+                "lone-surrogate-in-re",
+                "a lone surrogate in the envelope (re) is refused even in a reply",
+                lambda i: i.update(line=i["line"].replace('"re":"1"', '"re":"\\udc00"')),
+                error={"code": "bad_frame", "reason": "not_json"},
+            ),
+            Mutation(
+                "lone-surrogate-in-id",
+                "a lone surrogate in the envelope (id) is refused even in a reply",
+                lambda i: i.update(line=i["line"].replace('"id":"s1"', '"id":"\\ud800"')),
+                error={"code": "bad_frame", "reason": "not_json"},
+            ),
+            Mutation(
+                "request",
+                "the same body in a request (verb instead of kind) is refused",
+                lambda i: i.update(
+                    line=i["line"].replace('"re":"1","kind":"ANSWER"', '"verb":"ASK"')
+                ),
+                error={"code": "bad_frame", "reason": "not_json"},
+            ),
+        ],
+    )
     extra = {**hello, "future": {"x": [1, 2]}}
     yield Case(
         "unknown-field-kept",
