@@ -17,6 +17,7 @@ from typing import Any
 
 import handoff
 import parley
+import ppbind
 import pxp
 import vxp
 
@@ -31,6 +32,7 @@ _PACKAGE_ERRORS: tuple[type[ValueError], ...] = (
     handoff.HandoffError,
     vxp.VxpError,
     parley.ParleyError,
+    ppbind.BindingError,
 )
 
 
