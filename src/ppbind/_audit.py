@@ -439,6 +439,7 @@ class _Audit:
         if not (
             package.get("company") == m["issuer"] == _get(x, "vxp", "company")
             and _get(package, "op", "id") == request_id == self.fetched
+            and _get(receipt, "result", "x_binding", "vxp", "company") == m["issuer"]
         ):
             _fail(
                 "binding_wrong_company",

@@ -33,6 +33,7 @@ from ._bind import (
     sign_approval_unchecked,
 )
 from ._digests import PROFILE
+from ._errors import BindingError
 from ._keys import PersonKey
 from ._shop import Bike, BikeShop
 from ._terms import agreed_terms, intent_params, read_terms
@@ -133,10 +134,13 @@ def _negotiate(terms: list[str], at: Callable[[], datetime]) -> pxp.Room:
     return room
 
 
-def demo_errand(attack: str | None = None) -> dict[str, Any]:
+def demo_errand(attack: str | None = None, *, late_answer: bool = False) -> dict[str, Any]:
     """Run the errand in process and return the audit input (docs/spec/bindings.md §7.1).
 
-    ``attack`` is one of :data:`ATTACKS` or ``None`` for the honest errand.
+    ``attack`` is one of :data:`ATTACKS` or ``None`` for the honest errand. With
+    ``late_answer``, Ana approves only after the offer lapsed: her side records the answer
+    and signs nothing, the shop seals the lapsed operations ``expired``, the agent sends a
+    fresh INTENT and amends the Decision, and Ana approves the fresh offer (revision 2).
     """
     if attack is not None and attack not in ATTACKS:
         raise ValueError(f"unknown attack {attack!r}")
@@ -244,6 +248,41 @@ def demo_errand(attack: str | None = None) -> dict[str, Any]:
             registry, decision, dterms, by="ana-agent", ts=_ts(tick()), record_id="d-raised"
         )
     )
+    if late_answer:
+        tick(proposal["expires"] - now[0] + 5)
+        late = handoff.make_settlement(
+            registry, decision, "approve", by="ana-desk", ts=_ts(tick()), record_id="d-late"
+        )
+        late = add(handoff.attach_proof(late, ana.private_jwk()))
+        try:
+            consent_grant(ana, late, dterms, now=tick())
+        except BindingError as exc:
+            if exc.code != "binding_late":
+                raise
+        else:
+            raise RuntimeError("her side signed for a lapsed offer")
+        for lapsed in proposals:
+            shop.expire(lapsed["data"]["x_binding"]["vxp"]["request_id"], tick())
+        intent = buyer.intent(
+            d["capability"], intent_params(terms), goal="buy the agreed bike", budget=8000
+        )
+        proposals = call(intent)["proposals"]
+        proposal = next(p for p in proposals if p["effects"][0]["target"] == f"item/{d['item']}")
+        other = next(p for p in proposals if p is not proposal)
+        dterms = decision_terms(
+            proposal=proposal,
+            service=d["service"],
+            capability=d["capability"],
+            principal=ana.public,
+            agent=agent.public,
+            brief=brief,
+            ledger_head=room.head,
+        )
+        add(
+            handoff.make_amended(
+                registry, decision, dterms, by="ana-agent", ts=_ts(tick()), record_id="d-fresh"
+            )
+        )
     signer = mallory if attack == "decision-other-key" else ana
     outcome = "reject" if attack == "decision-rejected" else "approve"
     settlement = handoff.make_settlement(

@@ -249,6 +249,12 @@ def audit() -> Iterator[Case]:
     report = ppbind.verify_errand(good_input)
     good = Case("errand", good_input, output=report, comment="the whole errand; the act is done")
     yield good
+    yield Case(
+        "errand-late-answer",
+        ppbind.demo_errand(late_answer=True),
+        comment="Ana approved after the offer lapsed: her side signed nothing, the agent got a "
+        "fresh offer and amended the decision (revision 2), she approved again",
+    )
     expected = {
         "change-price-after-decision": {"code": "binding_terms_changed"},
         "commit-another-proposal": {"code": "binding_wrong_proposal", "reason": "commit"},
