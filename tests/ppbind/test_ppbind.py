@@ -172,11 +172,21 @@ def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 JUNK: list[Any] = [None, 0, -1, 2**60, "", "x", [], {}, True, 1.5, [None], {"": None}]
 
 
+def _outcome(bundle: Any) -> Any:
+    """``"ok"`` or ``(code, link, message)``; any other exception propagates (a bug)."""
+    try:
+        ppbind.verify_errand(bundle)
+    except ppbind.BindingError as exc:
+        return (exc.code, exc.link, str(exc))
+    return "ok"
+
+
 def test_any_damage_to_the_input_is_a_binding_error_never_a_crash(
     errand: dict[str, Any],
 ) -> None:
     """Replace or delete members all over the audit input: only BindingError comes out."""
     rng = random.Random(22)
+    outcomes: list[Any] = []
     paths = [p for p in _paths(errand) if p]
     for _ in range(600):
         bundle = copy.deepcopy(errand)
@@ -188,12 +198,9 @@ def test_any_damage_to_the_input_is_a_binding_error_never_a_crash(
             del node[path[-1]]
         else:
             node[path[-1]] = copy.deepcopy(rng.choice(JUNK))
-        try:
-            ppbind.verify_errand(bundle)
-        except ppbind.BindingError as exc:
-            assert exc.code in ppbind.CODES, exc.code
-            assert exc.link == ppbind.CODES[exc.code]
-            assert str(exc)
+        outcomes.append(_outcome(bundle))
+    assert all(o == "ok" or (o[0] in ppbind.CODES and o[1] == ppbind.CODES[o[0]]) for o in outcomes)
+    assert sum(o != "ok" for o in outcomes) > 400  # the damage is seen, not ignored
     for junk in JUNK:
         with pytest.raises(ppbind.BindingError):
             ppbind.verify_errand(junk)
