@@ -7,10 +7,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-floor dist docs demo lint typecheck vectors vectors-check pytest bench fuzz clean help
+.PHONY: test test-floor dist docs demo tour lint typecheck vectors vectors-check pytest bench fuzz clean help
 
 help:
-	@echo "make demo     set up and run the library end to end (examples/demo.py)"
+	@echo "make demo     the library's main job: one errand across all four protocols (examples/errand.py)"
+	@echo "make tour     each protocol's own walk-through (examples/tour.py)"
 	@echo "make test     set up, then lint, format check, mypy --strict, vector drift check, pytest"
 	@echo "make test-floor  run the tests with every runtime dependency at its declared floor"
 	@echo "make dist     build the wheel, the sdist and ppcheck.pyz into dist/"
@@ -75,7 +76,10 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict src
 
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/errand.py --out build/errand
+
+tour: $(STAMP)
+	$(BIN)/python examples/tour.py
 
 vectors: $(STAMP)
 	$(BIN)/python tools/gen_vectors.py

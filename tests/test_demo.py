@@ -1,4 +1,4 @@
-"""`make demo` runs examples/demo.py: it exits 0 and every part that exists succeeds."""
+"""`make tour` runs examples/tour.py: it exits 0 and every part that exists succeeds."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ TOP = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
-def test_demo_runs_every_part(tmp_path: Path) -> None:
+def test_tour_runs_every_part(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, str(TOP / "examples" / "demo.py")],
+        [sys.executable, str(TOP / "examples" / "tour.py")],
         capture_output=True,
         text=True,
         cwd=tmp_path,

@@ -151,3 +151,155 @@ def test_errand_verify_command(tmp_path: Path, errand: dict[str, Any]) -> None:
         timeout=120,
     )
     assert unusable.returncode == 2
+
+
+# ---------------------------------------------------------------------- across processes
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+@pytest.fixture(scope="module")
+def across(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`make demo`'s program, every party its own process, writing into a fresh folder."""
+    out = tmp_path_factory.mktemp("errand") / "build"
+    done = subprocess.run(
+        [sys.executable, str(TOP / "examples" / "errand.py"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        cwd=out.parent,
+    )
+    return done, out
+
+
+@pytest.mark.slow
+def test_the_errand_across_processes(
+    across: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    done, out = across
+    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
+    for step in (
+        "1. Negotiate (PXP)",
+        "3. Ask Ana",
+        "4. Commit",
+        "5. Prove (VXP)",
+        "6. What only Ana can do",
+        "Every link holds",
+    ):
+        assert step in done.stdout
+    bundle = json.loads((out / "errand.json").read_text(encoding="utf-8"))
+    report = ppbind.verify_errand(bundle)
+    assert report["act"] == "done"
+    assert report["vxp"]["logged"] is True
+    # Ana's key never left her side: the agent's records hold her public key only
+    seed = (out / "desk" / "ana.seed").read_text(encoding="utf-8")
+    assert seed not in done.stdout
+    assert seed not in json.dumps(bundle)
+    assert "- [x] Collect the bike" in (out / "STATE.md").read_text(encoding="utf-8")
+    # the written records are what the audit reads: break one link and the command says so
+    bundle["parley"]["receipt"]["cost"]["amount"] = 1
+    (out / "broken").mkdir()
+    (out / "broken" / "errand.json").write_text(json.dumps(bundle), encoding="utf-8")
+    bad = subprocess.run(
+        [sys.executable, "-m", "ppbind", "verify", str(out / "broken")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert bad.returncode == 1
+    assert "binding_receipt_mismatch" in bad.stdout
+
+
+def _browser_or_skip() -> Any:
+    import os
+    import shutil
+
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if shutil.which(p) is None]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("the selenium package")
+    if missing:
+        reason = f"needs {', '.join(missing)} (apt-get install chromium chromium-driver)"
+        if os.environ.get("PP_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"PP_REQUIRE_BROWSER=1 but the browser test {reason}")
+        print(f"skipping: the browser test {reason}")
+        pytest.skip(f"the browser test {reason}")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    return webdriver, Service
+
+
+@pytest.mark.slow
+def test_the_report_reads_right_in_a_real_browser(
+    across: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
+) -> None:
+    import functools
+    import http.server
+    import threading
+
+    webdriver, service_cls = _browser_or_skip()
+    done, out = across
+    assert done.returncode == 0, done.stderr[-3000:]
+    # a second report, of a broken errand whose unsigned receipt carries markup
+    bundle = json.loads((out / "errand.json").read_text(encoding="utf-8"))
+    bundle["parley"]["receipt"]["summary"] = "<script>window.pwned = 1</script><b>free</b>"
+    with pytest.raises(ppbind.BindingError) as caught:
+        ppbind.verify_errand(bundle)
+    (out / "broken.html").write_text(ppbind.report_html(bundle, caught.value), encoding="utf-8")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(out))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1200,900",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=service_cls(executable_path=CHROMEDRIVER))
+    try:
+        driver.set_page_load_timeout(30)
+        driver.get(f"{base}/report.html")
+        from selenium.webdriver.common.by import By
+
+        assert "verified" in driver.title
+        titles = [h.text for h in driver.find_elements(By.TAG_NAME, "h2")]
+        assert titles[0].startswith("1. The agreement")
+        assert titles[-1].startswith("6. The audit")
+        text = driver.find_element(By.TAG_NAME, "body").text
+        for shown in (
+            "price: 440.00 EUR",
+            "answered 'approve'",
+            "for 440.00 EUR",
+            "6 signed statements",
+            "Ana settled it 'done'",
+        ):
+            assert shown in text, shown
+        assert "every link holds" in titles[-1]
+        driver.set_window_size(390, 844)  # a phone: nothing is cut off sideways
+        width = driver.execute_script("return document.documentElement.scrollWidth")
+        assert width <= 390
+        driver.get(f"{base}/broken.html")
+        assert "BROKEN" in driver.title
+        assert driver.execute_script("return window.pwned === undefined")
+        body = driver.find_element(By.TAG_NAME, "body").text
+        assert "<script>window.pwned = 1</script><b>free</b>" in body  # shown, not run
+        assert "binding_receipt_mismatch" in body
+        assert driver.find_elements(By.TAG_NAME, "b") == []
+    finally:
+        driver.quit()
+        server.shutdown()
+        server.server_close()

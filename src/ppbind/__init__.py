@@ -52,6 +52,7 @@ from ._demo import ATTACKS, DEMO, demo_errand, errand_roles
 from ._digests import PROFILE, jwt_of, record_digest, statement_body, statement_digest
 from ._errors import BindingError
 from ._keys import PersonKey, jwk_of, parley_key_of, raw_key, same_key
+from ._render import report_html, report_markdown
 from ._schemas import load_schema, schema_names
 from ._shop import Bike, BikeShop
 from ._terms import MachineTerms, agreed_terms, intent_params, price_text, read_terms
@@ -90,6 +91,8 @@ __all__ = [
     "read_terms",
     "record_digest",
     "release_object",
+    "report_html",
+    "report_markdown",
     "rfc3339",
     "same_key",
     "schema_names",

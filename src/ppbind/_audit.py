@@ -422,6 +422,7 @@ class _Audit:
         # 12: the receipt describes the decided proposal, committed within its life.
         for member, ok in (
             ("capability", receipt.get("capability") == decided_proposal["capability"]),
+            ("summary", receipt.get("summary") == decided_proposal["summary"]),
             ("effects", receipt.get("effects") == decided_proposal["effects"]),
             ("cost", receipt.get("cost") == decided_proposal["cost"]),
             ("at", isinstance(receipt.get("at"), int) and receipt["at"] < consent["expires"]),

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""The library's main job, end to end: `make demo` runs this file.
+"""A tour of each protocol on its own: `make tour` runs this file.
 
 Each protocol contributes one walk-through in ``examples/demo_<part>.py`` (a ``main()``
 that prints what happens, using only the public API). This script runs every one that
 exists, in the order a newcomer would read them, and says which parts are not built yet.
-It always exits 0; the test suite runs it and requires every part to succeed.
+It exits 1 if a part failed. The library's main job, all four protocols in one errand, is
+``examples/errand.py`` (`make demo`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def _banner(title: str) -> None:
 
 def main() -> int:
     """Run every available part; report the ones that are not built yet."""
-    print("principal-protocols demo: four protocols for agents that act for people.")
+    print("principal-protocols tour: each of the four protocols on its own.")
     ran, failed, missing = [], [], []
     for module_name, title in PARTS:
         path = HERE / f"{module_name}.py"
@@ -68,8 +69,8 @@ def main() -> int:
         print(f"  not yet  {title}")
     print()
     print(f"{len(ran)} parts ran, {len(failed)} failed, {len(missing)} not built yet.")
-    print("Next: `make test` runs lint, types, the vector drift check and every test.")
-    return 0
+    print("Next: `make demo` runs one errand across all four; `make test` runs every test.")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
