@@ -303,3 +303,63 @@ def test_the_report_reads_right_in_a_real_browser(
         driver.quit()
         server.shutdown()
         server.server_close()
+
+
+def test_a_dearer_offer_under_the_decided_cap_is_refused_by_parley_itself() -> None:
+    """The consent grant's spend cap is the decided price: Parley refuses a dearer commit."""
+    import hashlib
+
+    import parley
+    import vxp
+
+    d = ppbind.DEMO
+    ana = ppbind.PersonKey.from_label("bindings ana")
+    agent = ppbind.PersonKey.from_label("bindings agent")
+    clock = [1_796_205_600.0]
+    shop = ppbind.BikeShop(
+        service_id=d["service"],
+        issuer=d["issuer"],
+        base_url="https://bikes.ben.example",
+        trusted=[ana.public],
+        bikes=[ppbind.Bike(d["item"], d["amount"], d["currency"], "City bike")],
+        keys={r: vxp.demo_key(f"test {r}") for r in ("company", "log", "witness")},
+        clock=lambda: clock[0],
+        rand=lambda n: hashlib.sha256(str(clock[0]).encode()).digest()[:n],
+    )
+    errand_grant = parley.mint_grant(
+        ana.parley,
+        agent.public,
+        [{"svc": [d["service"]]}, {"verbs": ["INTENT"]}, {"can": ["shop.buy"]}],
+        iat=1_796_205_600,
+    )
+    terms = ppbind.agreed_terms(d["item"], d["amount"], d["currency"], d["service"])
+    buyer = parley.Agent(agent.parley, [errand_grant], service=d["service"], clock=lambda: clock[0])
+    shop.bikes[d["item"]] = ppbind.Bike(d["item"], d["amount"] + 1000, d["currency"], "City bike")
+    reply = shop.service.handle(buyer.intent("shop.buy", ppbind.intent_params(terms)))[-1]
+    assert "proposals" in reply, reply
+    dearer = reply["proposals"][0]
+    consent = parley.consent_request(dearer, service=d["service"], principal=ana.public)
+    capped = parley.mint_grant(
+        ana.parley,
+        agent.public,
+        [*parley.consent_caveats(consent), {"spend": {"max": d["amount"], "currency": "EUR"}}],
+        iat=1_796_205_601,
+    )
+    committer = parley.Agent(agent.parley, service=d["service"], clock=lambda: clock[0])
+    refused = shop.service.handle(committer.commit(dearer, grants=[capped]))[-1]
+    assert refused["kind"] == "ERROR"
+    assert refused["code"] == "consent_required"
+    assert d["item"] not in shop.sold
+    # the control: the same grant with the dearer cap passes Parley's check and reaches the
+    # shop, which refuses it only because no signed approval came with it
+    wide = parley.mint_grant(
+        ana.parley,
+        agent.public,
+        [
+            *parley.consent_caveats(consent),
+            {"spend": {"max": d["amount"] + 1000, "currency": "EUR"}},
+        ],
+        iat=1_796_205_602,
+    )
+    control = shop.service.handle(committer.commit(dearer, grants=[wide]))[-1]
+    assert control["code"] == "forbidden", control

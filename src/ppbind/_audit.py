@@ -22,7 +22,7 @@ from ._digests import PROFILE, record_digest, statement_digest
 from ._errors import BindingError
 from ._keys import parley_key_of, raw_key
 from ._schemas import validator
-from ._terms import MachineTerms, read_terms
+from ._terms import MachineTerms, intent_params, read_terms
 
 __all__ = ["CODES", "verify_errand"]
 
@@ -585,6 +585,11 @@ class _Audit:
         self._terms_statement = terms
         if _get(request, "body", "client_id") != intent["proof"]["key"]:
             bad("client_id")
+        agreed = self.b["pxp"]["brief"]["agreement"]["terms"]
+        if intent.get("capability") != proposal["capability"] or intent.get(
+            "params"
+        ) != intent_params(agreed):
+            bad("intent")
         try:
             shown = (
                 statement_digest(_get(x, "vxp", "request")),

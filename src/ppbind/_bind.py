@@ -7,13 +7,15 @@ recomputes the same values with the same functions.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import handoff
 import parley
+import pxp
 import vxp
 
 from ._digests import PROFILE, record_digest, statement_body, statement_digest
@@ -40,6 +42,40 @@ __all__ = [
     "terms_object",
 ]
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _guarded(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Turn a lookup into a malformed record into this package's error (fail closed).
+
+    The helpers read nested members of records that another party wrote; a member that is
+    missing or of another type is ``binding_input_invalid``, never a ``KeyError``.
+    """
+
+    @functools.wraps(fn)
+    def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return fn(*args, **kwargs)
+        except (KeyError, TypeError, AttributeError, IndexError) as exc:
+            raise BindingError(
+                "binding_input_invalid",
+                f"{fn.__name__}: a record is not in the profile's shape ({type(exc).__name__}: "
+                f"{str(exc)[:80]})",
+                reason="shape",
+                link="input",
+            ) from None
+        except (parley.ParleyError, vxp.VxpError, handoff.HandoffError, pxp.PxpError) as exc:
+            raise BindingError(
+                "binding_input_invalid",
+                f"{fn.__name__}: a record is refused by its own protocol: {exc}",
+                reason=str(getattr(exc, "reason", None) or getattr(exc, "code", "invalid")),
+                link="input",
+            ) from None
+
+    return guarded
+
+
 LATE_MARGIN = 30
 """Seconds before ``consent.expires`` after which the principal's side signs nothing."""
 READ_BACK_TERMS = ("amount", "currency", "item")
@@ -56,6 +92,7 @@ def proposal_expires(now: int, ttl: int = 600) -> int:
     return math.ceil((now + ttl) / 60) * 60
 
 
+@_guarded
 def terms_object(
     *,
     agreement: str,
@@ -81,6 +118,7 @@ def terms_object(
     }
 
 
+@_guarded
 def release_object(*, service: str, proposal: str, hash: str, grant: str) -> dict[str, Any]:
     """The release object R behind the VXP execution's ``release`` (``grant`` is the token)."""
     return {
@@ -96,6 +134,7 @@ def _mismatch(code: str, message: str, reason: str, link: str) -> BindingError:
     return BindingError(code, message, reason=reason, link=link)
 
 
+@_guarded
 def check_conforming(proposal: Mapping[str, Any], machine: MachineTerms, capability: str) -> None:
     """Refuse a Parley proposal that is not the agreed purchase (§4.2).
 
@@ -125,6 +164,7 @@ def check_conforming(proposal: Mapping[str, Any], machine: MachineTerms, capabil
     )
 
 
+@_guarded
 def decision_terms(
     *,
     proposal: Mapping[str, Any],
@@ -209,6 +249,32 @@ def _binding(terms: Mapping[str, Any]) -> Mapping[str, Any]:
     return x
 
 
+def _consistent(x: Mapping[str, Any]) -> None:
+    """Her side's own check before signing: the decision says what the agreement says.
+
+    The machine terms are the brief's agreed terms, the cited agreement hash is theirs, and
+    the decided proposal is the agreed purchase. Nothing is signed otherwise.
+    """
+    agreed = x["pxp"]["brief"]["agreement"]["terms"]
+    machine = read_terms(agreed)
+    if x["pxp"]["proposal_hash"] != pxp.proposal_hash(agreed):
+        raise BindingError(
+            "binding_agreement_mismatch",
+            "the decision cites another PXP agreement than its brief's",
+            reason="proposal_hash",
+            link="pxp->decision",
+        )
+    if x["terms"] != machine.to_json():
+        raise BindingError(
+            "binding_terms_not_agreed",
+            "the decision's machine terms are not the agreed terms",
+            reason="terms",
+            link="pxp->decision",
+        )
+    proposal = x["parley"]["proposal"]
+    check_conforming(proposal, machine, proposal["capability"])
+
+
 def _approved(settlement: Mapping[str, Any]) -> None:
     if settlement.get("type") != "settled" or settlement.get("outcome") != "approve":
         raise BindingError(
@@ -218,6 +284,7 @@ def _approved(settlement: Mapping[str, Any]) -> None:
         )
 
 
+@_guarded
 def consent_grant(
     key: PersonKey, settlement: Mapping[str, Any], terms: Mapping[str, Any], *, now: int
 ) -> str:
@@ -232,6 +299,7 @@ def consent_grant(
     """
     _approved(settlement)
     x = _binding(terms)
+    _consistent(x)
     consent = x["parley"]["consent"]
     again = parley.consent_request(
         x["parley"]["proposal"], service=consent["service"], principal=consent["principal"]
@@ -266,6 +334,7 @@ def consent_grant(
     )
 
 
+@_guarded
 def approval_for(key: PersonKey, terms: Mapping[str, Any]) -> dict[str, Any]:
     """Sign the VXP approval of the decided terms: ``{"user_key", "signature"}`` (§5.3).
 
@@ -274,6 +343,7 @@ def approval_for(key: PersonKey, terms: Mapping[str, Any]) -> dict[str, Any]:
     raw Ed25519 signature (base64url) over :func:`vxp.approval_signing_input`.
     """
     x = _binding(terms)
+    _consistent(x)
     request_body = statement_body(x["vxp"]["request"])
     terms_body = statement_body(x["vxp"]["terms"])
     proposal = x["parley"]["proposal"]
@@ -299,6 +369,7 @@ def approval_for(key: PersonKey, terms: Mapping[str, Any]) -> dict[str, Any]:
     return sign_approval_unchecked(key, x["vxp"]["request"], x["vxp"]["terms"])
 
 
+@_guarded
 def sign_approval_unchecked(key: PersonKey, request: str, terms: str) -> dict[str, Any]:
     """Sign the VXP approval of the ``terms`` statement without rebuilding T first.
 
@@ -318,6 +389,7 @@ def sign_approval_unchecked(key: PersonKey, request: str, terms: str) -> dict[st
     return {"user_key": user_key, "signature": vxp.b64url_encode(signature)}
 
 
+@_guarded
 def sign_on_approval(
     key: PersonKey, settlement: Mapping[str, Any], terms: Mapping[str, Any], *, now: int
 ) -> dict[str, Any]:
@@ -331,6 +403,7 @@ def commit_binding(vxp_approval: Mapping[str, Any]) -> dict[str, Any]:
     return {"profile": PROFILE, "vxp_approval": dict(vxp_approval)}
 
 
+@_guarded
 def act_terms(
     *,
     machine: MachineTerms,
@@ -374,6 +447,7 @@ def act_terms(
     }
 
 
+@_guarded
 def note_from_receipt(
     registry: handoff.Registry,
     item: handoff.ItemId,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ._audit import verify_errand
 from ._errors import BindingError
+from ._terms import price_text
 
 __all__ = ["main"]
 
@@ -37,7 +38,7 @@ def _verify(args: argparse.Namespace) -> int:
         print(json.dumps({"valid": True, "report": report}, indent=2))
     else:
         print(
-            f"OK  {report['item']} for {report['amount']} {report['currency']} minor units: "
+            f"OK  {report['item']} for {price_text(report['amount'], report['currency'])}: "
             f"PXP {report['pxp']['proposal_hash'][:12]}… → decision rev "
             f"{report['decision']['terms_rev']} → Parley {report['parley']['proposal']} → "
             f"VXP {report['vxp']['final_state']} ({report['vxp']['statements']} statements) "

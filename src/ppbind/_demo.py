@@ -32,7 +32,7 @@ from ._bind import (
     rfc3339,
     sign_approval_unchecked,
 )
-from ._digests import PROFILE
+from ._digests import PROFILE, record_digest
 from ._errors import BindingError
 from ._keys import PersonKey
 from ._shop import Bike, BikeShop
@@ -351,7 +351,17 @@ def demo_errand(attack: str | None = None, *, late_answer: bool = False) -> dict
 
     # 2c. On the same confirmation her side signs the consent grant C and the VXP approval.
     signed_at = tick()
-    grant = consent_grant(ana, nonce_source if attack else settlement, decided, now=signed_at)
+    if attack is None or attack in ("act-open", "act-other-item"):
+        grant = consent_grant(ana, settlement, decided, now=signed_at)
+    else:
+        # the attacker mints with her key what her side would refuse to sign
+        x = decided["x_binding"]
+        caveats = [
+            *parley.consent_caveats(x["parley"]["consent"]),
+            {"spend": {"max": x["terms"]["amount"], "currency": x["terms"]["currency"]}},
+        ]
+        nonce = record_digest(nonce_source)
+        grant = parley.mint_grant(ana.parley, x["agent"], caveats, iat=signed_at, nonce=nonce)
     if attack is None or attack in ("act-open", "act-other-item"):
         approval = approval_for(ana, decided)
     else:

@@ -204,3 +204,80 @@ def test_any_damage_to_the_input_is_a_binding_error_never_a_crash(
     for junk in JUNK:
         with pytest.raises(ppbind.BindingError):
             ppbind.verify_errand(junk)
+
+
+def test_her_side_signs_nothing_for_a_decision_that_contradicts_itself(
+    errand: dict[str, Any],
+) -> None:
+    """A compromised agent raises a decision whose machine terms are not the brief's."""
+    ana = ppbind.PersonKey.from_label("bindings ana")
+    settlement, terms = _decided(errand)
+    consent = terms["x_binding"]["parley"]["consent"]
+    now = consent["expires"] - 100
+    dearer = copy.deepcopy(terms)
+    dearer["x_binding"]["terms"]["amount"] = 99000  # a wider spend cap than the agreement
+    with pytest.raises(ppbind.BindingError) as caught:
+        ppbind.sign_on_approval(ana, settlement, dearer, now=now)
+    assert caught.value.code == "binding_terms_not_agreed"
+    other = copy.deepcopy(terms)
+    other["x_binding"]["pxp"]["proposal_hash"] = "0" * 64
+    with pytest.raises(ppbind.BindingError) as caught:
+        ppbind.sign_on_approval(ana, settlement, other, now=now)
+    assert caught.value.code == "binding_agreement_mismatch"
+
+
+@pytest.mark.parametrize(
+    "helper",
+    ["consent_grant", "approval_for", "sign_on_approval", "decision_terms", "act_terms"],
+)
+def test_the_helpers_refuse_malformed_input_with_their_own_error(
+    helper: str, errand: dict[str, Any]
+) -> None:
+    ana = ppbind.PersonKey.from_label("bindings ana")
+    settlement, terms = _decided(errand)
+    rng = random.Random(helper)
+    paths = [p for p in _paths(terms) if p]
+    for _ in range(150):
+        bad = copy.deepcopy(terms)
+        path = rng.choice(paths)
+        node = bad
+        for step in path[:-1]:
+            node = node[step]
+        node[path[-1]] = copy.deepcopy(rng.choice(JUNK))
+        try:
+            if helper == "consent_grant":
+                ppbind.consent_grant(ana, settlement, bad, now=1_796_205_610)
+            elif helper == "approval_for":
+                ppbind.approval_for(ana, bad)
+            elif helper == "sign_on_approval":
+                ppbind.sign_on_approval(ana, settlement, bad, now=1_796_205_610)
+            elif helper == "decision_terms":
+                x = bad.get("x_binding") if isinstance(bad, dict) else None
+                ppbind.decision_terms(
+                    proposal=_get(x, "parley", "proposal"),
+                    service="bikes.ben.example",
+                    capability="shop.buy",
+                    principal=errand["principal"],
+                    agent="ed25519:x",
+                    brief=_get(x, "pxp", "brief"),
+                    ledger_head="0" * 64,
+                )
+            else:
+                ppbind.act_terms(
+                    machine=ppbind.read_terms(errand["pxp"]["brief"]["agreement"]["terms"]),
+                    text="t",
+                    decision=_get(bad, "x_binding", "pxp"),
+                    settlement=settlement,
+                    service="s",
+                    proposal=_get(bad, "x_binding", "parley", "proposal"),
+                    receipt=errand["parley"]["receipt"],
+                    package=_get(bad, "x_binding", "vxp"),
+                )
+        except ppbind.BindingError:
+            pass
+
+
+def _get(value: Any, *path: str) -> Any:
+    for step in path:
+        value = value.get(step) if isinstance(value, dict) else None
+    return value
