@@ -363,3 +363,24 @@ def test_a_dearer_offer_under_the_decided_cap_is_refused_by_parley_itself() -> N
     )
     control = shop.service.handle(committer.commit(dearer, grants=[wide]))[-1]
     assert control["code"] == "forbidden", control
+
+
+@pytest.mark.slow
+def test_the_demo_reports_a_broken_link_and_fails(
+    across: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
+) -> None:
+    """The example's last step on a broken errand: exit status 1, and the report says why."""
+    import importlib.util
+
+    done, out = across
+    assert done.returncode == 0, done.stderr[-3000:]
+    spec = importlib.util.spec_from_file_location("errand_example", TOP / "examples" / "errand.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    bundle = json.loads((out / "errand.json").read_text(encoding="utf-8"))
+    bundle["pxp"]["brief"]["agreement"]["terms"][1] = "price: 400.00 EUR"
+    assert module.audit(tmp_path, bundle) is False
+    assert "BROKEN" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "binding_agreement_mismatch" in (tmp_path / "report.md").read_text(encoding="utf-8")

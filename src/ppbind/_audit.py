@@ -695,12 +695,17 @@ class _Audit:
             if self.b["policy"]["require_act_done"]:
                 _fail("binding_act_open", "the principal has not yet confirmed the act")
             return "open"
-        if settled.get("outcome") != "done" or not _signed_by(
-            settled, self.b["handoff"]["jwks"], self.p
-        ):
+        if settled.get("outcome") != "done":
             _fail(
                 "binding_act_wrong_key",
-                "the act was not settled done with the errand principal's key",
+                f"the act was settled {settled.get('outcome')!r}, not done",
+                "outcome",
+            )
+        if not _signed_by(settled, self.b["handoff"]["jwks"], self.p):
+            _fail(
+                "binding_act_wrong_key",
+                "the act was not settled with the errand principal's key",
+                "key",
             )
         return "done"
 
