@@ -384,3 +384,44 @@ def test_the_demo_reports_a_broken_link_and_fails(
     assert module.audit(tmp_path, bundle) is False
     assert "BROKEN" in (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "binding_agreement_mismatch" in (tmp_path / "report.md").read_text(encoding="utf-8")
+
+
+def test_every_lapsed_offer_ends_sealed_expired() -> None:
+    import hashlib
+    from datetime import UTC, datetime
+
+    import parley
+    import vxp
+
+    d = ppbind.DEMO
+    ana = ppbind.PersonKey.from_label("bindings ana")
+    agent = ppbind.PersonKey.from_label("bindings agent")
+    clock = [1_796_205_600.0]
+    keys = {r: vxp.demo_key(f"test {r}") for r in ("company", "log", "witness")}
+    shop = ppbind.BikeShop(
+        service_id=d["service"],
+        issuer=d["issuer"],
+        base_url="https://bikes.ben.example",
+        trusted=[ana.public],
+        bikes=[ppbind.Bike(d["item"], d["amount"], d["currency"], "City bike")],
+        keys=keys,
+        clock=lambda: clock[0],
+        rand=lambda n: hashlib.sha256(str(clock[0]).encode()).digest()[:n],
+    )
+    grant = parley.mint_grant(
+        ana.parley, agent.public, [{"svc": [d["service"]]}, {"verbs": ["INTENT"]}], iat=1
+    )
+    buyer = parley.Agent(agent.parley, [grant], service=d["service"], clock=lambda: clock[0])
+    terms = ppbind.agreed_terms(d["item"], d["amount"], d["currency"], d["service"])
+    first = shop.service.handle(buyer.intent("shop.buy", ppbind.intent_params(terms)))[-1]
+    op = first["proposals"][0]["data"]["x_binding"]["vxp"]["request_id"]
+    assert op not in shop.packages
+    clock[0] = first["proposals"][0]["expires"] + 1.0
+    shop.service.handle(buyer.intent("shop.buy", ppbind.intent_params(terms)))
+    _, package = shop.packages[op]
+    verdict = vxp.verify(
+        package, shop.metadata, shop.jwks, now=datetime.fromtimestamp(clock[0] + 5, UTC)
+    )
+    assert verdict.valid, verdict.failure
+    assert verdict.final_state == "expired"
+    assert shop.sweep(int(clock[0]) + 1000) != [op]  # sealed once

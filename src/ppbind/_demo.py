@@ -261,8 +261,6 @@ def demo_errand(attack: str | None = None, *, late_answer: bool = False) -> dict
                 raise
         else:
             raise RuntimeError("her side signed for a lapsed offer")
-        for lapsed in proposals:
-            shop.expire(lapsed["data"]["x_binding"]["vxp"]["request_id"], tick())
         intent = buyer.intent(
             d["capability"], intent_params(terms), goal="buy the agreed bike", budget=8000
         )

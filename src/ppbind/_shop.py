@@ -79,6 +79,8 @@ class BikeShop:
         self._salts = salts
         self.log = vxp.MerkleLog(f"{service_id}/vxp-log")
         self.operations: dict[str, vxp.OperationBuilder] = {}
+        self._lapses: dict[str, int] = {}
+        """Open operations (no outcome yet) and when their terms expire."""
         self.packages: dict[str, tuple[str, Mapping[str, Any]]] = {}
         self.tokens: dict[str, vxp.AccessToken] = {}
         company = self._keys["company"]
@@ -119,6 +121,7 @@ class BikeShop:
         cap.on_commit(self._commit)
 
     def _offer(self, params: dict[str, Any], ctx: parley.Context) -> Any:
+        self.sweep(ctx.now)
         asked = self.bikes.get(params["item"])
         if asked is None or asked.item in self.sold:
             raise parley.ServiceError("invalid_params", "that bike is not on sale")
@@ -161,6 +164,7 @@ class BikeShop:
             now=now,
         )
         self.operations[op_id] = builder
+        self._lapses[op_id] = expires
         data = {
             "x_binding": {
                 "vxp": {
@@ -183,6 +187,7 @@ class BikeShop:
     def _commit(self, proposal: dict[str, Any], ctx: parley.Context) -> Any:
         op_id = ctx.plan["op"]
         builder = self.operations[op_id]
+        self._lapses.pop(op_id, None)
         x = ctx.frame.get("x_binding")
         approval = x.get("vxp_approval") if isinstance(x, dict) else None
         if not isinstance(x, dict) or not isinstance(approval, dict) or x.get("profile") != PROFILE:
@@ -231,11 +236,20 @@ class BikeShop:
         builder = self.operations[op_id]
         return builder.package(log_key=self._keys["log"], witnesses=[(self._keys["witness"], now)])
 
-    def expire(self, op_id: str, now: int) -> None:
-        """Seal a lapsed operation with outcome ``expired`` (every offer ends signed, §6)."""
-        builder = self.operations[op_id]
-        builder.outcome(state="expired", result_summary={"reason": "offer_lapsed"}, now=_at(now))
-        self.packages[op_id] = ("", self.seal(op_id, now))
+    def sweep(self, now: int) -> list[str]:
+        """Seal every operation whose offer lapsed uncommitted with outcome ``expired``.
+
+        Every offer thus ends in a signed final state (docs/spec/bindings.md §6); the shop
+        runs it on each INTENT. Returns the operation ids sealed.
+        """
+        lapsed = sorted(op for op, until in self._lapses.items() if now > until)
+        for op_id in lapsed:
+            del self._lapses[op_id]
+            self.operations[op_id].outcome(
+                state="expired", result_summary={"reason": "offer_lapsed"}, now=_at(now)
+            )
+            self.packages[op_id] = ("", self.seal(op_id, now))
+        return lapsed
 
     def proof(self, *, method: str, url: str, headers: Mapping[str, str], now: int) -> Any:
         """Answer one HTTP request to the proof endpoint (``/v1/requests/{id}/proof``)."""
