@@ -18,7 +18,7 @@ import pxp
 import vxp
 
 from ._bind import READ_BACK_TERMS, check_conforming, release_object, rfc3339, terms_object
-from ._digests import PROFILE, record_digest, statement_digest
+from ._digests import PROFILE, record_digest, statement_digest, statement_payload
 from ._errors import BindingError
 from ._keys import parley_key_of, raw_key
 from ._schemas import validator
@@ -86,15 +86,10 @@ def _get(value: Any, *path: str | int) -> Any:
 
 def _payload(statement: object) -> dict[str, Any]:
     """A statement's JWT payload (its signature was checked by ``vxp.verify``)."""
-    import json
-
-    text = statement.split("~", 1)[0] if isinstance(statement, str) else ""
-    parts = text.split(".")
     try:
-        payload = json.loads(vxp.b64url_decode(parts[1], "statement"))
-    except (IndexError, ValueError):
+        return statement_payload(statement)
+    except BindingError:
         return {}
-    return payload if isinstance(payload, dict) else {}
 
 
 def _stage0(bundle: object) -> dict[str, Any]:

@@ -11,7 +11,14 @@ import vxp
 
 from ._errors import BindingError
 
-__all__ = ["PROFILE", "jwt_of", "record_digest", "statement_body", "statement_digest"]
+__all__ = [
+    "PROFILE",
+    "jwt_of",
+    "record_digest",
+    "statement_body",
+    "statement_digest",
+    "statement_payload",
+]
 
 PROFILE = "pp-bind/1"
 """The binding profile this package implements (docs/spec/bindings.md)."""
@@ -40,12 +47,8 @@ def statement_digest(statement: object) -> str:
     return vxp.encode_hash(hashlib.sha256(jwt_of(statement).encode("ascii")).digest())
 
 
-def statement_body(statement: object) -> dict[str, Any]:
-    """The ``body`` of a VXP statement's payload, read without verifying the signature.
-
-    Used by the principal's side to compute what she approves from the statements she was
-    shown; the audit later checks those very statements in the verified package by digest.
-    """
+def statement_payload(statement: object) -> dict[str, Any]:
+    """The JWT payload of a VXP statement, read without verifying the signature."""
     parts = jwt_of(statement).split(".")
     try:
         payload = json.loads(vxp.b64url_decode(parts[1], "the statement payload"))
@@ -53,7 +56,20 @@ def statement_body(statement: object) -> dict[str, Any]:
         raise BindingError(
             "binding_input_invalid", "a VXP statement's payload is not JSON", reason="vxp"
         ) from exc
-    body = payload.get("body") if isinstance(payload, dict) else None
+    if not isinstance(payload, dict):
+        raise BindingError(
+            "binding_input_invalid", "a VXP statement's payload is not an object", reason="vxp"
+        )
+    return payload
+
+
+def statement_body(statement: object) -> dict[str, Any]:
+    """The ``body`` of a VXP statement's payload, read without verifying the signature.
+
+    Used by the principal's side to compute what she approves from the statements she was
+    shown; the audit later checks those very statements in the verified package by digest.
+    """
+    body = statement_payload(statement).get("body")
     if not isinstance(body, dict):
         raise BindingError(
             "binding_input_invalid", "a VXP statement's payload has no body", reason="vxp"
