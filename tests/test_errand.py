@@ -425,3 +425,27 @@ def test_every_lapsed_offer_ends_sealed_expired() -> None:
     assert verdict.valid, verdict.failure
     assert verdict.final_state == "expired"
     assert shop.sweep(int(clock[0]) + 1000) != [op]  # sealed once
+
+
+def test_the_proxies_are_pluggable() -> None:
+    """Any pxp.Proxy may negotiate; the shop's proxy here is a class, not a script."""
+    d = ppbind.DEMO
+    terms = ppbind.agreed_terms(d["item"], d["amount"], d["currency"], d["service"], "by Friday")
+
+    class Shop:
+        def next_envelope(self, view: Any) -> dict[str, Any]:
+            assert view.seat == "B"
+            return {
+                "message": "440 EUR if you collect by Friday.",
+                "proposal": {"terms": terms, "depends_on": []},
+                "status": "continue",
+            }
+
+    proxies = {**ppbind.errand_proxies(terms), "B": Shop()}
+    bundle = ppbind.demo_errand(proxies=proxies)
+    report = ppbind.verify_errand(bundle)
+    assert bundle["pxp"]["brief"]["agreement"]["terms"][-1] == "by Friday"
+    assert (
+        report["pxp"]["proposal_hash"]
+        != ppbind.verify_errand(ppbind.demo_errand())["pxp"]["proposal_hash"]
+    )

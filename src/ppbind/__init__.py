@@ -48,7 +48,7 @@ from ._bind import (
     sign_on_approval,
     terms_object,
 )
-from ._demo import ATTACKS, DEMO, demo_errand, errand_roles
+from ._demo import ATTACKS, DEMO, demo_errand, errand_proxies, errand_roles
 from ._digests import PROFILE, jwt_of, record_digest, statement_body, statement_digest
 from ._errors import BindingError
 from ._keys import PersonKey, jwk_of, parley_key_of, raw_key, same_key
@@ -77,6 +77,7 @@ __all__ = [
     "consent_grant",
     "decision_terms",
     "demo_errand",
+    "errand_proxies",
     "errand_roles",
     "intent_params",
     "is_late",

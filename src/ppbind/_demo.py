@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,7 +38,7 @@ from ._keys import PersonKey
 from ._shop import Bike, BikeShop
 from ._terms import agreed_terms, intent_params, read_terms
 
-__all__ = ["ATTACKS", "DEMO", "demo_errand", "errand_roles"]
+__all__ = ["ATTACKS", "DEMO", "demo_errand", "errand_proxies", "errand_roles"]
 
 T0 = 1_796_205_600
 """2026-12-02T10:00:00Z, when the errand starts."""
@@ -94,8 +94,33 @@ def _ts(seconds: int) -> str:
     return rfc3339(seconds)
 
 
-def _negotiate(terms: list[str], at: Callable[[], datetime]) -> pxp.Room:
-    """Ana's proxy and the shop's proxy agree on ``terms`` (PXP, in one room)."""
+def errand_proxies(terms: list[str]) -> dict[str, pxp.Proxy]:
+    """The two scripted proxies of the demo: Ana's asks and agrees, the shop's proposes.
+
+    Any :class:`pxp.Proxy` may stand in for either, as long as the agreement it reaches
+    states the profile's machine terms (docs/spec/bindings.md §4.1).
+    """
+    return {
+        "A": pxp.ScriptedProxy(
+            [
+                {"message": "We would buy bike 2291; what is your price?", "status": "continue"},
+                {"message": "Agreed.", "status": "agree"},
+            ]
+        ),
+        "B": pxp.ScriptedProxy(
+            [
+                {
+                    "message": "440 EUR, collected at the shop.",
+                    "proposal": {"terms": terms, "depends_on": []},
+                    "status": "continue",
+                }
+            ]
+        ),
+    }
+
+
+def _negotiate(proxies: Mapping[str, pxp.Proxy], at: Callable[[], datetime]) -> pxp.Room:
+    """Ana's proxy (seat A) and the shop's proxy (seat B) negotiate in one PXP room."""
     room = pxp.Room.open("errand-7f3a-bike", topic="A used city bike", now=at())
     room.seal(
         "A",
@@ -116,31 +141,25 @@ def _negotiate(terms: list[str], at: Callable[[], datetime]) -> pxp.Room:
         },
         now=at(),
     )
-    room.send(
-        "A",
-        {"message": "We would buy bike 2291; what is your price?", "status": "continue"},
-        now=at(),
-    )
-    room.send(
-        "B",
-        {
-            "message": "440 EUR, collected at the shop.",
-            "proposal": {"terms": terms, "depends_on": []},
-            "status": "continue",
-        },
-        now=at(),
-    )
-    room.send("A", {"message": "Agreed.", "status": "agree"}, now=at())
+    pxp.run_room(room, proxies, {}, clock=at)
+    if room.status != "agreed":
+        raise pxp.PxpError("not_agreed", f"the proxies did not agree (room {room.status})")
     return room
 
 
-def demo_errand(attack: str | None = None, *, late_answer: bool = False) -> dict[str, Any]:
+def demo_errand(
+    attack: str | None = None,
+    *,
+    late_answer: bool = False,
+    proxies: Mapping[str, pxp.Proxy] | None = None,
+) -> dict[str, Any]:
     """Run the errand in process and return the audit input (docs/spec/bindings.md §7.1).
 
     ``attack`` is one of :data:`ATTACKS` or ``None`` for the honest errand. With
     ``late_answer``, Ana approves only after the offer lapsed: her side records the answer
     and signs nothing, the shop seals the lapsed operations ``expired``, the agent sends a
     fresh INTENT and amends the Decision, and Ana approves the fresh offer (revision 2).
+    ``proxies`` replace :func:`errand_proxies` (seat ``A`` is Ana's, ``B`` the shop's).
     """
     if attack is not None and attack not in ATTACKS:
         raise ValueError(f"unknown attack {attack!r}")
@@ -166,7 +185,7 @@ def demo_errand(attack: str | None = None, *, late_answer: bool = False) -> dict
     terms = agreed_terms(
         d["item"], d["amount"], d["currency"], d["service"], "collected at the shop by Saturday"
     )
-    room = _negotiate(terms, at)
+    room = _negotiate(proxies or errand_proxies(terms), at)
     ledger = room.export()["ledger"]
     brief = room.brief()
 
