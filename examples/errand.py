@@ -214,6 +214,7 @@ async def errand(work: Path, pxp_base: str, shop: dict[str, Any], late_by: int) 
     terms = ppbind.agreed_terms(ITEM, 44000, "EUR", SERVICE, "collected at the shop by Saturday")
     got = await negotiate(pxp_base, terms)
     brief, ledger = got["brief"], got["ledger"]
+    terms = list(brief["agreement"]["terms"])  # what the room agreed, not what we proposed
     head = pxp.verify_ledger(ledger)
     say(
         "1. Negotiate (PXP). Ana's proxy and the shop's proxy met in a room on the PXP server.",

@@ -188,6 +188,7 @@ def demo_errand(
     room = _negotiate(proxies or errand_proxies(terms), at)
     ledger = room.export()["ledger"]
     brief = room.brief()
+    terms = list(brief["agreement"]["terms"])  # what the room agreed, whoever proposed it
 
     # 0. Ana's errand grant G: INTENT only, never a COMMIT.
     errand_grant = parley.mint_grant(
