@@ -12,6 +12,7 @@ from typing import Any
 
 import pxp
 
+from ._bind import rfc3339
 from ._errors import BindingError
 from ._terms import price_text
 
@@ -69,13 +70,15 @@ def _sections(bundle: Mapping[str, Any], outcome: Mapping[str, Any] | BindingErr
         if isinstance(cost.get("amount"), int) and isinstance(cost.get("currency"), str)
         else "?"
     )
+    at = receipt.get("at")
+    when = rfc3339(at) if type(at) is int and 0 <= at < 2**40 else "an unknown time"
     out.append(
         (
             "3. The purchase (Parley)",
             [
                 f"Receipt {receipt.get('id')}: {receipt.get('summary')} for {price}.",
-                f"Proposal {receipt.get('proposal')}, committed at {receipt.get('at')} "
-                "(Unix time) with the consent grant her decision gave, and nothing else.",
+                f"Proposal {receipt.get('proposal')}, committed at {when} with the consent "
+                "grant her decision gave, and nothing else.",
             ],
         )
     )
@@ -85,9 +88,11 @@ def _sections(bundle: Mapping[str, Any], outcome: Mapping[str, Any] | BindingErr
             "4. The shop's proof (VXP)",
             [
                 f"Issuer: {package.get('company')}; operation {_get(package, 'op', 'id')}.",
-                f"{len(statements)} signed statements in the shop's Merkle log, "
-                "cosigned by a witness: request, terms, her approval, execution, read-back, "
-                "outcome.",
+                f"{len(statements)} signed statements in the shop's Merkle log: request, terms, "
+                "her approval, execution, read-back, outcome.",
+                "Verified by the audit, the checkpoint cosigned by the witness."
+                if not isinstance(outcome, BindingError) and outcome["vxp"]["logged"]
+                else "Not verified as a whole: see the audit below.",
             ],
         )
     )
