@@ -393,6 +393,7 @@ async def errand(work: Path, pxp_base: str, shop: dict[str, Any], late_by: int) 
             "service": SERVICE,
             "capability": "shop.buy",
             "issuer": shop["proof"] + "/vxp",
+            "issuer_keys": shop["keys"],
         },
         "pxp": {"ledger": ledger, "brief": brief},
         "handoff": {

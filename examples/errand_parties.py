@@ -38,6 +38,7 @@ from joserfc.jwk import ECKey
 import handoff
 import parley
 import ppbind
+import vxp
 
 SERVICE = "bikes.ben.example"
 PROJECT = "errand-7f3a"
@@ -122,6 +123,7 @@ def run_shop(ready: Path, trusted: str) -> None:
     https = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
     https.socket = context.wrap_socket(https.socket, server_side=True)
     base = f"https://127.0.0.1:{https.server_address[1]}"
+    keys = {role: ECKey.generate_key("P-256") for role in ("company", "log", "witness")}
     shop = ppbind.BikeShop(
         service_id=SERVICE,
         issuer=base + "/vxp",
@@ -133,7 +135,7 @@ def run_shop(ready: Path, trusted: str) -> None:
             ),
             ppbind.Bike("ben-shop/bike-2310", 44000, "EUR", "City bike, 2020, 56 cm"),
         ],
-        keys={role: ECKey.generate_key("P-256") for role in ("company", "log", "witness")},
+        keys=keys,
         clock=time.time,
         since=int(time.time()) - 86_400,
     )
@@ -142,7 +144,14 @@ def run_shop(ready: Path, trusted: str) -> None:
     async def serve() -> None:
         server = await parley.serve_tcp(shop.service, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
-        info = {"parley": f"parley://127.0.0.1:{port}", "proof": base, "cert": cert.decode()}
+        info = {
+            "parley": f"parley://127.0.0.1:{port}",
+            "proof": base,
+            "cert": cert.decode(),
+            # what the agent is configured to trust for this issuer (out of band, like the
+            # certificate): the thumbprints of the shop's company, log and witness keys
+            "keys": sorted(vxp.key_thumbprint(k) for k in keys.values()),
+        }
         partial = ready.with_suffix(".part")
         partial.write_text(json.dumps(info), encoding="utf-8")
         partial.replace(ready)

@@ -449,3 +449,136 @@ def test_the_proxies_are_pluggable() -> None:
         report["pxp"]["proposal_hash"]
         != ppbind.verify_errand(ppbind.demo_errand())["pxp"]["proposal_hash"]
     )
+
+
+# ---------------------------------------------------------------------- review findings
+
+
+def _act_amended(bundle: dict[str, Any], change: Any) -> dict[str, Any]:
+    """The agent amends the act after Ana settled it done (a requester record, unsigned)."""
+    import handoff
+
+    h = bundle["handoff"]
+    roles = handoff.Roles.from_json(h["roles"])
+    registry = handoff.Registry(roles=roles, extensions=handoff.EXTENSIONS)
+    registry.add_many(h["records"])
+    act = handoff.ItemId("acts", h["act"]["project"], h["act"]["key"])
+    terms = json.loads(json.dumps(handoff.terms_at(registry, act, 1), default=dict))
+    change(bundle, terms)
+    amended = handoff.make_amended(
+        registry, act, terms, by="ana-agent", ts="2026-12-02T10:30:00Z", record_id="a2"
+    )
+    h["records"].append(amended)
+    return bundle
+
+
+def test_an_act_changed_after_ana_confirmed_it_is_not_done(errand: dict[str, Any]) -> None:
+    """Review finding 1: her old `done` never confirms terms she did not see."""
+
+    def text(bundle: dict[str, Any], terms: dict[str, Any]) -> None:
+        terms["text"] = "Pay Ben another 300 EUR in cash at collection"
+
+    def replay(bundle: dict[str, Any], terms: dict[str, Any]) -> None:
+        bundle["parley"]["receipt"]["id"] = "r_second_receipt"
+        terms["x_binding"]["parley"]["receipt"] = "r_second_receipt"
+        terms["x_binding"]["vxp"]["statements"] = 1
+        first = bundle["vxp"]["package"]["statements"][0]
+        terms["x_binding"]["vxp"]["last"] = ppbind.statement_digest(first)
+
+    for change in (text, replay):
+        bundle = _act_amended(json.loads(json.dumps(errand)), change)
+        with pytest.raises(ppbind.BindingError) as caught:
+            ppbind.verify_errand(bundle)
+        assert (caught.value.code, caught.value.link) == ("binding_act_changed", "act")
+
+
+def test_deep_nesting_is_a_binding_error_and_unusable_for_the_command(
+    errand: dict[str, Any], tmp_path: Path
+) -> None:
+    """Review finding 2: no RecursionError from the audit or `errand verify`."""
+    bundle = json.loads(json.dumps(errand))
+    deep: list[Any] = []
+    for _ in range(900):
+        deep = [deep]
+    bundle["handoff"]["records"][0]["terms"]["x_deep"] = deep
+    with pytest.raises(ppbind.BindingError) as caught:
+        ppbind.verify_errand(bundle)
+    assert (caught.value.code, caught.value.reason) == ("binding_input_invalid", "handoff")
+    (tmp_path / "errand.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "ppbind", "verify", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_command_refuses_duplicate_members_and_non_json_numbers(
+    errand: dict[str, Any], tmp_path: Path
+) -> None:
+    """Review finding 4: one reading of the file, I-JSON."""
+    text = json.dumps(errand).replace(
+        '"limit": {"amount": 45000', '"limit": {"amount": 1, "amount": 45000', 1
+    )
+    assert '"amount": 1, "amount": 45000' in text
+    for bad in (text, json.dumps(errand).replace("44000", "NaN", 1)):
+        (tmp_path / "errand.json").write_text(bad, encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-m", "ppbind", "verify", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 2, done.stdout + done.stderr
+
+
+def test_a_proof_signed_by_keys_the_agent_was_not_configured_with_is_refused() -> None:
+    """Review finding 3: the issuer's keys are pinned in the mandate, not taken from the proof."""
+    import vxp
+
+    honest = ppbind.demo_errand()
+    impostor = ppbind.demo_errand(shop_keys="impostor")
+    assert impostor["vxp"]["package"]["company"] == honest["vxp"]["package"]["company"]
+    assert impostor["vxp"]["jwks"] != honest["vxp"]["jwks"]
+    impostor["mandate"]["issuer_keys"] = honest["mandate"]["issuer_keys"]
+    with pytest.raises(ppbind.BindingError) as caught:
+        ppbind.verify_errand(impostor)
+    assert (caught.value.code, caught.value.reason) == ("binding_wrong_company", "issuer_keys")
+    pinned = sorted(vxp.key_thumbprint(k) for k in honest["vxp"]["jwks"]["keys"])
+    assert honest["mandate"]["issuer_keys"] == pinned
+
+
+def test_errand_verify_takes_the_mandate_from_the_principal(
+    errand: dict[str, Any], tmp_path: Path
+) -> None:
+    """`--mandate FILE`: the audited file's own mandate copy is not what decides."""
+    bundle = json.loads(json.dumps(errand))
+    mandate = bundle["mandate"]
+    bundle["mandate"] = {**mandate, "limit": {"amount": 10**9, "currency": "EUR"}}
+    bundle["mandate"]["issuer_keys"] = sorted(
+        __import__("vxp").key_thumbprint(k) for k in bundle["vxp"]["jwks"]["keys"]
+    )
+    (tmp_path / "errand.json").write_text(json.dumps(bundle), encoding="utf-8")
+    strict = {**mandate, "limit": {"amount": 40000, "currency": "EUR"}}
+    (tmp_path / "mandate.json").write_text(json.dumps(strict), encoding="utf-8")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ppbind",
+            "verify",
+            str(tmp_path),
+            "--mandate",
+            str(tmp_path / "mandate.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "binding_over_limit" in done.stdout

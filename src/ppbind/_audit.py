@@ -49,6 +49,7 @@ CODES = {
     "binding_forged_approval": "parley->vxp",
     "binding_release_mismatch": "parley->vxp",
     "binding_not_proven": "vxp",
+    "binding_act_changed": "act",
     "binding_act_item": "vxp->act",
     "binding_act_mismatch": "vxp->act",
     "binding_log_truncated": "vxp->act",
@@ -92,7 +93,33 @@ def _payload(statement: object) -> dict[str, Any]:
         return {}
 
 
+MAX_DEPTH = 96
+"""How deep the audit input may nest (arrays and objects); deeper is ``binding_input_invalid``."""
+
+
+def _too_deep(value: object) -> str | None:
+    """The top-level member under which ``value`` nests deeper than MAX_DEPTH, or ``None``."""
+    stack: list[tuple[object, int, str]] = [(value, 0, "input")]
+    while stack:
+        node, depth, top = stack.pop()
+        if depth > MAX_DEPTH:
+            return top
+        if isinstance(node, dict):
+            for key, child in node.items():
+                stack.append((child, depth + 1, str(key) if depth == 0 else top))
+        elif isinstance(node, list):
+            stack.extend((child, depth + 1, top) for child in node)
+    return None
+
+
 def _stage0(bundle: object) -> dict[str, Any]:
+    deep = _too_deep(bundle)
+    if deep is not None:
+        _fail(
+            "binding_input_invalid",
+            f"the audit input nests deeper than {MAX_DEPTH} levels under {deep}",
+            deep,
+        )
     errors = sorted(
         validator("errand.schema.json").iter_errors(bundle),
         key=lambda e: (list(map(str, e.absolute_path)), e.message),
@@ -430,7 +457,22 @@ class _Audit:
                     member,
                 )
 
-        # 13: the proof is the configured issuer's, for the decided operation.
+        # 13: the proof is the configured issuer's (its name and its pinned keys), for the
+        # decided operation.
+        pinned = set(m["issuer_keys"])
+        held = b["vxp"]["jwks"].get("keys")
+        thumbprints = []
+        for key in held if isinstance(held, list) else []:
+            try:
+                thumbprints.append(vxp.key_thumbprint(dict(key)))
+            except (vxp.VxpError, ValueError, TypeError):
+                thumbprints.append("")
+        if not thumbprints or not set(thumbprints) <= pinned:
+            _fail(
+                "binding_wrong_company",
+                f"the proof's issuer keys are not the keys configured for {m['issuer']}",
+                "issuer_keys",
+            )
         request_id = _get(x, "vxp", "request_id")
         if not (
             package.get("company") == m["issuer"] == _get(x, "vxp", "company")
@@ -627,8 +669,25 @@ class _Audit:
         package: Mapping[str, Any],
     ) -> str:
         state = self.registry.state(self.act)
-        x = _get(state.terms, "x_binding")
-        if state.terms is None or not isinstance(x, Mapping) or x.get("profile") != PROFILE:
+        settled = self.settlements["act"]
+        terms = state.terms
+        if settled is not None:
+            # her `done` confirms the revision she saw, never a later amendment
+            rev = settled.get("terms_rev")
+            revs = [
+                r.get("terms_rev")
+                for r in self.registry.records(self.act, types=("raised", "amended"))
+            ]
+            current = max((r for r in revs if isinstance(r, int)), default=rev)
+            if state.stale or rev != current or type(rev) is not int:
+                _fail(
+                    "binding_act_changed",
+                    f"the act changed after the principal confirmed it: she confirmed "
+                    f"revision {rev}, the act is at revision {current}",
+                )
+            terms = handoff.terms_at(self.registry, self.act, rev)
+        x = _get(terms, "x_binding")
+        if terms is None or not isinstance(x, Mapping) or x.get("profile") != PROFILE:
             _fail("binding_act_item", "there is no act for the item bought", "missing")
         if x.get("item") != machine.item:
             _fail(
@@ -685,7 +744,6 @@ class _Audit:
                 "the proof presented is not an extension of the proof the agent verified (last)",
                 "last",
             )
-        settled = self.settlements["act"]
         if settled is None:
             if self.b["policy"]["require_act_done"]:
                 _fail("binding_act_open", "the principal has not yet confirmed the act")

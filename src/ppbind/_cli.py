@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from ._audit import verify_errand
 from ._errors import BindingError
@@ -16,15 +17,37 @@ from ._terms import price_text
 __all__ = ["main"]
 
 
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the member {key[:40]!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _read(path: Path) -> Any:
+    """One reading of an I-JSON file (RFC 7493): no duplicate members, no NaN/Infinity."""
+    text = path.read_text(encoding="utf-8")
+    return json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
+
+
 def _verify(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if path.is_dir():
         path = path / "errand.json"
     try:
-        bundle = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        print(f"errand: cannot read {path}: {exc}", file=sys.stderr)
+        bundle = _read(path)
+        mandate = _read(Path(args.mandate)) if args.mandate else None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        print(f"errand: cannot read {path}: {str(exc)[:200]}", file=sys.stderr)
         return 2
+    if mandate is not None and isinstance(bundle, dict):
+        bundle["mandate"] = mandate
     try:
         report = verify_errand(bundle)
     except BindingError as exc:
@@ -64,5 +87,12 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "errand") -> int:
     verify = sub.add_parser("verify", help="recompute every link of an errand's records")
     verify.add_argument("path", help="a folder holding errand.json, or the file itself")
     verify.add_argument("--json", action="store_true", help="print the report or error as JSON")
+    verify.add_argument(
+        "--mandate",
+        metavar="FILE",
+        help="the errand's mandate as the principal configured it (limit, service, issuer and "
+        "the issuer's key thumbprints), instead of the copy in the audited file: without it "
+        "the audit shows the records consistent with the mandate they carry",
+    )
     args = parser.parse_args(argv)
     return _verify(args)

@@ -152,6 +152,7 @@ def demo_errand(
     *,
     late_answer: bool = False,
     proxies: Mapping[str, pxp.Proxy] | None = None,
+    shop_keys: str = "bindings",
 ) -> dict[str, Any]:
     """Run the errand in process and return the audit input (docs/spec/bindings.md §7.1).
 
@@ -160,6 +161,9 @@ def demo_errand(
     and signs nothing, the shop seals the lapsed operations ``expired``, the agent sends a
     fresh INTENT and amends the Decision, and Ana approves the fresh offer (revision 2).
     ``proxies`` replace :func:`errand_proxies` (seat ``A`` is Ana's, ``B`` the shop's).
+    ``shop_keys`` labels the keys the shop signs with; the agent is always configured with
+    the keys of label ``bindings`` (``mandate.issuer_keys``), so any other label plays a shop
+    impostor that knows the issuer's name but not its keys.
     """
     if attack is not None and attack not in ATTACKS:
         raise ValueError(f"unknown attack {attack!r}")
@@ -213,9 +217,9 @@ def demo_errand(
             Bike(d["other_item"], d["amount"], d["currency"], "City bike, 2020, 56 cm"),
         ],
         keys={
-            "company": vxp.demo_key("bindings shop"),
-            "log": vxp.demo_key("bindings log"),
-            "witness": vxp.demo_key("bindings witness"),
+            "company": vxp.demo_key(f"{shop_keys} shop"),
+            "log": vxp.demo_key(f"{shop_keys} log"),
+            "witness": vxp.demo_key(f"{shop_keys} witness"),
         },
         clock=clock,
         rand=_seeded("bindings shop rand"),
@@ -455,6 +459,10 @@ def demo_errand(
             "service": d["service"],
             "capability": d["capability"],
             "issuer": d["issuer"],
+            "issuer_keys": sorted(
+                vxp.key_thumbprint(vxp.demo_key(f"bindings {role}"))
+                for role in ("shop", "log", "witness")
+            ),
         },
         "pxp": {"ledger": ledger, "brief": brief},
         "handoff": {

@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Iterator
 from typing import Any
 
+import handoff
 import ppbind
 import vxp
 from vectorlib import Case, Mutation, derive, flip_char, suite
@@ -288,7 +289,56 @@ def audit() -> Iterator[Case]:
         )
     other = ppbind.PersonKey.from_label("bindings mallory")
     p256 = {k: v for k, v in vxp.demo_key("bindings shop").as_dict().items() if k != "d"}
+
+    def _amend_act(b: dict[str, Any]) -> None:
+        h = b["handoff"]
+        registry = handoff.Registry(
+            roles=handoff.Roles.from_json(h["roles"]), extensions=handoff.EXTENSIONS
+        )
+        registry.add_many(h["records"])
+        act = handoff.ItemId("acts", h["act"]["project"], h["act"]["key"])
+        terms = copy.deepcopy(dict(handoff.terms_at(registry, act, 1) or {}))
+        terms["text"] = "Pay Ben another 300 EUR in cash at collection"
+        h["records"].append(
+            handoff.make_amended(
+                registry, act, terms, by="ana-agent", ts="2026-12-02T10:30:00Z", record_id="a2"
+            )
+        )
+
+    def _deep(b: dict[str, Any]) -> None:
+        deep: list[Any] = []
+        for _ in range(200):
+            deep = [deep]
+        b["handoff"]["records"][0]["terms"]["x_deep"] = deep
+
+    impostor = ppbind.demo_errand(shop_keys="impostor")
+    yield Case(
+        "impostor-shop-keys",
+        impostor,
+        error={"code": "binding_wrong_company", "reason": "issuer_keys"},
+        comment="a shop that knows the issuer's name but signs with other keys than the ones "
+        "the agent was configured with",
+        flags=("resigned",),
+    )
     mutations = [
+        Mutation(
+            "act-amended-after-done",
+            "the agent amends the act (an unsigned requester record) after Ana settled it done",
+            _amend_act,
+            error={"code": "binding_act_changed"},
+        ),
+        Mutation(
+            "deep-nesting",
+            "a Decision's terms carry an array nested 200 deep",
+            _deep,
+            error={"code": "binding_input_invalid", "reason": "handoff"},
+        ),
+        Mutation(
+            "issuer-keys-other",
+            "the agent was configured with other keys for the issuer",
+            _set(("mandate", "issuer_keys"), [ppbind.PersonKey.from_label("x").thumbprint]),
+            error={"code": "binding_wrong_company", "reason": "issuer_keys"},
+        ),
         Mutation(
             "records-reordered",
             "the Handoff records in reverse order (folding is order-free)",
@@ -323,43 +373,43 @@ def audit() -> Iterator[Case]:
             "principal-other-person",
             "the audit is told another person is the principal (her key is held too)",
             _set(("principal",), other.public),
-            error={"code": "parley_invalid", "reason": "untrusted_issuer"},
+            error={"code": "parley_invalid"},
         ),
         Mutation(
             "ledger-truncated",
             "the last PXP ledger entry dropped",
             _drop_ledger_entry,
-            error={"code": "pxp_invalid", "reason": "brief_head"},
+            error={"code": "pxp_invalid"},
         ),
         Mutation(
             "settlement-flipped",
             "one character of the settlement's proof flipped",
             _flip_settlement,
-            error={"code": "handoff_invalid", "reason": "evidence_forged"},
+            error={"code": "handoff_invalid"},
         ),
         Mutation(
             "grant-flipped",
             "one character of C's signature flipped",
             _flip_grant,
-            error={"code": "parley_invalid", "reason": "bad_token"},
+            error={"code": "parley_invalid"},
         ),
         Mutation(
             "intent-params-changed",
             "the INTENT's price changed after it was sent",
             _intent_params,
-            error={"code": "vxp_invalid", "reason": "operation_mismatch"},
+            error={"code": "vxp_invalid"},
         ),
         Mutation(
             "drop-log-entry",
             "the read-back statement and its log entry dropped",
             _drop_read_back,
-            error={"code": "vxp_invalid", "reason": "prev_mismatch"},
+            error={"code": "vxp_invalid"},
         ),
         Mutation(
             "statements-reordered",
             "two VXP statements swapped",
             _swap,
-            error={"code": "vxp_invalid", "reason": "prev_mismatch"},
+            error={"code": "vxp_invalid"},
         ),
         Mutation(
             "over-limit",
