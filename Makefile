@@ -13,10 +13,11 @@ STAMP  := $(VENV)/.installed
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 PYTEST_XDIST   := -n $(PYTEST_WORKERS)
 
-.PHONY: test test-floor dist docs demo lint typecheck vectors vectors-check pytest bench fuzz clean help
+.PHONY: test test-floor dist docs demo tour lint typecheck vectors vectors-check pytest bench fuzz clean help
 
 help:
-	@echo "make demo     set up and run the library end to end (examples/demo.py)"
+	@echo "make demo     the library's main job: one errand across all four protocols (examples/errand.py)"
+	@echo "make tour     each protocol's own walk-through (examples/tour.py)"
 	@echo "make test     set up, then lint, format check, mypy --strict, vector drift check, pytest"
 	@echo "make test-floor  run the tests with every runtime dependency at its declared floor"
 	@echo "make dist     build the wheel, the sdist and ppcheck.pyz into dist/"
@@ -73,7 +74,7 @@ dist: $(STAMP)
 # The API reference, generated from the docstrings (pdoc), one page per package.
 docs: $(STAMP)
 	rm -rf build/docs
-	$(BIN)/pdoc --docformat restructuredtext -o build/docs pxp handoff vxp parley ppcheck
+	$(BIN)/pdoc --docformat restructuredtext -o build/docs pxp handoff vxp parley ppcheck ppbind
 	@echo "API reference: build/docs/index.html"
 
 lint: $(STAMP)
@@ -83,7 +84,10 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict examples
 
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/errand.py --out build/errand
+
+tour: $(STAMP)
+	$(BIN)/python examples/tour.py
 
 vectors: $(STAMP)
 	$(BIN)/python tools/gen_vectors.py

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("pdoc", reason="pdoc comes with the dev extra (make docs)")
 
-PACKAGES = ("pxp", "handoff", "vxp", "parley", "ppcheck")
+PACKAGES = ("pxp", "handoff", "vxp", "parley", "ppcheck", "ppbind")
 
 
 @pytest.mark.slow

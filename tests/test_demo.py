@@ -1,9 +1,9 @@
-"""`make demo` runs examples/demo.py: it exits 0 and every part that exists succeeds.
+"""`make tour` runs examples/tour.py: it exits 0 and every part that exists succeeds.
 
-Each part runs through ``examples/demo.py PART`` in its own process, the way ``make demo``
+Each part runs through ``examples/tour.py PART`` in its own process, the way ``make tour``
 runs it, so the parts run side by side under ``pytest -n``; a further test holds that the
-parts named in demo.py are every ``examples/demo_*.py`` there is, so together these runs
-are the whole demo.
+parts named in tour.py are every ``examples/demo_*.py`` there is, so together these runs
+are the whole tour.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from types import ModuleType
 import pytest
 
 TOP = Path(__file__).resolve().parents[1]
-DEMO = TOP / "examples" / "demo.py"
+TOUR = TOP / "examples" / "tour.py"
 
 
 def _demo_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("pp_demo_main", DEMO)
+    spec = importlib.util.spec_from_file_location("pp_tour_main", TOUR)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -34,7 +34,7 @@ PARTS = [name for name, _ in _demo_module().PARTS]
 
 def _run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(DEMO), *argv],
+        [sys.executable, str(TOUR), *argv],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -45,21 +45,21 @@ def _run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("part", PARTS)
-def test_demo_part_runs(part: str, tmp_path: Path) -> None:
+def test_tour_part_runs(part: str, tmp_path: Path) -> None:
     done = _run(part, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "FAILED" not in done.stdout, done.stdout[-4000:]
     assert "1 parts ran, 0 failed, 0 not built yet." in done.stdout, done.stdout[-4000:]
 
 
-def test_the_demo_parts_are_every_demo_file() -> None:
+def test_the_tour_parts_are_every_demo_file() -> None:
     files = {p.stem for p in (TOP / "examples").glob("demo_*.py")}
     assert set(PARTS) == files
     assert len(PARTS) == len(set(PARTS))
 
 
-def test_the_demo_refuses_an_unknown_part(tmp_path: Path) -> None:
+def test_the_tour_refuses_an_unknown_part(tmp_path: Path) -> None:
     done = _run("demo_nothing", cwd=tmp_path)
     assert done.returncode == 2
-    assert "unknown demo part 'demo_nothing'" in done.stdout
-    assert "principal-protocols demo" not in done.stdout
+    assert "unknown tour part 'demo_nothing'" in done.stdout
+    assert "principal-protocols tour" not in done.stdout

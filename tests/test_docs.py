@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 TOP = Path(__file__).resolve().parents[1]
-PACKAGES = ("pxp", "handoff", "vxp", "parley", "ppcheck")
+PACKAGES = ("pxp", "handoff", "vxp", "parley", "ppcheck", "ppbind")
 _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 DOC_FILES = [TOP / "README.md", *sorted((TOP / "docs").rglob("*.md"))]

@@ -17,8 +17,8 @@ import pytest
 from .built_once import built_once
 
 TOP = Path(__file__).resolve().parents[1]
-PACKAGES = ("pxp", "handoff", "vxp", "parley")
-SCRIPTS = ("pxp", "vxp", "handoff", "parley", "ppcheck")
+PACKAGES = ("pxp", "handoff", "vxp", "parley", "ppbind")
+SCRIPTS = ("pxp", "vxp", "handoff", "parley", "ppcheck", "errand")
 
 
 @pytest.fixture(scope="session")
@@ -64,12 +64,12 @@ def _clean_env() -> dict[str, str]:
 def test_packages_and_schemas_load_from_the_wheel(installed: Path, tmp_path: Path) -> None:
     probe = """
 import importlib, json, sys
-for name in ("pxp", "handoff", "vxp", "parley", "ppcheck"):
+for name in ("pxp", "handoff", "vxp", "parley", "ppcheck", "ppbind"):
     module = importlib.import_module(name)
     assert "site-packages" in module.__file__, module.__file__
     assert module.__all__, name
 counts = {}
-for name in ("pxp", "handoff", "vxp", "parley"):
+for name in ("pxp", "handoff", "vxp", "parley", "ppbind"):
     module = importlib.import_module(name)
     for schema in module.schema_names():
         assert isinstance(module.load_schema(schema), dict)

@@ -32,6 +32,7 @@ _PACKAGE_ERRORS = (
     ("handoff", "HandoffError"),
     ("vxp", "VxpError"),
     ("parley", "ParleyError"),
+    ("ppbind", "BindingError"),
 )
 """Each protocol package and its error class: a handler's refusal, reported as a result."""
 

@@ -27,7 +27,7 @@ __all__ = [
     "vectors_schema",
 ]
 
-PROTOCOLS = ("pxp", "handoff", "vxp", "parley")
+PROTOCOLS = ("pxp", "handoff", "vxp", "parley", "ppbind")
 """The protocols whose suites live under ``vectors/<protocol>/``."""
 
 

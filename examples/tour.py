@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""The library's main job, end to end: `make demo` runs this file.
+"""A tour of each protocol on its own: `make tour` runs this file.
 
 Each protocol contributes one walk-through in ``examples/demo_<part>.py`` (a ``main()``
 that prints what happens, using only the public API). This script runs every one that
 exists, in the order a newcomer would read them, and says which parts are not built yet.
-It always exits 0; the test suite runs it and requires every part to succeed.
+It exits 1 if a part failed. The library's main job, all four protocols in one errand, is
+``examples/errand.py`` (`make demo`).
 
-``python examples/demo.py demo_vxp demo_pxp`` runs only the parts named (the test suite
+``python examples/tour.py demo_vxp demo_pxp`` runs only the parts named (the test suite
 runs each part in its own process, so the parts run side by side on a multi-core machine).
 """
 
@@ -46,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     known = [module_name for module_name, _ in PARTS]
     unknown = [name for name in names if name not in known]
     if unknown:
-        print(f"unknown demo part {unknown[0]!r}; the parts are: {', '.join(known)}")
+        print(f"unknown tour part {unknown[0]!r}; the parts are: {', '.join(known)}")
         return 2
-    print("principal-protocols demo: four protocols for agents that act for people.")
+    print("principal-protocols tour: each of the four protocols on its own.")
     ran, failed, missing = [], [], []
     for module_name, title in PARTS:
         if names and module_name not in names:
@@ -79,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  not yet  {title}")
     print()
     print(f"{len(ran)} parts ran, {len(failed)} failed, {len(missing)} not built yet.")
-    print("Next: `make test` runs lint, types, the vector drift check and every test.")
-    return 0
+    print("Next: `make demo` runs one errand across all four; `make test` runs every test.")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

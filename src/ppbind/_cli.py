@@ -1,0 +1,98 @@
+"""The ``errand`` command: audit an errand's records (``errand verify DIR``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ._audit import verify_errand
+from ._errors import BindingError
+from ._terms import price_text
+
+__all__ = ["main"]
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the member {key[:40]!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _read(path: Path) -> Any:
+    """One reading of an I-JSON file (RFC 7493): no duplicate members, no NaN/Infinity."""
+    text = path.read_text(encoding="utf-8")
+    return json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    path = Path(args.path)
+    if path.is_dir():
+        path = path / "errand.json"
+    try:
+        bundle = _read(path)
+        mandate = _read(Path(args.mandate)) if args.mandate else None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        print(f"errand: cannot read {path}: {str(exc)[:200]}", file=sys.stderr)
+        return 2
+    if mandate is not None and isinstance(bundle, dict):
+        bundle["mandate"] = mandate
+    try:
+        report = verify_errand(bundle)
+    except BindingError as exc:
+        if args.json:
+            print(json.dumps({"valid": False, "error": exc.to_json()}, indent=2))
+        else:
+            print(f"BROKEN  {exc.link}: {exc.code}" + (f" ({exc.reason})" if exc.reason else ""))
+            print(f"        {exc}")
+        return 1
+    if args.json:
+        print(json.dumps({"valid": True, "report": report}, indent=2))
+    else:
+        print(
+            f"OK  {report['item']} for {price_text(report['amount'], report['currency'])}: "
+            f"PXP {report['pxp']['proposal_hash'][:12]}… → decision rev "
+            f"{report['decision']['terms_rev']} → Parley {report['parley']['proposal']} → "
+            f"VXP {report['vxp']['final_state']} ({report['vxp']['statements']} statements) "
+            f"→ act {report['act']}"
+        )
+    return 0
+
+
+def _version() -> str:
+    try:
+        return metadata.version("principal-protocols")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "errand") -> int:
+    """Run the ``errand`` command; return the exit status (0 valid, 1 broken, 2 unusable)."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Audit one errand across PXP, Handoff, Parley and VXP."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    verify = sub.add_parser("verify", help="recompute every link of an errand's records")
+    verify.add_argument("path", help="a folder holding errand.json, or the file itself")
+    verify.add_argument("--json", action="store_true", help="print the report or error as JSON")
+    verify.add_argument(
+        "--mandate",
+        metavar="FILE",
+        help="the errand's mandate as the principal configured it (limit, service, issuer and "
+        "the issuer's key thumbprints), instead of the copy in the audited file: without it "
+        "the audit shows the records consistent with the mandate they carry",
+    )
+    args = parser.parse_args(argv)
+    return _verify(args)
