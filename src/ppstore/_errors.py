@@ -1,0 +1,25 @@
+"""The one error of the store plumbing; each package re-raises it as its own error."""
+
+from __future__ import annotations
+
+__all__ = ["StoreError"]
+
+
+class StoreError(ValueError):
+    """A store could not be chosen, opened or migrated.
+
+    ``code`` is stable: ``bad_url`` (the URL names no store this library knows),
+    ``postgres_unavailable`` (a ``postgresql://`` URL without the ``postgres`` extra),
+    ``store_open`` (the database refused the connection or the file cannot be opened),
+    ``schema_too_new`` (the store was written by a newer version of this library),
+    ``migration_failed`` (a migration statement failed; nothing of it was applied).
+    The message never carries a password from a URL.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"

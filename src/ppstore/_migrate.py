@@ -1,0 +1,134 @@
+"""One migration runner for SQLite and PostgreSQL: ordered migrations, recorded per store.
+
+A store lists its migrations in order; version ``n`` is the schema after the first ``n``
+of them, and version 1 is the store's schema as it stood before versions were recorded.
+Opening a store applies the missing ones in **one** transaction (all or nothing), so two
+processes opening the same database at once never both migrate, and a failed migration
+leaves the previous version intact.
+
+**Ours:** where the version is recorded.
+
+- SQLite: ``PRAGMA user_version`` of the file (one store per file). Version 1 statements
+  must be idempotent (``CREATE … IF NOT EXISTS``): a file written before versions were
+  recorded holds version 0 beside the version-1 tables.
+- PostgreSQL: the table ``ppstore_migrations (store, version, applied_at)``, one row per
+  migration applied, in the schema the connection's ``search_path`` names first, so one
+  database can hold every store of a deployment (each store's tables carry its prefix).
+  The runner holds the transaction-scoped advisory lock ``ppstore_migrations`` while it
+  reads and applies, so replicas starting together serialise here.
+
+A store written by a newer version than the code knows is refused (``schema_too_new``):
+reading it could misread data, and writing could corrupt it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from ._errors import StoreError
+
+__all__ = ["MIGRATION_TABLE", "Migrations", "migrate", "migrate_postgres", "migrate_sqlite"]
+
+MIGRATION_TABLE = "ppstore_migrations"
+"""The PostgreSQL table recording which migrations each store has had."""
+
+Migrations = Sequence[Sequence[str]]
+"""Migration ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``; each is a
+list of SQL statements run in order."""
+
+_LOCK_KEY = 0x7070_7374_6F72_65  # "ppstore" as a number: the runner's advisory lock
+
+
+def _too_new(store: str, found: int, known: int) -> StoreError:
+    return StoreError(
+        "schema_too_new",
+        f"the {store} store is at schema version {found}, newer than the {known} this "
+        "version of the library knows; upgrade the library",
+    )
+
+
+def migrate_sqlite(db: sqlite3.Connection, store: str, migrations: Migrations) -> int:
+    """Bring a SQLite store to ``len(migrations)``; return the version it was at.
+
+    ``db`` must be in autocommit mode (``isolation_level=None``). The version is the
+    file's ``PRAGMA user_version``.
+    """
+    latest = len(migrations)
+    try:
+        (found,) = db.execute("PRAGMA user_version").fetchone()
+    except sqlite3.Error as exc:
+        raise StoreError("store_open", f"cannot read the {store} store: {exc}") from None
+    if found == latest:
+        return int(found)
+    if found > latest:
+        raise _too_new(store, found, latest)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as exc:
+        raise StoreError("store_open", f"cannot migrate the {store} store: {exc}") from None
+    try:
+        (found,) = db.execute("PRAGMA user_version").fetchone()  # another may have done it
+        if found > latest:
+            raise _too_new(store, found, latest)
+        for migration in migrations[found:]:
+            for statement in migration:
+                db.execute(statement)
+        db.execute(f"PRAGMA user_version = {int(latest)}")
+        db.execute("COMMIT")
+    except BaseException as exc:
+        db.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(
+                "migration_failed", f"migrating the {store} store failed: {exc}"
+            ) from None
+        raise
+    return int(found)
+
+
+def migrate_postgres(conn: Any, store: str, migrations: Migrations) -> int:
+    """Bring a PostgreSQL store to ``len(migrations)``; return the version it was at.
+
+    ``conn`` is a psycopg connection in autocommit mode; the work is one transaction
+    under the runner's advisory lock, recorded in :data:`MIGRATION_TABLE`.
+    """
+    import psycopg
+
+    latest = len(migrations)
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {MIGRATION_TABLE} ("
+                " store text NOT NULL, version integer NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now(),"
+                " PRIMARY KEY (store, version))"
+            )
+            row = conn.execute(
+                f"SELECT COALESCE(MAX(version), 0) FROM {MIGRATION_TABLE} WHERE store = %s",  # noqa: S608
+                (store,),
+            ).fetchone()
+            found = int(row[0])
+            if found > latest:
+                raise _too_new(store, found, latest)
+            for number, migration in enumerate(migrations[found:], start=found + 1):
+                for statement in migration:
+                    conn.execute(statement)
+                conn.execute(
+                    f"INSERT INTO {MIGRATION_TABLE} (store, version) VALUES (%s, %s)",  # noqa: S608
+                    (store, number),
+                )
+    except psycopg.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StoreError(
+            "migration_failed", f"migrating the {store} store failed: {first}"
+        ) from None
+    return found
+
+
+def migrate(db: Any, store: str, migrations: Migrations) -> int:
+    """Run :func:`migrate_sqlite` or :func:`migrate_postgres`, whichever ``db`` is."""
+    if isinstance(db, sqlite3.Connection):
+        return migrate_sqlite(db, store, migrations)
+    return migrate_postgres(db, store, migrations)
