@@ -270,11 +270,12 @@ def test_a_process_killed_mid_commit_is_reconciled_then_committed_once(tmp_path:
 def test_a_version_1_store_is_migrated_on_open(tmp_path: Path) -> None:
     import sqlite3
 
-    from parley._sqlite import _V1, SCHEMA_VERSION
+    from parley._sqlite import MIGRATIONS, SCHEMA_VERSION
 
     db = tmp_path / "v1.db"
     raw = sqlite3.connect(db)
-    raw.executescript(_V1)
+    for statement in MIGRATIONS[0]:  # a file of version 1, written before versions were kept
+        raw.execute(statement)
     raw.execute("INSERT INTO inflight VALUES ('p_old', 500, '[\"b1\"]')")
     raw.execute("INSERT INTO totals VALUES ('b1', 500)")
     raw.commit()
