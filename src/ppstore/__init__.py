@@ -21,7 +21,14 @@ never import this package: only the store modules do, and only when they open a 
 from __future__ import annotations
 
 from ._errors import StoreError
-from ._migrate import MIGRATION_TABLE, Migrations, migrate, migrate_postgres, migrate_sqlite
+from ._migrate import (
+    MIGRATION_TABLE,
+    Migrations,
+    application_id,
+    migrate,
+    migrate_postgres,
+    migrate_sqlite,
+)
 from ._pg import Pg, advisory_key, postgres_missing
 from ._url import StoreURL, parse_url, redact
 
@@ -32,6 +39,7 @@ __all__ = [
     "StoreError",
     "StoreURL",
     "advisory_key",
+    "application_id",
     "migrate",
     "migrate_postgres",
     "migrate_sqlite",

@@ -11,6 +11,7 @@ class StoreError(ValueError):
     ``code`` is stable: ``bad_url`` (the URL names no store this library knows),
     ``postgres_unavailable`` (a ``postgresql://`` URL without the ``postgres`` extra),
     ``store_open`` (the database refused the connection or the file cannot be opened),
+    ``wrong_store`` (the SQLite file holds another kind of store),
     ``schema_too_new`` (the store was written by a newer version of this library),
     ``migration_failed`` (a migration statement failed; nothing of it was applied).
     The message never carries a password from a URL.

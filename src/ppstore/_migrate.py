@@ -8,9 +8,12 @@ leaves the previous version intact.
 
 **Ours:** where the version is recorded.
 
-- SQLite: ``PRAGMA user_version`` of the file (one store per file). Version 1 statements
-  must be idempotent (``CREATE … IF NOT EXISTS``): a file written before versions were
-  recorded holds version 0 beside the version-1 tables.
+- SQLite: ``PRAGMA user_version`` of the file, one store per file, the file marked as
+  that store's with ``PRAGMA application_id`` (a number derived from the store name:
+  :func:`application_id`); a file of another store is refused (``wrong_store``) rather
+  than read with the wrong schema. Version 1 statements must be idempotent (``CREATE …
+  IF NOT EXISTS``): a file written before versions were recorded holds version 0 (and
+  application id 0) beside the version-1 tables.
 - PostgreSQL: the table ``ppstore_migrations (store, version, applied_at)``, one row per
   migration applied, in the schema the connection's ``search_path`` names first, so one
   database can hold every store of a deployment (each store's tables carry its prefix).
@@ -24,12 +27,20 @@ reading it could misread data, and writing could corrupt it.
 from __future__ import annotations
 
 import sqlite3
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
 from ._errors import StoreError
 
-__all__ = ["MIGRATION_TABLE", "Migrations", "migrate", "migrate_postgres", "migrate_sqlite"]
+__all__ = [
+    "MIGRATION_TABLE",
+    "Migrations",
+    "application_id",
+    "migrate",
+    "migrate_postgres",
+    "migrate_sqlite",
+]
 
 MIGRATION_TABLE = "ppstore_migrations"
 """The PostgreSQL table recording which migrations each store has had."""
@@ -49,6 +60,11 @@ def _too_new(store: str, found: int, known: int) -> StoreError:
     )
 
 
+def application_id(store: str) -> int:
+    """The ``PRAGMA application_id`` marking a SQLite file as ``store``'s (never 0)."""
+    return zlib.crc32(b"ppstore:" + store.encode("utf-8")) & 0x7FFF_FFFF or 1
+
+
 def migrate_sqlite(db: sqlite3.Connection, store: str, migrations: Migrations) -> int:
     """Bring a SQLite store to ``len(migrations)``; return the version it was at.
 
@@ -56,26 +72,37 @@ def migrate_sqlite(db: sqlite3.Connection, store: str, migrations: Migrations) -
     file's ``PRAGMA user_version``.
     """
     latest = len(migrations)
+    mark = application_id(store)
+
+    def read() -> tuple[int, int]:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        (owner,) = db.execute("PRAGMA application_id").fetchone()
+        if owner not in (0, mark):
+            raise StoreError(
+                "wrong_store",
+                f"the file is not a {store} store (it belongs to another kind of store)",
+            )
+        if version > latest:
+            raise _too_new(store, version, latest)
+        return int(version), int(owner)
+
     try:
-        (found,) = db.execute("PRAGMA user_version").fetchone()
+        found, owner = read()
     except sqlite3.Error as exc:
         raise StoreError("store_open", f"cannot read the {store} store: {exc}") from None
-    if found == latest:
-        return int(found)
-    if found > latest:
-        raise _too_new(store, found, latest)
+    if found == latest and owner == mark:
+        return found
     try:
         db.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
         raise StoreError("store_open", f"cannot migrate the {store} store: {exc}") from None
     try:
-        (found,) = db.execute("PRAGMA user_version").fetchone()  # another may have done it
-        if found > latest:
-            raise _too_new(store, found, latest)
+        found, owner = read()  # another process may have migrated meanwhile
         for migration in migrations[found:]:
             for statement in migration:
                 db.execute(statement)
         db.execute(f"PRAGMA user_version = {int(latest)}")
+        db.execute(f"PRAGMA application_id = {int(mark)}")
         db.execute("COMMIT")
     except BaseException as exc:
         db.execute("ROLLBACK")
@@ -84,7 +111,7 @@ def migrate_sqlite(db: sqlite3.Connection, store: str, migrations: Migrations) -
                 "migration_failed", f"migrating the {store} store failed: {exc}"
             ) from None
         raise
-    return int(found)
+    return found
 
 
 def migrate_postgres(conn: Any, store: str, migrations: Migrations) -> int:

@@ -96,19 +96,25 @@ class MemoryReplayCache:
             return True
 
 
+REPLAY_MIGRATIONS: list[list[str]] = [
+    ["CREATE TABLE IF NOT EXISTS dpop_jti (key TEXT PRIMARY KEY, until INTEGER NOT NULL)"],
+]
+"""The SQLite replay cache's ordered migrations (``PRAGMA user_version``)."""
+
+
 class SqliteReplayCache:
     """A :class:`ReplayCache` in a SQLite file: it survives restarts and is shared by every
     process that opens the same file (each check-and-store is one write transaction)."""
 
     def __init__(self, path: str) -> None:
+        from ppstore import StoreError, migrate_sqlite
+
         try:
             self._db = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, timeout=30.0
             )
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS dpop_jti (key TEXT PRIMARY KEY, until INTEGER NOT NULL)"
-            )
-        except sqlite3.Error as exc:
+            migrate_sqlite(self._db, "vxp_replay", REPLAY_MIGRATIONS)
+        except (sqlite3.Error, StoreError) as exc:
             raise VxpError(
                 "replay_store_unavailable", f"cannot open the replay store {path!r}"
             ) from exc

@@ -14,6 +14,7 @@ from ppstore import (
     MIGRATION_TABLE,
     Pg,
     StoreError,
+    application_id,
     migrate,
     migrate_postgres,
     migrate_sqlite,
@@ -107,6 +108,16 @@ def test_sqlite_unversioned_file_of_version_one_is_upgraded(tmp_path: Path) -> N
     db.execute("INSERT INTO t (x) VALUES (5)")
     assert migrate_sqlite(db, "demo", [V1, V2]) == 0
     assert db.execute("SELECT x, y FROM t").fetchall() == [(5, 7)]
+
+
+def test_sqlite_file_of_another_store_is_refused(tmp_path: Path) -> None:
+    db = _sqlite(tmp_path / "s.sqlite")
+    migrate_sqlite(db, "demo", [V1])
+    assert db.execute("PRAGMA application_id").fetchone()[0] == application_id("demo")
+    with pytest.raises(StoreError) as caught:
+        migrate_sqlite(db, "other", [["CREATE TABLE IF NOT EXISTS o (a TEXT)"]])
+    assert caught.value.code == "wrong_store"
+    assert application_id("demo") != application_id("other")
 
 
 # ---------------------------------------------------------------- PostgreSQL runner
