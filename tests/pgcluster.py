@@ -56,12 +56,15 @@ def require_postgres(reason: str) -> None:
 class Cluster:
     """A running throwaway cluster: make databases, hand out their URLs, stop it."""
 
-    def __init__(self, bindir: Path, root: Path, as_postgres: bool) -> None:
+    def __init__(
+        self, bindir: Path, root: Path, as_postgres: bool, *, durable: bool = False
+    ) -> None:
         self.bindir = bindir
         self.root = root
         self.data = root / "data"
         self.socket = root / "sock"
         self.as_postgres = as_postgres
+        self.durable = durable
         self.user = "postgres"
         self._names = itertools.count(1)
         self.pid: int | None = None
@@ -79,7 +82,8 @@ class Cluster:
         return f"postgresql:///{database}?host={self.socket}&user={self.user}"
 
     def start(self) -> None:
-        """``initdb`` and ``pg_ctl start`` (durability off: the data is thrown away)."""
+        """``initdb`` and ``pg_ctl start`` (durability off unless ``durable``: the data is
+        thrown away; the benchmark keeps it on, to compare like with like)."""
         self.socket.mkdir()
         if self.as_postgres:
             shutil.chown(self.root, "postgres", "postgres")
@@ -92,9 +96,10 @@ class Cluster:
             raise RuntimeError(f"initdb failed: {done.stderr.strip()[-600:]}")
         options = (
             f"-c listen_addresses='' -c unix_socket_directories='{self.socket}'"
-            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             " -c max_connections=200 -c shared_buffers=32MB"
         )
+        if not self.durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         done = self._run(
             "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-o", options,
             "-w", "-t", "90", "start",
@@ -155,7 +160,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def start_cluster() -> Cluster | str:
+def start_cluster(*, durable: bool = False) -> Cluster | str:
     """Start a cluster, or return why one cannot be started here."""
     try:
         import psycopg  # noqa: F401
@@ -178,7 +183,7 @@ def start_cluster() -> Cluster | str:
         except KeyError:
             return "running as root and there is no postgres system user (initdb refuses root)"
     root = Path(tempfile.mkdtemp(prefix="pp-pg-"))
-    cluster = Cluster(bindir, root, as_postgres)
+    cluster = Cluster(bindir, root, as_postgres, durable=durable)
     try:
         cluster.start()
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:

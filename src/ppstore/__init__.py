@@ -24,6 +24,7 @@ from ._errors import StoreError
 from ._migrate import (
     MIGRATION_TABLE,
     Migrations,
+    Step,
     application_id,
     migrate,
     migrate_postgres,
@@ -36,6 +37,7 @@ __all__ = [
     "MIGRATION_TABLE",
     "Migrations",
     "Pg",
+    "Step",
     "StoreError",
     "StoreURL",
     "advisory_key",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sqlite3
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._errors import StoreError
@@ -36,6 +36,7 @@ from ._errors import StoreError
 __all__ = [
     "MIGRATION_TABLE",
     "Migrations",
+    "Step",
     "application_id",
     "migrate",
     "migrate_postgres",
@@ -45,9 +46,21 @@ __all__ = [
 MIGRATION_TABLE = "ppstore_migrations"
 """The PostgreSQL table recording which migrations each store has had."""
 
-Migrations = Sequence[Sequence[str]]
+Step = str | Callable[[Any], None]
+"""One step of a migration: an SQL statement, or a function given the connection (for a
+change that depends on what an older file holds, e.g. a column added only where missing)."""
+
+Migrations = Sequence[Sequence[Step]]
 """Migration ``i`` (0-based) takes the schema from version ``i`` to ``i + 1``; each is a
-list of SQL statements run in order."""
+list of steps run in order."""
+
+
+def _run(db: Any, step: Step) -> None:
+    if isinstance(step, str):
+        db.execute(step)
+    else:
+        step(db)
+
 
 _LOCK_KEY = 0x7070_7374_6F72_65  # "ppstore" as a number: the runner's advisory lock
 
@@ -99,8 +112,8 @@ def migrate_sqlite(db: sqlite3.Connection, store: str, migrations: Migrations) -
     try:
         found, owner = read()  # another process may have migrated meanwhile
         for migration in migrations[found:]:
-            for statement in migration:
-                db.execute(statement)
+            for step in migration:
+                _run(db, step)
         db.execute(f"PRAGMA user_version = {int(latest)}")
         db.execute(f"PRAGMA application_id = {int(mark)}")
         db.execute("COMMIT")
@@ -140,8 +153,8 @@ def migrate_postgres(conn: Any, store: str, migrations: Migrations) -> int:
             if found > latest:
                 raise _too_new(store, found, latest)
             for number, migration in enumerate(migrations[found:], start=found + 1):
-                for statement in migration:
-                    conn.execute(statement)
+                for step in migration:
+                    _run(conn, step)
                 conn.execute(
                     f"INSERT INTO {MIGRATION_TABLE} (store, version) VALUES (%s, %s)",  # noqa: S608
                     (store, number),

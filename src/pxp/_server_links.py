@@ -340,29 +340,17 @@ class MemoryLinkStore:
 class SqliteLinkStore:
     """A :class:`LinkStore` in an SQLite file (table ``pxp_server_links``); survives restarts.
 
-    Opening a file written before links could expire adds the two columns (``expires_at``,
-    ``revoked``) in place; existing links then never expire until told to.
+    The file is versioned with the room store's (``pxp._store.SQLITE_MIGRATIONS``):
+    opening a file written before links could expire adds the columns (``expires_at``,
+    ``revoked``, ``issued_at``) in place; existing links then never expire until told to.
     """
 
     def __init__(self, path: str | Path) -> None:
         self._path = str(path)
         self._lock = threading.Lock()
-        with self._connect() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS pxp_server_links ("
-                " room_id TEXT NOT NULL, seat TEXT NOT NULL, kind TEXT NOT NULL,"
-                " digest TEXT NOT NULL, PRIMARY KEY (room_id, seat, kind))"
-            )
-            have = {row[1] for row in db.execute("PRAGMA table_info(pxp_server_links)")}
-            # ordered migrations: each adds what an older file lacks
-            if "expires_at" not in have:
-                db.execute("ALTER TABLE pxp_server_links ADD COLUMN expires_at TEXT")
-            if "revoked" not in have:
-                db.execute(
-                    "ALTER TABLE pxp_server_links ADD COLUMN revoked INTEGER NOT NULL DEFAULT 0"
-                )
-            if "issued_at" not in have:
-                db.execute("ALTER TABLE pxp_server_links ADD COLUMN issued_at INTEGER")
+        from ._store import open_sqlite
+
+        open_sqlite(self._path).close()  # created or upgraded (ordered migrations)
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self._path, timeout=10.0, isolation_level=None)

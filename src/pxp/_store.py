@@ -152,6 +152,52 @@ BEGIN SELECT RAISE(ABORT, 'pxp ledger entry does not extend the chain'); END;
 """
 
 
+_LINKS = (
+    "CREATE TABLE IF NOT EXISTS pxp_server_links ("
+    " room_id TEXT NOT NULL, seat TEXT NOT NULL, kind TEXT NOT NULL,"
+    " digest TEXT NOT NULL, PRIMARY KEY (room_id, seat, kind))"
+)
+
+
+def _link_columns(db: sqlite3.Connection) -> None:
+    """Add the link columns a file of an earlier layout lacks (each in its turn)."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(pxp_server_links)")}
+    if "expires_at" not in have:
+        db.execute("ALTER TABLE pxp_server_links ADD COLUMN expires_at TEXT")
+    if "revoked" not in have:
+        db.execute("ALTER TABLE pxp_server_links ADD COLUMN revoked INTEGER NOT NULL DEFAULT 0")
+    if "issued_at" not in have:
+        db.execute("ALTER TABLE pxp_server_links ADD COLUMN issued_at INTEGER")
+
+
+SQLITE_MIGRATIONS: list[list[Any]] = [
+    [
+        *(statement.strip() for statement in _SCHEMA.split(";\n") if statement.strip()),
+        _LINKS,
+        _link_columns,
+    ],
+]
+"""The ordered migrations of a PXP SQLite file (rooms, ledgers, seat tokens and the
+server's link digests: one store, ``pxp``, recorded in ``PRAGMA user_version``). Version 1
+is the layout before versions were recorded; its steps are idempotent, so such a file,
+whichever of the earlier link columns it has, is adopted as it is."""
+
+
+def open_sqlite(path: str | Path) -> sqlite3.Connection:
+    """Open (creating or upgrading) a PXP SQLite file; ``store_corrupt`` when it cannot be."""
+    from ppstore import StoreError, migrate_sqlite
+
+    db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=10.0)
+    try:
+        migrate_sqlite(db, "pxp", SQLITE_MIGRATIONS)
+    except StoreError as exc:
+        db.close()
+        raise PxpError(
+            "store_corrupt", f"cannot open the room store {path}: {exc.message}"
+        ) from None
+    return db
+
+
 class SqliteRoomStore:
     """A :class:`RoomStore` in an SQLite file.
 
@@ -161,9 +207,8 @@ class SqliteRoomStore:
 
     def __init__(self, path: str | Path) -> None:
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db = open_sqlite(path)
         self._db.execute("PRAGMA foreign_keys = ON")
-        self._db.executescript(_SCHEMA)
 
     def close(self) -> None:
         """Close the database connection."""
