@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port to bind (8765)")
     serve.add_argument("--db", type=Path, default=Path("pxp-rooms.sqlite"), help="SQLite file")
+    serve.add_argument(
+        "--state",
+        metavar="URL",
+        help="the store instead of --db: sqlite:PATH, or postgresql://… shared by replicas",
+    )
     serve.add_argument("--public-url", help="URL prefix of the links handed out")
     serve.add_argument(
         "--allowed-host", action="append", default=[], help="Host header to accept (repeat)"

@@ -114,6 +114,13 @@ class _Changes:
         self._waiting: dict[str, int] = {}
         self._seats: dict[tuple[str, str], int] = {}
         self.total = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def bump_from_thread(self, room_id: str) -> None:
+        """:meth:`bump` from another thread (a store's change listener, issue 23)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.bump, room_id)
 
     def bump(self, room_id: str) -> None:
         event = self._events.pop(room_id, None)
@@ -141,6 +148,7 @@ class _Changes:
             self._events.pop(room_id, None)
 
     async def wait(self, room_id: str, seconds: float) -> None:
+        self._loop = asyncio.get_running_loop()
         event = self._events.get(room_id)
         if event is None:
             event = self._events[room_id] = asyncio.Event()
@@ -531,6 +539,11 @@ def create_app(
     """
     cfg = config if config is not None else ServerConfig()
     changes = _Changes()
+    # a store shared by replicas (PostgreSQL) tells this process about other replicas'
+    # writes, so their waiters are woken at once rather than at their next re-read
+    listen = getattr(getattr(service, "_rooms", None), "listen", None)
+    if callable(listen):
+        listen(changes.bump_from_thread)
     mcp = create_mcp_server(service, cfg, changes)
     # The server's own public name is always allowed: links point there, and the page's
     # forms post from there.

@@ -78,11 +78,21 @@ class MemoryRoomStore:
         self._lock = threading.Lock()
         self._rooms: dict[str, tuple[str, list[dict[str, Any]]]] = {}
 
+    def _token_clash(self, room: Room) -> None:
+        """Refuse a seat token that already opens another seat or room (as SQLite does)."""
+        for seat in SEATS:
+            token = room._seats[seat].token
+            if token is not None and self._locate(token) not in (None, (room.id, seat)):
+                raise PxpError(
+                    "store_conflict", f"seat {seat}'s token already opens another seat or room"
+                )
+
     def create(self, room: Room) -> None:
         """Store a new room."""
         with self._lock:
             if room.id in self._rooms:
                 raise PxpError("store_conflict", f"a room with id {room.id} already exists")
+            self._token_clash(room)
             self._rooms[room.id] = _snapshot(room)
 
     def load(self, room_id: str) -> Room:
@@ -101,13 +111,16 @@ class MemoryRoomStore:
             if found is None:
                 raise PxpError("room_unknown", f"no room has id {room.id!r}")
             _check_extends([e["hash"] for e in found[1]], room, room.id)
+            self._token_clash(room)
             self._rooms[room.id] = (snapshot, found[1] + ledger[len(found[1]) :])
 
     def locate(self, token: str) -> tuple[str, str] | None:
         """Find the room and seat of a seat link token."""
         with self._lock:
-            items = list(self._rooms.items())
-        for room_id, (snapshot, _) in items:
+            return self._locate(token)
+
+    def _locate(self, token: str) -> tuple[str, str] | None:
+        for room_id, (snapshot, _) in self._rooms.items():
             seats = json.loads(snapshot)["seats"]
             for seat in SEATS:
                 if seats[seat]["token"] is not None and seats[seat]["token"] == token:

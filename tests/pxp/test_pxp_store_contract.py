@@ -1,0 +1,280 @@
+"""One contract for the PXP room and link stores: memory, SQLite and PostgreSQL (issue 23).
+
+Then PostgreSQL only: the ledger is append-only in the database, two server apps on one
+database (two replicas) wake each other's ``wait_for_turn`` through ``LISTEN/NOTIFY``
+with the periodic re-read set to 30 s, and two ``pxp serve --state postgresql://…``
+processes serve one room with both seats sending at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pxp
+
+pytest.importorskip("mcp", reason="the MCP server tests need principal-protocols[mcp]")
+pytest.importorskip("uvicorn", reason="the MCP server tests need principal-protocols[http]")
+
+import httpx2
+
+from pxp.server import (
+    MemoryLinkStore,
+    ServerConfig,
+    SqliteLinkStore,
+    create_app,
+    service_for_url,
+)
+
+from ._mcp_harness import call, free_socket, mcp_client, running
+from .test_mcp_rooms import OFFER, open_room
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+CARD = {"principal": {"name": "Ana"}, "goal": "Sell", "must_haves": ["5000 EUR"]}
+pytestmark = pytest.mark.slow  # servers, processes and a database
+
+
+def _room(room_id: str = "store-1") -> pxp.Room:
+    return pxp.Room.open(room_id, topic="t", now=T0, tokens={"A": "a" * 24, "B": "b" * 24})
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, Any, Any]]:
+    """``(room store, another handle on it, link store)``."""
+    opened: list[Any] = []
+    if request.param == "memory":
+        room = pxp.MemoryRoomStore()
+        yield room, room, MemoryLinkStore()
+        return
+    if request.param == "sqlite":
+        path = tmp_path / "rooms.sqlite"
+        found = (pxp.SqliteRoomStore(path), pxp.SqliteRoomStore(path), SqliteLinkStore(path))
+    else:
+        from pxp._postgres import PostgresLinkStore, PostgresRoomStore
+
+        url = request.getfixturevalue("postgres_url")
+        found = (PostgresRoomStore(url), PostgresRoomStore(url), PostgresLinkStore(url))
+    opened.extend(found)
+    yield found
+    for store in opened:
+        if hasattr(store, "close"):
+            store.close()
+
+
+def test_rooms_round_trip_and_refuse_a_stale_copy(stores: tuple[Any, Any, Any]) -> None:
+    store, other, _ = stores
+    store.create(_room())
+    with pytest.raises(pxp.PxpError) as caught:
+        other.create(_room())
+    assert caught.value.code == "store_conflict"
+    first, second = store.load("store-1"), other.load("store-1")
+    first.seal("A", CARD, now=T0 + timedelta(seconds=1))
+    store.save(first)
+    assert other.load("store-1").export() == first.export()
+    second.seal("B", CARD, now=T0 + timedelta(seconds=2))
+    with pytest.raises(pxp.PxpError) as stale:
+        other.save(second)  # saved in between: its ledger does not extend the stored one
+    assert stale.value.code == "store_conflict"
+    assert other.room_ids() == ["store-1"]
+    assert other.locate("b" * 24) == ("store-1", "B")
+    assert other.locate("nope") is None
+    with pytest.raises(pxp.PxpError) as unknown:
+        other.load("other")
+    assert unknown.value.code == "room_unknown"
+    clash = pxp.Room.open("store-2", topic="t", now=T0, tokens={"A": "a" * 24, "B": "c" * 24})
+    with pytest.raises(pxp.PxpError) as taken:
+        store.create(clash)  # seat A's token already opens a seat of store-1
+    assert taken.value.code == "store_conflict"
+    assert "store-2" not in store.room_ids()  # nothing half-applied
+
+
+def test_concurrent_saves_of_one_room_keep_one_history(stores: tuple[Any, Any, Any]) -> None:
+    store, other, _ = stores
+    store.create(_room())
+    copies = [store.load("store-1"), other.load("store-1")]
+    for n, copy in enumerate(copies):
+        copy.seal("AB"[n], CARD, now=T0 + timedelta(seconds=1))
+    outcomes: list[str] = []
+    start = threading.Barrier(2)
+
+    def save(n: int) -> None:
+        start.wait()
+        try:
+            (store, other)[n].save(copies[n])
+            outcomes.append("saved")
+        except pxp.PxpError as exc:
+            outcomes.append(exc.code)
+
+    threads = [threading.Thread(target=save, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(outcomes) == ["saved", "store_conflict"]
+    kept = store.load("store-1")
+    assert pxp.verify_ledger(kept.export()["ledger"]) == kept.head
+
+
+def test_link_digests(stores: tuple[Any, Any, Any]) -> None:
+    _, _, links = stores
+    links.add_room("r1", {("A", "seat"): "da", ("B", "seat"): "db"}, expires_at="2027-01-01T00:00Z")
+    with pytest.raises(pxp.PxpError) as caught:
+        links.add_room("r1", {("A", "seat"): "x"})
+    assert caught.value.code == "room_exists"
+    assert links.add_link("r1", "A", "principal", "pa") is True
+    assert links.add_link("r1", "A", "principal", "pa2") is False  # minted once
+    assert links.add_link("unknown", "A", "principal", "p") is False
+    assert links.set_link("r1", "B", "seat", "db2", issued_at=5) is True
+    assert links.set_link("r1", "B", "seat", "db-old", issued_at=4) is False  # a later issue won
+    assert links.set_link("unknown", "B", "seat", "d") is False
+    assert links.room_digests("r1") == {
+        ("A", "principal"): "pa",
+        ("A", "seat"): "da",
+        ("B", "seat"): "db2",
+    }
+    assert links.revoke("r1", seat="A") == 2
+    assert links.set_expiry("r1", None, kind="seat") == 2
+    rows = {(r.seat, r.kind): (r.expires_at, r.revoked) for r in links.rows("r1")}
+    assert rows == {
+        ("A", "principal"): (None, True),
+        ("A", "seat"): (None, True),
+        ("B", "seat"): (None, False),
+    }
+    assert links.rows("unknown") == []
+
+
+# ---------------------------------------------------------------- PostgreSQL only
+
+
+def test_postgres_ledger_is_append_only_in_the_database(postgres_url: str) -> None:
+    import psycopg
+
+    from pxp._postgres import PostgresRoomStore
+
+    store = PostgresRoomStore(postgres_url)
+    room = _room()
+    room.seal("A", CARD, now=T0 + timedelta(seconds=1))
+    store.create(room)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for statement in (
+            "UPDATE pxp_ledger SET entry = '{}'",
+            "DELETE FROM pxp_ledger",
+            "TRUNCATE pxp_ledger CASCADE",
+            "INSERT INTO pxp_ledger (room_id, n, hash, prev, entry)"
+            " VALUES ('store-1', 9, 'h', 'p', '{}')",
+            "INSERT INTO pxp_ledger (room_id, n, hash, prev, entry)"
+            " VALUES ('store-1', 1, 'h', repeat('0', 64), '{}')",
+        ):
+            with pytest.raises(psycopg.Error):
+                conn.execute(statement)
+    assert store.load("store-1").export() == room.export()
+    store.close()
+
+
+def test_a_waiter_on_one_replica_is_woken_by_a_send_on_the_other(postgres_url: str) -> None:
+    """Two apps, each its own stores on one database; the re-read is every 30 s, so only
+    the NOTIFY of the other replica's write can wake the waiter in time."""
+    one, two = service_for_url(postgres_url), service_for_url(postgres_url)
+    sock1, sock2 = free_socket(), free_socket()
+    port1, port2 = sock1.getsockname()[1], sock2.getsockname()[1]
+    app1 = create_app(one, ServerConfig(public_url=f"http://127.0.0.1:{port1}", poll_seconds=30))
+    app2 = create_app(two, ServerConfig(public_url=f"http://127.0.0.1:{port2}", poll_seconds=30))
+
+    async def go(base1: str, base2: str) -> float:
+        async with mcp_client(base1) as a, mcp_client(base2) as b:
+            links = await open_room(a, b)  # A on replica 1, B on replica 2
+            started = time.monotonic()
+            waited, sent = await asyncio.gather(
+                call(b, "wait_for_turn", {"link": links["b"], "timeout_seconds": 25}),
+                _later(call(a, "send_envelope", {"link": links["a"], **OFFER})),
+            )
+            took = time.monotonic() - started
+            assert sent["accepted_envelope"]["claims"][0]["id"] == "A1.1"
+            assert waited["ready"] is True
+            assert waited["your_turn"] is True
+            assert [c["id"] for c in waited["claims_to_review"]] == ["A1.1"]
+            return took
+
+    try:
+        with running(app1, sock1) as base1, running(app2, sock2) as base2:
+            took = asyncio.run(go(base1, base2))
+    finally:
+        for service in (one, two):
+            service._rooms.close()  # type: ignore[attr-defined]
+            service._links.close()  # type: ignore[attr-defined]
+    assert took < 20, took  # woken by the other replica's write, not by the 30 s re-read
+
+
+async def _later(job: Any) -> Any:
+    await asyncio.sleep(1.0)  # the waiter is waiting by then (it would wait 30 s)
+    return await job
+
+
+class Replica:
+    """``python -m pxp serve --state URL`` as a child process."""
+
+    def __init__(self, url: str) -> None:
+        sock = free_socket()
+        self.port = sock.getsockname()[1]
+        sock.close()
+        self.base = f"http://127.0.0.1:{self.port}"
+        argv = [sys.executable, "-m", "pxp", "serve", "--port", str(self.port), "--state", url]
+        self.proc = subprocess.Popen(argv, env=dict(os.environ), stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx2.get(self.base + "/s/x/y", timeout=1)
+                return
+            except httpx2.TransportError:
+                assert self.proc.poll() is None, self.stop()
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        _, err = self.proc.communicate(timeout=30)
+        return err
+
+
+def test_two_pxp_serve_replicas_share_one_room(postgres_url: str) -> None:
+    one, two = Replica(postgres_url), Replica(postgres_url)
+
+    async def go() -> tuple[list[Any], str]:
+        async with mcp_client(one.base) as a, mcp_client(two.base) as b:
+            links = await open_room(a, b)
+            # both seats send at once, each through its own replica: one envelope is
+            # accepted (it is A's turn), the other refused, and the ledger stays one chain
+            both = await asyncio.gather(
+                a.call_tool("send_envelope", {"link": links["a"], **OFFER}),
+                b.call_tool("send_envelope", {"link": links["b"], **OFFER}),
+            )
+            view = await call(b, "wait_for_turn", {"link": links["b"], "timeout_seconds": 5})
+            assert [c["id"] for c in view["claims_to_review"]] == ["A1.1"]
+            return list(both), str(view["room_id"])
+
+    try:
+        both, room_id = asyncio.run(go())
+    finally:
+        errors = [one.stop(), two.stop()]
+    assert [r.is_error for r in both] == [False, True], [r.content for r in both]
+    from pxp._postgres import PostgresRoomStore
+
+    store = PostgresRoomStore(postgres_url)
+    room = store.load(room_id)  # re-verifies the whole ledger
+    store.close()
+    ledger = room.export()["ledger"]
+    assert pxp.verify_ledger(ledger) == room.head
+    sent = [e for e in ledger if "envelope" in e["type"]]
+    assert len(sent) == 1, [e["type"] for e in ledger]  # one envelope: the accepted one
+    assert "(rooms in postgresql://" in errors[0]
