@@ -17,6 +17,7 @@ appear in a refusal, a log line or another seat's view.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -128,6 +129,10 @@ class _Changes:
             event.set()
 
     def enter(self, room_id: str, seat: str, *, per_seat: int, overall: int) -> bool:
+        # the loop is known before the waiter's first read: a wake-up from another
+        # replica that lands during that read is then run after it, never lost
+        with contextlib.suppress(RuntimeError):
+            self._loop = asyncio.get_running_loop()
         key = (room_id, seat)
         if self.total >= overall or self._seats.get(key, 0) >= per_seat:
             return False
@@ -148,7 +153,6 @@ class _Changes:
             self._events.pop(room_id, None)
 
     async def wait(self, room_id: str, seconds: float) -> None:
-        self._loop = asyncio.get_running_loop()
         event = self._events.get(room_id)
         if event is None:
             event = self._events[room_id] = asyncio.Event()

@@ -66,6 +66,7 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
         allowed_hosts=tuple(hosts),
         allowed_origins=tuple(origins),
         agent_keys=_keys(args),
+        poll_seconds=getattr(args, "poll_seconds", 0.5),
     )
 
 

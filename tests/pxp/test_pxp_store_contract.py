@@ -39,6 +39,11 @@ from pxp.server import (
 from ._mcp_harness import call, free_socket, mcp_client, running
 from .test_mcp_rooms import OFFER, open_room
 
+COUNTER = {
+    "message": "4200 EUR, and delivery by June.",
+    "reviews": [{"claim_id": "A1.1", "verdict": "accept"}],
+    "status": "continue",
+}
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CARD = {"principal": {"name": "Ana"}, "goal": "Sell", "must_haves": ["5000 EUR"]}
 pytestmark = pytest.mark.slow  # servers, processes and a database
@@ -229,6 +234,7 @@ class Replica:
         sock.close()
         self.base = f"http://127.0.0.1:{self.port}"
         argv = [sys.executable, "-m", "pxp", "serve", "--port", str(self.port), "--state", url]
+        argv += ["--poll-seconds", "30"]  # only the other replica's NOTIFY wakes in time
         self.proc = subprocess.Popen(argv, env=dict(os.environ), stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while True:
@@ -261,6 +267,15 @@ def test_two_pxp_serve_replicas_share_one_room(postgres_url: str) -> None:
             )
             view = await call(b, "wait_for_turn", {"link": links["b"], "timeout_seconds": 5})
             assert [c["id"] for c in view["claims_to_review"]] == ["A1.1"]
+            # A waits on replica 1 while B answers on replica 2: woken by the NOTIFY
+            started = time.monotonic()
+            waited, _ = await asyncio.gather(
+                call(a, "wait_for_turn", {"link": links["a"], "timeout_seconds": 25}),
+                _later(call(b, "send_envelope", {"link": links["b"], **COUNTER})),
+            )
+            assert time.monotonic() - started < 20
+            assert waited["ready"] is True
+            assert waited["your_turn"] is True
             return list(both), str(view["room_id"])
 
     try:
@@ -276,5 +291,5 @@ def test_two_pxp_serve_replicas_share_one_room(postgres_url: str) -> None:
     ledger = room.export()["ledger"]
     assert pxp.verify_ledger(ledger) == room.head
     sent = [e for e in ledger if "envelope" in e["type"]]
-    assert len(sent) == 1, [e["type"] for e in ledger]  # one envelope: the accepted one
+    assert len(sent) == 2, [e["type"] for e in ledger]  # A's accepted one, then B's
     assert "(rooms in postgresql://" in errors[0]
