@@ -30,7 +30,7 @@ from ._fold import ItemState, Registry, _slot
 from ._json import parse_line
 from ._records import ItemId, Record
 
-__all__ = ["MemoryStore", "SQLiteStore", "Store"]
+__all__ = ["MemoryStore", "SQLiteStore", "Store", "open_store"]
 
 
 class Store(Protocol):
@@ -547,3 +547,50 @@ class SQLiteStore(_Stamped):
         with self._lock:
             count: int = self._db.execute("SELECT COUNT(*) FROM handoff_records").fetchone()[0]
         return count
+
+
+def open_store(
+    url: str,
+    *,
+    roles: Roles,
+    extensions: ExtensionRegistry,
+    keys: KeySet | None = None,
+    verifiable: bool = False,
+    create: bool = True,
+) -> Store:
+    """The record store ``url`` names: ``:memory:``, ``sqlite:PATH`` or ``postgresql://…``.
+
+    ``keys``/``verifiable`` as for :class:`SQLiteStore`. ``create=False`` refuses a store
+    that does not exist yet (``io``/``store_missing``) instead of creating it. A URL of
+    another kind is ``usage``/``url``. The PostgreSQL store (the ``postgres`` extra) is
+    shared by writers on several hosts (docs/spec/stores.md).
+
+    >>> from handoff import EXTENSIONS, Roles, open_store
+    >>> roles = Roles.from_json({"principal": "p", "principal_side": ["p-desk"]})
+    >>> open_store(":memory:", roles=roles, extensions=EXTENSIONS).records()
+    []
+    """
+    from ppstore import StoreError, parse_url
+
+    try:
+        found = parse_url(url)
+    except StoreError as exc:
+        raise HandoffError("usage", exc.message, reason="url") from None
+    if found.kind == "memory":
+        return MemoryStore(roles=roles, extensions=extensions, keys=keys, verifiable=verifiable)
+    if found.kind == "sqlite":
+        if not create and not Path(found.path).exists():
+            raise HandoffError("io", f"no SQLite store at {found.path}", reason="store_missing")
+        return SQLiteStore(
+            found.path, roles=roles, extensions=extensions, keys=keys, verifiable=verifiable
+        )
+    from ._postgres import PostgresStore
+
+    return PostgresStore(
+        found.dsn,
+        roles=roles,
+        extensions=extensions,
+        keys=keys,
+        verifiable=verifiable,
+        create=create,
+    )

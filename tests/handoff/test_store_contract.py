@@ -42,16 +42,12 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opene
             if not memory:
                 memory.append(handoff.MemoryStore(roles=roles, extensions=handoff.EXTENSIONS))
             return memory[0]
-        if request.param == "sqlite":
-            store: Any = handoff.SQLiteStore(
-                tmp_path / "h.sqlite", roles=roles, extensions=handoff.EXTENSIONS
-            )
-        else:
-            from handoff._postgres import PostgresStore
-
-            store = PostgresStore(
-                request.getfixturevalue("postgres_url"), roles=roles, extensions=handoff.EXTENSIONS
-            )
+        url = (
+            f"sqlite:{tmp_path / 'h.sqlite'}"
+            if request.param == "sqlite"
+            else request.getfixturevalue("postgres_url")
+        )
+        store = handoff.open_store(url, roles=roles, extensions=handoff.EXTENSIONS)
         opened.append(store)
         return store
 
@@ -149,6 +145,18 @@ def test_concurrent_writers_keep_the_id_rule(open_store: Opener) -> None:
         thread.join(60)
     assert sorted(outcomes) == ["accepted"] + ["conflict/same_id"] * 15
     assert len(writers[0].records(ITEM)) == 1
+
+
+def test_open_store_refuses_what_is_no_store(tmp_path: Path) -> None:
+    for bad in ("", "mysql://h/d", "records.jsonl", "sqlite:"):
+        with pytest.raises(handoff.HandoffError) as caught:
+            handoff.open_store(bad, roles=ROLES, extensions=handoff.EXTENSIONS)
+        assert (caught.value.code, caught.value.reason) == ("usage", "url")
+    missing = f"sqlite:{tmp_path / 'none.sqlite'}"
+    with pytest.raises(handoff.HandoffError) as absent:
+        handoff.open_store(missing, roles=ROLES, extensions=handoff.EXTENSIONS, create=False)
+    assert absent.value.reason == "store_missing"
+    assert not (tmp_path / "none.sqlite").exists()
 
 
 # ---------------------------------------------------------------- PostgreSQL only
