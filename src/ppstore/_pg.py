@@ -77,11 +77,13 @@ class Pg:
 
     def _connect(self) -> psycopg.Connection[Any]:
         import psycopg
+        from psycopg.conninfo import conninfo_to_dict
 
         try:
-            self._conn = psycopg.connect(
-                self.dsn, autocommit=True, application_name=self.application_name
-            )
+            params: dict[str, Any] = {"application_name": self.application_name}
+            if "connect_timeout" not in conninfo_to_dict(self.dsn):
+                params["connect_timeout"] = 10  # an unreachable host fails, never hangs
+            self._conn = psycopg.connect(self.dsn, autocommit=True, **params)
         except psycopg.Error as exc:
             raise StoreError(
                 "store_open", f"cannot connect to {redact(self.dsn)}: {_first_line(exc)}"
