@@ -17,6 +17,7 @@ the SQLite stores share theirs). Every store transaction goes through :meth:`Pg.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -133,3 +134,11 @@ class Pg:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
+
+    def __del__(self) -> None:
+        # a store dropped without close() (a one-shot CLI command) still closes its
+        # connection, rather than leaving it to psycopg's "deleted while still open"
+        conn = getattr(self, "_conn", None)
+        if conn is not None and not conn.closed:
+            with contextlib.suppress(Exception):
+                conn.close()

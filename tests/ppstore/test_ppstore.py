@@ -249,3 +249,19 @@ def test_a_stopped_cluster_leaves_no_server_process(postgres_cluster: Cluster) -
     assert not cluster.running()
     assert _processes_under(root) == []
     assert not root.exists()
+
+
+def test_a_dropped_helper_closes_its_connection(postgres_url: str) -> None:
+    """No "deleted while still open" warning (an error under -W error) when a one-shot
+    command drops its store without closing it."""
+    import gc
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pg = Pg(postgres_url)
+        conn = pg._conn
+        assert conn is not None
+        del pg
+        gc.collect()
+        assert conn.closed
