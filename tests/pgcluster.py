@@ -16,10 +16,12 @@ from __future__ import annotations
 import contextlib
 import glob
 import itertools
+import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -68,6 +70,7 @@ class Cluster:
         self.user = "postgres"
         self._names = itertools.count(1)
         self.pid: int | None = None
+        self._watchdog: subprocess.Popen[bytes] | None = None
 
     def _run(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         cmd = [str(self.bindir / argv[0]), *argv[1:]]
@@ -108,6 +111,21 @@ class Cluster:
             log = (self.root / "server.log").read_text(errors="replace")[-600:]
             raise RuntimeError(f"pg_ctl start failed: {done.stderr.strip()[-300:]} {log}")
         self.pid = int((self.data / "postmaster.pid").read_text().split()[0])
+        self._watch()
+
+    def _watch(self) -> None:
+        """A watchdog process that stops the cluster if this process dies without doing it
+        (killed by a timeout, SIGKILL): no server outlives the test run."""
+        stop = [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"]
+        if self.as_postgres:
+            stop = ["runuser", "-u", "postgres", "--", *stop]
+        self._watchdog = subprocess.Popen(
+            [sys.executable, "-c", _WATCHDOG, str(os.getpid()), json.dumps(stop), str(self.root)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def create_database(self) -> str:
         """A fresh empty database; return its URL."""
@@ -128,6 +146,10 @@ class Cluster:
 
     def stop(self) -> None:
         """Stop the server; kill the postmaster if it does not go; remove the folder."""
+        if self._watchdog is not None:
+            self._watchdog.kill()
+            self._watchdog.wait(timeout=30)
+            self._watchdog = None
         if self.pid is not None:
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop", timeout=60)
             deadline = time.monotonic() + 30
@@ -144,6 +166,20 @@ class Cluster:
     def running(self) -> bool:
         """Whether the postmaster is alive."""
         return self.pid is not None and _alive(self.pid)
+
+
+_WATCHDOG = """
+import json, os, shutil, subprocess, sys, time
+parent, stop, root = int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+while True:
+    try:
+        os.kill(parent, 0)
+    except ProcessLookupError:
+        break
+    time.sleep(1)
+subprocess.run(stop, capture_output=True, timeout=60, check=False)
+shutil.rmtree(root, ignore_errors=True)
+"""
 
 
 def _alive(pid: int) -> bool:

@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -265,3 +266,27 @@ def test_a_dropped_helper_closes_its_connection(postgres_url: str) -> None:
         del pg
         gc.collect()
         assert conn.closed
+
+
+def test_a_killed_test_run_leaves_no_server_behind(postgres_cluster: Cluster) -> None:
+    """The run that started a cluster is SIGKILLed: its watchdog stops the cluster."""
+    code = (
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
+        "from tests.pgcluster import start_cluster\n"
+        "cluster = start_cluster()\n"
+        "print(cluster.root, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    root = Path(proc.stdout.readline().strip())
+    assert _processes_under(root)
+    proc.kill()
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    deadline = time.monotonic() + 60
+    while (_processes_under(root) or root.exists()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_under(root) == []
+    assert not root.exists()
