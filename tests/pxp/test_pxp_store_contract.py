@@ -39,11 +39,7 @@ from pxp.server import (
 from ._mcp_harness import call, free_socket, mcp_client, running
 from .test_mcp_rooms import OFFER, open_room
 
-COUNTER = {
-    "message": "4200 EUR, and delivery by June.",
-    "reviews": [{"claim_id": "A1.1", "verdict": "accept"}],
-    "status": "continue",
-}
+COUNTER = {"message": "4200 EUR, and delivery by June.", "status": "continue"}
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CARD = {"principal": {"name": "Ana"}, "goal": "Sell", "must_haves": ["5000 EUR"]}
 pytestmark = pytest.mark.slow  # servers, processes and a database
@@ -259,30 +255,35 @@ def test_two_pxp_serve_replicas_share_one_room(postgres_url: str) -> None:
     async def go() -> tuple[list[Any], str]:
         async with mcp_client(one.base) as a, mcp_client(two.base) as b:
             links = await open_room(a, b)
-            # both seats send at once, each through its own replica: one envelope is
-            # accepted (it is A's turn), the other refused, and the ledger stays one chain
+            # both seats send at once, each through its own replica. It is A's turn: A's
+            # envelope is accepted; B's is refused (it came first: not B's turn) or
+            # accepted after A's (then it is B's turn). Never two envelopes at one place.
             both = await asyncio.gather(
                 a.call_tool("send_envelope", {"link": links["a"], **OFFER}),
                 b.call_tool("send_envelope", {"link": links["b"], **OFFER}),
             )
-            view = await call(b, "wait_for_turn", {"link": links["b"], "timeout_seconds": 5})
-            assert [c["id"] for c in view["claims_to_review"]] == ["A1.1"]
-            # A waits on replica 1 while B answers on replica 2: woken by the NOTIFY
+            assert not both[0].is_error, both[0].content
+            if both[1].is_error:
+                assert "not_your_turn" in both[1].content[0].text  # type: ignore[union-attr]
+            # whoever is to move next answers on its replica while the other one waits on
+            # the other replica: only the NOTIFY wakes it before its 30 s re-read
+            mover, waiter = ("b", "a") if both[1].is_error else ("a", "b")
+            clients = {"a": a, "b": b}
             started = time.monotonic()
             waited, _ = await asyncio.gather(
-                call(a, "wait_for_turn", {"link": links["a"], "timeout_seconds": 25}),
-                _later(call(b, "send_envelope", {"link": links["b"], **COUNTER})),
-            )
+                call(clients[waiter], "wait_for_turn",
+                     {"link": links[waiter], "timeout_seconds": 25}),
+                _later(call(clients[mover], "send_envelope", {"link": links[mover], **COUNTER})),
+            )  # fmt: skip
             assert time.monotonic() - started < 20
             assert waited["ready"] is True
             assert waited["your_turn"] is True
-            return list(both), str(view["room_id"])
+            return list(both), str(waited["room_id"])
 
     try:
         both, room_id = asyncio.run(go())
     finally:
         errors = [one.stop(), two.stop()]
-    assert [r.is_error for r in both] == [False, True], [r.content for r in both]
     from pxp._postgres import PostgresRoomStore
 
     store = PostgresRoomStore(postgres_url)
@@ -291,5 +292,6 @@ def test_two_pxp_serve_replicas_share_one_room(postgres_url: str) -> None:
     ledger = room.export()["ledger"]
     assert pxp.verify_ledger(ledger) == room.head
     sent = [e for e in ledger if "envelope" in e["type"]]
-    assert len(sent) == 2, [e["type"] for e in ledger]  # A's accepted one, then B's
+    accepted = sum(not r.is_error for r in both) + 1  # and the answer after the wait
+    assert len(sent) == accepted, [e["type"] for e in ledger]  # one chain, nothing lost
     assert "(rooms in postgresql://" in errors[0]
