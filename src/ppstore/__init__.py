@@ -31,7 +31,7 @@ from ._migrate import (
     migrate_sqlite,
 )
 from ._pg import Pg, advisory_key, postgres_missing
-from ._url import StoreURL, parse_url, redact
+from ._url import StoreURL, parse_url, redact, secrets_of
 
 __all__ = [
     "MIGRATION_TABLE",
@@ -48,4 +48,5 @@ __all__ = [
     "parse_url",
     "postgres_missing",
     "redact",
+    "secrets_of",
 ]

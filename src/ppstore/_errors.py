@@ -14,13 +14,16 @@ class StoreError(ValueError):
     ``wrong_store`` (the SQLite file holds another kind of store),
     ``schema_too_new`` (the store was written by a newer version of this library),
     ``migration_failed`` (a migration statement failed; nothing of it was applied).
-    The message never carries a password from a URL.
+    The message never carries a password from a URL. ``sqlstate`` is the database's
+    SQLSTATE when a database error caused it (e.g. ``23505`` unique violation,
+    ``P0001`` raised by a trigger), so a store can tell a conflict from an outage.
     """
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, sqlstate: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.sqlstate = sqlstate
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"

@@ -18,7 +18,9 @@ leaves the previous version intact.
   migration applied, in the schema the connection's ``search_path`` names first, so one
   database can hold every store of a deployment (each store's tables carry its prefix).
   The runner holds the transaction-scoped advisory lock ``ppstore_migrations`` while it
-  reads and applies, so replicas starting together serialise here.
+  reads and applies, so replicas starting together serialise here. A store already at
+  the latest version is only read (no ``CREATE`` right needed), so the runtime role may
+  differ from the role that owns the tables and migrates them.
 
 A store written by a newer version than the code knows is refused (``schema_too_new``):
 reading it could misread data, and writing could corrupt it.
@@ -73,6 +75,12 @@ def _too_new(store: str, found: int, known: int) -> StoreError:
     )
 
 
+def _negative(store: str, found: int) -> StoreError:
+    return StoreError(
+        "wrong_store", f"the {store} store records schema version {found}, which no version is"
+    )
+
+
 def application_id(store: str) -> int:
     """The ``PRAGMA application_id`` marking a SQLite file as ``store``'s (never 0)."""
     return zlib.crc32(b"ppstore:" + store.encode("utf-8")) & 0x7FFF_FFFF or 1
@@ -97,6 +105,8 @@ def migrate_sqlite(db: sqlite3.Connection, store: str, migrations: Migrations) -
             )
         if version > latest:
             raise _too_new(store, version, latest)
+        if version < 0:
+            raise _negative(store, version)
         return int(version), int(owner)
 
     try:
@@ -137,6 +147,18 @@ def migrate_postgres(conn: Any, store: str, migrations: Migrations) -> int:
 
     latest = len(migrations)
     try:
+        # up to date already: nothing to create, so a role without CREATE may open it
+        with conn.transaction():
+            if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (MIGRATION_TABLE,)).fetchone()[0]:
+                row = conn.execute(
+                    f"SELECT COALESCE(MAX(version), 0), MIN(version) FROM {MIGRATION_TABLE}"  # noqa: S608
+                    " WHERE store = %s",
+                    (store,),
+                ).fetchone()
+                if row[1] is not None and int(row[1]) < 1:
+                    raise _negative(store, int(row[1]))
+                if int(row[0]) == latest:
+                    return latest
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
             conn.execute(
@@ -152,6 +174,8 @@ def migrate_postgres(conn: Any, store: str, migrations: Migrations) -> int:
             found = int(row[0])
             if found > latest:
                 raise _too_new(store, found, latest)
+            if found < 0:
+                raise _negative(store, found)
             for number, migration in enumerate(migrations[found:], start=found + 1):
                 for step in migration:
                     _run(conn, step)

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._errors import StoreError
-from ._url import redact
+from ._url import redact, secrets_of
 
 if TYPE_CHECKING:
     import psycopg
@@ -46,9 +46,13 @@ def postgres_missing() -> str | None:
     return None
 
 
-def _first_line(exc: BaseException) -> str:
+def _first_line(exc: BaseException, dsn: str = "") -> str:
+    """The first line of a database error, with every secret of ``dsn`` scrubbed out."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    line = text.splitlines()[0] if text else type(exc).__name__
+    for secret in secrets_of(dsn):
+        line = line.replace(secret, "***")
+    return line
 
 
 def advisory_key(*parts: str) -> str:
@@ -81,17 +85,25 @@ class Pg:
         from psycopg.conninfo import conninfo_to_dict
 
         try:
-            params: dict[str, Any] = {"application_name": self.application_name}
-            if "connect_timeout" not in conninfo_to_dict(self.dsn):
-                params["connect_timeout"] = 10  # an unreachable host fails, never hangs
-            self._conn = psycopg.connect(self.dsn, autocommit=True, **params)
+            parsed = conninfo_to_dict(self.dsn)
+        except (psycopg.Error, ValueError):  # never echo libpq's text: it quotes the URL
+            raise StoreError("bad_url", f"cannot parse the URL {redact(self.dsn)}") from None
+        params: dict[str, Any] = {"application_name": self.application_name}
+        if "connect_timeout" not in parsed:
+            params["connect_timeout"] = 10  # an unreachable host fails, never hangs
+        try:
+            conn = psycopg.connect(self.dsn, autocommit=True, **params)
+            # pinned, whatever the database or role default says: every lock-then-read
+            # argument of the stores holds under READ COMMITTED only (review #2)
+            conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+            conn.read_only = False
         except psycopg.Error as exc:
             raise StoreError(
-                "store_open", f"cannot connect to {redact(self.dsn)}: {_first_line(exc)}"
+                "store_open",
+                f"cannot connect to {redact(self.dsn)}: {_first_line(exc, self.dsn)}",
             ) from None
-        except ValueError as exc:  # a malformed URI (psycopg.conninfo refuses it)
-            raise StoreError("bad_url", f"cannot use {redact(self.dsn)}: {exc}") from None
-        return self._conn
+        self._conn = conn
+        return conn
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -119,13 +131,16 @@ class Pg:
                 except (errors.SerializationFailure, errors.DeadlockDetected) as exc:
                     if attempt == attempts - 1:
                         raise StoreError(
-                            "store_unavailable", f"the transaction kept conflicting: {exc}"
+                            "store_unavailable",
+                            f"the transaction kept conflicting: {_first_line(exc, self.dsn)}",
+                            sqlstate=exc.sqlstate,
                         ) from None
                     time.sleep(0.002 * 2**attempt)
                 except psycopg.Error as exc:
                     raise StoreError(
                         "store_unavailable",
-                        f"the database {redact(self.dsn)} failed: {_first_line(exc)}",
+                        f"the database {redact(self.dsn)} failed: {_first_line(exc, self.dsn)}",
+                        sqlstate=exc.sqlstate,
                     ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 

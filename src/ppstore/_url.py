@@ -13,14 +13,15 @@ Anything else is refused (``bad_url``), never guessed: a bare path is not a URL 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 from ._errors import StoreError
 
-__all__ = ["StoreURL", "parse_url", "redact"]
+__all__ = ["StoreURL", "parse_url", "redact", "secrets_of"]
 
 Kind = Literal["memory", "sqlite", "postgresql"]
 
@@ -42,17 +43,33 @@ class StoreURL:
         return redact(self.dsn)
 
 
+_SECRET_PARAMS = re.compile(r"([?&](?:password|sslpassword|passfile)=)[^&]*", re.IGNORECASE)
+
+
+def secrets_of(url: str) -> list[str]:
+    """The secrets a libpq URL holds (the password of ``user:secret@``, ``password=``
+    parameters), as written and percent-decoded: what no message may echo."""
+    found: list[str] = []
+    _, sep, rest = url.partition("://")
+    if sep and "@" in rest:
+        userinfo = rest.rpartition("@")[0]
+        if ":" in userinfo:
+            found.append(userinfo.partition(":")[2])
+    for match in re.finditer(r"[?&](?:password|sslpassword)=([^&]*)", url, re.IGNORECASE):
+        found.append(match.group(1))
+    return sorted({s for raw in found for s in (raw, unquote(raw)) if s}, key=len, reverse=True)
+
+
 def redact(url: str) -> str:
-    """``url`` with the password of its user part (``user:secret@``) replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "postgresql://…"
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """``url`` with its secrets replaced by ``***``: the password of the user part (all
+    between ``user:`` and the last ``@``, whatever it holds) and the ``password=``,
+    ``sslpassword=`` and ``passfile=`` parameters."""
+    scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest:
+        userinfo, _, after = rest.rpartition("@")
+        if ":" in userinfo:
+            rest = f"{userinfo.partition(':')[0]}:***@{after}"
+    return _SECRET_PARAMS.sub(r"\1***", f"{scheme}{sep}{rest}")
 
 
 def parse_url(url: object) -> StoreURL:

@@ -290,3 +290,75 @@ def test_a_killed_test_run_leaves_no_server_behind(postgres_cluster: Cluster) ->
         time.sleep(0.2)
     assert _processes_under(root) == []
     assert not root.exists()
+
+
+# ---------------------------------------------------------------- review of issue 23
+
+
+@pytest.mark.parametrize(
+    ("url", "secret"),
+    [
+        ("postgresql://app@/db?host=/run/pg&password=TopSecretQ", "TopSecretQ"),
+        ("postgresql://app:Top#SecretH@nohost.invalid/db", "Top#SecretH"),
+        ("postgresql://app:Top/Secret3@db.invalid/appdb", "Top/Secret3"),
+        ("postgresql://app:Top%zzSecretP@nohost.invalid/db", "Top%zzSecretP"),
+        ("postgresql://app:TopSecret7@[::1/appdb", "TopSecret7"),
+        ("postgresql://app@h/db?sslpassword=KeyPass9&sslmode=require", "KeyPass9"),
+        ("postgresql://app:p%40ss@h/db", "p@ss"),
+    ],
+)
+def test_no_message_echoes_a_password(url: str, secret: str) -> None:
+    """Review #4: every spelling libpq accepts is masked, in the shown URL and in errors."""
+    assert secret not in redact(url)
+    assert secret not in url.replace(secret, "") + redact(url)
+    with pytest.raises(StoreError) as caught:
+        Pg(url.replace("/run/pg", "/nonexistent"))
+    assert secret not in str(caught.value)
+    assert caught.value.code in ("store_open", "bad_url")
+
+
+def test_isolation_is_read_committed_whatever_the_database_default(postgres_url: str) -> None:
+    """Review #2: a database defaulting to REPEATABLE READ does not change the stores'."""
+    admin = Pg(postgres_url)
+    name = postgres_url.split("?")[0].rsplit("/", 1)[1]
+    admin.tx(
+        lambda c: c.execute(
+            f"ALTER DATABASE \"{name}\" SET default_transaction_isolation = 'repeatable read'"
+        )
+    )
+    admin.close()
+    pg = Pg(postgres_url)
+    level = pg.tx(lambda c: c.execute("SHOW transaction_isolation").fetchone()[0])
+    assert level == "read committed"
+    pg.close()
+
+
+def test_a_role_without_create_opens_a_migrated_store(
+    postgres_url: str, postgres_cluster: Cluster
+) -> None:
+    """Review #3: the runtime role needs no CREATE once the owner has migrated."""
+    owner = Pg(postgres_url)
+    with owner.connection() as conn:
+        migrate_postgres(conn, "demo", [V1])
+        conn.execute("DROP ROLE IF EXISTS runtime_only")
+        conn.execute("CREATE ROLE runtime_only LOGIN")
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        conn.execute(f"GRANT SELECT ON {MIGRATION_TABLE} TO runtime_only")
+    owner.close()
+    runtime = Pg(postgres_url.replace("user=postgres", "user=runtime_only"))
+    with runtime.connection() as conn:
+        assert migrate_postgres(conn, "demo", [V1]) == 1
+        with pytest.raises(StoreError) as caught:  # behind: it must not try to migrate
+            migrate_postgres(conn, "demo", [V1, V2])
+        assert caught.value.code == "migration_failed"
+    runtime.close()
+
+
+def test_a_negative_recorded_version_is_refused(tmp_path: Path) -> None:
+    """Review #12: never apply only the tail of the migrations."""
+    db = _sqlite(tmp_path / "s.sqlite")
+    db.execute("PRAGMA user_version = -1")
+    with pytest.raises(StoreError) as caught:
+        migrate_sqlite(db, "demo", [V1, V2, ["CREATE TABLE c (x INTEGER)"]])
+    assert caught.value.code == "wrong_store"
+    assert db.execute("SELECT name FROM sqlite_master").fetchall() == []
