@@ -96,12 +96,6 @@ class MemoryReplayCache:
             return True
 
 
-REPLAY_MIGRATIONS: list[list[str]] = [
-    ["CREATE TABLE IF NOT EXISTS dpop_jti (key TEXT PRIMARY KEY, until INTEGER NOT NULL)"],
-]
-"""The SQLite replay cache's ordered migrations (``PRAGMA user_version``)."""
-
-
 class SqliteReplayCache:
     """A :class:`ReplayCache` in a SQLite file: it survives restarts and is shared by every
     process that opens the same file (each check-and-store is one write transaction)."""
@@ -109,14 +103,16 @@ class SqliteReplayCache:
     def __init__(self, path: str) -> None:
         from ppstore import StoreError, migrate_sqlite
 
+        from ._log import SQLITE_MIGRATIONS  # one VXP file may hold the log and this cache
+
         try:
             self._db = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, timeout=30.0
             )
-            migrate_sqlite(self._db, "vxp_replay", REPLAY_MIGRATIONS)
+            migrate_sqlite(self._db, "vxp", SQLITE_MIGRATIONS)
         except (sqlite3.Error, StoreError) as exc:
             raise VxpError(
-                "replay_store_unavailable", f"cannot open the replay store {path!r}"
+                "replay_store_unavailable", f"cannot open the replay store {path!r}: {exc}"
             ) from exc
         self._lock = threading.Lock()
 

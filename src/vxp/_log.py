@@ -135,10 +135,14 @@ BEGIN SELECT RAISE(ABORT, 'vxp log metadata is fixed'); END;
 # from rewriting history: a row goes only at the next free position, never over another.
 
 SQLITE_MIGRATIONS: list[list[str]] = [
-    [statement.strip() for statement in _SCHEMA.split(";\n") if statement.strip()],
+    [
+        *(statement.strip() for statement in _SCHEMA.split(";\n") if statement.strip()),
+        "CREATE TABLE IF NOT EXISTS dpop_jti (key TEXT PRIMARY KEY, until INTEGER NOT NULL)",
+    ],
 ]
-"""The SQLite log's ordered migrations (``PRAGMA user_version``; version 1 is the schema
-written before versions were recorded, so such files are adopted as they are)."""
+"""The ordered migrations of a VXP SQLite file (store ``vxp``: the Merkle log and the DPoP
+replay cache, which may share one file; ``PRAGMA user_version``). Version 1 is the schema
+written before versions were recorded, so such files are adopted as they are."""
 
 _SIZE = "SELECT COALESCE(MAX(idx) + 1, 0) FROM vxp_log_entries"
 
@@ -172,7 +176,7 @@ class SqliteLogStore:
         from ppstore import StoreError, migrate_sqlite
 
         try:
-            migrate_sqlite(self._db, "vxp_log", SQLITE_MIGRATIONS)
+            migrate_sqlite(self._db, "vxp", SQLITE_MIGRATIONS)
             # the version-1 statements are idempotent: run again on every open, they put
             # back append-only triggers a file lost (or never had)
             self._db.executescript(_SCHEMA)

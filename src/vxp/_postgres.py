@@ -32,6 +32,9 @@ __all__ = ["LOG_MIGRATIONS", "REPLAY_MIGRATIONS", "PostgresLogStore", "PostgresR
 
 T = TypeVar("T")
 
+SKEW = 300
+"""Seconds of clock difference between replicas the replay cache tolerates (**ours**)."""
+
 _REFUSE = """
 CREATE FUNCTION vxp_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN RAISE EXCEPTION 'vxp log history is append-only (% on %)', TG_OP, TG_TABLE_NAME; END $$
@@ -113,12 +116,20 @@ def _open(url: str, store: str, migrations: list[list[str]], code: str) -> Any:
     return pg
 
 
+_CONFLICTS = ("23505", "P0001")
+"""SQLSTATEs of an append another writer got in first: a unique violation (an index taken)
+or the at-the-end trigger. Anything else (a dropped connection: the append may have
+landed) is ``log_store_error``, never ``log_conflict``, which callers retry on."""
+
+
 def _tx(pg: Any, work: Callable[[Conn], T], code: str) -> T:
     from ppstore import StoreError
 
     try:
         result: T = pg.tx(work)
     except StoreError as exc:
+        if code == "log_conflict" and exc.sqlstate not in _CONFLICTS:
+            code = "log_store_error"
         raise VxpError(code, f"the database failed: {exc.message}") from None
     return result
 
@@ -135,13 +146,18 @@ class PostgresLogStore:
             raise VxpError("log_origin_invalid", "a log origin is a non-empty one-line string")
         self.origin = origin
         self._pg = _open(url, "vxp_log", LOG_MIGRATIONS, "log_store_error")
-        _tx(
-            self._pg,
-            lambda conn: conn.execute(
-                "INSERT INTO vxp_log_meta (origin) VALUES (%s) ON CONFLICT DO NOTHING", (origin,)
-            ),
-            "log_store_error",
-        )
+        try:
+            _tx(
+                self._pg,
+                lambda conn: conn.execute(
+                    "INSERT INTO vxp_log_meta (origin) VALUES (%s) ON CONFLICT DO NOTHING",
+                    (origin,),
+                ),
+                "log_store_error",
+            )
+        except VxpError:
+            self._pg.close()
+            raise
 
     def size(self) -> int:
         """Return the number of entries (read from the database, so other writers count)."""
@@ -230,10 +246,15 @@ class PostgresReplayCache:
         self._pg = _open(url, "vxp_replay", REPLAY_MIGRATIONS, "replay_store_unavailable")
 
     def check_and_store(self, key: str, until: int, now: int) -> bool:
-        """Store ``key`` until ``until``; False if it is already there (a replay)."""
+        """Store ``key`` until ``until``; False if it is already there (a replay).
+
+        **Ours:** replicas' clocks differ, so a key is purged only :data:`SKEW` seconds
+        after its ``until`` by the caller's clock: a replica running fast cannot forget a
+        key a slower one still accepts (review #8).
+        """
 
         def work(conn: Conn) -> bool:
-            conn.execute("DELETE FROM vxp_dpop_jti WHERE until < %s", (now,))
+            conn.execute("DELETE FROM vxp_dpop_jti WHERE until < %s", (now - SKEW,))
             cur = conn.execute(
                 "INSERT INTO vxp_dpop_jti (key, until) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                 (key.replace("\\", "\\\\").replace("\x00", "\\0"), until),

@@ -75,7 +75,8 @@ def test_replay_cache_behind_any_url(url: str) -> None:
     cache = vxp.open_replay_cache(url)
     assert cache.check_and_store("kid:jti-1", 1_000, 900) is True
     assert cache.check_and_store("kid:jti-1", 1_000, 950) is False  # a replay
-    assert cache.check_and_store("kid:jti-1", 1_200, 1_001) is True  # expired: forgotten
+    # expired (by more than the replicas' clock skew the PostgreSQL cache allows): forgotten
+    assert cache.check_and_store("kid:jti-1", 1_400, 1_301) is True
     for odd in ("nul\x00jti", "nul\\0jti", "émoji 🙂"):  # distinct keys stay distinct
         assert cache.check_and_store(odd, 2_000, 1_001) is True
         assert cache.check_and_store(odd, 2_000, 1_001) is False
@@ -136,6 +137,35 @@ def test_postgres_log_history_cannot_be_rewritten_in_the_database(postgres_url: 
     assert log.root() == vxp.tree_hash([vxp.leaf_hash(e) for e in (b"a", b"b", b"c")])
     log.close()
     other.close()
+
+
+def test_an_append_cut_by_a_dropped_connection_is_no_conflict(postgres_url: str) -> None:
+    """Review #5: ``log_conflict`` tells a writer to retry; an append whose connection
+    dropped may have landed, so it is ``log_store_error`` (check before retrying)."""
+    store = vxp.open_log_store(postgres_url, "o")
+    log = vxp.MerkleLog("o", store)
+    log.append(b"a")
+    backend = store._pg.tx(lambda c: c.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[attr-defined]
+    with _raw(postgres_url) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s)", (backend,))
+    with pytest.raises(vxp.VxpError) as caught:
+        store.append(1, [b"b"], [(0, 1, vxp.leaf_hash(b"b"))])
+    assert caught.value.code == "log_store_error"
+    assert log.size == 1  # reconnected; nothing landed
+    with pytest.raises(vxp.VxpError) as stale:  # a real conflict is still log_conflict
+        store.append(0, [b"x"], [(0, 0, vxp.leaf_hash(b"x"))])
+    assert stale.value.code == "log_conflict"
+    log.close()
+
+
+def test_a_fast_replica_clock_does_not_forget_a_key_a_slow_one_accepts(postgres_url: str) -> None:
+    """Review #8: purges wait out the replicas' clock skew."""
+    fast, slow = vxp.open_replay_cache(postgres_url), vxp.open_replay_cache(postgres_url)
+    assert slow.check_and_store("kid:J", 1_000, 700) is True
+    assert fast.check_and_store("kid:other", 1_300, 1_005) is True  # 5 s past J's until
+    assert slow.check_and_store("kid:J", 1_000, 999) is False  # still remembered
+    for cache in (fast, slow):
+        cache.close()  # type: ignore[attr-defined]
 
 
 WRITER = """
@@ -219,20 +249,28 @@ def test_a_log_file_of_the_previous_version_is_adopted(tmp_path: Path) -> None:
     log.close()
     check = sqlite3.connect(path)
     assert check.execute("PRAGMA user_version").fetchone() == (len(SQLITE_MIGRATIONS),)
-    assert check.execute("PRAGMA application_id").fetchone() == (application_id("vxp_log"),)
+    assert check.execute("PRAGMA application_id").fetchone() == (application_id("vxp"),)
     check.close()
-    with pytest.raises(vxp.VxpError) as caught:  # a log file is not a replay cache
-        vxp.SqliteReplayCache(str(path))
+    cache = vxp.SqliteReplayCache(str(path))  # the log and the replay cache share a file
+    assert cache.check_and_store("kid:j", 5000, 1000) is True
+    cache.close()
+    import pxp
+
+    pxp.SqliteRoomStore(tmp_path / "rooms.sqlite").close()
+    with pytest.raises(vxp.VxpError) as caught:  # a file of another store is refused, saying so
+        vxp.SqliteReplayCache(str(tmp_path / "rooms.sqlite"))
     assert caught.value.code == "replay_store_unavailable"
+    assert "not a vxp store" in str(caught.value)
 
 
 def test_a_replay_file_of_the_previous_version_is_adopted(tmp_path: Path) -> None:
-    from vxp._fetch import REPLAY_MIGRATIONS
+    from vxp._log import SQLITE_MIGRATIONS as REPLAY_MIGRATIONS
 
     path = tmp_path / "old.sqlite"
-    old = sqlite3.connect(path, isolation_level=None)
-    for statement in REPLAY_MIGRATIONS[0]:
-        old.execute(statement)
+    old = sqlite3.connect(path, isolation_level=None)  # a replay file as 900d638 wrote it
+    old.execute(
+        "CREATE TABLE IF NOT EXISTS dpop_jti (key TEXT PRIMARY KEY, until INTEGER NOT NULL)"
+    )
     old.execute("INSERT INTO dpop_jti (key, until) VALUES ('kid:old', 5000)")
     old.close()
     cache = vxp.SqliteReplayCache(str(path))
