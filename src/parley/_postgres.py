@@ -522,8 +522,8 @@ class PostgresStore:
 
         def work(conn: Conn) -> Claim:
             _subject(conn, "undo", receipt_id)
-            row = conn.execute(
-                "SELECT undoing, undone FROM parley_receipts WHERE id = %s", (rid,)
+            row = conn.execute(  # locked: a concurrent prune cannot take it from under us
+                "SELECT undoing, undone FROM parley_receipts WHERE id = %s FOR UPDATE", (rid,)
             ).fetchone()
             if row is None:
                 return "new"

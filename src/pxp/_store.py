@@ -203,6 +203,9 @@ def open_sqlite(path: str | Path) -> sqlite3.Connection:
     db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=10.0)
     try:
         migrate_sqlite(db, "pxp", SQLITE_MIGRATIONS)
+        # the version-1 statements are idempotent: run again on every open, they put back
+        # append-only ledger triggers a file lost (as before versions were recorded)
+        db.executescript(_SCHEMA)
     except StoreError as exc:
         db.close()
         raise PxpError(

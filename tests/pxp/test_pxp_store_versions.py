@@ -69,3 +69,19 @@ def test_a_file_of_a_newer_version_or_another_store_is_refused(tmp_path: Path) -
     with pytest.raises(pxp.PxpError) as wrong:
         pxp.SqliteRoomStore(other)
     assert "not a pxp store" in str(wrong.value)
+
+
+def test_lost_ledger_triggers_come_back_on_open(tmp_path: Path) -> None:
+    """Review #11: reopening a file puts back the append-only triggers it lost."""
+    path = tmp_path / "rooms.sqlite"
+    pxp.SqliteRoomStore(path).close()
+    db = sqlite3.connect(path)
+    for name in ("pxp_ledger_no_update", "pxp_ledger_no_delete", "pxp_ledger_chain"):
+        db.execute(f"DROP TRIGGER {name}")
+    db.commit()
+    db.close()
+    pxp.SqliteRoomStore(path).close()
+    db = sqlite3.connect(path)
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    db.close()
+    assert {"pxp_ledger_no_update", "pxp_ledger_no_delete", "pxp_ledger_chain"} <= names
