@@ -67,6 +67,11 @@ MIGRATIONS: list[list[str]] = [
 
 _ROLES_LOCK = "handoff\x1froles"
 
+_TRIGGERS = {
+    table: [f"{table}_fixed", f"{table}_no_truncate"]
+    for table in ("handoff_records", "handoff_roles")
+}
+
 
 class PostgresStore(_Stamped):
     """A :class:`~handoff.Store` in PostgreSQL (tables ``handoff_*``), shared by writers.
@@ -86,7 +91,7 @@ class PostgresStore(_Stamped):
         verifiable: bool = False,
         create: bool = True,
     ) -> None:
-        from ppstore import Pg, StoreError, migrate_postgres, redact
+        from ppstore import Pg, StoreError, migrate_postgres, missing_triggers, redact
 
         self.roles = roles
         self.extensions = extensions
@@ -109,6 +114,13 @@ class PostgresStore(_Stamped):
                         "io", f"no Handoff store at {self.path}", reason="store_missing"
                     )
                 migrate_postgres(conn, "handoff", MIGRATIONS)
+                gone = missing_triggers(conn, _TRIGGERS)
+            if gone:  # the tables' owner dropped or disabled the append-only guards
+                raise HandoffError(
+                    "store",
+                    f"{self.path}: the append-only triggers are gone ({', '.join(gone)})",
+                    reason="store_tampered",
+                )
         except StoreError as exc:
             self._pg.close()
             raise HandoffError(

@@ -29,6 +29,7 @@ from ._migrate import (
     migrate,
     migrate_postgres,
     migrate_sqlite,
+    missing_triggers,
 )
 from ._pg import Pg, advisory_key, postgres_missing
 from ._url import StoreURL, parse_url, redact, secrets_of
@@ -45,6 +46,7 @@ __all__ = [
     "migrate",
     "migrate_postgres",
     "migrate_sqlite",
+    "missing_triggers",
     "parse_url",
     "postgres_missing",
     "redact",

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import sqlite3
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._errors import StoreError
@@ -43,6 +43,7 @@ __all__ = [
     "migrate",
     "migrate_postgres",
     "migrate_sqlite",
+    "missing_triggers",
 ]
 
 MIGRATION_TABLE = "ppstore_migrations"
@@ -196,3 +197,20 @@ def migrate(db: Any, store: str, migrations: Migrations) -> int:
     if isinstance(db, sqlite3.Connection):
         return migrate_sqlite(db, store, migrations)
     return migrate_postgres(db, store, migrations)
+
+
+def missing_triggers(conn: Any, expected: Mapping[str, Sequence[str]]) -> list[str]:
+    """The triggers of ``expected`` (table to trigger names) that are absent or disabled.
+
+    A role that owns the tables can drop or disable the append-only triggers; a store
+    checks them on open and refuses to run without them (**ours**, review of issue 23).
+    """
+    gone: list[str] = []
+    for table, names in expected.items():
+        rows = conn.execute(
+            "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s) AND tgenabled = 'O'",
+            (table,),
+        ).fetchall()
+        have = {str(row[0]) for row in rows}
+        gone += [f"{table}.{name}" for name in names if name not in have]
+    return gone

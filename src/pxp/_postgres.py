@@ -83,8 +83,11 @@ MIGRATIONS: list[list[str]] = [
 """The PostgreSQL migrations of the PXP store (``ppstore_migrations``, store ``pxp``)."""
 
 
+_TRIGGERS = {"pxp_ledger": ["pxp_ledger_fixed", "pxp_ledger_no_truncate", "pxp_ledger_extends"]}
+
+
 def _open(url: str) -> Any:
-    from ppstore import Pg, StoreError, migrate_postgres
+    from ppstore import Pg, StoreError, migrate_postgres, missing_triggers
 
     try:
         pg = Pg(url, application_name="pxp")
@@ -93,9 +96,13 @@ def _open(url: str) -> Any:
     try:
         with pg.connection() as conn:
             migrate_postgres(conn, "pxp", MIGRATIONS)
+            gone = missing_triggers(conn, _TRIGGERS)
     except StoreError as exc:
         pg.close()
         raise PxpError("store_corrupt", f"cannot open the room store: {exc.message}") from None
+    if gone:  # the tables' owner dropped or disabled the append-only guards
+        pg.close()
+        raise PxpError("store_corrupt", f"the ledger lost its append-only triggers: {gone}")
     return pg
 
 

@@ -100,8 +100,21 @@ REPLAY_MIGRATIONS: list[list[str]] = [
 """The PostgreSQL migrations of the replay cache (store ``vxp_replay``)."""
 
 
-def _open(url: str, store: str, migrations: list[list[str]], code: str) -> Any:
-    from ppstore import Pg, StoreError, migrate_postgres
+_LOG_TRIGGERS = {
+    table: [f"{table}_fixed", f"{table}_no_truncate"]
+    + ([f"{table}_at_end"] if table != "vxp_log_meta" else [])
+    for table in ("vxp_log_meta", "vxp_log_entries", "vxp_log_nodes")
+}
+
+
+def _open(
+    url: str,
+    store: str,
+    migrations: list[list[str]],
+    code: str,
+    triggers: dict[str, list[str]] | None = None,
+) -> Any:
+    from ppstore import Pg, StoreError, migrate_postgres, missing_triggers
 
     try:
         pg = Pg(url, application_name="vxp")
@@ -110,9 +123,15 @@ def _open(url: str, store: str, migrations: list[list[str]], code: str) -> Any:
     try:
         with pg.connection() as conn:
             migrate_postgres(conn, store, migrations)
+            gone = missing_triggers(conn, triggers or {})
     except StoreError as exc:
         pg.close()
         raise VxpError(code, f"cannot open the {store} store: {exc.message}") from None
+    if gone:  # someone who owns the tables dropped or disabled the append-only guards
+        pg.close()
+        raise VxpError(
+            "log_corrupt", f"the {store} store lost its append-only triggers ({', '.join(gone)})"
+        )
     return pg
 
 
@@ -145,7 +164,7 @@ class PostgresLogStore:
         if not isinstance(origin, str) or not origin or "\x00" in origin:
             raise VxpError("log_origin_invalid", "a log origin is a non-empty one-line string")
         self.origin = origin
-        self._pg = _open(url, "vxp_log", LOG_MIGRATIONS, "log_store_error")
+        self._pg = _open(url, "vxp_log", LOG_MIGRATIONS, "log_store_error", _LOG_TRIGGERS)
         try:
             _tx(
                 self._pg,

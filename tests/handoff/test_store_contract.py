@@ -187,6 +187,11 @@ def test_postgres_records_cannot_be_rewritten_in_the_database(postgres_url: str)
         with pytest.raises(handoff.HandoffError) as caught:
             store.records()
         assert caught.value.reason == "store_tampered"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP TRIGGER handoff_records_fixed ON handoff_records")
+    with pytest.raises(handoff.HandoffError) as gone:  # the guards are checked on open
+        PostgresStore(postgres_url, roles=ROLES, extensions=handoff.EXTENSIONS)
+    assert gone.value.reason == "store_tampered"
 
 
 def test_postgres_store_missing_and_bad_url(postgres_url: str) -> None:

@@ -180,6 +180,11 @@ def test_postgres_ledger_is_append_only_in_the_database(postgres_url: str) -> No
                 conn.execute(statement)
     assert store.load("store-1").export() == room.export()
     store.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE pxp_ledger DISABLE TRIGGER pxp_ledger_extends")
+    with pytest.raises(pxp.PxpError) as caught:  # the guards are checked on open
+        PostgresRoomStore(postgres_url)
+    assert caught.value.code == "store_corrupt"
 
 
 def test_a_waiter_on_one_replica_is_woken_by_a_send_on_the_other(postgres_url: str) -> None:

@@ -137,6 +137,12 @@ def test_postgres_log_history_cannot_be_rewritten_in_the_database(postgres_url: 
     assert log.root() == vxp.tree_hash([vxp.leaf_hash(e) for e in (b"a", b"b", b"c")])
     log.close()
     other.close()
+    with _raw(postgres_url) as conn:  # the tables' owner can turn the guards off...
+        conn.execute("ALTER TABLE vxp_log_entries DISABLE TRIGGER USER")
+    with pytest.raises(vxp.VxpError) as caught:  # ...and no store opens on it then
+        vxp.open_log_store(postgres_url, "o")
+    assert caught.value.code == "log_corrupt"
+    assert "vxp_log_entries.vxp_log_entries_fixed" in str(caught.value)
 
 
 def test_an_append_cut_by_a_dropped_connection_is_no_conflict(postgres_url: str) -> None:
