@@ -38,6 +38,7 @@ from ._state import (
     Lease,
     ProposalRecord,
     ReceiptRecord,
+    UndoClaim,
     check_caps,
 )
 
@@ -516,17 +517,17 @@ class PostgresStore:
 
     # ---------------------------------------------------------------- undo
 
-    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> Claim:
+    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> UndoClaim:
         """Claim a receipt for undo."""
         rid = _enc(receipt_id)
 
-        def work(conn: Conn) -> Claim:
+        def work(conn: Conn) -> UndoClaim:
             _subject(conn, "undo", receipt_id)
             row = conn.execute(  # locked: a concurrent prune cannot take it from under us
                 "SELECT undoing, undone FROM parley_receipts WHERE id = %s FOR UPDATE", (rid,)
             ).fetchone()
-            if row is None:
-                return "new"
+            if row is None:  # never issued, or pruned (by another replica meanwhile)
+                return "gone"
             if row[1]:
                 return "done"
             if row[0]:

@@ -33,6 +33,7 @@ from ._state import (
     Lease,
     ProposalRecord,
     ReceiptRecord,
+    UndoClaim,
     check_caps,
 )
 
@@ -458,14 +459,14 @@ class SQLiteStore:
 
     # ---------------------------------------------------------------- undo
 
-    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> Claim:
+    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> UndoClaim:
         """Claim a receipt for undo."""
         with self._tx() as db:
             row = db.execute(
                 "SELECT undoing, record FROM receipts WHERE id = ?", (receipt_id,)
             ).fetchone()
-            if row is None:
-                return "new"
+            if row is None:  # never issued, or pruned (by another connection meanwhile)
+                return "gone"
             if json.loads(row[1]).get("undo") is not None:
                 return "done"
             if row[0]:

@@ -269,6 +269,20 @@ def test_undo_claims_finishes_and_releases(stores: Stores) -> None:
     assert store.spent(["b1"]) == {"b1": 100}  # v1: an undo gives no spend back
 
 
+def test_undo_of_a_receipt_that_is_gone_is_refused_not_claimed(stores: Stores) -> None:
+    # review pg2 #2: a receipt pruned under a claim must not read "new" (the refund would
+    # run with no receipt left to record its reversal)
+    store, other = stores.open(max_receipts=1), stores.open(max_receipts=1)
+    store.begin_commit("p1", [], 0, USD, now=NOW)
+    store.finish_commit(receipt("p1"), now=NOW)
+    assert other.begin_commit("p2", [], 0, USD, now=NOW + 901) == "new"  # prunes r_p1
+    assert store.receipt("r_p1") is None
+    assert store.begin_undo("r_p1", lease=lease("A")) == "gone"
+    assert other.begin_undo("never-issued") == "gone"
+    assert store.lease("undo", "r_p1") is None
+    assert store.leases("undo") == []
+
+
 # ---------------------------------------------------------------- auto replay memory
 
 
