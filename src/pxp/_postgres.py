@@ -7,9 +7,11 @@ several hosts:
 **Ours:**
 
 - ``save`` locks the room's row (``SELECT … FOR UPDATE``) before it compares the stored
-  ledger with the room's, so two replicas saving one room at once are serialised and the
-  second is refused ``store_conflict`` (it reloads and retries); ``load`` reads the row
-  and the ledger under ``FOR SHARE``, so it never mixes two saves.
+  snapshot with the one this room object was loaded with (review pg2 #1: a change that
+  appends no ledger entry, such as a draft, counts too) and the stored ledger with the
+  room's, so two replicas saving one room at once are serialised and the second is
+  refused ``store_conflict`` (it reloads and retries); ``load`` reads the row and the
+  ledger under ``FOR SHARE``, so it never mixes two saves.
 - The ledger is append-only in the database: triggers refuse ``UPDATE``, ``DELETE``,
   ``TRUNCATE`` and an insert that does not extend the room's chain (``n`` one past the
   last, ``prev`` the last hash).
@@ -35,7 +37,7 @@ from ._envelope import SEATS
 from ._errors import PxpError
 from ._room import Room
 from ._server_links import _KINDS, _SEATS, LinkKind, LinkRow
-from ._store import _check_extends, _restore, _snapshot
+from ._store import _Bases, _check_extends, _restore, _snapshot
 
 if TYPE_CHECKING:
     import psycopg
@@ -129,6 +131,7 @@ class PostgresRoomStore:
         self._url = url
         self._pg = _open(url)
         self._halts: list[Callable[[], None]] = []
+        self._bases = _Bases()
 
     def close(self) -> None:
         """Stop the listeners and close the database connection."""
@@ -153,10 +156,11 @@ class PostgresRoomStore:
                 stored: list[str] = []
             else:
                 row = conn.execute(
-                    "SELECT head FROM pxp_rooms WHERE id = %s FOR UPDATE", (room.id,)
+                    "SELECT snapshot FROM pxp_rooms WHERE id = %s FOR UPDATE", (room.id,)
                 ).fetchone()
                 if row is None:
                     raise PxpError("room_unknown", f"no room has id {room.id!r}")
+                self._bases.check(room, str(row[0]))
                 stored = [
                     str(h)
                     for (h,) in conn.execute(
@@ -196,6 +200,7 @@ class PostgresRoomStore:
             conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, room.id))
 
         _tx(self._pg, work)
+        self._bases.remember(room, snapshot)
 
     def create(self, room: Room) -> None:
         """Store a new room."""
@@ -234,6 +239,7 @@ class PostgresRoomStore:
             raise PxpError("store_corrupt", f"room {room_id}'s stored rows are not JSON") from None
         if room.head != row[1]:
             raise PxpError("store_corrupt", f"room {room_id}'s ledger does not end at its head")
+        self._bases.remember(room, str(row[0]))
         return room
 
     def locate(self, token: str) -> tuple[str, str] | None:

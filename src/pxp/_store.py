@@ -1,10 +1,10 @@
 """Room stores: in memory, and SQLite (rooms survive a restart; the ledger is append-only).
 
 A store is a small protocol of transactions (:class:`RoomStore`): ``create``, ``load``,
-``save`` (append the room's new ledger entries and replace its snapshot, refusing any
-history that does not extend what is stored), ``locate`` (seat link token to room and
-seat) and ``room_ids``. Nothing in it is SQLite-specific, so a shared database can serve
-the same interface.
+``save`` (append the room's new ledger entries and replace its snapshot, refusing a copy
+another writer overtook since it was loaded, or a history that does not extend what is
+stored), ``locate`` (seat link token to room and seat) and ``room_ids``. Nothing in it
+is SQLite-specific, so a shared database can serve the same interface.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import weakref
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,8 +37,11 @@ class RoomStore(Protocol):
     def save(self, room: Room) -> None:
         """Append the room's new ledger entries and store its state, atomically.
 
-        Refused (``store_conflict``) when the stored ledger is not a prefix of the room's:
-        someone else saved in between, or the history was rewritten.
+        Refused (``store_conflict``) when the stored room is no longer the one this room
+        object was loaded (or last created or saved) with through this store, whether the
+        change in between appended ledger entries or only changed the snapshot (a draft);
+        or when the stored ledger is not a prefix of the room's. The caller reloads and
+        redoes its action; nothing is written.
         """
         ...
 
@@ -71,12 +75,50 @@ def _check_extends(stored: list[str], room: Room, room_id: str) -> None:
         )
 
 
+class _Bases:
+    """**Ours** (review pg2 #1): the stored snapshot each room object was last loaded,
+    created or saved with, so ``save`` can refuse a copy that another writer overtook.
+
+    One per store object (never process-wide); weak, so a room its caller dropped is
+    forgotten. A save compares the stored snapshot with the base under the store's
+    write lock: the compare-and-swap of a version counter, with the snapshot itself as
+    the version (a change undone in between leaves the very state the copy was made
+    from, so applying the copy's action to it loses nothing).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._of: weakref.WeakKeyDictionary[Room, str] = weakref.WeakKeyDictionary()
+
+    def remember(self, room: Room, snapshot: str) -> None:
+        """Record ``snapshot`` as what ``room`` was loaded or saved with."""
+        with self._lock:
+            self._of[room] = snapshot
+
+    def check(self, room: Room, stored: str) -> None:
+        """Refuse (``store_conflict``) when the stored snapshot is not ``room``'s base."""
+        with self._lock:
+            base = self._of.get(room)
+        if base is None:
+            raise PxpError(
+                "store_conflict",
+                f"this copy of room {room.id} was not loaded from this store; load it and retry",
+            )
+        if base != stored:
+            raise PxpError(
+                "store_conflict",
+                f"room {room.id} was saved by another writer since this copy was loaded;"
+                " reload and retry",
+            )
+
+
 class MemoryRoomStore:
     """A :class:`RoomStore` in process memory (copies in and out, thread-safe)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._rooms: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+        self._bases = _Bases()
 
     def _token_clash(self, room: Room) -> None:
         """Refuse a seat token that already opens another seat or room (as SQLite does)."""
@@ -93,7 +135,8 @@ class MemoryRoomStore:
             if room.id in self._rooms:
                 raise PxpError("store_conflict", f"a room with id {room.id} already exists")
             self._token_clash(room)
-            self._rooms[room.id] = _snapshot(room)
+            self._rooms[room.id] = found = _snapshot(room)
+            self._bases.remember(room, found[0])
 
     def load(self, room_id: str) -> Room:
         """Return a fresh copy of the stored room."""
@@ -101,7 +144,9 @@ class MemoryRoomStore:
             found = self._rooms.get(room_id)
         if found is None:
             raise PxpError("room_unknown", f"no room has id {room_id!r}")
-        return _restore(found[0], json.loads(json.dumps(found[1])))
+        room = _restore(found[0], json.loads(json.dumps(found[1])))
+        self._bases.remember(room, found[0])
+        return room
 
     def save(self, room: Room) -> None:
         """Append new entries and replace the snapshot."""
@@ -110,9 +155,11 @@ class MemoryRoomStore:
             found = self._rooms.get(room.id)
             if found is None:
                 raise PxpError("room_unknown", f"no room has id {room.id!r}")
+            self._bases.check(room, found[0])
             _check_extends([e["hash"] for e in found[1]], room, room.id)
             self._token_clash(room)
             self._rooms[room.id] = (snapshot, found[1] + ledger[len(found[1]) :])
+            self._bases.remember(room, snapshot)
 
     def locate(self, token: str) -> tuple[str, str] | None:
         """Find the room and seat of a seat link token."""
@@ -225,6 +272,7 @@ class SqliteRoomStore:
         self._lock = threading.Lock()
         self._db = open_sqlite(path)
         self._db.execute("PRAGMA foreign_keys = ON")
+        self._bases = _Bases()
 
     def close(self) -> None:
         """Close the database connection."""
@@ -237,12 +285,14 @@ class SqliteRoomStore:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 row = self._db.execute(
-                    "SELECT head FROM pxp_rooms WHERE id = ?", (room.id,)
+                    "SELECT snapshot FROM pxp_rooms WHERE id = ?", (room.id,)
                 ).fetchone()
                 if new and row is not None:
                     raise PxpError("store_conflict", f"a room with id {room.id} already exists")
                 if not new and row is None:
                     raise PxpError("room_unknown", f"no room has id {room.id!r}")
+                if not new:
+                    self._bases.check(room, str(row[0]))
                 stored = [
                     h
                     for (h,) in self._db.execute(
@@ -287,6 +337,7 @@ class SqliteRoomStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            self._bases.remember(room, snapshot)
 
     def create(self, room: Room) -> None:
         """Store a new room."""
@@ -330,6 +381,7 @@ class SqliteRoomStore:
             raise PxpError("store_corrupt", f"room {room_id}'s stored rows are not JSON") from None
         if room.head != row[1]:
             raise PxpError("store_corrupt", f"room {room_id}'s ledger does not end at its head")
+        self._bases.remember(room, str(row[0]))
         return room
 
     def locate(self, token: str) -> tuple[str, str] | None:

@@ -99,6 +99,42 @@ def test_rooms_round_trip_and_refuse_a_stale_copy(stores: tuple[Any, Any, Any]) 
     assert "store-2" not in store.room_ids()  # nothing half-applied
 
 
+def test_a_stale_save_never_overwrites_a_change_without_a_ledger_entry(
+    stores: tuple[Any, Any, Any],
+) -> None:
+    # review pg2 #1: a draft changes the snapshot only; a copy loaded before it, with a
+    # ledger entry added, extends the stored ledger and used to wipe the draft
+    store, other, _ = stores
+    store.create(_room())
+    first, second = store.load("store-1"), other.load("store-1")
+    first.draft_card("A", CARD)
+    store.save(first)
+    second.join("B", agent="bob", now=T0)
+    with pytest.raises(pxp.PxpError) as stale:
+        other.save(second)
+    assert stale.value.code == "store_conflict"
+    kept = other.load("store-1")
+    assert kept.draft("A") is not None
+    assert len(kept.ledger) == len(first.ledger)  # nothing half-applied
+    # reloaded and redone, the join goes through and the draft stays
+    kept.join("B", agent="bob", now=T0)
+    other.save(kept)
+    kept.seal("B", CARD, now=T0 + timedelta(seconds=1))
+    other.save(kept)  # the saved copy is the base of its next save
+    final = store.load("store-1")
+    assert final.draft("A") is not None
+    assert final.export() == kept.export()
+    first.seal("A", CARD, now=T0 + timedelta(seconds=2))
+    with pytest.raises(pxp.PxpError) as behind:
+        store.save(first)  # saved earlier through this very store, then overtaken
+    assert behind.value.code == "store_conflict"
+    stranger = pxp.Room.from_export(final.export())
+    with pytest.raises(pxp.PxpError) as unloaded:
+        store.save(stranger)  # a copy this store never handed out has no known base
+    assert unloaded.value.code == "store_conflict"
+    assert store.load("store-1").export() == final.export()
+
+
 def test_concurrent_saves_of_one_room_keep_one_history(stores: tuple[Any, Any, Any]) -> None:
     store, other, _ = stores
     store.create(_room())
