@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ._envelope import SEATS
 from ._errors import PxpError
 from ._room import Room
-from ._server_links import _KINDS, _SEATS, LinkKind, LinkRow
+from ._server_links import _KINDS, _SEATS, LinkKind, LinkRow, _links_text, _utf8, _writable
 from ._store import _Bases, _check_extends, _restore, _snapshot
 
 if TYPE_CHECKING:
@@ -115,12 +115,20 @@ def _tx(pg: Any, work: Callable[[Conn], T]) -> T:
         result: T = pg.tx(work)
     except StoreError as exc:
         raise PxpError("store_unavailable", f"the room store failed: {exc.message}") from None
+    except UnicodeError:  # text that is not UTF-8 past the checks: refused, nothing written
+        raise PxpError("argument_invalid", "a value is not valid UTF-8 text") from None
     return result
 
 
-def _nul_free(*texts: str) -> None:
-    if any("\x00" in text for text in texts):
+def _nul_free(*texts: str | None) -> None:
+    if any(text is not None and "\x00" in text for text in texts):
         raise PxpError("argument_invalid", "an id holds a NUL character")
+    _writable(*texts)
+
+
+def _findable(*texts: str | None) -> bool:
+    """Whether these can name stored rows (no NUL, UTF-8): else a look-up finds nothing."""
+    return not any(text is not None and "\x00" in text for text in texts) and _utf8(*texts)
 
 
 class PostgresRoomStore:
@@ -212,6 +220,8 @@ class PostgresRoomStore:
 
     def load(self, room_id: str) -> Room:
         """Load and re-verify a stored room (the row and the ledger of one state)."""
+        if not _utf8(room_id):  # not text a room id can be (review pg2 #3)
+            raise PxpError("room_unknown", f"no room has id {room_id!r}")
         _nul_free(room_id)
 
         def work(conn: Conn) -> tuple[Any, list[str]]:
@@ -244,7 +254,7 @@ class PostgresRoomStore:
 
     def locate(self, token: str) -> tuple[str, str] | None:
         """Find the room and seat of a seat link token."""
-        if "\x00" in token:
+        if not _findable(token):
             return None
         row = _tx(
             self._pg,
@@ -325,7 +335,7 @@ class PostgresLinkStore:
         expires_at: str | None = None,
     ) -> None:
         """Record the digests of a new room in one transaction; a known room is refused."""
-        _nul_free(room_id)
+        _nul_free(room_id, expires_at, *_links_text(digests))
 
         def work(conn: Conn) -> None:
             self._room_lock(conn, room_id)
@@ -344,7 +354,7 @@ class PostgresLinkStore:
 
     def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
         """Record one more digest of a known room unless that seat and kind has one."""
-        _nul_free(room_id, seat)
+        _nul_free(room_id, seat, kind, digest)
 
         def work(conn: Conn) -> bool:
             self._room_lock(conn, room_id)
@@ -374,7 +384,7 @@ class PostgresLinkStore:
         issued_at: int | None = None,
     ) -> bool:
         """Replace the link of that seat and kind, unless a later issue is stored."""
-        _nul_free(room_id, seat)
+        _nul_free(room_id, seat, kind, digest, expires_at)
 
         def work(conn: Conn) -> bool:
             self._room_lock(conn, room_id)
@@ -403,6 +413,8 @@ class PostgresLinkStore:
         return _tx(self._pg, work)
 
     def _update(self, sql: str, args: tuple[Any, ...]) -> int:
+        if not _findable(*(a for a in args if isinstance(a, str))):
+            return 0  # such a room, seat or kind is not stored
         return _tx(self._pg, lambda conn: int(conn.execute(sql, args).rowcount))
 
     def revoke(self, room_id: str, *, seat: str | None = None, kind: LinkKind | None = None) -> int:
@@ -422,6 +434,7 @@ class PostgresLinkStore:
         kind: LinkKind | None = None,
     ) -> int:
         """Set the expiry of the selected links of a room."""
+        _nul_free(expires_at)
         return self._update(
             "UPDATE pxp_server_links SET expires_at = %s WHERE room_id = %s"
             " AND (%s::text IS NULL OR seat = %s) AND (%s::text IS NULL OR kind = %s)",
@@ -430,7 +443,7 @@ class PostgresLinkStore:
 
     def rows(self, room_id: str) -> list[LinkRow]:
         """Every stored link of ``room_id``."""
-        if "\x00" in room_id:
+        if not _findable(room_id):
             return []
         found = _tx(
             self._pg,

@@ -188,6 +188,28 @@ class LinkRow:
 Selector = tuple[str | None, LinkKind | None]
 
 
+def _utf8(*texts: object) -> bool:
+    """Whether every text encodes as UTF-8; a lone surrogate (what ``json.loads`` makes of
+    ``"\\ud800"``) does not, so it names nothing stored (**ours**, review pg2 #3)."""
+    for text in texts:
+        if isinstance(text, str):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+    return True
+
+
+def _writable(*texts: object) -> None:
+    """Refuse (``argument_invalid``) to store text that is not UTF-8, in every store alike."""
+    if not _utf8(*texts):
+        raise PxpError("argument_invalid", "an id, digest or time is not valid UTF-8 text")
+
+
+def _links_text(digests: dict[tuple[str, LinkKind], str]) -> list[str]:
+    return [text for (seat, kind), digest in digests.items() for text in (seat, kind, digest)]
+
+
 def _selected(row: LinkRow, seat: str | None, kind: LinkKind | None) -> bool:
     return (seat is None or row.seat == seat) and (kind is None or row.kind == kind)
 
@@ -264,6 +286,7 @@ class MemoryLinkStore:
         expires_at: str | None = None,
     ) -> None:
         """Record the digests of a new room."""
+        _writable(room_id, expires_at, *_links_text(digests))
         with self._lock:
             if room_id in self._rooms:
                 raise PxpError("room_exists", f"room {room_id} already has links")
@@ -282,6 +305,7 @@ class MemoryLinkStore:
 
     def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
         """Record the digest of one late-minted link (at most once per seat and kind)."""
+        _writable(room_id, seat, kind, digest)
         with self._lock:
             room = self._rooms.get(room_id)
             if room is None or (seat, kind) in room:
@@ -301,6 +325,7 @@ class MemoryLinkStore:
     ) -> bool:
         """Replace the digest of one link (the earlier link stops working) unless the
         stored one was issued at a later ledger entry."""
+        _writable(room_id, seat, kind, digest, expires_at)
         with self._lock:
             room = self._rooms.get(room_id)
             if room is None:
@@ -334,6 +359,7 @@ class MemoryLinkStore:
         kind: LinkKind | None = None,
     ) -> int:
         """Set the expiry of the selected links of a room."""
+        _writable(expires_at)
         return self._update(room_id, seat, kind, expires_at=expires_at)
 
 
@@ -363,6 +389,7 @@ class SqliteLinkStore:
         expires_at: str | None = None,
     ) -> None:
         """Record the digests of a new room in one transaction."""
+        _writable(room_id, expires_at, *_links_text(digests))
         with self._lock:
             db = self._connect()
             try:
@@ -387,6 +414,7 @@ class SqliteLinkStore:
 
     def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
         """Record the digest of one late-minted link (at most once per seat and kind)."""
+        _writable(room_id, seat, kind, digest)
         with self._lock:
             db = self._connect()
             try:
@@ -419,6 +447,7 @@ class SqliteLinkStore:
         """Replace the digest of one link in one transaction (the earlier link stops
         working), unless the stored one was issued at a later ledger entry (another
         process's later issue): the check and the write are one transaction."""
+        _writable(room_id, seat, kind, digest, expires_at)
         written = False
         with self._lock:
             db = self._connect()
@@ -452,6 +481,8 @@ class SqliteLinkStore:
         return written
 
     def _update(self, sql: str, args: tuple[Any, ...]) -> int:
+        if not _utf8(*args):  # such a room, seat or kind is not stored
+            return 0
         with self._lock:
             db = self._connect()
             try:
@@ -476,6 +507,7 @@ class SqliteLinkStore:
         kind: LinkKind | None = None,
     ) -> int:
         """Set the expiry of the selected links of a room."""
+        _writable(expires_at)
         return self._update(
             "UPDATE pxp_server_links SET expires_at = ? WHERE room_id = ?"
             " AND (? IS NULL OR seat = ?) AND (? IS NULL OR kind = ?)",
@@ -484,6 +516,8 @@ class SqliteLinkStore:
 
     def rows(self, room_id: str) -> list[LinkRow]:
         """Every stored link of ``room_id``."""
+        if not _utf8(room_id):
+            return []
         with self._lock:
             db = self._connect()
             try:

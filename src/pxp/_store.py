@@ -66,6 +66,14 @@ def _restore(snapshot: str, ledger: list[dict[str, Any]]) -> Room:
     return Room.from_export(data)
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_extends(stored: list[str], room: Room, room_id: str) -> None:
     entries = room.ledger.entries
     if len(stored) > len(entries) or any(stored[i] != entries[i].hash for i in range(len(stored))):
@@ -349,6 +357,8 @@ class SqliteRoomStore:
 
     def load(self, room_id: str) -> Room:
         """Load and re-verify a stored room."""
+        if not _utf8(room_id):  # not text a room id can be (review pg2 #3)
+            raise PxpError("room_unknown", f"no room has id {room_id!r}")
         with self._lock:
             # One read transaction: the snapshot and the ledger come from the same state,
             # whatever another connection or process commits between the two statements.
@@ -386,6 +396,8 @@ class SqliteRoomStore:
 
     def locate(self, token: str) -> tuple[str, str] | None:
         """Find the room and seat of a seat link token."""
+        if not _utf8(token):
+            return None
         with self._lock:
             row = self._db.execute(
                 "SELECT room_id, seat FROM pxp_seat_tokens WHERE token = ?", (token,)

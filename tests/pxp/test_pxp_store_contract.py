@@ -162,6 +162,38 @@ def test_concurrent_saves_of_one_room_keep_one_history(stores: tuple[Any, Any, A
     assert pxp.verify_ledger(kept.export()["ledger"]) == kept.head
 
 
+def test_ids_that_are_not_utf8_find_nothing_and_write_nothing(
+    stores: tuple[Any, Any, Any],
+) -> None:
+    # review pg2 #3: a lone surrogate (what json.loads makes of "\\ud800") raised a raw
+    # UnicodeEncodeError from the database stores; look-ups find nothing, writes refuse
+    store, other, links = stores
+    store.create(_room())
+    bad = "\ud800"
+    with pytest.raises(pxp.PxpError) as unknown:
+        other.load(bad)
+    assert unknown.value.code == "room_unknown"
+    assert other.locate(bad) is None
+    assert other.locate("a" * 23 + bad) is None
+    assert links.rows(bad) == []
+    assert links.room_digests(bad) == {}
+    assert links.revoke(bad) == 0
+    assert links.set_expiry(bad, None) == 0
+    writes = [
+        lambda: links.add_room(bad, {("A", "seat"): "d"}),
+        lambda: links.add_room("r2", {("A", "seat"): bad}),
+        lambda: links.add_link(bad, "A", "principal", "d"),
+        lambda: links.set_link(bad, "A", "principal", "d", issued_at=1),
+        lambda: links.set_link("r2", "A", "principal", bad, issued_at=1),
+    ]
+    for write in writes:
+        with pytest.raises(pxp.PxpError) as refused:
+            write()
+        assert refused.value.code == "argument_invalid"
+    assert links.rows("r2") == []  # nothing half-applied
+    assert other.room_ids() == ["store-1"]
+
+
 def test_link_digests(stores: tuple[Any, Any, Any]) -> None:
     _, _, links = stores
     links.add_room("r1", {("A", "seat"): "da", ("B", "seat"): "db"}, expires_at="2027-01-01T00:00Z")
