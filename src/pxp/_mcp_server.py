@@ -123,6 +123,19 @@ class _Changes:
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self.bump, room_id)
 
+    def bump_all_from_thread(self) -> None:
+        """Wake every waiting call from another thread: the change listener reconnected
+        and may have missed changes meanwhile (review pg2 #4)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.bump_all)
+
+    def bump_all(self) -> None:
+        """Wake every waiting call of every room (each reads its room again)."""
+        events, self._events = self._events, {}
+        for event in events.values():
+            event.set()
+
     def bump(self, room_id: str) -> None:
         event = self._events.pop(room_id, None)
         if event is not None:
@@ -547,7 +560,7 @@ def create_app(
     # writes, so their waiters are woken at once rather than at their next re-read
     listen = getattr(getattr(service, "_rooms", None), "listen", None)
     if callable(listen):
-        listen(changes.bump_from_thread)
+        listen(changes.bump_from_thread, wake_all=changes.bump_all_from_thread)
     mcp = create_mcp_server(service, cfg, changes)
     # The server's own public name is always allowed: links point there, and the page's
     # forms post from there.

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
 __all__ = ["CHANNEL", "MIGRATIONS", "PostgresLinkStore", "PostgresRoomStore"]
 
 T = TypeVar("T")
+
+_log = logging.getLogger("pxp")
 
 CHANNEL = "pxp_rooms"
 """The ``NOTIFY`` channel; the payload is the id of the room that changed."""
@@ -274,27 +277,48 @@ class PostgresRoomStore:
         )
         return [str(i) for (i,) in rows]
 
-    def listen(self, callback: Callable[[str], None]) -> Callable[[], None]:
+    def listen(
+        self,
+        callback: Callable[[str], None],
+        *,
+        wake_all: Callable[[], None] | None = None,
+    ) -> Callable[[], None]:
         """Call ``callback(room id)`` from a thread whenever any replica changes a room.
 
         Returns a function that stops the thread (:meth:`close` stops them all). A dropped
-        listening connection is reopened after a second (changes in between are found by
-        the waiters' re-reads).
+        listening connection is logged (warning, logger ``pxp``) and reopened after a
+        second; **ours** (review pg2 #4): a change notified while it was down is lost, so
+        once it listens again ``wake_all()`` is called, which makes every waiter read its
+        room again at once rather than at its next periodic re-read.
         """
         import psycopg
 
         stop = threading.Event()
 
         def run() -> None:
+            dropped = False
             while not stop.is_set():
                 try:
                     with psycopg.connect(self._url, autocommit=True) as conn:
                         conn.execute(f"LISTEN {CHANNEL}")
+                        if dropped:
+                            dropped = False
+                            _log.warning("pxp: the room change listener listens again")
+                            if wake_all is not None:
+                                with contextlib.suppress(Exception):
+                                    wake_all()
                         while not stop.is_set():
                             for note in conn.notifies(timeout=0.5):
                                 with contextlib.suppress(Exception):
                                     callback(note.payload)
-                except psycopg.Error:
+                except psycopg.Error as exc:
+                    if not dropped:  # once per outage, the type only (no URL, no password)
+                        _log.warning(
+                            "pxp: the room change listener lost its database connection (%s);"
+                            " retrying every second, waiters re-read their rooms meanwhile",
+                            type(exc).__name__,
+                        )
+                    dropped = True
                     stop.wait(1.0)
 
         thread = threading.Thread(target=run, name="pxp-listen", daemon=True)

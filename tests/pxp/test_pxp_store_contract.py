@@ -289,6 +289,48 @@ def test_a_waiter_on_one_replica_is_woken_by_a_send_on_the_other(postgres_url: s
     assert took < 20, took  # woken by the other replica's write, not by the 30 s re-read
 
 
+def test_the_listener_wakes_every_waiter_after_a_reconnect_and_logs_it(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # review pg2 #4: a NOTIFY sent while the listening connection is down is lost; after
+    # the reconnect every waiter must look again at once (and the drop must be logged)
+    import psycopg
+
+    from pxp._postgres import PostgresRoomStore
+
+    store = PostgresRoomStore(postgres_url)
+    rooms: list[str] = []
+    everyone = threading.Event()
+    halt = store.listen(rooms.append, wake_all=everyone.set)
+    caplog.set_level("WARNING", logger="pxp")
+    try:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            listening = "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            listening += " AND query LIKE 'LISTEN%%' AND pid <> pg_backend_pid()"
+            _until(lambda: conn.execute(listening).fetchone() is not None)
+            conn.execute("NOTIFY pxp_rooms, 'before'")
+            _until(lambda: rooms == ["before"])
+            assert not everyone.is_set()
+            (pid,) = conn.execute(listening).fetchone() or (None,)
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            conn.execute("NOTIFY pxp_rooms, 'lost'")  # nobody listens just now
+            assert everyone.wait(15), "no wake-all after the reconnect"
+            _until(lambda: conn.execute(listening).fetchone() is not None)
+            conn.execute("NOTIFY pxp_rooms, 'after'")
+            _until(lambda: rooms[-1:] == ["after"])
+    finally:
+        halt()
+        store.close()
+    assert any("listen" in r.getMessage() for r in caplog.records), caplog.records
+
+
+def _until(check: Any) -> None:
+    deadline = time.monotonic() + 15
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
 async def _later(job: Any) -> Any:
     await asyncio.sleep(1.0)  # the waiter is waiting by then (it would wait 30 s)
     return await job
