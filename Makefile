@@ -55,7 +55,7 @@ $(FLOOR_STAMP): pyproject.toml tools/floor_constraints.py
 	$(FLOOR_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PYTHON) tools/floor_constraints.py > $(FLOOR_VENV)/constraints.txt
 	$(FLOOR_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
-		-c $(FLOOR_VENV)/constraints.txt -e '.[test,mcp,http]'
+		-c $(FLOOR_VENV)/constraints.txt -e '.[test,mcp,http,postgres]'
 	touch $(FLOOR_STAMP)
 
 test-floor: $(FLOOR_STAMP)

@@ -1,4 +1,5 @@
-"""Shared test configuration: hypothesis profiles, and the order pytest-xdist hands out tests.
+"""Shared test configuration: hypothesis profiles, the order pytest-xdist hands out tests,
+the throwaway PostgreSQL cluster.
 
 ``make test`` sets ``CI`` and runs the derandomized ``ci`` profile, so a green run is
 reproducible; ``make fuzz`` selects the long ``fuzz`` profile.
@@ -7,9 +8,12 @@ reproducible; ``make fuzz`` selects the long ``fuzz`` profile.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.pgcluster import Cluster, require_postgres, start_cluster
 
 settings.register_profile(
     "ci",
@@ -40,3 +44,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """
     if "PYTEST_XDIST_WORKER" in os.environ:  # the workers collect; the controller does not
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+# ---------------------------------------------------------------- PostgreSQL (issue 23)
+# One throwaway cluster per test session, started on first use (tests/pgcluster.py); each
+# test asking for ``postgres_url`` gets a fresh database, dropped after it.
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Cluster]:
+    """The session's throwaway PostgreSQL cluster (skips, or fails under PP_REQUIRE_POSTGRES)."""
+    found = start_cluster()
+    if isinstance(found, str):
+        require_postgres(found)
+        raise AssertionError("unreachable")
+    try:
+        yield found
+    finally:
+        found.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: Cluster) -> Iterator[str]:
+    """The URL of a fresh, empty database in the session's cluster."""
+    url = postgres_cluster.create_database()
+    try:
+        yield url
+    finally:
+        postgres_cluster.drop_database(url)

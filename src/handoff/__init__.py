@@ -90,7 +90,7 @@ from ._records import (
     Target,
 )
 from ._schemas import load_schema, schema_names
-from ._store import MemoryStore, SQLiteStore, Store
+from ._store import MemoryStore, SQLiteStore, Store, open_store
 from ._validate import ALLOWED_KEYWORDS, check_schema, ecma_pattern
 from ._wire import (  # typed views of make_settlement() and observe() (issue 24 #9)
     ClaimEvidence,
@@ -180,6 +180,7 @@ __all__ = [
     "make_raised",
     "make_settlement",
     "observe",
+    "open_store",
     "option_status",
     "parse_record",
     "parse_state_document",

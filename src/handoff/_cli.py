@@ -184,8 +184,10 @@ def _cmd_add(args: argparse.Namespace) -> int:
     if (args.state_url is None) == (args.db is None):
         raise HandoffError("usage", "give exactly one of --state URL or --db PATH")
     url = args.state_url if args.state_url is not None else f"sqlite:{args.db}"
-    if not url.startswith("sqlite:"):
-        raise HandoffError("usage", "handoff add appends to a store: --state sqlite:PATH")
+    if not url.startswith(("sqlite:", "postgresql://", "postgres://")):
+        raise HandoffError(
+            "usage", "handoff add appends to a store: --state sqlite:PATH or postgresql://…"
+        )
     lines = list(read_lines(args.file))  # read first: a missing input creates nothing
     where = Target(url, config, create=True)
     assert where.store is not None

@@ -2,9 +2,9 @@
 
 Every command reads one configuration form (``{"roles", "extensions"?, "side"?}``) and
 names its records by one target: a JSON Lines file (``records.jsonl``, ``-`` for standard
-input) or a store URL (``sqlite:PATH``). Appending to a file never damages it: a file
-whose last line lacks its newline gets one first, and a torn last line (a crash in the
-middle of a write) is reported and never extended.
+input) or a store URL (``sqlite:PATH``, ``postgresql://…``). Appending to a file never
+damages it: a file whose last line lacks its newline gets one first, and a torn last line
+(a crash in the middle of a write) is reported and never extended.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._canonical import canonical
 from ._config import Extension, ExtensionRegistry, Roles
@@ -21,6 +21,9 @@ from ._errors import HandoffError
 from ._fold import Registry
 from ._json import parse_line
 from ._store import SQLiteStore
+
+if TYPE_CHECKING:
+    from ._postgres import PostgresStore
 
 __all__ = ["Config", "Target", "load_config", "read_lines", "target"]
 
@@ -125,12 +128,12 @@ def read_lines(path: str) -> Iterator[tuple[int, str]]:
 
 
 class Target:
-    """Where a command's records live: a JSON Lines file or a SQLite store."""
+    """Where a command's records live: a JSON Lines file, a SQLite or a PostgreSQL store."""
 
     def __init__(self, spec: str, config: Config, *, create: bool) -> None:
         self.spec = spec
         self.config = config
-        self.store: SQLiteStore | None = None
+        self.store: SQLiteStore | PostgresStore | None = None
         if spec.startswith("sqlite:"):
             db = spec[len("sqlite:") :]
             if not db:
@@ -144,8 +147,21 @@ class Target:
                 keys=config.side.key_set(),
                 verifiable=config.side.verifiable,
             )
+        elif spec.startswith(("postgresql://", "postgres://")):
+            from ._postgres import PostgresStore
+
+            self.store = PostgresStore(
+                spec,
+                roles=config.roles,
+                extensions=config.extensions,
+                keys=config.side.key_set(),
+                verifiable=config.side.verifiable,
+                create=create,
+            )
         elif "://" in spec:
-            raise HandoffError("usage", f"unsupported store URL {spec!r}", reason="url")
+            from ppstore import redact
+
+            raise HandoffError("usage", f"unsupported store URL {redact(spec)!r}", reason="url")
 
     def close(self) -> None:
         """Close the store, if one is open."""

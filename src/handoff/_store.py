@@ -30,7 +30,7 @@ from ._fold import ItemState, Registry, _slot
 from ._json import parse_line
 from ._records import ItemId, Record
 
-__all__ = ["MemoryStore", "SQLiteStore", "Store"]
+__all__ = ["MemoryStore", "SQLiteStore", "Store", "open_store"]
 
 
 class Store(Protocol):
@@ -257,6 +257,14 @@ BEGIN SELECT RAISE(ABORT, 'every record is stamped with the roles it was admitte
 }
 
 
+MIGRATIONS: list[list[str]] = [
+    [statement.strip() for statement in _SCHEMA.split(";\n") if statement.strip()],
+    [statement.strip() for statement in _MIGRATIONS[2].split(";\n") if statement.strip()],
+]
+"""The SQLite store's ordered migrations, run by ``ppstore.migrate_sqlite`` (version 1 is
+the schema written before versions were recorded, so such files are adopted)."""
+
+
 def _body_digest(body: str) -> str:
     try:
         return "sha-256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
@@ -272,7 +280,77 @@ def _row_id(body: str) -> Any:
         return None
 
 
-class SQLiteStore(_Folding):
+class _Stamped(_Folding):
+    """What the SQL stores share: rows stamped with the roles they were admitted under.
+
+    A subclass supplies ``_rows`` (``(body, stamp, in_force)`` in insertion order) and
+    ``_roles_at`` (the roles of a stamp); folding and reading are the same for all.
+    """
+
+    path: str
+
+    def _rows(self, item: ItemId | None) -> list[tuple[str, int | None, int | None]]:
+        raise NotImplementedError
+
+    def _roles_at(self, stamp: int) -> Roles:
+        raise NotImplementedError
+
+    def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
+        """Return the held record versions in insertion order (see :meth:`Store.records`)."""
+        return [parse_line(body) for body, _, _ in self._rows(item)]
+
+    def registry(self, item: ItemId | None = None) -> Registry:
+        """Fold what is held (everything, or one item's records) into a new registry.
+
+        Each stored JCS body is checked again on the way in (strictly, as text) under the
+        roles **it was admitted under** (its stamp), never under today's, so a role change
+        never makes history unreadable while a row changed behind the store's back is still
+        refused. Rows written before stamps existed are checked under the current roles;
+        those the current roles refuse are reported (:meth:`Registry.role_changed`).
+        """
+        registry = Registry(roles=self.roles, extensions=self.extensions)
+        groups: dict[int | None, list[str]] = {}
+        behind: list[tuple[str, int]] = []
+        for body, stamp, in_force in self._rows(item):
+            if stamp is not None and in_force is not None and stamp < in_force:
+                # stamped with roles older than those already in force at its place (a
+                # stale device, before roles moved forward only): read under those in force
+                behind.append((body, in_force))
+                continue
+            groups.setdefault(stamp, []).append(body)
+        for body, stamp in behind:
+            try:
+                registry.add_lines([body], roles=self._roles_at(stamp))
+            except HandoffError as exc:
+                if exc.code in _ROLE_CODES:
+                    registry.note_role_changed(_row_id(body), exc)
+                else:
+                    registry.note_rejected(_row_id(body), exc)
+        for stamp, bodies in groups.items():
+            if stamp is not None:
+                roles = self._roles_at(stamp)
+                try:
+                    registry.add_lines(bodies, roles=roles)
+                except HandoffError:
+                    # one refused row: read the group row by row, reporting that one
+                    for body in bodies:
+                        try:
+                            registry.add_lines([body], roles=roles)
+                        except HandoffError as exc:
+                            registry.note_rejected(_row_id(body), exc)
+                continue
+            for body in bodies:
+                try:
+                    registry.add_lines([body])
+                except HandoffError as exc:
+                    if exc.code in _ROLE_CODES:
+                        registry.note_role_changed(_row_id(body), exc)
+                    else:
+                        registry.note_rejected(_row_id(body), exc)
+        return registry
+
+
+class SQLiteStore(_Stamped):
     """A :class:`Store` in one SQLite file: survives restarts, safe for several processes.
 
     Each append is one ``BEGIN IMMEDIATE`` transaction in WAL mode with a busy timeout, so
@@ -307,36 +385,26 @@ class SQLiteStore(_Folding):
         self.verifiable = verifiable
         self.path = str(path)
         self._lock = threading.Lock()
+        from ppstore import StoreError, migrate_sqlite
+
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
             self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.executescript(_SCHEMA)
-            self._migrate()
+            migrate_sqlite(self._db, "handoff", MIGRATIONS)
+        except StoreError as exc:
+            self._db.close()
+            raise HandoffError(
+                "store",
+                f"cannot open the SQLite store {self.path}: {exc.message}",
+                reason="store_open",
+            ) from None
         except sqlite3.Error as exc:
             raise HandoffError(
                 "store", f"cannot open the SQLite store {self.path}: {exc}", reason="store_open"
             ) from None
-
-    def _migrate(self) -> None:
-        # one writer migrates; the others wait for its transaction and find it done
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version >= SCHEMA_VERSION:
-            return
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            version = max(1, self._db.execute("PRAGMA user_version").fetchone()[0])
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[target].split(";\n"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version = {target}")
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
 
     def _roles_version(self) -> int:
         """The stamp of the current roles (added on first use); inside a write transaction."""
@@ -426,56 +494,6 @@ class SQLiteStore(_Folding):
                 ) from None
         return "accepted" if inserted else "duplicate"
 
-    def registry(self, item: ItemId | None = None) -> Registry:
-        """Fold what is held (everything, or one item's records) into a new registry.
-
-        Each stored JCS body is checked again on the way in (strictly, as text) under the
-        roles **it was admitted under** (its stamp), never under today's, so a role change
-        never makes history unreadable while a row changed behind the store's back is still
-        refused. Rows written before stamps existed are checked under the current roles;
-        those the current roles refuse are reported (:meth:`Registry.role_changed`).
-        """
-        registry = Registry(roles=self.roles, extensions=self.extensions)
-        groups: dict[int | None, list[str]] = {}
-        behind: list[tuple[str, int]] = []
-        for body, stamp, in_force in self._rows(item):
-            if stamp is not None and in_force is not None and stamp < in_force:
-                # stamped with roles older than those already in force at its place (a
-                # stale device, before roles moved forward only): read under those in force
-                behind.append((body, in_force))
-                continue
-            groups.setdefault(stamp, []).append(body)
-        for body, stamp in behind:
-            try:
-                registry.add_lines([body], roles=self._roles_at(stamp))
-            except HandoffError as exc:
-                if exc.code in _ROLE_CODES:
-                    registry.note_role_changed(_row_id(body), exc)
-                else:
-                    registry.note_rejected(_row_id(body), exc)
-        for stamp, bodies in groups.items():
-            if stamp is not None:
-                roles = self._roles_at(stamp)
-                try:
-                    registry.add_lines(bodies, roles=roles)
-                except HandoffError:
-                    # one refused row: read the group row by row, reporting that one
-                    for body in bodies:
-                        try:
-                            registry.add_lines([body], roles=roles)
-                        except HandoffError as exc:
-                            registry.note_rejected(_row_id(body), exc)
-                continue
-            for body in bodies:
-                try:
-                    registry.add_lines([body])
-                except HandoffError as exc:
-                    if exc.code in _ROLE_CODES:
-                        registry.note_role_changed(_row_id(body), exc)
-                    else:
-                        registry.note_rejected(_row_id(body), exc)
-        return registry
-
     def _roles_at(self, stamp: int) -> Roles:
         try:
             with self._lock:
@@ -493,10 +511,6 @@ class SQLiteStore(_Folding):
                 reason="store_tampered",
             )
         return Roles.from_json(parse_line(row[0], where="stored roles"))
-
-    def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
-        """Return the held record versions in insertion order (see :meth:`Store.records`)."""
-        return [parse_line(body) for body, _, _ in self._rows(item)]
 
     def _rows(self, item: ItemId | None) -> list[tuple[str, int | None, int | None]]:
         """``(body, stamp, in_force)`` in insertion order; ``in_force`` is the newest stamp
@@ -533,3 +547,50 @@ class SQLiteStore(_Folding):
         with self._lock:
             count: int = self._db.execute("SELECT COUNT(*) FROM handoff_records").fetchone()[0]
         return count
+
+
+def open_store(
+    url: str,
+    *,
+    roles: Roles,
+    extensions: ExtensionRegistry,
+    keys: KeySet | None = None,
+    verifiable: bool = False,
+    create: bool = True,
+) -> Store:
+    """The record store ``url`` names: ``:memory:``, ``sqlite:PATH`` or ``postgresql://…``.
+
+    ``keys``/``verifiable`` as for :class:`SQLiteStore`. ``create=False`` refuses a store
+    that does not exist yet (``io``/``store_missing``) instead of creating it. A URL of
+    another kind is ``usage``/``url``. The PostgreSQL store (the ``postgres`` extra) is
+    shared by writers on several hosts (docs/spec/stores.md).
+
+    >>> from handoff import EXTENSIONS, Roles, open_store
+    >>> roles = Roles.from_json({"principal": "p", "principal_side": ["p-desk"]})
+    >>> open_store(":memory:", roles=roles, extensions=EXTENSIONS).records()
+    []
+    """
+    from ppstore import StoreError, parse_url
+
+    try:
+        found = parse_url(url)
+    except StoreError as exc:
+        raise HandoffError("usage", exc.message, reason="url") from None
+    if found.kind == "memory":
+        return MemoryStore(roles=roles, extensions=extensions, keys=keys, verifiable=verifiable)
+    if found.kind == "sqlite":
+        if not create and not Path(found.path).exists():
+            raise HandoffError("io", f"no SQLite store at {found.path}", reason="store_missing")
+        return SQLiteStore(
+            found.path, roles=roles, extensions=extensions, keys=keys, verifiable=verifiable
+        )
+    from ._postgres import PostgresStore
+
+    return PostgresStore(
+        found.dsn,
+        roles=roles,
+        extensions=extensions,
+        keys=keys,
+        verifiable=verifiable,
+        create=create,
+    )

@@ -27,6 +27,7 @@ from ._state import Lease, ReceiptRecord, Store
 __all__ = [
     "Outcome",
     "happened",
+    "machine_id",
     "not_happened",
     "owner_gone",
     "owner_id",
@@ -57,22 +58,38 @@ def not_happened() -> Outcome:
     return Outcome(False)
 
 
+def machine_id() -> str:
+    """The ``host`` part of an owner name: the host name, and on Linux the boot id and the
+    PID namespace too (**ours**, review of issue 23): replicas in containers often share a
+    host name while each has its own process ids, so only an owner whose process ids this
+    process can see is ever checked for life by its pid."""
+    parts = [socket.gethostname()]
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as boot:
+            parts.append(boot.read().strip()[:8])
+        parts.append(os.readlink("/proc/self/ns/pid").partition("[")[2].rstrip("]"))
+    except OSError:
+        return parts[0]
+    return "/".join(parts)
+
+
 def owner_id(rand: Callable[[int], bytes]) -> str:
-    """A lease owner name for this process: ``host:pid:nonce``."""
-    return f"{socket.gethostname()}:{os.getpid()}:{b64url_encode(rand(6))}"
+    """A lease owner name for this process: ``host:pid:nonce`` (``host``: :func:`machine_id`)."""
+    return f"{machine_id()}:{os.getpid()}:{b64url_encode(rand(6))}"
 
 
 def owner_gone(owner: str) -> bool:
     """True when ``owner`` is a process of this host that no longer exists.
 
-    An empty owner (an unresolved claim) counts as gone; an owner on another host, or a
-    process id that is alive (possibly reused), does not: its lease must run out first.
+    An empty owner (an unresolved claim) counts as gone; an owner on another host (another
+    boot, another PID namespace: :func:`machine_id`), or a process id that is alive
+    (possibly reused), does not: its lease must run out first.
     """
     if not owner:
         return True
     host, _, rest = owner.partition(":")
     pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
+    if host != machine_id() or not pid_text.isdigit():
         return False
     pid = int(pid_text)
     if pid == os.getpid():

@@ -1129,6 +1129,10 @@ class Service:
                 raise self._unsettled("undo", settled)
         else:
             raise self._unsettled("undo", "busy")
+        if claim == "gone":
+            # ours (review pg2 #2): pruned since it was read (another replica's clock is past
+            # the window): nothing was claimed, so nothing may run; the answer a retry gets
+            raise ParleyError("not_found", "no such receipt", reason="unknown_receipt")
         if claim == "done":
             latest = self.store.receipt(rid)
             assert latest is not None

@@ -33,42 +33,41 @@ from ._state import (
     Lease,
     ProposalRecord,
     ReceiptRecord,
+    UndoClaim,
     check_caps,
 )
 
 __all__ = ["SQLiteStore"]
 
-_V1 = """
-CREATE TABLE IF NOT EXISTS proposals (id TEXT PRIMARY KEY, expires INTEGER NOT NULL,
-    record TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS receipts (id TEXT PRIMARY KEY, proposal TEXT NOT NULL UNIQUE,
-    keep_until INTEGER NOT NULL, undoing INTEGER NOT NULL DEFAULT 0, record TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS inflight (proposal TEXT PRIMARY KEY, amount INTEGER NOT NULL,
-    blocks TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS totals (block TEXT PRIMARY KEY, amount INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS replay (key TEXT NOT NULL, frame TEXT NOT NULL,
-    until INTEGER NOT NULL, reply TEXT, PRIMARY KEY (key, frame));
-CREATE TABLE IF NOT EXISTS handles (handle TEXT PRIMARY KEY, key TEXT,
-    expires INTEGER NOT NULL, value TEXT NOT NULL)
-"""
-
-# v2 (issue 18): commits and undos in flight carry a lease (owner, times, who asked), and
-# proposals say whether they can ever be committed (anonymous ones are kept apart).
-_V2 = """
-ALTER TABLE inflight ADD COLUMN lease TEXT;
-ALTER TABLE receipts ADD COLUMN undo_lease TEXT;
-ALTER TABLE proposals ADD COLUMN anon INTEGER NOT NULL DEFAULT 0;
-CREATE INDEX IF NOT EXISTS proposals_anon ON proposals (anon)
-"""
-
-# v3 (review F4): an auto INTENT still being handled records who handles it and the
-# proposal it commits, so a claim left by a crash can be settled instead of answering busy.
-_V3 = """
-ALTER TABLE replay ADD COLUMN claim TEXT
-"""
-
-MIGRATIONS = (_V1, _V2, _V3)
-"""The ordered schema migrations; ``PRAGMA user_version`` counts those applied."""
+MIGRATIONS: list[list[str]] = [
+    [  # v1: the schema before versions were recorded (idempotent: such files hold version 0)
+        "CREATE TABLE IF NOT EXISTS proposals (id TEXT PRIMARY KEY, expires INTEGER NOT NULL,"
+        " record TEXT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS receipts (id TEXT PRIMARY KEY, proposal TEXT NOT NULL"
+        " UNIQUE, keep_until INTEGER NOT NULL, undoing INTEGER NOT NULL DEFAULT 0,"
+        " record TEXT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS inflight (proposal TEXT PRIMARY KEY, amount INTEGER NOT NULL,"
+        " blocks TEXT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS totals (block TEXT PRIMARY KEY, amount INTEGER NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS replay (key TEXT NOT NULL, frame TEXT NOT NULL,"
+        " until INTEGER NOT NULL, reply TEXT, PRIMARY KEY (key, frame))",
+        "CREATE TABLE IF NOT EXISTS handles (handle TEXT PRIMARY KEY, key TEXT,"
+        " expires INTEGER NOT NULL, value TEXT NOT NULL)",
+    ],
+    [  # v2 (issue 18): commits and undos in flight carry a lease (owner, times, who asked),
+        # and proposals say whether they can ever be committed (anonymous ones kept apart)
+        "ALTER TABLE inflight ADD COLUMN lease TEXT",
+        "ALTER TABLE receipts ADD COLUMN undo_lease TEXT",
+        "ALTER TABLE proposals ADD COLUMN anon INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX IF NOT EXISTS proposals_anon ON proposals (anon)",
+    ],
+    [  # v3 (review F4): an auto INTENT still being handled records who handles it and the
+        # proposal it commits, so a claim left by a crash can be settled, not answered busy
+        "ALTER TABLE replay ADD COLUMN claim TEXT",
+    ],
+]
+"""The ordered schema migrations (run by ``ppstore.migrate_sqlite``); ``PRAGMA
+user_version`` counts those applied."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this code reads and writes."""
@@ -202,26 +201,22 @@ class SQLiteStore:
         # power cut too (with NORMAL the last ones could vanish and a spend be counted twice
         # against nothing, or an auto INTENT run again).
         self._db.execute("PRAGMA synchronous = FULL")
-        with self._tx() as db:
-            (version,) = db.execute("PRAGMA user_version").fetchone()
-            if (
-                version == 0
-                and db.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'proposals'"
-                ).fetchone()
-            ):
-                version = 1  # a store written before versions were recorded
-            if version > SCHEMA_VERSION:
-                return [f"schema version {version}"]
-            for migration in MIGRATIONS[version:]:
-                for statement in migration.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        from ppstore import StoreError, migrate_sqlite
+
+        try:
+            migrate_sqlite(self._db, "parley", MIGRATIONS)
+        except StoreError as exc:
+            if exc.code == "store_open":
+                raise sqlite3.OperationalError(exc.message) from None
+            if exc.code == "schema_too_new":
+                return [f"schema version {self._db.execute('PRAGMA user_version').fetchone()[0]}"]
+            return ["the schema"]
+        with self._lock:
             return [
                 f"table {table}"
                 for table, columns in _COLUMNS.items()
-                if tuple(row[1] for row in db.execute(f"PRAGMA table_info({table})")) != columns
+                if tuple(row[1] for row in self._db.execute(f"PRAGMA table_info({table})"))
+                != columns
             ]
 
     def close(self) -> None:
@@ -464,14 +459,14 @@ class SQLiteStore:
 
     # ---------------------------------------------------------------- undo
 
-    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> Claim:
+    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> UndoClaim:
         """Claim a receipt for undo."""
         with self._tx() as db:
             row = db.execute(
                 "SELECT undoing, record FROM receipts WHERE id = ?", (receipt_id,)
             ).fetchone()
-            if row is None:
-                return "new"
+            if row is None:  # never issued, or pruned (by another connection meanwhile)
+                return "gone"
             if json.loads(row[1]).get("undo") is not None:
                 return "done"
             if row[0]:

@@ -34,6 +34,7 @@ __all__ = [
     "ProposalRecord",
     "ReceiptRecord",
     "Store",
+    "UndoClaim",
     "load_state",
 ]
 
@@ -49,6 +50,11 @@ PROPOSAL_GRACE = 600
 Claim = Literal["new", "busy", "done"]
 """What a ``begin_*`` transaction found: claimed now, claimed by a request still running,
 or already finished."""
+
+UndoClaim = Literal["new", "busy", "done", "gone"]
+"""What :meth:`Store.begin_undo` found: a :data:`Claim`, or (**ours**, review pg2 #2)
+``"gone"``: no receipt has that id (never issued, or pruned, possibly by another replica
+while the undo was being checked), so nothing was claimed."""
 
 
 @dataclass(frozen=True)
@@ -273,8 +279,11 @@ class Store(Protocol):
         """Release the claim and the reservation of a failed commit (if ``owner``'s)."""
         ...
 
-    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> Claim:
-        """Claim a receipt for undo; ``lease`` records who holds it."""
+    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> UndoClaim:
+        """Claim a receipt for undo; ``lease`` records who holds it.
+
+        ``"gone"`` (nothing claimed) when no receipt has that id.
+        """
         ...
 
     def lease(self, kind: Literal["commit", "undo"], subject: str) -> Lease | None:
@@ -615,11 +624,13 @@ class MemoryStore:
 
     # ---------------------------------------------------------------- undo
 
-    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> Claim:
+    def begin_undo(self, receipt_id: str, *, lease: Lease | None = None) -> UndoClaim:
         """Claim a receipt for undo (see :class:`Store`)."""
         with self._lock:
             record = self._receipts.get(receipt_id)
-            if record is not None and record.undo is not None:
+            if record is None:
+                return "gone"
+            if record.undo is not None:
                 return "done"
             if receipt_id in self._undoing:
                 return "busy"

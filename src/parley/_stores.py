@@ -2,8 +2,8 @@
 
 ``parley serve --state URL`` and operators' ``parley state`` commands go through
 :func:`open_store`. The default is durable: ``sqlite:$PARLEY_HOME/state/<service id>.sqlite``
-(:func:`default_state_url`); memory is used only when asked for. ``postgresql://`` is
-reserved for the PostgreSQL store.
+(:func:`default_state_url`); memory is used only when asked for. ``postgresql://…`` opens
+the PostgreSQL store shared by service replicas (the ``postgres`` extra).
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ def open_store(url: str, *, create: bool = True) -> Store:
     ``sqlite:PATH`` a :class:`~parley.SQLiteStore`, its folder created ``0700`` if missing
     (the file is created ``0600`` by the store). ``create=False`` (read-only commands,
     ``parley state``) refuses a file that does not exist (``not_found``/``no_state``)
-    rather than creating it and its folders.
+    rather than creating it and its folders. ``postgresql://…`` is a
+    :class:`parley._postgres.PostgresStore` (replicas on one database share it); with
+    ``create=False`` a database holding no Parley state is refused the same way.
     """
     if url == ":memory:":
         return MemoryStore()
@@ -70,13 +72,13 @@ def open_store(url: str, *, create: bool = True) -> Store:
                 reason="bad_state",
             ) from None
     if url.startswith(("postgresql://", "postgres://")):
-        raise ParleyError(
-            "invalid_params",
-            "PostgreSQL state is not available in this version; use sqlite:PATH",
-            reason="bad_state",
-        )
+        from ._postgres import PostgresStore
+
+        return PostgresStore(url, create=create)
+    from ppstore import redact
+
     raise ParleyError(
         "invalid_params",
-        f"unknown state URL {url[:80]!r}: use sqlite:PATH or :memory:",
+        f"unknown state URL {redact(url)[:80]!r}: use sqlite:PATH, postgresql://… or :memory:",
         reason="bad_state",
     )

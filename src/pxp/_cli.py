@@ -76,6 +76,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (127.0.0.1)")
     serve.add_argument("--port", type=port, default=8765, help="port to bind (8765)")
     serve.add_argument("--db", type=Path, default=Path("pxp-rooms.sqlite"), help="SQLite file")
+    serve.add_argument(
+        "--state",
+        metavar="URL",
+        help="the store instead of --db: sqlite:PATH, or postgresql://… shared by replicas",
+    )
+    serve.add_argument(
+        "--poll-seconds",
+        type=float,
+        default=0.5,
+        help="how often a waiting wait_for_turn re-reads the store (0.5; with postgresql://"
+        " replicas wake each other at once, so a longer re-read only bounds a lost wake-up)",
+    )
     serve.add_argument("--public-url", help="URL prefix of the links handed out")
     serve.add_argument(
         "--allowed-host", action="append", default=[], help="Host header to accept (repeat)"

@@ -17,6 +17,7 @@ appear in a refusal, a log line or another seat's view.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -121,6 +122,26 @@ class _Changes:
         self._seats: dict[tuple[str, str], int] = {}
         self._clients: dict[str, int] = {}
         self.total = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def bump_from_thread(self, room_id: str) -> None:
+        """:meth:`bump` from another thread (a store's change listener, issue 23)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.bump, room_id)
+
+    def bump_all_from_thread(self) -> None:
+        """Wake every waiting call from another thread: the change listener reconnected
+        and may have missed changes meanwhile (review pg2 #4)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.bump_all)
+
+    def bump_all(self) -> None:
+        """Wake every waiting call of every room (each reads its room again)."""
+        events, self._events = self._events, {}
+        for event in events.values():
+            event.set()
 
     def bump(self, room_id: str) -> None:
         event = self._events.pop(room_id, None)
@@ -131,6 +152,10 @@ class _Changes:
         return self._clients.get(client, 0) >= limit
 
     def enter(self, room_id: str, seat: str, client: str, *, per_seat: int, overall: int) -> bool:
+        # the loop is known before the waiter's first read: a wake-up from another
+        # replica that lands during that read is then run after it, never lost
+        with contextlib.suppress(RuntimeError):
+            self._loop = asyncio.get_running_loop()
         key = (room_id, seat)
         if self.total >= overall or self._seats.get(key, 0) >= per_seat:
             return False
@@ -587,6 +612,11 @@ def create_app(
     """
     cfg = config if config is not None else ServerConfig()
     changes = _Changes()
+    # a store shared by replicas (PostgreSQL) tells this process about other replicas'
+    # writes, so their waiters are woken at once rather than at their next re-read
+    listen = getattr(getattr(service, "_rooms", None), "listen", None)
+    if callable(listen):
+        listen(changes.bump_from_thread, wake_all=changes.bump_all_from_thread)
     mcp = create_mcp_server(service, cfg, changes)
     # The server's own public name is always allowed: links point there, and the page's
     # forms post from there.

@@ -69,6 +69,7 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
         allowed_origins=tuple(origins),
         agent_keys=_keys(args),
         max_waiters_per_client=getattr(args, "max_waiters_per_client", 16),
+        poll_seconds=getattr(args, "poll_seconds", 0.5),
     )
 
 
@@ -119,7 +120,7 @@ def import_rooms(service: RoomService, path: Path, public_url: str) -> list[str]
 def run_serve(args: argparse.Namespace) -> int:
     """Run ``pxp serve`` until interrupted; return the exit status."""
     try:
-        from .server import serve, sqlite_service
+        from .server import serve, service_for_url
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise PxpError(
             "extra_missing",
@@ -131,8 +132,9 @@ def run_serve(args: argparse.Namespace) -> int:
         raise PxpError("config_invalid", "--link-days must lie between 0 and 36500")
     for path in getattr(args, "imports", []):
         read_export(path)  # an unreadable export is refused before the store is created
-    service = sqlite_service(
-        args.db,
+    url = getattr(args, "state", None) or f"sqlite:{args.db}"
+    service = service_for_url(
+        url,
         max_turns=args.max_turns,
         confirm_on_web=args.confirm_cards_on_web,
         link_ttl=timedelta(days=days) if days else None,
@@ -140,8 +142,10 @@ def run_serve(args: argparse.Namespace) -> int:
     for path in getattr(args, "imports", []):
         import_rooms(service, path, config.public_url)
     sign_in = "on" if config.agent_keys else "off"
+    from ppstore import parse_url
+
     print(
-        f"pxp: MCP endpoint {config.public_url}/mcp (rooms in {args.db}; sign-in {sign_in})",
+        f"pxp: MCP endpoint {config.public_url}/mcp (rooms in {parse_url(url)}; sign-in {sign_in})",
         file=sys.stderr,
     )
     serve(service, config, host=args.host, port=args.port)

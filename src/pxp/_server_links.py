@@ -195,6 +195,28 @@ class LinkRow:
 Selector = tuple[str | None, LinkKind | None]
 
 
+def _utf8(*texts: object) -> bool:
+    """Whether every text encodes as UTF-8; a lone surrogate (what ``json.loads`` makes of
+    ``"\\ud800"``) does not, so it names nothing stored (**ours**, review pg2 #3)."""
+    for text in texts:
+        if isinstance(text, str):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+    return True
+
+
+def _writable(*texts: object) -> None:
+    """Refuse (``argument_invalid``) to store text that is not UTF-8, in every store alike."""
+    if not _utf8(*texts):
+        raise PxpError("argument_invalid", "an id, digest or time is not valid UTF-8 text")
+
+
+def _links_text(digests: dict[tuple[str, LinkKind], str]) -> list[str]:
+    return [text for (seat, kind), digest in digests.items() for text in (seat, kind, digest)]
+
+
 def _selected(row: LinkRow, seat: str | None, kind: LinkKind | None) -> bool:
     return (seat is None or row.seat == seat) and (kind is None or row.kind == kind)
 
@@ -271,6 +293,7 @@ class MemoryLinkStore:
         expires_at: str | None = None,
     ) -> None:
         """Record the digests of a new room."""
+        _writable(room_id, expires_at, *_links_text(digests))
         with self._lock:
             if room_id in self._rooms:
                 raise PxpError("room_exists", f"room {room_id} already has links")
@@ -289,6 +312,7 @@ class MemoryLinkStore:
 
     def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
         """Record the digest of one late-minted link (at most once per seat and kind)."""
+        _writable(room_id, seat, kind, digest)
         with self._lock:
             room = self._rooms.get(room_id)
             if room is None or (seat, kind) in room:
@@ -308,6 +332,7 @@ class MemoryLinkStore:
     ) -> bool:
         """Replace the digest of one link (the earlier link stops working) unless the
         stored one was issued at a later ledger entry."""
+        _writable(room_id, seat, kind, digest, expires_at)
         with self._lock:
             room = self._rooms.get(room_id)
             if room is None:
@@ -341,35 +366,24 @@ class MemoryLinkStore:
         kind: LinkKind | None = None,
     ) -> int:
         """Set the expiry of the selected links of a room."""
+        _writable(expires_at)
         return self._update(room_id, seat, kind, expires_at=expires_at)
 
 
 class SqliteLinkStore:
     """A :class:`LinkStore` in an SQLite file (table ``pxp_server_links``); survives restarts.
 
-    Opening a file written before links could expire adds the two columns (``expires_at``,
-    ``revoked``) in place; existing links then never expire until told to.
+    The file is versioned with the room store's (``pxp._store.SQLITE_MIGRATIONS``):
+    opening a file written before links could expire adds the columns (``expires_at``,
+    ``revoked``, ``issued_at``) in place; existing links then never expire until told to.
     """
 
     def __init__(self, path: str | Path) -> None:
         self._path = str(path)
         self._lock = threading.Lock()
-        with self._connect() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS pxp_server_links ("
-                " room_id TEXT NOT NULL, seat TEXT NOT NULL, kind TEXT NOT NULL,"
-                " digest TEXT NOT NULL, PRIMARY KEY (room_id, seat, kind))"
-            )
-            have = {row[1] for row in db.execute("PRAGMA table_info(pxp_server_links)")}
-            # ordered migrations: each adds what an older file lacks
-            if "expires_at" not in have:
-                db.execute("ALTER TABLE pxp_server_links ADD COLUMN expires_at TEXT")
-            if "revoked" not in have:
-                db.execute(
-                    "ALTER TABLE pxp_server_links ADD COLUMN revoked INTEGER NOT NULL DEFAULT 0"
-                )
-            if "issued_at" not in have:
-                db.execute("ALTER TABLE pxp_server_links ADD COLUMN issued_at INTEGER")
+        from ._store import open_sqlite
+
+        open_sqlite(self._path).close()  # created or upgraded (ordered migrations)
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self._path, timeout=10.0, isolation_level=None)
@@ -382,6 +396,7 @@ class SqliteLinkStore:
         expires_at: str | None = None,
     ) -> None:
         """Record the digests of a new room in one transaction."""
+        _writable(room_id, expires_at, *_links_text(digests))
         with self._lock:
             db = self._connect()
             try:
@@ -406,6 +421,7 @@ class SqliteLinkStore:
 
     def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
         """Record the digest of one late-minted link (at most once per seat and kind)."""
+        _writable(room_id, seat, kind, digest)
         with self._lock:
             db = self._connect()
             try:
@@ -438,6 +454,7 @@ class SqliteLinkStore:
         """Replace the digest of one link in one transaction (the earlier link stops
         working), unless the stored one was issued at a later ledger entry (another
         process's later issue): the check and the write are one transaction."""
+        _writable(room_id, seat, kind, digest, expires_at)
         written = False
         with self._lock:
             db = self._connect()
@@ -471,6 +488,8 @@ class SqliteLinkStore:
         return written
 
     def _update(self, sql: str, args: tuple[Any, ...]) -> int:
+        if not _utf8(*args):  # such a room, seat or kind is not stored
+            return 0
         with self._lock:
             db = self._connect()
             try:
@@ -495,6 +514,7 @@ class SqliteLinkStore:
         kind: LinkKind | None = None,
     ) -> int:
         """Set the expiry of the selected links of a room."""
+        _writable(expires_at)
         return self._update(
             "UPDATE pxp_server_links SET expires_at = ? WHERE room_id = ?"
             " AND (? IS NULL OR seat = ?) AND (? IS NULL OR kind = ?)",
@@ -503,6 +523,8 @@ class SqliteLinkStore:
 
     def rows(self, room_id: str) -> list[LinkRow]:
         """Every stored link of ``room_id``."""
+        if not _utf8(room_id):
+            return []
         with self._lock:
             db = self._connect()
             try:

@@ -51,6 +51,10 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+_SAVE_TRIES = 3
+"""How many times :meth:`RoomService._act` loads, acts and saves before it passes a
+``store_conflict`` on to the caller (**ours**, review pg2 #1)."""
 _log = logging.getLogger("pxp.server")
 _MAX_TEXT = 4000
 # Each new agent name in a seat appends a ledger entry, and every request re-reads and
@@ -229,12 +233,27 @@ class RoomService:
             raise
 
     def _act(self, room_id: str, action: Callable[[Room], _T]) -> tuple[Room, _T]:
-        """Load, apply ``action``, save; a refused action saves nothing."""
+        """Load, apply ``action``, save; a refused action saves nothing.
+
+        **Ours** (review pg2 #1): a save refused ``store_conflict`` because another
+        replica saved the room in between is redone on a fresh load, at most
+        ``_SAVE_TRIES`` times in all. ``action`` only changes the room object it is given
+        (what it does outside, such as writing a link digest, its caller does after), so
+        redoing it is what the caller calling again would do; the action may now be
+        refused by the room as it stands (``not_your_turn``), which is the answer.
+        """
         with self._lock:
-            room = self._load(room_id)
-            out = action(room)
-            self._rooms.save(room)
-            return room, out
+            for attempt in range(1, _SAVE_TRIES + 1):
+                room = self._load(room_id)
+                out = action(room)
+                try:
+                    self._rooms.save(room)
+                except PxpError as exc:
+                    if exc.code == "store_conflict" and attempt < _SAVE_TRIES:
+                        continue
+                    raise
+                return room, out
+            raise AssertionError("unreachable")  # pragma: no cover
 
     # ------------------------------------------------------------------ actions
 
@@ -695,4 +714,9 @@ class RoomService:
                     # already saved, into a failed tool call. Only the type is logged.
                     _log.warning("built-in proxy failed: %s", type(exc).__name__)
                     return
-                self._rooms.save(room)
+                try:
+                    self._rooms.save(room)
+                except PxpError as exc:
+                    if exc.code == "store_conflict":
+                        continue  # another replica saved the room meanwhile: look again
+                    raise

@@ -1,10 +1,10 @@
 """Room stores: in memory, and SQLite (rooms survive a restart; the ledger is append-only).
 
 A store is a small protocol of transactions (:class:`RoomStore`): ``create``, ``load``,
-``save`` (append the room's new ledger entries and replace its snapshot, refusing any
-history that does not extend what is stored), ``locate`` (seat link token to room and
-seat) and ``room_ids``. Nothing in it is SQLite-specific, so a shared database can serve
-the same interface.
+``save`` (append the room's new ledger entries and replace its snapshot, refusing a copy
+another writer overtook since it was loaded, or a history that does not extend what is
+stored), ``locate`` (seat link token to room and seat) and ``room_ids``. Nothing in it
+is SQLite-specific, so a shared database can serve the same interface.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import weakref
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,8 +37,11 @@ class RoomStore(Protocol):
     def save(self, room: Room) -> None:
         """Append the room's new ledger entries and store its state, atomically.
 
-        Refused (``store_conflict``) when the stored ledger is not a prefix of the room's:
-        someone else saved in between, or the history was rewritten.
+        Refused (``store_conflict``) when the stored room is no longer the one this room
+        object was loaded (or last created or saved) with through this store, whether the
+        change in between appended ledger entries or only changed the snapshot (a draft);
+        or when the stored ledger is not a prefix of the room's. The caller reloads and
+        redoes its action; nothing is written.
         """
         ...
 
@@ -62,6 +66,14 @@ def _restore(snapshot: str, ledger: list[dict[str, Any]]) -> Room:
     return Room.from_export(data)
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_extends(stored: list[str], room: Room, room_id: str) -> None:
     entries = room.ledger.entries
     if len(stored) > len(entries) or any(stored[i] != entries[i].hash for i in range(len(stored))):
@@ -71,19 +83,68 @@ def _check_extends(stored: list[str], room: Room, room_id: str) -> None:
         )
 
 
+class _Bases:
+    """**Ours** (review pg2 #1): the stored snapshot each room object was last loaded,
+    created or saved with, so ``save`` can refuse a copy that another writer overtook.
+
+    One per store object (never process-wide); weak, so a room its caller dropped is
+    forgotten. A save compares the stored snapshot with the base under the store's
+    write lock: the compare-and-swap of a version counter, with the snapshot itself as
+    the version (a change undone in between leaves the very state the copy was made
+    from, so applying the copy's action to it loses nothing).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._of: weakref.WeakKeyDictionary[Room, str] = weakref.WeakKeyDictionary()
+
+    def remember(self, room: Room, snapshot: str) -> None:
+        """Record ``snapshot`` as what ``room`` was loaded or saved with."""
+        with self._lock:
+            self._of[room] = snapshot
+
+    def check(self, room: Room, stored: str) -> None:
+        """Refuse (``store_conflict``) when the stored snapshot is not ``room``'s base."""
+        with self._lock:
+            base = self._of.get(room)
+        if base is None:
+            raise PxpError(
+                "store_conflict",
+                f"this copy of room {room.id} was not loaded from this store; load it and retry",
+            )
+        if base != stored:
+            raise PxpError(
+                "store_conflict",
+                f"room {room.id} was saved by another writer since this copy was loaded;"
+                " reload and retry",
+            )
+
+
 class MemoryRoomStore:
     """A :class:`RoomStore` in process memory (copies in and out, thread-safe)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._rooms: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+        self._bases = _Bases()
+
+    def _token_clash(self, room: Room) -> None:
+        """Refuse a seat token that already opens another seat or room (as SQLite does)."""
+        for seat in SEATS:
+            token = room._seats[seat].token
+            if token is not None and self._locate(token) not in (None, (room.id, seat)):
+                raise PxpError(
+                    "store_conflict", f"seat {seat}'s token already opens another seat or room"
+                )
 
     def create(self, room: Room) -> None:
         """Store a new room."""
         with self._lock:
             if room.id in self._rooms:
                 raise PxpError("store_conflict", f"a room with id {room.id} already exists")
-            self._rooms[room.id] = _snapshot(room)
+            self._token_clash(room)
+            self._rooms[room.id] = found = _snapshot(room)
+            self._bases.remember(room, found[0])
 
     def load(self, room_id: str) -> Room:
         """Return a fresh copy of the stored room."""
@@ -91,7 +152,9 @@ class MemoryRoomStore:
             found = self._rooms.get(room_id)
         if found is None:
             raise PxpError("room_unknown", f"no room has id {room_id!r}")
-        return _restore(found[0], json.loads(json.dumps(found[1])))
+        room = _restore(found[0], json.loads(json.dumps(found[1])))
+        self._bases.remember(room, found[0])
+        return room
 
     def save(self, room: Room) -> None:
         """Append new entries and replace the snapshot."""
@@ -100,14 +163,19 @@ class MemoryRoomStore:
             found = self._rooms.get(room.id)
             if found is None:
                 raise PxpError("room_unknown", f"no room has id {room.id!r}")
+            self._bases.check(room, found[0])
             _check_extends([e["hash"] for e in found[1]], room, room.id)
+            self._token_clash(room)
             self._rooms[room.id] = (snapshot, found[1] + ledger[len(found[1]) :])
+            self._bases.remember(room, snapshot)
 
     def locate(self, token: str) -> tuple[str, str] | None:
         """Find the room and seat of a seat link token."""
         with self._lock:
-            items = list(self._rooms.items())
-        for room_id, (snapshot, _) in items:
+            return self._locate(token)
+
+    def _locate(self, token: str) -> tuple[str, str] | None:
+        for room_id, (snapshot, _) in self._rooms.items():
             seats = json.loads(snapshot)["seats"]
             for seat in SEATS:
                 if seats[seat]["token"] is not None and seats[seat]["token"] == token:
@@ -152,6 +220,55 @@ BEGIN SELECT RAISE(ABORT, 'pxp ledger entry does not extend the chain'); END;
 """
 
 
+_LINKS = (
+    "CREATE TABLE IF NOT EXISTS pxp_server_links ("
+    " room_id TEXT NOT NULL, seat TEXT NOT NULL, kind TEXT NOT NULL,"
+    " digest TEXT NOT NULL, PRIMARY KEY (room_id, seat, kind))"
+)
+
+
+def _link_columns(db: sqlite3.Connection) -> None:
+    """Add the link columns a file of an earlier layout lacks (each in its turn)."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(pxp_server_links)")}
+    if "expires_at" not in have:
+        db.execute("ALTER TABLE pxp_server_links ADD COLUMN expires_at TEXT")
+    if "revoked" not in have:
+        db.execute("ALTER TABLE pxp_server_links ADD COLUMN revoked INTEGER NOT NULL DEFAULT 0")
+    if "issued_at" not in have:
+        db.execute("ALTER TABLE pxp_server_links ADD COLUMN issued_at INTEGER")
+
+
+SQLITE_MIGRATIONS: list[list[Any]] = [
+    [
+        *(statement.strip() for statement in _SCHEMA.split(";\n") if statement.strip()),
+        _LINKS,
+        _link_columns,
+    ],
+]
+"""The ordered migrations of a PXP SQLite file (rooms, ledgers, seat tokens and the
+server's link digests: one store, ``pxp``, recorded in ``PRAGMA user_version``). Version 1
+is the layout before versions were recorded; its steps are idempotent, so such a file,
+whichever of the earlier link columns it has, is adopted as it is."""
+
+
+def open_sqlite(path: str | Path) -> sqlite3.Connection:
+    """Open (creating or upgrading) a PXP SQLite file; ``store_corrupt`` when it cannot be."""
+    from ppstore import StoreError, migrate_sqlite
+
+    db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=10.0)
+    try:
+        migrate_sqlite(db, "pxp", SQLITE_MIGRATIONS)
+        # the version-1 statements are idempotent: run again on every open, they put back
+        # append-only ledger triggers a file lost (as before versions were recorded)
+        db.executescript(_SCHEMA)
+    except StoreError as exc:
+        db.close()
+        raise PxpError(
+            "store_corrupt", f"cannot open the room store {path}: {exc.message}"
+        ) from None
+    return db
+
+
 class SqliteRoomStore:
     """A :class:`RoomStore` in an SQLite file.
 
@@ -161,9 +278,9 @@ class SqliteRoomStore:
 
     def __init__(self, path: str | Path) -> None:
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db = open_sqlite(path)
         self._db.execute("PRAGMA foreign_keys = ON")
-        self._db.executescript(_SCHEMA)
+        self._bases = _Bases()
 
     def close(self) -> None:
         """Close the database connection."""
@@ -176,12 +293,14 @@ class SqliteRoomStore:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 row = self._db.execute(
-                    "SELECT head FROM pxp_rooms WHERE id = ?", (room.id,)
+                    "SELECT snapshot FROM pxp_rooms WHERE id = ?", (room.id,)
                 ).fetchone()
                 if new and row is not None:
                     raise PxpError("store_conflict", f"a room with id {room.id} already exists")
                 if not new and row is None:
                     raise PxpError("room_unknown", f"no room has id {room.id!r}")
+                if not new:
+                    self._bases.check(room, str(row[0]))
                 stored = [
                     h
                     for (h,) in self._db.execute(
@@ -226,6 +345,7 @@ class SqliteRoomStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            self._bases.remember(room, snapshot)
 
     def create(self, room: Room) -> None:
         """Store a new room."""
@@ -237,6 +357,8 @@ class SqliteRoomStore:
 
     def load(self, room_id: str) -> Room:
         """Load and re-verify a stored room."""
+        if not _utf8(room_id):  # not text a room id can be (review pg2 #3)
+            raise PxpError("room_unknown", f"no room has id {room_id!r}")
         with self._lock:
             # One read transaction: the snapshot and the ledger come from the same state,
             # whatever another connection or process commits between the two statements.
@@ -269,10 +391,13 @@ class SqliteRoomStore:
             raise PxpError("store_corrupt", f"room {room_id}'s stored rows are not JSON") from None
         if room.head != row[1]:
             raise PxpError("store_corrupt", f"room {room_id}'s ledger does not end at its head")
+        self._bases.remember(room, str(row[0]))
         return room
 
     def locate(self, token: str) -> tuple[str, str] | None:
         """Find the room and seat of a seat link token."""
+        if not _utf8(token):
+            return None
         with self._lock:
             row = self._db.execute(
                 "SELECT room_id, seat FROM pxp_seat_tokens WHERE token = ?", (token,)

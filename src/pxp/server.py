@@ -10,7 +10,8 @@ Embed the ASGI app::
     service = sqlite_service("rooms.sqlite")
     app = create_app(service, ServerConfig(public_url="http://127.0.0.1:8765"))
 
-or run ``pxp serve --db rooms.sqlite`` (see ``docs/guide/pxp-mcp.md``).
+or run ``pxp serve --db rooms.sqlite`` (see ``docs/guide/pxp-mcp.md``); replicas on one
+PostgreSQL database: ``pxp serve --state postgresql://…`` (:func:`service_for_url`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+from ._errors import PxpError
 from ._mcp_server import SIGN_IN_REFUSAL, ServerConfig, create_app, create_mcp_server
 from ._server_links import (
     UNKNOWN_LINK,
@@ -44,6 +46,7 @@ __all__ = [
     "create_app",
     "create_mcp_server",
     "serve",
+    "service_for_url",
     "sqlite_service",
 ]
 
@@ -66,6 +69,44 @@ def sqlite_service(
         max_turns=max_turns,
         confirm_on_web=confirm_on_web,
         link_ttl=link_ttl,
+    )
+
+
+def service_for_url(
+    url: str,
+    *,
+    max_turns: int = 10,
+    confirm_on_web: bool = False,
+    link_ttl: timedelta | None = DEFAULT_LINK_TTL,
+) -> RoomService:
+    """Return a :class:`RoomService` on the store ``url`` names (issue 23).
+
+    ``sqlite:PATH`` is :func:`sqlite_service`; ``postgresql://…`` keeps rooms, ledgers,
+    seat tokens and link digests in one PostgreSQL database shared by server replicas
+    (the ``postgres`` extra), whose writes wake each other's waiters (``LISTEN``);
+    ``:memory:`` keeps them in this process only.
+    """
+    from ppstore import StoreError, parse_url
+
+    from ._store import MemoryRoomStore, RoomStore
+
+    try:
+        found = parse_url(url)
+    except StoreError as exc:
+        raise PxpError("config_invalid", exc.message) from None
+    if found.kind == "sqlite":
+        return sqlite_service(
+            found.path, max_turns=max_turns, confirm_on_web=confirm_on_web, link_ttl=link_ttl
+        )
+    if found.kind == "memory":
+        rooms: RoomStore = MemoryRoomStore()
+        links: LinkStore = MemoryLinkStore()
+    else:
+        from ._postgres import PostgresLinkStore, PostgresRoomStore
+
+        rooms, links = PostgresRoomStore(found.dsn), PostgresLinkStore(found.dsn)
+    return RoomService(
+        rooms, links, max_turns=max_turns, confirm_on_web=confirm_on_web, link_ttl=link_ttl
     )
 
 

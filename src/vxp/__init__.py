@@ -108,6 +108,7 @@ from ._sdjwt import (
     verify_sd_jwt,
 )
 from ._statements import STATEMENT_TYP, approval_payload, approval_signing_input
+from ._stores import open_log_store, open_replay_cache
 from ._verdict import ASSURANCES, Evidence, Verdict, derive_assurance
 from ._verifier import MAX_STATEMENTS, Verifier, leaf_data, verify
 
@@ -174,6 +175,8 @@ __all__ = [
     "make_dpop_proof",
     "mark_disclosable",
     "node_hash",
+    "open_log_store",
+    "open_replay_cache",
     "present_sd_jwt",
     "retire_key",
     "root_from_proof",

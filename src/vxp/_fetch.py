@@ -101,16 +101,18 @@ class SqliteReplayCache:
     process that opens the same file (each check-and-store is one write transaction)."""
 
     def __init__(self, path: str) -> None:
+        from ppstore import StoreError, migrate_sqlite
+
+        from ._log import SQLITE_MIGRATIONS  # one VXP file may hold the log and this cache
+
         try:
             self._db = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, timeout=30.0
             )
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS dpop_jti (key TEXT PRIMARY KEY, until INTEGER NOT NULL)"
-            )
-        except sqlite3.Error as exc:
+            migrate_sqlite(self._db, "vxp", SQLITE_MIGRATIONS)
+        except (sqlite3.Error, StoreError) as exc:
             raise VxpError(
-                "replay_store_unavailable", f"cannot open the replay store {path!r}"
+                "replay_store_unavailable", f"cannot open the replay store {path!r}: {exc}"
             ) from exc
         self._lock = threading.Lock()
 

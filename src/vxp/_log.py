@@ -134,6 +134,16 @@ BEGIN SELECT RAISE(ABORT, 'vxp log metadata is fixed'); END;
 # recursive_triggers is on), so the BEFORE INSERT triggers above are what stop a REPLACE
 # from rewriting history: a row goes only at the next free position, never over another.
 
+SQLITE_MIGRATIONS: list[list[str]] = [
+    [
+        *(statement.strip() for statement in _SCHEMA.split(";\n") if statement.strip()),
+        "CREATE TABLE IF NOT EXISTS dpop_jti (key TEXT PRIMARY KEY, until INTEGER NOT NULL)",
+    ],
+]
+"""The ordered migrations of a VXP SQLite file (store ``vxp``: the Merkle log and the DPoP
+replay cache, which may share one file; ``PRAGMA user_version``). Version 1 is the schema
+written before versions were recorded, so such files are adopted as they are."""
+
 _SIZE = "SELECT COALESCE(MAX(idx) + 1, 0) FROM vxp_log_entries"
 
 
@@ -163,8 +173,20 @@ class SqliteLogStore:
             raise
 
     def _open(self, path: str | Path, origin: str) -> None:
+        from ppstore import StoreError, migrate_sqlite
+
         try:
+            migrate_sqlite(self._db, "vxp", SQLITE_MIGRATIONS)
+            # the version-1 statements are idempotent: run again on every open, they put
+            # back append-only triggers a file lost (or never had)
             self._db.executescript(_SCHEMA)
+        except StoreError as exc:
+            raise VxpError(
+                "log_store_error", f"cannot open the SQLite log at {path}: {exc.message}"
+            ) from None
+        except sqlite3.Error as exc:
+            raise VxpError("log_store_error", f"cannot open the SQLite log at {path}") from exc
+        try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 row = self._db.execute(

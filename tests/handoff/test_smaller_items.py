@@ -141,9 +141,15 @@ def test_handoff_md_alone_prints_its_own_help() -> None:
 
 @pytest.mark.parametrize("argv", [["state"], ["add"]])
 def test_store_url_must_be_known(tmp_path: Path, argv: list[str]) -> None:
-    done = _cli(*argv, "--state", "postgres://x/y", "--config", _config(tmp_path))
+    done = _cli(*argv, "--state", "mysql://x/y", "--config", _config(tmp_path))
     assert done.returncode == 1
     assert "error: usage" in done.stderr
+    # a postgresql:// URL is a store (issue 23): an unreachable one is a store error
+    done = _cli(*argv, "--state", "postgres://u:secret@host.invalid/y", "--config",
+                _config(tmp_path))  # fmt: skip
+    assert done.returncode == 1
+    assert "error: store/store_open" in done.stderr
+    assert "secret" not in done.stderr
 
 
 def test_the_bulk_path_treats_repeats_as_the_plain_path_does() -> None:

@@ -178,3 +178,43 @@ def test_an_undo_slower_than_its_lease_keeps_it_and_runs_once(tmp_path: Path) ->
     assert out["reply"][-1]["receipt"]["undoes"] == receipt["id"]
     assert ledger == [("commit", receipt["proposal"]), ("undo", receipt["id"])]
     assert store.leases("undo") == []
+
+
+class _PrunedUnderTheClaim(parley.SQLiteStore):
+    """This replica's store; another replica prunes the receipt just before the claim."""
+
+    def __init__(self, path: str, prune: Any) -> None:
+        super().__init__(path)
+        self._prune = prune
+
+    def begin_undo(self, receipt_id: str, *, lease: parley.Lease | None = None) -> Any:
+        self._prune()
+        return super().begin_undo(receipt_id, lease=lease)
+
+
+def test_an_undo_whose_receipt_is_pruned_meanwhile_refunds_nothing(tmp_path: Path) -> None:
+    # review pg2 #2: the other replica, its clock past the undo window, prunes the receipt
+    # between this replica's checks and its claim; the claim must not read "new"
+    ledger: list[tuple[str, str]] = []
+    db = tmp_path / "shared.sqlite"
+    shop = Shop(db, "hostA:1:aaaa", ledger, slow=False)
+    token = grant(extra=[{"spend": {"max": 1500, "currency": "USD"}}], nonce="spend")
+    agent = parley.Agent(AGENT, [token], service=SERVICE_ID)
+    t0 = int(time.time())
+    [reply] = shop.svc.handle(agent.intent("shop.order", {}), now=t0)
+    receipt = shop.svc.handle(agent.commit(reply["proposals"][0]), now=t0)[-1]["receipt"]
+    ahead = parley.SQLiteStore(str(db), max_receipts=1)
+    pruning = _PrunedUnderTheClaim(
+        str(db), lambda: ahead.begin_commit("p_ahead", [], 0, "USD", now=t0 + 3601)
+    )
+    shop.svc.store.close()  # type: ignore[attr-defined]
+    shop.svc.store = pruning
+    try:
+        answer = shop.svc.handle(agent.undo(receipt["id"]), now=t0 + 1)[-1]
+        assert (answer["kind"], answer.get("reason")) == ("ERROR", "unknown_receipt"), answer
+        assert ledger == [("commit", receipt["proposal"])]  # no refund ran
+        assert ahead.receipt(receipt["id"]) is None
+        assert ahead.leases("undo") == []
+    finally:
+        pruning.close()
+        ahead.close()

@@ -270,11 +270,12 @@ def test_a_process_killed_mid_commit_is_reconciled_then_committed_once(tmp_path:
 def test_a_version_1_store_is_migrated_on_open(tmp_path: Path) -> None:
     import sqlite3
 
-    from parley._sqlite import _V1, SCHEMA_VERSION
+    from parley._sqlite import MIGRATIONS, SCHEMA_VERSION
 
     db = tmp_path / "v1.db"
     raw = sqlite3.connect(db)
-    raw.executescript(_V1)
+    for statement in MIGRATIONS[0]:  # a file of version 1, written before versions were kept
+        raw.execute(statement)
     raw.execute("INSERT INTO inflight VALUES ('p_old', 500, '[\"b1\"]')")
     raw.execute("INSERT INTO totals VALUES ('b1', 500)")
     raw.commit()
@@ -331,11 +332,12 @@ def test_a_lease_that_runs_out_is_reconciled_by_another_process(tmp_path: Path) 
 
 def test_the_lease_owner_names_the_process_and_a_forked_child_gets_its_own() -> None:
     import os
-    import socket
+
+    from parley._recovery import machine_id
 
     svc = SHOP.build_service(trusted=[PRINCIPAL.public])
     first = svc.owner
-    assert first.startswith(f"{socket.gethostname()}:{os.getpid()}:")
+    assert first.startswith(f"{machine_id()}:{os.getpid()}:")
     assert svc.owner == first
     # a real fork: the child reads the owner of the service it inherited
     read, write = os.pipe()
@@ -350,8 +352,31 @@ def test_the_lease_owner_names_the_process_and_a_forked_child_gets_its_own() -> 
         child_owner = pipe.read().decode()
     _, status = os.waitpid(pid, 0)
     assert status == 0
-    assert child_owner.startswith(f"{socket.gethostname()}:{pid}:")
+    assert child_owner.startswith(f"{machine_id()}:{pid}:")
     assert child_owner != first
     assert svc.owner == first  # the parent keeps its own
     named = parley.Service("x", name="x", owner="ops-1")
     assert named.owner == "ops-1"
+
+
+def test_an_owner_with_this_host_name_in_another_pid_namespace_is_not_checked_by_pid() -> None:
+    """Review of issue 23 (#1): replicas in containers share a host name, not their process
+    ids. A dead pid of *another* namespace must not make a live commit look abandoned."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from parley._recovery import machine_id, owner_gone
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # a pid that no longer exists here
+    here = f"{machine_id()}:{child.pid}:nonce"
+    assert owner_gone(here) is True
+    if machine_id() == socket.gethostname():
+        pytest.skip("no /proc here: the namespace cannot be named")
+    host = socket.gethostname()
+    boot, namespace = machine_id().split("/")[1:]
+    for other in (f"{host}/{boot}/1", f"{host}/00000000/{namespace}", host):
+        assert owner_gone(f"{other}:{child.pid}:nonce") is False, other
+    assert os.getpid() != child.pid

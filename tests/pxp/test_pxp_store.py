@@ -127,3 +127,46 @@ def test_two_sqlite_connections_cannot_both_extend_the_same_head(tmp_path: Path)
     assert second.load("store-1").card_hash("A") == one.card_hash("A")
     first.close()
     second.close()
+
+
+def test_a_replica_overtaken_between_load_and_save_redoes_its_action(tmp_path: Path) -> None:
+    # review pg2 #1 through the server: replica "other" saves a draft (no ledger entry)
+    # while replica "mine" is between loading the room and saving its join
+    from pxp._server_links import SeatGrant, SqliteLinkStore
+    from pxp._server_rooms import RoomService
+
+    db = tmp_path / "rooms.sqlite"
+    opened: list[pxp.SqliteRoomStore] = []
+    # confirm_on_web: a card over MCP is a draft the principal confirms (no ledger entry)
+    other = RoomService(
+        _kept(opened, pxp.SqliteRoomStore(db)), SqliteLinkStore(db), confirm_on_web=True
+    )
+    made = other.create_room(
+        topic="Chairs", your_principal="Ann", counterpart="Bo", counterpart_proxy="external"
+    )
+    a = SeatGrant(made.room_id, "A", "seat")
+    b = SeatGrant(made.room_id, "B", "seat")
+    saves: list[str] = []
+
+    class Overtaken(pxp.SqliteRoomStore):
+        def save(self, room: pxp.Room) -> None:
+            if not saves:
+                saves.append("raced")
+                other.seal(a, CARD, via="mcp")
+            saves.append("save")
+            super().save(room)
+
+    mine = RoomService(_kept(opened, Overtaken(db)), SqliteLinkStore(db))
+    _, page = mine.join(b, "bo-agent")
+    assert page is not None  # the join went through, on its second try
+    assert saves == ["raced", "save", "save"]
+    kept = _kept(opened, pxp.SqliteRoomStore(db)).load(made.room_id)
+    assert kept.draft("A") is not None  # the draft saved in between is still there
+    assert kept.agent("B") == "bo-agent"
+    for store in opened:
+        store.close()
+
+
+def _kept(opened: list[pxp.SqliteRoomStore], store: pxp.SqliteRoomStore) -> pxp.SqliteRoomStore:
+    opened.append(store)
+    return store

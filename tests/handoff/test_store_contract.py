@@ -1,0 +1,237 @@
+"""One contract for the Handoff record stores: memory, SQLite and PostgreSQL (issue 23).
+
+Each test runs against all three through the store interface; ``open_store()`` gives a
+second handle on the same records (another connection: another writer). PostgreSQL only:
+the database refuses rewrites itself, concurrent writers keep the id rule, and
+``handoff add/state --state postgresql://…`` work from the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import handoff
+
+from .ext_fixtures import ROLES_JSON, rec
+
+ITEM = handoff.ItemId("acts", "web", "k1")
+ROLES = handoff.Roles.from_json(ROLES_JSON)
+NEW_ROLES = handoff.Roles.from_json(
+    {**ROLES_JSON, "requesters": {"web": ["agent-1", "registrar-2"]},
+     "roles": {"registrar": ["registrar-2"]}}
+)  # fmt: skip
+
+Opener = Callable[..., Any]
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    opened: list[Any] = []
+    memory: list[Any] = []
+
+    def opener(roles: handoff.Roles = ROLES) -> Any:
+        if request.param == "memory":
+            if not memory:
+                memory.append(handoff.MemoryStore(roles=roles, extensions=handoff.EXTENSIONS))
+            return memory[0]
+        url = (
+            f"sqlite:{tmp_path / 'h.sqlite'}"
+            if request.param == "sqlite"
+            else request.getfixturevalue("postgres_url")
+        )
+        store = handoff.open_store(url, roles=roles, extensions=handoff.EXTENSIONS)
+        opened.append(store)
+        return store
+
+    opener.kind = request.param  # type: ignore[attr-defined]
+    yield opener
+    for store in opened:
+        store.close()
+
+
+def _need(rid: str = "n1", text: str = "Renew") -> dict[str, Any]:
+    return rec(rid, "raised", "requester", "registrar", terms={"text": text}, terms_rev=1)
+
+
+def test_append_is_idempotent_and_folds(open_store: Opener) -> None:
+    store, other = open_store(), open_store()
+    need = _need()
+    claim = rec("c1", "claimed", "registrar", "registrar", outcome="done")
+    assert store.append(need) == "accepted"
+    assert other.append(json.dumps(need)) == "duplicate"
+    assert store.append(claim) == "accepted"
+    assert other.append(rec("x1", "raised", "requester", "registrar", ext="nope/9.9")) == "ignored"
+    assert [r["id"] for r in other.records()] == ["n1", "c1"]
+    assert [r["id"] for r in other.records(handoff.ItemId("acts", "web", "k2"))] == []
+    state = other.state(ITEM)
+    assert (state.state, state.need, state.claims) == ("open", "n1", ("c1",))
+    assert set(other.states()) == {ITEM}
+
+
+def test_an_id_names_one_content_forever(open_store: Opener) -> None:
+    store, other = open_store(), open_store()
+    assert store.append(_need()) == "accepted"
+    with pytest.raises(handoff.HandoffError) as caught:
+        other.append(_need(text="Something else"))
+    assert (caught.value.code, caught.value.reason) == ("conflict", "same_id")
+    # another item (its own key) may use the same id
+    assert other.append(rec("n1", "raised", "requester", "registrar", "k2",
+                            terms={"text": "x"}, terms_rev=1)) == "accepted"  # fmt: skip
+    assert len(store.records()) == 2
+
+
+def test_an_amended_must_raise_terms_rev(open_store: Opener) -> None:
+    store = open_store()
+    store.append(_need())
+    first = rec("a1", "amended", "requester", "registrar", terms={"text": "More"}, terms_rev=3,
+                supersedes=["n1"])  # fmt: skip
+    assert store.append(first) == "accepted"
+    lower = rec("a2", "amended", "requester", "registrar", terms={"text": "Less"}, terms_rev=2,
+                supersedes=["a1"])  # fmt: skip
+    with pytest.raises(handoff.HandoffError) as caught:
+        open_store().append(lower)
+    assert caught.value.reason == "terms_rev_not_raised"
+    assert open_store().append(dict(lower, terms_rev=4)) == "accepted"
+
+
+# a memory store holds one configuration: roles have a history in the durable stores only
+@pytest.mark.parametrize("open_store", ["sqlite", "postgresql"], indirect=True)
+def test_roles_move_forward_only(open_store: Opener) -> None:
+    old = open_store(ROLES)
+    old.append(_need())
+    new = open_store(NEW_ROLES)
+    assert new.append(rec("c9", "claimed", "registrar", "registrar-2", outcome="done")) == (
+        "accepted"
+    )
+    with pytest.raises(handoff.HandoffError) as caught:  # a device left on the old roles
+        old.append(rec("c2", "claimed", "registrar", "registrar", outcome="done"))
+    assert caught.value.reason == "roles_stale"
+    state = new.state(ITEM)
+    assert state.claims == ("c9",)
+    assert new.registry().rejected() == []
+
+
+def test_concurrent_writers_keep_the_id_rule(open_store: Opener) -> None:
+    """16 writers admit 16 different contents under one id at once: exactly one wins."""
+    if open_store.kind == "memory":  # type: ignore[attr-defined]
+        writers = [open_store()] * 16
+    else:
+        writers = [open_store() for _ in range(16)]
+    # the roles are known already: writers hold the roles lock shared, not in turn
+    writers[0].append(rec("n0", "raised", "requester", "registrar", "k0", terms={"text": "x"},
+                          terms_rev=1))  # fmt: skip
+    outcomes: list[str] = []
+    start = threading.Barrier(16)
+
+    def write(n: int) -> None:
+        start.wait()
+        try:
+            outcomes.append(writers[n].append(_need(text=f"content {n}")))
+        except handoff.HandoffError as exc:
+            outcomes.append(f"{exc.code}/{exc.reason}")
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(outcomes) == ["accepted"] + ["conflict/same_id"] * 15
+    assert len(writers[0].records(ITEM)) == 1
+
+
+def test_open_store_refuses_what_is_no_store(tmp_path: Path) -> None:
+    for bad in ("", "mysql://h/d", "records.jsonl", "sqlite:"):
+        with pytest.raises(handoff.HandoffError) as caught:
+            handoff.open_store(bad, roles=ROLES, extensions=handoff.EXTENSIONS)
+        assert (caught.value.code, caught.value.reason) == ("usage", "url")
+    missing = f"sqlite:{tmp_path / 'none.sqlite'}"
+    with pytest.raises(handoff.HandoffError) as absent:
+        handoff.open_store(missing, roles=ROLES, extensions=handoff.EXTENSIONS, create=False)
+    assert absent.value.reason == "store_missing"
+    assert not (tmp_path / "none.sqlite").exists()
+
+
+# ---------------------------------------------------------------- PostgreSQL only
+
+
+def test_postgres_records_cannot_be_rewritten_in_the_database(postgres_url: str) -> None:
+    import psycopg
+
+    from handoff._postgres import PostgresStore
+
+    with PostgresStore(postgres_url, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
+        store.append(_need())
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            for statement in (
+                "UPDATE handoff_records SET body = '{}'",
+                "DELETE FROM handoff_records",
+                "TRUNCATE handoff_records",
+                "UPDATE handoff_roles SET roles = '{}'",
+                "DELETE FROM handoff_roles",
+            ):
+                with pytest.raises(psycopg.Error):
+                    conn.execute(statement)
+            # a row slipped in behind the store's back with a body that is not its digest's
+            conn.execute(
+                "INSERT INTO handoff_records (id, digest, ext, project, key, body, roles_version)"
+                " VALUES ('n2', 'sha-256:00', 'acts', 'web', 'k1', '{}', 1)"
+            )
+        with pytest.raises(handoff.HandoffError) as caught:
+            store.records()
+        assert caught.value.reason == "store_tampered"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP TRIGGER handoff_records_fixed ON handoff_records")
+    with pytest.raises(handoff.HandoffError) as gone:  # the guards are checked on open
+        PostgresStore(postgres_url, roles=ROLES, extensions=handoff.EXTENSIONS)
+    assert gone.value.reason == "store_tampered"
+
+
+def test_postgres_store_missing_and_bad_url(postgres_url: str) -> None:
+    from handoff._postgres import PostgresStore
+
+    with pytest.raises(handoff.HandoffError) as missing:
+        PostgresStore(postgres_url, roles=ROLES, extensions=handoff.EXTENSIONS, create=False)
+    assert missing.value.reason == "store_missing"
+    bad = postgres_url.replace("user=postgres", "user=nobody_here")
+    with pytest.raises(handoff.HandoffError) as refused:
+        PostgresStore(bad, roles=ROLES, extensions=handoff.EXTENSIONS)
+    assert refused.value.reason == "store_open"
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "handoff", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_cli_add_and_state_on_postgres(tmp_path: Path, postgres_url: str) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"roles": ROLES_JSON}), encoding="utf-8")
+    records = tmp_path / "records.jsonl"
+    claim = rec("c1", "claimed", "registrar", "registrar", outcome="done")
+    records.write_text(json.dumps(_need()) + "\n" + json.dumps(claim) + "\n", encoding="utf-8")
+    missing = _cli("state", "--state", postgres_url, "--config", str(config))
+    assert missing.returncode != 0
+    assert "store_missing" in missing.stderr + missing.stdout
+    added = _cli("add", str(records), "--state", postgres_url, "--config", str(config))
+    assert added.returncode == 0, added.stdout + added.stderr
+    assert added.stdout.count(": accepted") == 2
+    again = _cli("add", str(records), "--state", postgres_url, "--config", str(config))
+    assert again.stdout.count(": duplicate") == 2
+    state = _cli("state", "--state", postgres_url, "--config", str(config), "--json")
+    assert state.returncode == 0, state.stderr
+    items = {i["key"]: i for i in json.loads(state.stdout)["items"]}
+    assert items["k1"]["state"] == "open"
+    assert items["k1"]["claims"] == ["c1"]

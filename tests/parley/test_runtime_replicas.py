@@ -1,0 +1,207 @@
+"""Two ``parley serve`` replicas on one PostgreSQL database (issue 23).
+
+Real processes on loopback, the real agent, one throwaway PostgreSQL cluster: 64 commits
+race across the two replicas against one spend cap while one replica SIGKILLs itself in
+the middle of a commit (its effect done, its receipt not stored). The other replica
+carries on, and settles the cut commit when the agent retries it there. Afterwards the
+cap holds exactly, every effect has exactly one receipt, and the cap can be filled to
+the last cent (no reservation leaked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import parley
+from parley._cli import main
+
+from .runtime_harness import AGENT, PRINCIPAL, ROOT, SERVICE_ID, grant
+
+APP = Path(__file__).with_name("replica_app.py")
+PRICE = 100
+CAP = 4000  # 40 commits of 64
+pytestmark = pytest.mark.slow  # real servers, processes and a database
+
+
+def _port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Replica:
+    """``python -m parley serve --state URL`` as a child process."""
+
+    def __init__(self, home: Path, state: str, env: dict[str, str]) -> None:
+        self.port = _port()
+        self.url = f"parley://127.0.0.1:{self.port}"
+        argv = [sys.executable, "-m", "parley", "serve", self.url, "--trust", PRINCIPAL.public]
+        argv += ["--app", f"{APP}:build_service", "--state", state]
+        full = {**os.environ, "PARLEY_HOME": str(home), "PYTHONPATH": str(ROOT / "src")}
+        full.update(env)
+        self.proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=full)
+        self.log: list[str] = []
+        assert self.proc.stderr is not None
+        while True:
+            line = self.proc.stderr.readline()
+            assert line, f"the replica ended: {self.log}"
+            self.log.append(line.strip())
+            if line.startswith("serving"):
+                break
+        for _ in range(400):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.025)
+        raise AssertionError("the replica never listened")
+
+    def reap(self) -> int:
+        """Wait for the process to end (it kills itself, or was killed); its status."""
+        try:
+            return self.proc.wait(timeout=60)
+        finally:
+            if self.proc.stderr is not None:
+                self.proc.stderr.close()
+
+    def stop(self) -> None:
+        """SIGKILL and reap."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.reap()
+
+
+@pytest.fixture
+def replicas() -> Iterator[list[Replica]]:
+    started: list[Replica] = []
+    yield started
+    for replica in started:
+        replica.stop()
+
+
+async def _propose(replica: Replica, token: str) -> dict[str, Any]:
+    client = await parley.connect(replica.url, parley.Agent(AGENT, [token], service=SERVICE_ID))
+    async with client:
+        shown = await client.intent("pay", {"cents": PRICE})
+        assert shown.reply is not None
+        assert shown.reply["kind"] == "PROPOSALS", shown.reply.get("message")
+        proposal: dict[str, Any] = shown.reply["proposals"][0]
+        return proposal
+
+
+async def _commit(replica: Replica, token: str, proposal: dict[str, Any]) -> dict[str, Any] | str:
+    """The reply to COMMIT, or ``"cut"`` when the replica went away under it."""
+    try:
+        client = await parley.connect(replica.url, parley.Agent(AGENT, [token], service=SERVICE_ID))
+        async with client:
+            done = await asyncio.wait_for(client.commit(proposal), 120)
+    except parley.ParleyError as exc:
+        if exc.code in ("unavailable", "internal"):
+            return "cut"
+        raise
+    except (OSError, EOFError, asyncio.IncompleteReadError):
+        return "cut"
+    assert done.reply is not None
+    return done.reply
+
+
+def _outcome(reply: dict[str, Any] | str) -> str:
+    if isinstance(reply, str):
+        return reply
+    if reply["kind"] == "RECEIPT":
+        return "receipt"
+    assert reply["code"] == "consent_required", reply
+    assert "spend" in reply["message"], reply
+    return "refused"
+
+
+def test_two_replicas_share_one_cap_and_settle_a_killed_commit(
+    tmp_path: Path, replicas: list[Replica], postgres_url: str
+) -> None:
+    token = grant(extra=[{"spend": {"max": CAP, "currency": "USD"}}], nonce="replicas")
+    block = parley.decode_grant(token).block_ids[-1]
+    orders = tmp_path / "orders.sqlite"
+    env = {"PARLEY_TEST_ORDERS": str(orders)}
+    a = Replica(tmp_path, postgres_url, {**env, "PARLEY_TEST_DIE_AT": "10"})
+    b = Replica(tmp_path, postgres_url, env)
+    replicas += [a, b]
+    assert "(state: postgresql://" in a.log[-1]
+
+    async def race() -> tuple[list[dict[str, Any]], list[dict[str, Any] | str]]:
+        # proposals are made on either replica; each is committed on the other one
+        made = await asyncio.gather(*(_propose((a, b)[n % 2], token) for n in range(64)))
+        replies = await asyncio.gather(
+            *(_commit((b, a)[n % 2], token, p) for n, p in enumerate(made))
+        )
+        return list(made), list(replies)
+
+    proposals, replies = asyncio.run(race())
+    assert a.reap() == -signal.SIGKILL  # replica A died at its tenth commit
+    assert b.proc.poll() is None  # B carried on
+    on_a = [n for n in range(64) if n % 2 == 1]
+    cut = [n for n, r in enumerate(replies) if r == "cut"]
+    assert cut
+    assert set(cut) <= set(on_a)  # nothing sent to B was cut
+    assert any(_outcome(replies[n]) == "receipt" for n in range(0, 64, 2))
+
+    async def retry() -> list[dict[str, Any] | str]:
+        return list(await asyncio.gather(*(_commit(b, token, proposals[n]) for n in cut)))
+
+    for n, reply in zip(cut, asyncio.run(retry()), strict=True):
+        replies[n] = reply
+    outcomes = [_outcome(r) for r in replies]
+    assert set(outcomes) <= {"receipt", "refused"}
+    # the commit cut after its effect was settled by B: a receipt for the order A placed
+    recovered = [
+        replies[n] for n in cut if isinstance(replies[n], dict) and replies[n].get("replay")
+    ]
+    assert len(recovered) >= 1, [replies[n] for n in cut]
+
+    # fill the cap to the last cent on B: exactly CAP / PRICE commits in all
+    async def top_up() -> int:
+        extra = 0
+        while True:
+            reply = await _commit(b, token, await _propose(b, token))
+            if _outcome(reply) == "refused":
+                return extra
+            extra += 1
+
+    extra = asyncio.run(top_up())
+    receipts = [r["receipt"] for r in replies if isinstance(r, dict) and r["kind"] == "RECEIPT"]
+    assert len(receipts) + extra == CAP // PRICE
+
+    # every effect has exactly one receipt, and every receipt one effect
+    from parley._postgres import PostgresStore
+
+    store = PostgresStore(postgres_url)
+    try:
+        assert store.spent([block])[block] == CAP
+        assert store.leases("commit") == []  # nothing left in flight
+        stored = {}
+        for p in proposals:
+            found = store.receipt_for(p["id"])
+            if found is not None:
+                stored[p["id"]] = found.receipt
+    finally:
+        store.close()
+    assert len({r["id"] for r in receipts}) == len(receipts)  # each receipt once
+    for seen in receipts:
+        assert stored[seen["proposal"]] == seen  # the one in the database
+    with sqlite3.connect(orders) as book:
+        placed = dict(book.execute("SELECT proposal, number FROM orders").fetchall())
+    assert len(placed) == CAP // PRICE
+    assert {p: r["result"]["order"] for p, r in stored.items()} == {p: placed[p] for p in stored}
+    b.stop()
+    # an operator's `parley state list` on the shared database: nothing in flight
+    assert main(["state", "list", "--state", postgres_url]) == 0
