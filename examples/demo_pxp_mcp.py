@@ -107,7 +107,7 @@ async def negotiate(base: str) -> None:
         for_bo = joined.content[1].text
         seller_page = re.findall(r"http://\S+/p/[0-9a-f]{16}/[A-Za-z0-9_-]{43}", for_bo)[0]
         # the invite is spent: Bo's agent uses the seat link join_room answered from now on
-        bo_link = json.loads(joined.content[0].text)["your_link"]  # type: ignore[union-attr]
+        bo_link = json.loads(joined.content[0].text)["your_link"]
         print("   Bo's agent spent the invite for a seat link of its own; Bo's page link")
         print("   came to Bo alone, with that first join_room.")
         await tool(ann, "seal_intent_card", link=room["your_link"], card=BUYER)

@@ -142,9 +142,11 @@ async def negotiate(base: str, terms: list[str]) -> dict[str, Any]:
             your_principal="Ana",
             counterpart="Ben's shop",
         )
-        mine, theirs = room["your_link"], room["invite_link_for_counterpart"]
+        mine, invite = room["your_link"], room["invite_link_for_counterpart"]
         await _tool(ana, "join_room", link=mine, agent_name="ana-proxy")
-        await _tool(shop, "join_room", link=theirs, agent_name="shop-proxy")
+        # the invite is spent at its first join: the shop's proxy uses the seat link it got
+        joined = await _tool(shop, "join_room", link=invite, agent_name="shop-proxy")
+        theirs = joined["your_link"]
         await _tool(ana, "seal_intent_card", link=mine, card=BUYER_CARD)
         await _tool(shop, "seal_intent_card", link=theirs, card=SHOP_CARD)
         await _tool(
@@ -234,7 +236,7 @@ async def errand(work: Path, pxp_base: str, shop: dict[str, Any], late_by: int) 
         params = ppbind.intent_params(terms)
         intent = buyer.intent("shop.buy", params, goal="buy the agreed bike", budget=8000)
         offered = await asking.request(intent)
-        proposals = (offered.reply or {}).get("proposals") or []
+        proposals = offered.proposals or []
         proposal = next(p for p in proposals if p["effects"][0]["target"] == f"item/{ITEM}")
         say(
             "2. Ask the shop (Parley INTENT, holding Ana's INTENT-only errand grant).",
@@ -267,9 +269,7 @@ async def errand(work: Path, pxp_base: str, shop: dict[str, Any], late_by: int) 
             intent = buyer.intent("shop.buy", params, goal="buy the agreed bike", budget=8000)
             offered = await asking.request(intent)
             proposal = next(
-                p
-                for p in (offered.reply or {}).get("proposals") or []
-                if p["effects"][0]["target"] == f"item/{ITEM}"
+                p for p in offered.proposals or [] if p["effects"][0]["target"] == f"item/{ITEM}"
             )
             registry, _ = _registry(work)
             dterms = ppbind.decision_terms(
@@ -301,7 +301,7 @@ async def errand(work: Path, pxp_base: str, shop: dict[str, Any], late_by: int) 
         commit = committer.commit(proposal, grants=[signed["grant"]])
         commit["x_binding"] = ppbind.commit_binding(signed["vxp_approval"])
         done = await committing.request(commit)
-        receipt = (done.reply or {}).get("receipt")
+        receipt = done.receipt
         if receipt is None:
             raise RuntimeError(f"the shop refused the commit: {done.reply}")
         registry, _ = _registry(work)

@@ -84,7 +84,7 @@ def _proof_server(shop: ppbind.BikeShop, sock_server: http.server.HTTPServer) ->
         def do_GET(self) -> None:
             url = shop.base_url + self.path
             if self.path == "/vxp/.well-known/vxp-issuer.json":
-                status, body, headers = 200, shop.metadata, {}
+                status, body, headers = 200, shop.metadata, dict[str, str]()
             elif self.path == "/vxp/.well-known/vxp-jwks.json":
                 status, body, headers = 200, shop.jwks, {}
             else:

@@ -28,8 +28,15 @@ from collections.abc import Callable
 from typing import NoReturn
 
 ENTRIES: dict[str, Callable[[], int]] = {
-    name: importlib.import_module(f"{name}._cli").main
-    for name in ("pxp", "handoff", "vxp", "parley", "ppcheck")
+    name: importlib.import_module(f"{package}._cli").main
+    for name, package in (
+        ("pxp", "pxp"),
+        ("handoff", "handoff"),
+        ("vxp", "vxp"),
+        ("parley", "parley"),
+        ("ppcheck", "ppcheck"),
+        ("errand", "ppbind"),
+    )
 }
 
 # What the servers import on first use (seconds on a busy machine), imported once here.

@@ -26,7 +26,8 @@ import pytest
 from .cli_harness import CODED, Commands, Done
 
 TOP = Path(__file__).resolve().parents[1]
-PROGS = ("pxp", "handoff", "vxp", "parley", "ppcheck")
+PROGS = ("pxp", "handoff", "vxp", "parley", "ppcheck", "errand")
+PACKAGE = {"errand": "ppbind"}  # a console script named other than its package
 ROLES = b'{"roles": {"principal": "p", "counterparty": "c"}}'
 
 
@@ -424,7 +425,9 @@ def _battery() -> Iterator[tuple[str, str, list[str]]]:
 
 def _all_runs() -> Iterator[tuple[str, str, list[str]]]:
     for prog in PROGS:
-        for path, parser in _leaves(importlib.import_module(f"{prog}._cli").build_parser()):
+        for path, parser in _leaves(
+            importlib.import_module(f"{PACKAGE.get(prog, prog)}._cli").build_parser()
+        ):
             command = f"{prog} {' '.join(path)}".strip()
             safe = _SAFE.get(command, [])
             for kind, value in BAD.items():

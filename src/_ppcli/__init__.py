@@ -12,15 +12,16 @@ from __future__ import annotations
 import importlib
 import sys
 
-__all__ = ["handoff", "launch", "parley", "ppcheck", "pxp", "vxp"]
+__all__ = ["errand", "handoff", "launch", "parley", "ppcheck", "pxp", "vxp"]
 
 _INTERRUPTED = 130  # _ppcli.rules.EXIT_INTERRUPTED, not imported: that is what takes time
 
 
-def launch(prog: str) -> int:
-    """Run the console script ``prog``: import ``prog._cli``, then call its ``main``."""
+def launch(prog: str, package: str | None = None) -> int:
+    """Run the console script ``prog``: import ``<package>._cli`` (``package`` defaults to
+    ``prog``), then call its ``main``."""
     try:
-        module = importlib.import_module(f"{prog}._cli")
+        module = importlib.import_module(f"{package or prog}._cli")
     except KeyboardInterrupt:
         try:
             sys.stderr.write(f"error: interrupted: {prog} stopped by Ctrl-C (SIGINT)\n")
@@ -55,3 +56,8 @@ def parley() -> int:
 def ppcheck() -> int:
     """Console script ``ppcheck``."""
     return launch("ppcheck")
+
+
+def errand() -> int:
+    """Console script ``errand`` (the binding profile's audit, package :mod:`ppbind`)."""
+    return launch("errand", "ppbind")

@@ -33,7 +33,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ._agent import Agent, Client, Result
 from ._canonical import proposal_hash
@@ -46,6 +46,7 @@ from ._grants import decode_grant, inspect_grant
 from ._keys import Key
 from ._keystore import PrincipalKeyStore, _shown
 from ._lens import duration_text, effect_line, lens, money_text
+from ._wire import ErrorReply
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -212,7 +213,7 @@ def _render(result: Result) -> ToolText:
         if len(line) > MAX_EVENT_LINE:
             line = line[:MAX_EVENT_LINE] + "…"
         lines.append(line)
-    reply = result.reply or {}
+    reply: Mapping[str, Any] = result.reply or {}
     try:
         lines.append(lens(_defang(reply)))
     except ParleyError:
@@ -365,7 +366,7 @@ class Bridge:
         except BaseException:
             await self._drop(link)
             raise
-        reply = got.reply or {}
+        reply: Mapping[str, Any] = got.reply or {}
         service = reply.get("service")
         ident = service.get("id") if isinstance(service, dict) else None
         if got.kind != "BRIEF" or not isinstance(ident, str) or not ident:
@@ -523,7 +524,8 @@ class Bridge:
             link, lambda a: a.intent(cap, body, goal=goal, auto=auto is True, budget=size)
         )
         if got.kind == "PROPOSALS":
-            self._remember(link, (got.reply or {}).get("proposals"))
+            shown: Mapping[str, Any] = got.reply or {}
+            self._remember(link, shown.get("proposals"))
         return _render(got)
 
     def _remember(self, link: _Link, proposals: object) -> None:
@@ -573,7 +575,8 @@ class Bridge:
 
     def _note(self, link: _Link, result: Result) -> Result:
         """Remember which receipt committed which proposal (for an UNDO, then a re-commit)."""
-        receipt = (result.reply or {}).get("receipt")
+        reply: Mapping[str, Any] = result.reply or {}
+        receipt = reply.get("receipt")
         if result.kind == "RECEIPT" and isinstance(receipt, dict):
             ident, proposal = receipt.get("id"), receipt.get("proposal")
             if isinstance(ident, str) and isinstance(proposal, str):
@@ -604,7 +607,7 @@ class Bridge:
         first = self._note(link, await self._request(link, lambda a: a.commit(shown, grants=saved)))
         if first.code != "consent_required":
             return _render(first)
-        reply = first.reply or {}
+        reply: Mapping[str, Any] = first.reply or {}
         try:
             consent = consent_for_shown(
                 shown,
@@ -618,7 +621,7 @@ class Bridge:
                 f"proposal shown ({exc.message}); nothing was signed or committed"
             )
         # the model reads the consent rebuilt from what it was shown, not the service's own
-        first.reply = {**reply, "consent": consent}
+        first.reply = cast("ErrorReply", {**reply, "consent": consent})
         message = consent_message(consent, shown, self.key.public)
         answer = None if human is None else await human(consent, message)
         if answer is None:

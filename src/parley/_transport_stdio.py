@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shlex
 import sys
 import threading
@@ -81,11 +82,14 @@ async def connect_stdio(url: str, agent: Agent) -> Client:
             "invalid_params", "a stdio URL is stdio: followed by a command", reason="bad_url"
         )
     argv = shlex.split(url[6:])
+    # the service is the agent's peer: it is not told where the principal's keys are
+    env = {k: v for k, v in os.environ.items() if k != "PARLEY_PRINCIPAL_HOME"}
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         limit=64 * 1024,
+        env=env,
     )
     assert proc.stdin is not None
     assert proc.stdout is not None

@@ -10,6 +10,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from _ppcli.rules import Parser, run
+
 from ._audit import verify_errand
 from ._errors import BindingError
 from ._terms import price_text
@@ -44,7 +46,8 @@ def _verify(args: argparse.Namespace) -> int:
         bundle = _read(path)
         mandate = _read(Path(args.mandate)) if args.mandate else None
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        print(f"errand: cannot read {path}: {str(exc)[:200]}", file=sys.stderr)
+        code = "io" if isinstance(exc, OSError) else "binding_input_invalid"
+        print(f"error: {code}: cannot read {path}: {str(exc)[:200]}", file=sys.stderr)
         return 2
     if mandate is not None and isinstance(bundle, dict):
         bundle["mandate"] = mandate
@@ -77,11 +80,9 @@ def _version() -> str:
         return "unknown"
 
 
-def main(argv: Sequence[str] | None = None, *, prog: str = "errand") -> int:
-    """Run the ``errand`` command; return the exit status (0 valid, 1 broken, 2 unusable)."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Audit one errand across PXP, Handoff, Parley and VXP."
-    )
+def build_parser(prog: str = "errand") -> argparse.ArgumentParser:
+    """The ``errand`` argument parser (one coded line for a usage error, docs/cli.md)."""
+    parser = Parser(prog=prog, description="Audit one errand across PXP, Handoff, Parley and VXP.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     verify = sub.add_parser("verify", help="recompute every link of an errand's records")
@@ -94,5 +95,13 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "errand") -> int:
         "the issuer's key thumbprints), instead of the copy in the audited file: without it "
         "the audit shows the records consistent with the mandate they carry",
     )
-    args = parser.parse_args(argv)
-    return _verify(args)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "errand") -> int:
+    """Run the ``errand`` command; return the exit status (0 valid, 1 broken, 2 unusable).
+
+    It runs under the rules every console script shares (``_ppcli.rules``): a closed
+    standard output ends it quietly, Ctrl-C is one line and status 130.
+    """
+    return run(lambda: _verify(build_parser(prog).parse_args(argv)), prog=prog)

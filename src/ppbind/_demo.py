@@ -192,7 +192,10 @@ def demo_errand(
     room = _negotiate(proxies or errand_proxies(terms), at)
     ledger = room.export()["ledger"]
     brief = room.brief()
-    terms = list(brief["agreement"]["terms"])  # what the room agreed, whoever proposed it
+    agreed = brief["agreement"]
+    if agreed is None:
+        raise pxp.PxpError("not_agreed", "the room's brief holds no agreement")
+    terms = list(agreed["terms"])  # what the room agreed, whoever proposed it
 
     # 0. Ana's errand grant G: INTENT only, never a COMMIT.
     errand_grant = parley.mint_grant(
@@ -274,8 +277,10 @@ def demo_errand(
     )
     if late_answer:
         tick(proposal["expires"] - now[0] + 5)
-        late = handoff.make_settlement(
-            registry, decision, "approve", by="ana-desk", ts=_ts(tick()), record_id="d-late"
+        late: dict[str, Any] = dict(
+            handoff.make_settlement(
+                registry, decision, "approve", by="ana-desk", ts=_ts(tick()), record_id="d-late"
+            )
         )
         late = add(handoff.attach_proof(late, ana.private_jwk()))
         try:
@@ -307,8 +312,10 @@ def demo_errand(
         )
     signer = mallory if attack == "decision-other-key" else ana
     outcome = "reject" if attack == "decision-rejected" else "approve"
-    settlement = handoff.make_settlement(
-        registry, decision, outcome, by="ana-desk", ts=_ts(tick()), record_id="d-settled"
+    settlement: dict[str, Any] = dict(
+        handoff.make_settlement(
+            registry, decision, outcome, by="ana-desk", ts=_ts(tick()), record_id="d-settled"
+        )
     )
     settlement = handoff.attach_proof(settlement, signer.private_jwk())
     add(settlement)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -192,3 +193,29 @@ def test_over_https_bridge(tmp_path: Path) -> None:
             await server.task
 
     asyncio.run(run())
+
+
+def test_a_stdio_service_is_not_told_where_the_principal_keys_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a service the agent starts is the agent's peer, not the principal's: the path of the
+    # principal store (PARLEY_PRINCIPAL_HOME) stays out of its environment
+    monkeypatch.setenv("PARLEY_PRINCIPAL_HOME", str(tmp_path / "principal"))
+    monkeypatch.setenv("PARLEY_HOME", str(tmp_path / "agent"))
+    seen = tmp_path / "env.txt"
+    script = tmp_path / "peer.py"
+    script.write_text(
+        "import os, pathlib, sys\n"
+        f"pathlib.Path({str(seen)!r}).write_text("
+        "repr((os.environ.get('PARLEY_PRINCIPAL_HOME'), os.environ.get('PARLEY_HOME'))))\n",
+        encoding="utf-8",
+    )
+
+    async def run() -> None:
+        with contextlib.suppress(parley.ParleyError):
+            client = await parley.connect(f"stdio:{sys.executable} {script}", agent())
+            async with client:
+                await client.hello()
+
+    asyncio.run(run())
+    assert seen.read_text(encoding="utf-8") == repr((None, str(tmp_path / "agent")))
