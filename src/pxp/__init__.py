@@ -103,7 +103,10 @@ from ._wire import (  # typed views of Room.agreement and Room.brief() (issue 24
     ClaimOrigin,
     PrincipalLink,
     SeatAt,
+    SeatContest,
     SeatName,
+    SeatRejoin,
+    SeatRelease,
     UnverifiedClaim,
 )
 
@@ -154,7 +157,10 @@ __all__ = [
     "ScriptedProxy",
     "SealedCard",
     "SeatAt",
+    "SeatContest",
     "SeatName",
+    "SeatRejoin",
+    "SeatRelease",
     "SendResult",
     "SqliteRoomStore",
     "UnverifiedClaim",

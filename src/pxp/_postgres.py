@@ -477,16 +477,17 @@ class PostgresLinkStore:
                 (room_id,),
             ).fetchall(),
         )
+        kinds: dict[object, LinkKind] = {k: k for k in _KINDS}
         return [
             LinkRow(
                 str(seat),
-                "seat" if kind == "seat" else "principal",
+                kinds[kind],
                 str(digest),
                 None if expires_at is None else str(expires_at),
                 bool(revoked),
             )
             for seat, kind, digest, expires_at, revoked in found
-            if seat in _SEATS and kind in _KINDS
+            if seat in _SEATS and kind in kinds
         ]
 
     def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:

@@ -9,7 +9,7 @@ now knows their members, so ``brief["agreement"]["terms"]`` type-checks and
 
 # No `from __future__ import annotations` here: on Python 3.11 a TypedDict sees
 # NotRequired only in evaluated annotations (its __required_keys__ are read at run time).
-from typing import Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "ActedBy",
@@ -191,6 +191,36 @@ class PrincipalLink(TypedDict):
     agent: str | None
 
 
+class SeatContest(TypedDict):
+    """Another agent presented the seat's invite after its agent joined (ours)."""
+
+    agent: str
+    holder: str | None
+    state: Literal["open", "active", "paused", "agreed", "ended"]
+    at: str
+    n: int
+
+
+class SeatRelease(TypedDict):
+    """The seat's principal page released the seat's agent (ours): the page link that
+    acted (``by``) and how the card had been sealed (``sealed_by``)."""
+
+    agent: str | None
+    at: str
+    n: int
+    by: dict[str, Any] | None
+    sealed_by: dict[str, Any] | None
+
+
+class SeatRejoin(TypedDict):
+    """The seat's link joined again while an agent held the seat (ours)."""
+
+    agent: str
+    holder: str | None
+    at: str
+    n: int
+
+
 class BriefParty(TypedDict):
     """One side of the room: its principal, card hashes, how the card was sealed, agents."""
 
@@ -201,6 +231,9 @@ class BriefParty(TypedDict):
     agents: list[str]
     sealed_by: NotRequired[ActedBy | None]
     principal_link: NotRequired[PrincipalLink | None]
+    contests: NotRequired[list[SeatContest]]
+    releases: NotRequired[list[SeatRelease]]
+    rejoins: NotRequired[list[SeatRejoin]]
 
 
 class BriefParties(TypedDict):
