@@ -151,6 +151,19 @@ def test_errand_verify_command(tmp_path: Path, errand: dict[str, Any]) -> None:
         timeout=120,
     )
     assert unusable.returncode == 2
+    assert unusable.stderr.splitlines()[-1].startswith("error: binding_input_invalid: ")
+    missing = subprocess.run(
+        [sys.executable, "-m", "ppbind", "verify", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert missing.returncode == 2
+    assert missing.stderr.splitlines() == [
+        line for line in missing.stderr.splitlines() if line.startswith("error: ")
+    ]
+    assert missing.stderr.startswith("error: binding_input_invalid: cannot read ")
 
 
 # ---------------------------------------------------------------------- across processes
@@ -514,6 +527,7 @@ def test_deep_nesting_is_a_binding_error_and_unusable_for_the_command(
     )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: binding_input_invalid: "), done.stderr
 
 
 def test_the_command_refuses_duplicate_members_and_non_json_numbers(
@@ -534,6 +548,7 @@ def test_the_command_refuses_duplicate_members_and_non_json_numbers(
             timeout=120,
         )
         assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.startswith("error: binding_input_invalid: "), done.stderr
 
 
 def test_a_proof_signed_by_keys_the_agent_was_not_configured_with_is_refused() -> None:

@@ -46,8 +46,11 @@ def _verify(args: argparse.Namespace) -> int:
         bundle = _read(path)
         mandate = _read(Path(args.mandate)) if args.mandate else None
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        code = "io" if isinstance(exc, OSError) else "binding_input_invalid"
-        print(f"error: {code}: cannot read {path}: {str(exc)[:200]}", file=sys.stderr)
+        # one code for any input the audit cannot read (status 2: nothing was audited)
+        print(
+            f"error: binding_input_invalid: cannot read {path}: {str(exc)[:200]}",
+            file=sys.stderr,
+        )
         return 2
     if mandate is not None and isinstance(bundle, dict):
         bundle["mandate"] = mandate

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import venv
 from pathlib import Path
@@ -152,8 +153,7 @@ def test_quiet_adapters_leave_no_log_folder_behind(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    import tempfile
-
+    # tempfile remembers the folder it chose first: forget it, so TMPDIR decides
     monkeypatch.setattr(tempfile, "tempdir", None)
     vectors = _vectors(tmp_path)
     impl = f"{sys.executable} {ADAPTER} fail-at-end"  # a fault, but nothing on stderr
