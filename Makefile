@@ -41,6 +41,7 @@ test: $(STAMP)
 	$(BIN)/mypy --strict src
 	$(BIN)/mypy --strict examples
 	$(BIN)/python tools/gen_vectors.py --check
+	$(BIN)/python tools/gen_code_docs.py --check
 	CI=$${CI:-true} $(BIN)/python -m pytest -W error -p no:cacheprovider $(PYTEST_XDIST)
 
 # The declared dependency floors, proven: a separate environment where every runtime
