@@ -6,6 +6,7 @@ vector suites ship with the runner, and each console script answers --help and -
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -69,8 +70,10 @@ for name in ("pxp", "handoff", "vxp", "parley", "ppcheck", "ppbind"):
     assert "site-packages" in module.__file__, module.__file__
     assert module.__all__, name
 counts = {}
+import _ppschema
+assert "site-packages" in _ppschema.__file__, _ppschema.__file__
 for name in ("pxp", "handoff", "vxp", "parley", "ppbind"):
-    module = importlib.import_module(name)
+    module = importlib.import_module(name + "._schemas")
     for schema in module.schema_names():
         assert isinstance(module.load_schema(schema), dict)
     counts[name] = len(module.schema_names())
@@ -99,7 +102,7 @@ print(json.dumps(counts))
 
     counts = json.loads(done.stdout)
     for name in PACKAGES:
-        module = __import__(name)
+        module = importlib.import_module(name + "._schemas")
         assert counts[name] == len(module.schema_names()), name
     assert counts["suites"] == len(ppcheck.load_suites())
 

@@ -2,86 +2,28 @@
 
 The wheel carries ``schemas/pxp/`` as ``pxp/_schemas/`` (hatchling ``force-include``);
 an editable install or a plain checkout has no such folder, so the repository's
-``schemas/pxp/`` is used instead.
+``schemas/pxp/`` is used instead. The shared loader :mod:`_ppschema` finds, reads and
+compiles them (:func:`load_schema` hands out a fresh copy, :func:`validator` is built once
+per schema); this module gives it pxp's own errors.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-from importlib import resources
-from importlib.resources.abc import Traversable
-from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
+from _ppschema import SchemaSet
 
 from ._errors import PxpError
 
 __all__ = ["load_schema", "schema_names", "validator"]
 
-
-def _root() -> Traversable:
-    packaged = resources.files(__package__ or "pxp") / "_schemas"
-    if packaged.is_dir():
-        return packaged
-    checkout = Path(__file__).resolve().parents[2] / "schemas" / "pxp"
-    if checkout.is_dir():
-        return checkout
-    raise PxpError(
+_SET = SchemaSet(
+    "pxp",
+    missing=lambda: PxpError(
         "schemas_missing", "the pxp JSON Schemas are neither installed nor in a checkout"
-    )
+    ),
+    unknown=lambda name: PxpError("schema_unknown", f"no pxp schema is named {name!r}"),
+)
 
-
-def _walk(node: Traversable, prefix: str = "") -> list[str]:
-    names: list[str] = []
-    for child in node.iterdir():
-        if child.is_dir():
-            names.extend(_walk(child, f"{prefix}{child.name}/"))
-        elif child.name.endswith(".json"):
-            names.append(prefix + child.name)
-    return names
-
-
-@functools.cache
-def schema_names() -> tuple[str, ...]:
-    """Return the relative names of every schema shipped for :mod:`pxp`, sorted."""
-    return tuple(sorted(_walk(_root())))
-
-
-@functools.cache
-def load_schema(name: str) -> dict[str, Any]:
-    """Return the parsed schema ``name`` (a relative path such as ``"card.json"``)."""
-    if name not in schema_names():
-        raise PxpError("schema_unknown", f"no pxp schema is named {name!r}")
-    node = _root()
-    for part in name.split("/"):
-        node = node / part
-    loaded: dict[str, Any] = json.loads(node.read_text(encoding="utf-8"))
-    return loaded
-
-
-@functools.cache
-def _registry() -> Registry[Any]:
-    pairs: list[tuple[str, Resource[Any]]] = []
-    for n in schema_names():
-        contents = load_schema(n)
-        resource = Resource.from_contents(contents)
-        pairs.append((n, resource))
-        own_id = contents.get("$id")
-        if isinstance(own_id, str) and own_id != n:
-            pairs.append((own_id, resource))
-    return Registry().with_resources(pairs)
-
-
-@functools.cache
-def validator(name: str) -> Draft202012Validator:
-    """Return a compiled JSON Schema 2020-12 validator for schema ``name``.
-
-    Relative ``$ref`` values resolve against the other schemas of this package by name.
-    """
-    schema = load_schema(name)
-    base = dict(schema)
-    base.setdefault("$id", name)
-    return Draft202012Validator(base, registry=_registry())
+schema_names = _SET.names
+load_schema = _SET.load
+first_error = _SET.first_error
+validator = _SET.validator
