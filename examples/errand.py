@@ -42,6 +42,7 @@ from mcp.client.streamable_http import streamable_http_client
 import handoff
 import parley
 import ppbind
+import ppbind.demo
 import pxp
 import vxp
 
@@ -193,7 +194,7 @@ def _append(work: Path, record: dict[str, Any]) -> None:
 
 
 def _registry(work: Path) -> tuple[handoff.Registry, list[dict[str, Any]]]:
-    roles = handoff.Roles.from_json(ppbind.errand_roles(PROJECT))
+    roles = handoff.Roles.from_json(ppbind.demo.errand_roles(PROJECT))
     registry = handoff.Registry(roles=roles, extensions=handoff.EXTENSIONS)
     records = [
         json.loads(line)
@@ -397,7 +398,7 @@ async def errand(work: Path, pxp_base: str, shop: dict[str, Any], late_by: int) 
         },
         "pxp": {"ledger": ledger, "brief": brief},
         "handoff": {
-            "roles": ppbind.errand_roles(PROJECT),
+            "roles": ppbind.demo.errand_roles(PROJECT),
             "jwks": public["jwks"],
             "records": records,
             "decision": {"project": PROJECT, "key": "buy"},

@@ -38,6 +38,7 @@ from joserfc.jwk import ECKey
 import handoff
 import parley
 import ppbind
+import ppbind.demo
 import vxp
 
 SERVICE = "bikes.ben.example"
@@ -77,7 +78,7 @@ def _certificate() -> tuple[bytes, bytes]:
     return cert.public_bytes(serialization.Encoding.PEM), pem_key
 
 
-def _proof_server(shop: ppbind.BikeShop, sock_server: http.server.HTTPServer) -> None:
+def _proof_server(shop: ppbind.demo.BikeShop, sock_server: http.server.HTTPServer) -> None:
     lock = threading.Lock()
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -124,16 +125,16 @@ def run_shop(ready: Path, trusted: str) -> None:
     https.socket = context.wrap_socket(https.socket, server_side=True)
     base = f"https://127.0.0.1:{https.server_address[1]}"
     keys = {role: ECKey.generate_key("P-256") for role in ("company", "log", "witness")}
-    shop = ppbind.BikeShop(
+    shop = ppbind.demo.BikeShop(
         service_id=SERVICE,
         issuer=base + "/vxp",
         base_url=base,
         trusted=[trusted],
         bikes=[
-            ppbind.Bike(
+            ppbind.demo.Bike(
                 "ben-shop/bike-2291", 44000, "EUR", "City bike, 2019, 54 cm", "ben-shop/bike-2310"
             ),
-            ppbind.Bike("ben-shop/bike-2310", 44000, "EUR", "City bike, 2020, 56 cm"),
+            ppbind.demo.Bike("ben-shop/bike-2310", 44000, "EUR", "City bike, 2020, 56 cm"),
         ],
         keys=keys,
         clock=time.time,
@@ -172,7 +173,7 @@ def _key(folder: Path) -> ppbind.PersonKey:
 
 
 def _registry(folder: Path) -> tuple[handoff.Registry, list[dict[str, Any]]]:
-    roles = handoff.Roles.from_json(ppbind.errand_roles(PROJECT))
+    roles = handoff.Roles.from_json(ppbind.demo.errand_roles(PROJECT))
     registry = handoff.Registry(roles=roles, extensions=handoff.EXTENSIONS)
     records = [
         json.loads(line)

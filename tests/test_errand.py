@@ -1,6 +1,6 @@
 """The errand: one purchase across PXP, Handoff, Parley and VXP, audited link by link.
 
-In process (``ppbind.demo_errand``) every attack the issue names, and the ones we added,
+In process (``ppbind.demo.demo_errand``) every attack the issue names, and the ones we added,
 must be caught by the audit and named by its link. Across processes (``examples/errand.py``)
 every party runs in its own process on loopback; the report it writes is read in a real
 headless browser.
@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import ppbind
+import ppbind.demo
 
 TOP = Path(__file__).resolve().parents[1]
 
@@ -35,7 +36,7 @@ ATTACKS = {
 
 @pytest.fixture(scope="module")
 def errand() -> dict[str, Any]:
-    return ppbind.demo_errand()
+    return ppbind.demo.demo_errand()
 
 
 def test_the_errand_in_process_is_audited_whole(errand: dict[str, Any]) -> None:
@@ -53,17 +54,17 @@ def test_the_errand_in_process_is_audited_whole(errand: dict[str, Any]) -> None:
     assert report["act"] == "done"
     assert ppbind.raw_key(errand["principal"]).hex() == report["principal"]
     # byte-reproducible: the vectors depend on it
-    assert json.dumps(ppbind.demo_errand()) == json.dumps(errand)
+    assert json.dumps(ppbind.demo.demo_errand()) == json.dumps(errand)
 
 
 def test_every_attack_is_listed_here() -> None:
-    assert set(ATTACKS) | {"act-open"} == set(ppbind.ATTACKS)
+    assert set(ATTACKS) | {"act-open"} == set(ppbind.demo.ATTACKS)
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_each_broken_link_is_named(attack: str) -> None:
     code, link, reason = ATTACKS[attack]
-    bundle = ppbind.demo_errand(attack)
+    bundle = ppbind.demo.demo_errand(attack)
     with pytest.raises(ppbind.BindingError) as caught:
         ppbind.verify_errand(bundle)
     assert (caught.value.code, caught.value.link, caught.value.reason) == (code, link, reason)
@@ -101,7 +102,7 @@ def test_key_confusion_across_protocols_is_caught(errand: dict[str, Any]) -> Non
 
 
 def test_an_open_act_is_reported_and_can_be_required() -> None:
-    bundle = ppbind.demo_errand("act-open")
+    bundle = ppbind.demo.demo_errand("act-open")
     assert ppbind.verify_errand(bundle)["act"] == "open"
     bundle["policy"]["require_act_done"] = True
     with pytest.raises(ppbind.BindingError) as caught:
@@ -110,7 +111,7 @@ def test_an_open_act_is_reported_and_can_be_required() -> None:
 
 
 def test_a_late_answer_gets_a_fresh_offer_never_a_lapsed_commit() -> None:
-    bundle = ppbind.demo_errand(late_answer=True)
+    bundle = ppbind.demo.demo_errand(late_answer=True)
     report = ppbind.verify_errand(bundle)
     assert report["decision"]["terms_rev"] == 2
     records = {r["id"]: r for r in bundle["handoff"]["records"]}
@@ -131,7 +132,7 @@ def test_errand_verify_command(tmp_path: Path, errand: dict[str, Any]) -> None:
     )
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.startswith("OK")
-    broken = ppbind.demo_errand("forge-approval")
+    broken = ppbind.demo.demo_errand("forge-approval")
     (tmp_path / "errand.json").write_text(json.dumps(broken), encoding="utf-8")
     bad = subprocess.run(
         [sys.executable, "-m", "ppbind", "verify", str(tmp_path), "--json"],
@@ -325,16 +326,16 @@ def test_a_dearer_offer_under_the_decided_cap_is_refused_by_parley_itself() -> N
     import parley
     import vxp
 
-    d = ppbind.DEMO
+    d = ppbind.demo.DEMO
     ana = ppbind.PersonKey.from_label("bindings ana")
     agent = ppbind.PersonKey.from_label("bindings agent")
     clock = [1_796_205_600.0]
-    shop = ppbind.BikeShop(
+    shop = ppbind.demo.BikeShop(
         service_id=d["service"],
         issuer=d["issuer"],
         base_url="https://bikes.ben.example",
         trusted=[ana.public],
-        bikes=[ppbind.Bike(d["item"], d["amount"], d["currency"], "City bike")],
+        bikes=[ppbind.demo.Bike(d["item"], d["amount"], d["currency"], "City bike")],
         keys={r: vxp.demo_key(f"test {r}") for r in ("company", "log", "witness")},
         clock=lambda: clock[0],
         rand=lambda n: hashlib.sha256(str(clock[0]).encode()).digest()[:n],
@@ -347,7 +348,9 @@ def test_a_dearer_offer_under_the_decided_cap_is_refused_by_parley_itself() -> N
     )
     terms = ppbind.agreed_terms(d["item"], d["amount"], d["currency"], d["service"])
     buyer = parley.Agent(agent.parley, [errand_grant], service=d["service"], clock=lambda: clock[0])
-    shop.bikes[d["item"]] = ppbind.Bike(d["item"], d["amount"] + 1000, d["currency"], "City bike")
+    shop.bikes[d["item"]] = ppbind.demo.Bike(
+        d["item"], d["amount"] + 1000, d["currency"], "City bike"
+    )
     reply = shop.service.handle(buyer.intent("shop.buy", ppbind.intent_params(terms)))[-1]
     assert "proposals" in reply, reply
     dearer = reply["proposals"][0]
@@ -406,17 +409,17 @@ def test_every_lapsed_offer_ends_sealed_expired() -> None:
     import parley
     import vxp
 
-    d = ppbind.DEMO
+    d = ppbind.demo.DEMO
     ana = ppbind.PersonKey.from_label("bindings ana")
     agent = ppbind.PersonKey.from_label("bindings agent")
     clock = [1_796_205_600.0]
     keys = {r: vxp.demo_key(f"test {r}") for r in ("company", "log", "witness")}
-    shop = ppbind.BikeShop(
+    shop = ppbind.demo.BikeShop(
         service_id=d["service"],
         issuer=d["issuer"],
         base_url="https://bikes.ben.example",
         trusted=[ana.public],
-        bikes=[ppbind.Bike(d["item"], d["amount"], d["currency"], "City bike")],
+        bikes=[ppbind.demo.Bike(d["item"], d["amount"], d["currency"], "City bike")],
         keys=keys,
         clock=lambda: clock[0],
         rand=lambda n: hashlib.sha256(str(clock[0]).encode()).digest()[:n],
@@ -442,7 +445,7 @@ def test_every_lapsed_offer_ends_sealed_expired() -> None:
 
 def test_the_proxies_are_pluggable() -> None:
     """Any pxp.Proxy may negotiate; the shop's proxy here is a class, not a script."""
-    d = ppbind.DEMO
+    d = ppbind.demo.DEMO
     terms = ppbind.agreed_terms(d["item"], d["amount"], d["currency"], d["service"], "by Friday")
 
     class Shop:
@@ -454,13 +457,13 @@ def test_the_proxies_are_pluggable() -> None:
                 "status": "continue",
             }
 
-    proxies = {**ppbind.errand_proxies(terms), "B": Shop()}
-    bundle = ppbind.demo_errand(proxies=proxies)
+    proxies = {**ppbind.demo.errand_proxies(terms), "B": Shop()}
+    bundle = ppbind.demo.demo_errand(proxies=proxies)
     report = ppbind.verify_errand(bundle)
     assert bundle["pxp"]["brief"]["agreement"]["terms"][-1] == "by Friday"
     assert (
         report["pxp"]["proposal_hash"]
-        != ppbind.verify_errand(ppbind.demo_errand())["pxp"]["proposal_hash"]
+        != ppbind.verify_errand(ppbind.demo.demo_errand())["pxp"]["proposal_hash"]
     )
 
 
@@ -555,8 +558,8 @@ def test_a_proof_signed_by_keys_the_agent_was_not_configured_with_is_refused() -
     """Review finding 3: the issuer's keys are pinned in the mandate, not taken from the proof."""
     import vxp
 
-    honest = ppbind.demo_errand()
-    impostor = ppbind.demo_errand(shop_keys="impostor")
+    honest = ppbind.demo.demo_errand()
+    impostor = ppbind.demo.demo_errand(shop_keys="impostor")
     assert impostor["vxp"]["package"]["company"] == honest["vxp"]["package"]["company"]
     assert impostor["vxp"]["jwks"] != honest["vxp"]["jwks"]
     impostor["mandate"]["issuer_keys"] = honest["mandate"]["issuer_keys"]

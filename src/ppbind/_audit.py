@@ -19,54 +19,22 @@ import vxp
 
 from ._bind import READ_BACK_TERMS, check_conforming, release_object, rfc3339, terms_object
 from ._digests import PROFILE, record_digest, statement_digest, statement_payload
-from ._errors import BindingError
 from ._keys import parley_key_of, raw_key
-from ._schemas import validator
+from ._schemas import first_error
 from ._terms import MachineTerms, intent_params, read_terms
+from .errors import CODES, BindingError
 
-__all__ = ["CODES", "verify_errand"]
-
-CODES = {
-    "binding_input_invalid": "input",
-    "binding_key_unsupported": "principal",
-    "pxp_invalid": "pxp",
-    "handoff_invalid": "handoff",
-    "parley_invalid": "parley",
-    "vxp_invalid": "vxp",
-    "binding_terms_unreadable": "pxp",
-    "binding_over_limit": "pxp",
-    "binding_not_approved": "decision",
-    "binding_terms_changed": "decision",
-    "binding_wrong_key": "decision",
-    "binding_agreement_mismatch": "pxp->decision",
-    "binding_terms_not_agreed": "pxp->decision",
-    "binding_consent_mismatch": "decision->parley",
-    "binding_wrong_proposal": "decision->parley",
-    "binding_grant_mismatch": "decision->parley",
-    "binding_receipt_mismatch": "parley",
-    "binding_wrong_company": "parley->vxp",
-    "binding_proof_terms_mismatch": "parley->vxp",
-    "binding_forged_approval": "parley->vxp",
-    "binding_release_mismatch": "parley->vxp",
-    "binding_not_proven": "vxp",
-    "binding_act_changed": "act",
-    "binding_act_item": "vxp->act",
-    "binding_act_mismatch": "vxp->act",
-    "binding_log_truncated": "vxp->act",
-    "binding_act_wrong_key": "act",
-    "binding_act_open": "act",
-}
-"""Every code the audit raises and the link it names, in the order the checks run."""
+__all__ = ["verify_errand"]
 
 
 def _fail(code: str, message: str, reason: str | None = None) -> NoReturn:
-    raise BindingError(code, message, reason=reason, link=CODES[code])
+    raise BindingError(code, message, reason=reason, link=CODES[code].stage)
 
 
 def _protocol(code: str, exc: Exception) -> NoReturn:
     why = getattr(exc, "reason", None)
     reason = str(why if why is not None else getattr(exc, "code", "error"))
-    _fail(code, f"{CODES[code].upper()} refused a record of the errand: {exc}", reason)
+    _fail(code, f"{CODES[code].stage.upper()} refused a record of the errand: {exc}", reason)
 
 
 def _instant(text: str) -> datetime:
@@ -120,12 +88,8 @@ def _stage0(bundle: object) -> dict[str, Any]:
             f"the audit input nests deeper than {MAX_DEPTH} levels under {deep}",
             deep,
         )
-    errors = sorted(
-        validator("errand.schema.json").iter_errors(bundle),
-        key=lambda e: (list(map(str, e.absolute_path)), e.message),
-    )
-    if errors:
-        first = errors[0]
+    first = first_error("errand.schema.json", bundle)
+    if first is not None:
         path = "$" + "".join(
             f"[{p}]" if isinstance(p, int) else f".{p}" for p in first.absolute_path
         )
@@ -207,8 +171,11 @@ class _Audit:
             for record in h["records"]:
                 added = registry.add(record)
                 if added.status not in ("accepted", "duplicate"):
-                    raise handoff.HandoffError(
-                        "record_" + added.status, f"record {record.get('id')!r} {added.status}"
+                    _fail(
+                        "handoff_invalid",
+                        f"HANDOFF refused a record of the errand: record {record.get('id')!r} "
+                        f"{added.status}",
+                        "record_" + added.status,
                     )
         except handoff.HandoffError as exc:
             _protocol("handoff_invalid", exc)
@@ -243,8 +210,11 @@ class _Audit:
         intent, proposal, commit = p["intent"], p["proposal"], p["commit"]
         try:
             if parley.proposal_hash(proposal) != proposal.get("hash"):
-                raise parley.ParleyError(
-                    "conflict", "the proposal's hash is not its content's", reason="hash_mismatch"
+                _fail(
+                    "parley_invalid",
+                    "PARLEY refused a record of the errand: the proposal's hash is not its "
+                    "content's",
+                    "hash_mismatch",
                 )
             parley.verify_proof(
                 intent["proof"],
@@ -276,7 +246,11 @@ class _Audit:
                 ctx=ctx,
             )
             if not check.ok:
-                raise parley.ParleyError(str(check.code), check.message, reason=check.reason)
+                _fail(
+                    "parley_invalid",
+                    f"PARLEY refused a record of the errand: {check.message}",
+                    str(check.reason if check.reason is not None else check.code),
+                )
         except parley.ParleyError as exc:
             _protocol("parley_invalid", exc)
 

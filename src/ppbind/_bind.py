@@ -19,9 +19,9 @@ import pxp
 import vxp
 
 from ._digests import PROFILE, record_digest, statement_body, statement_digest
-from ._errors import BindingError
 from ._keys import PersonKey, same_key
 from ._terms import MachineTerms, price_text, read_terms
+from .errors import BindingError
 
 __all__ = [
     "LATE_MARGIN",
@@ -82,14 +82,53 @@ READ_BACK_TERMS = ("amount", "currency", "item")
 """The members of T the shop reads back after executing (VXP ``read_back_terms``)."""
 
 
+def _seconds(now: object) -> int:
+    """``now`` as whole Unix seconds: an ``int``, or an aware ``datetime`` (rounded down).
+
+    ``now`` is the caller's clock, so anything else (a naive ``datetime``, a float, a
+    string, a bool) is :class:`ppbind.BindingUsageError` ``binding_argument_invalid``.
+    """
+    if isinstance(now, datetime):
+        if now.tzinfo is None or now.utcoffset() is None:
+            raise BindingError(
+                "binding_argument_invalid",
+                "now is a naive datetime; pass an aware one (tzinfo set) or Unix seconds",
+                reason="now",
+            )
+        return math.floor(now.timestamp())
+    if type(now) is not int:
+        raise BindingError(
+            "binding_argument_invalid",
+            f"now is integer Unix seconds or an aware datetime, not {type(now).__name__}",
+            reason="now",
+        )
+    return now
+
+
+def _person(key: object) -> PersonKey:
+    if not isinstance(key, PersonKey):
+        raise BindingError(
+            "binding_argument_invalid",
+            f"key is the principal's PersonKey, not {type(key).__name__}",
+            reason="key",
+        )
+    return key
+
+
 def rfc3339(seconds: int) -> str:
     """``YYYY-MM-DDTHH:MM:SSZ`` of a Unix time (the Decision's ``due``)."""
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def proposal_expires(now: int, ttl: int = 600) -> int:
-    """When a Parley proposal made at ``now`` with ``ttl`` expires (the runtime's rule)."""
-    return math.ceil((now + ttl) / 60) * 60
+def proposal_expires(now: int | datetime, ttl: int = 600) -> int:
+    """When a Parley proposal made at ``now`` with ``ttl`` expires (the runtime's rule).
+
+    ``now`` is Unix seconds or an aware ``datetime``; a naive one is
+    ``binding_argument_invalid`` (a usage error), as is a ``ttl`` that is not an ``int``.
+    """
+    if type(ttl) is not int:
+        raise BindingError("binding_argument_invalid", "ttl is integer seconds", reason="ttl")
+    return math.ceil((_seconds(now) + ttl) / 60) * 60
 
 
 @_guarded
@@ -228,13 +267,24 @@ def decision_terms(
     }
 
 
-def is_late(consent: Mapping[str, Any], now: int) -> bool:
+def is_late(consent: Mapping[str, Any], now: int | datetime) -> bool:
     """Whether it is too late to sign for ``consent`` at ``now`` (``expires − 30`` or later).
 
-    An agent that sees a late answer does not commit: it sends a fresh INTENT with the same
-    params and amends the Decision (docs/spec/bindings.md §6).
+    ``now`` is Unix seconds or an aware ``datetime`` (a naive one is
+    ``binding_argument_invalid``); a consent without an integer ``expires`` is
+    ``binding_input_invalid``. An agent that sees a late answer does not commit: it sends a
+    fresh INTENT with the same params and amends the Decision (docs/spec/bindings.md §6).
     """
-    return now >= int(consent["expires"]) - LATE_MARGIN
+    at = _seconds(now)
+    expires = consent.get("expires") if isinstance(consent, Mapping) else None
+    if type(expires) is not int:
+        raise BindingError(
+            "binding_input_invalid",
+            "the consent request has no integer expires",
+            reason="expires",
+            link="input",
+        )
+    return at >= expires - LATE_MARGIN
 
 
 def _binding(terms: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -284,9 +334,12 @@ def _approved(settlement: Mapping[str, Any]) -> None:
         )
 
 
-@_guarded
 def consent_grant(
-    key: PersonKey, settlement: Mapping[str, Any], terms: Mapping[str, Any], *, now: int
+    key: PersonKey,
+    settlement: Mapping[str, Any],
+    terms: Mapping[str, Any],
+    *,
+    now: int | datetime,
 ) -> str:
     """Mint the consent grant C from an ``approve`` settlement of the Decision (§5.3).
 
@@ -295,8 +348,17 @@ def consent_grant(
     ``nonce`` is the settlement's record digest. Refused: a settlement that is not
     ``approve`` (``binding_not_approved``), a key that is not the consent's principal or a
     consent that is not the decided proposal's (``binding_consent_mismatch``), and
-    ``now`` at or after ``consent.expires − 30`` (``binding_late``).
+    ``now`` at or after ``consent.expires − 30`` (``binding_late``). ``now`` is Unix
+    seconds or an aware ``datetime``; a naive one, or a ``key`` that is not a
+    :class:`PersonKey`, is ``binding_argument_invalid`` (a usage error).
     """
+    return _consent_grant(_person(key), settlement, terms, _seconds(now))
+
+
+@_guarded
+def _consent_grant(
+    key: PersonKey, settlement: Mapping[str, Any], terms: Mapping[str, Any], now: int
+) -> str:
     _approved(settlement)
     x = _binding(terms)
     _consistent(x)
@@ -334,7 +396,6 @@ def consent_grant(
     )
 
 
-@_guarded
 def approval_for(key: PersonKey, terms: Mapping[str, Any]) -> dict[str, Any]:
     """Sign the VXP approval of the decided terms: ``{"user_key", "signature"}`` (§5.3).
 
@@ -342,6 +403,11 @@ def approval_for(key: PersonKey, terms: Mapping[str, Any]) -> dict[str, Any]:
     when the shop's terms statement signs another ``terms_digest``; ``signature`` is the
     raw Ed25519 signature (base64url) over :func:`vxp.approval_signing_input`.
     """
+    return _approval_for(_person(key), terms)
+
+
+@_guarded
+def _approval_for(key: PersonKey, terms: Mapping[str, Any]) -> dict[str, Any]:
     x = _binding(terms)
     _consistent(x)
     request_body = statement_body(x["vxp"]["request"])
@@ -366,16 +432,20 @@ def approval_for(key: PersonKey, terms: Mapping[str, Any]) -> dict[str, Any]:
             "terms_digest",
             "parley->vxp",
         )
-    return sign_approval_unchecked(key, x["vxp"]["request"], x["vxp"]["terms"])
+    return _sign_approval(key, x["vxp"]["request"], x["vxp"]["terms"])
 
 
-@_guarded
 def sign_approval_unchecked(key: PersonKey, request: str, terms: str) -> dict[str, Any]:
     """Sign the VXP approval of the ``terms`` statement without rebuilding T first.
 
     :func:`approval_for` is what a principal's side calls; this lower step exists for
     tests and vectors that play an attacker holding her key.
     """
+    return _sign_approval(_person(key), request, terms)
+
+
+@_guarded
+def _sign_approval(key: PersonKey, request: str, terms: str) -> dict[str, Any]:
     request_body = statement_body(request)
     terms_body = statement_body(terms)
     payload = vxp.approval_payload(
@@ -389,11 +459,18 @@ def sign_approval_unchecked(key: PersonKey, request: str, terms: str) -> dict[st
     return {"user_key": user_key, "signature": vxp.b64url_encode(signature)}
 
 
-@_guarded
 def sign_on_approval(
-    key: PersonKey, settlement: Mapping[str, Any], terms: Mapping[str, Any], *, now: int
+    key: PersonKey,
+    settlement: Mapping[str, Any],
+    terms: Mapping[str, Any],
+    *,
+    now: int | datetime,
 ) -> dict[str, Any]:
-    """On one confirmation, both signatures: ``{"grant": C, "vxp_approval": {...}}``."""
+    """On one confirmation, both signatures: ``{"grant": C, "vxp_approval": {...}}``.
+
+    ``now`` is Unix seconds or an aware ``datetime`` (a naive one is
+    ``binding_argument_invalid``), as for :func:`consent_grant`.
+    """
     grant = consent_grant(key, settlement, terms, now=now)
     return {"grant": grant, "vxp_approval": approval_for(key, terms)}
 

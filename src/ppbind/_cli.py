@@ -13,8 +13,8 @@ from typing import Any
 from _ppcli.rules import Parser, run
 
 from ._audit import verify_errand
-from ._errors import BindingError
 from ._terms import price_text
+from .errors import BindingError
 
 __all__ = ["main"]
 
@@ -61,7 +61,7 @@ def _verify(args: argparse.Namespace) -> int:
             print(json.dumps({"valid": False, "error": exc.to_json()}, indent=2))
         else:
             print(f"BROKEN  {exc.link}: {exc.code}" + (f" ({exc.reason})" if exc.reason else ""))
-            print(f"        {exc}")
+            print(f"        {exc.message}")
         return 1
     if args.json:
         print(json.dumps({"valid": True, "report": report}, indent=2))

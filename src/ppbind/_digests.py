@@ -9,7 +9,7 @@ from typing import Any
 import handoff
 import vxp
 
-from ._errors import BindingError
+from .errors import BindingError
 
 __all__ = [
     "PROFILE",

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 import parley
 import vxp
 
-from ._errors import BindingError
+from .errors import BindingError
 
 __all__ = ["PersonKey", "jwk_of", "parley_key_of", "raw_key", "same_key"]
 
@@ -26,14 +26,20 @@ def _unsupported(message: str, reason: str) -> BindingError:
     return BindingError("binding_key_unsupported", message, reason=reason, link="principal")
 
 
+def _own_key(message: str, reason: str) -> BindingError:
+    """The caller's own key (a private key or seed it holds) is not usable: a usage error."""
+    return BindingError("binding_argument_invalid", message, reason=reason, link="principal")
+
+
 def raw_key(key: object) -> bytes:
     """Return the 32 raw public bytes of an Ed25519 key in either spelling.
 
-    ``key`` is a Parley key text (``ed25519:…``) or a public JWK. Raises
-    :class:`BindingError` ``binding_key_unsupported`` for any other key (a P-256 or RSA JWK:
-    ``not_ed25519``; a private member ``d``: ``private_member``; a bad encoding, a ``y``
-    member, a small-order or non-canonical point: ``bad_encoding``). JWK members other than
-    ``kty``, ``crv`` and ``x`` (``kid``, ``alg``, ``use``) are ignored for identity.
+    ``key`` is a Parley key text (``ed25519:…``) or a public JWK, as records carry it.
+    Any other key is :class:`ppbind.BindingProtocolError` ``binding_key_unsupported`` (a
+    P-256 or RSA JWK: ``not_ed25519``; a private member ``d``: ``private_member``; a bad
+    encoding, a ``y`` member, a small-order or non-canonical point: ``bad_encoding``). JWK
+    members other than ``kty``, ``crv`` and ``x`` (``kid``, ``alg``, ``use``) are ignored
+    for identity.
     """
     if isinstance(key, Mapping):
         if key.get("kty") != "OKP" or key.get("crv") != "Ed25519":
@@ -91,21 +97,27 @@ class PersonKey:
 
     def __init__(self, private: Ed25519PrivateKey) -> None:
         if not isinstance(private, Ed25519PrivateKey):
-            raise _unsupported("a PersonKey wraps an Ed25519 private key", "not_ed25519")
+            raise _own_key("a PersonKey wraps an Ed25519 private key", "key")
         self._private = private
         seed = private.private_bytes_raw()
         self.parley: parley.Key = parley.key_from_seed(seed)
 
     @classmethod
     def from_seed(cls, seed: bytes) -> PersonKey:
-        """Return the key whose 32-byte Ed25519 seed is ``seed``."""
+        """Return the key whose 32-byte Ed25519 seed is ``seed``.
+
+        A seed that is not 32 bytes is :class:`ppbind.BindingUsageError`
+        ``binding_argument_invalid`` (reason ``seed``): the key is the caller's own.
+        """
         if not isinstance(seed, bytes) or len(seed) != 32:
-            raise _unsupported("an Ed25519 seed is exactly 32 bytes", "bad_encoding")
+            raise _own_key("an Ed25519 seed is exactly 32 bytes", "seed")
         return cls(Ed25519PrivateKey.from_private_bytes(seed))
 
     @classmethod
     def from_label(cls, label: str) -> PersonKey:
         """Return the key whose seed is SHA-256 of ``label`` (demos and vectors only)."""
+        if not isinstance(label, str):
+            raise _own_key("a key label is a string", "label")
         return cls.from_seed(hashlib.sha256(label.encode()).digest())
 
     @property

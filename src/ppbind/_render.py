@@ -13,8 +13,8 @@ from typing import Any
 import pxp
 
 from ._bind import rfc3339
-from ._errors import BindingError
 from ._terms import price_text
+from .errors import BindingError
 
 __all__ = ["report_html", "report_markdown"]
 

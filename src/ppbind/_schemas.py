@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from _ppschema import SchemaSet
 
-from ._errors import BindingError
+from .errors import BindingError
 
 __all__ = ["load_schema", "schema_names", "validator"]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pxp
 
-from ._errors import BindingError
+from .errors import BindingError
 
 __all__ = ["MachineTerms", "agreed_terms", "intent_params", "price_text", "read_terms"]
 

@@ -11,12 +11,14 @@ import pytest
 import handoff
 import parley
 import ppbind
+import ppbind.demo
+import ppbind.errors
 import vxp
 
 
 @pytest.fixture(scope="module")
 def errand() -> dict[str, Any]:
-    return ppbind.demo_errand()
+    return ppbind.demo.demo_errand()
 
 
 def test_one_key_in_three_spellings_is_one_person() -> None:
@@ -142,7 +144,7 @@ def test_a_decision_is_never_built_from_a_proposal_that_is_not_the_agreement(
 
 
 def test_a_note_from_the_receipt_changes_no_register(errand: dict[str, Any]) -> None:
-    roles = handoff.Roles.from_json(ppbind.errand_roles("errand-7f3a"))
+    roles = handoff.Roles.from_json(ppbind.demo.errand_roles("errand-7f3a"))
     registry = handoff.Registry(roles=roles, extensions=handoff.EXTENSIONS)
     for record in errand["handoff"]["records"]:
         if record["type"] != "note":
@@ -199,7 +201,10 @@ def test_any_damage_to_the_input_is_a_binding_error_never_a_crash(
         else:
             node[path[-1]] = copy.deepcopy(rng.choice(JUNK))
         outcomes.append(_outcome(bundle))
-    assert all(o == "ok" or (o[0] in ppbind.CODES and o[1] == ppbind.CODES[o[0]]) for o in outcomes)
+    assert all(
+        o == "ok" or (o[0] in ppbind.errors.CODES and o[1] == ppbind.errors.CODES[o[0]].stage)
+        for o in outcomes
+    )
     assert sum(o != "ok" for o in outcomes) > 400  # the damage is seen, not ignored
     for junk in JUNK:
         with pytest.raises(ppbind.BindingError):

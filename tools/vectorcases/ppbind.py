@@ -1,7 +1,7 @@
 """Binding profile vectors (pp-bind/1): machine terms, one key, the consent grant, the audit.
 
-The errand comes from ``ppbind.demo_errand`` (fixed keys and clock, byte-stable). Its
-re-signed attacks (``ppbind.ATTACKS``) break exactly one link each; every other negative
+The errand comes from ``ppbind.demo.demo_errand`` (fixed keys and clock, byte-stable). Its
+re-signed attacks (``ppbind.demo.ATTACKS``) break exactly one link each; every other negative
 case is derived mechanically from the good errand (a flipped character, a dropped entry,
 reordered records, a swapped field).
 """
@@ -15,6 +15,7 @@ from typing import Any
 
 import handoff
 import ppbind
+import ppbind.demo
 import vxp
 from vectorlib import Case, Mutation, derive, flip_char, suite
 
@@ -134,7 +135,7 @@ def key_raw() -> Iterator[Case]:
 
 
 def _errand(attack: str | None = None) -> dict[str, Any]:
-    return ppbind.demo_errand(attack)
+    return ppbind.demo.demo_errand(attack)
 
 
 def _record(bundle: dict[str, Any], rid: str) -> dict[str, Any]:
@@ -252,7 +253,7 @@ def audit() -> Iterator[Case]:
     yield good
     yield Case(
         "errand-late-answer",
-        ppbind.demo_errand(late_answer=True),
+        ppbind.demo.demo_errand(late_answer=True),
         comment="Ana approved after the offer lapsed: her side signed nothing, the agent got a "
         "fresh offer and amended the decision (revision 2), she approved again",
     )
@@ -266,7 +267,7 @@ def audit() -> Iterator[Case]:
         "reuse-decision": {"code": "binding_wrong_proposal", "reason": "commit"},
         "act-other-item": {"code": "binding_act_item", "reason": "item"},
     }
-    for attack in ppbind.ATTACKS:
+    for attack in ppbind.demo.ATTACKS:
         bundle = _errand(attack)
         if attack == "act-open":
             yield Case("errand-act-open", bundle, comment="before Ana ticks the act")
@@ -311,7 +312,7 @@ def audit() -> Iterator[Case]:
             deep = [deep]
         b["handoff"]["records"][0]["terms"]["x_deep"] = deep
 
-    impostor = ppbind.demo_errand(shop_keys="impostor")
+    impostor = ppbind.demo.demo_errand(shop_keys="impostor")
     yield Case(
         "impostor-shop-keys",
         impostor,

@@ -1,7 +1,15 @@
 """The whole errand in one process, byte-reproducible: for the tests, the vectors and ports.
 
 Every party runs here with fixed keys (never for real use) and a fixed clock: Ana's side,
-her agent, the shop (:class:`ppbind.BikeShop`), the PXP room. The multi-process errand
+her agent, the shop (:class:`BikeShop`, a Parley service selling :class:`Bike`), the PXP
+room. :func:`errand_roles` and :func:`errand_proxies` give the errand's Handoff roles and
+PXP proxies to programs that run the parties themselves.
+
+    >>> import ppbind
+    >>> from ppbind.demo import demo_errand
+    >>> ppbind.verify_errand(demo_errand())["act"]
+    'done'
+ The multi-process errand
 (``examples/errand.py``) runs the same steps with every party in its own process.
 
 ``attack`` names a broken errand the tests and vectors check the audit against: the
@@ -33,12 +41,12 @@ from ._bind import (
     sign_approval_unchecked,
 )
 from ._digests import PROFILE, record_digest
-from ._errors import BindingError
 from ._keys import PersonKey
 from ._shop import Bike, BikeShop
 from ._terms import agreed_terms, intent_params, read_terms
+from .errors import BindingError
 
-__all__ = ["ATTACKS", "DEMO", "demo_errand", "errand_proxies", "errand_roles"]
+__all__ = ["ATTACKS", "DEMO", "Bike", "BikeShop", "demo_errand", "errand_proxies", "errand_roles"]
 
 T0 = 1_796_205_600
 """2026-12-02T10:00:00Z, when the errand starts."""
@@ -143,7 +151,9 @@ def _negotiate(proxies: Mapping[str, pxp.Proxy], at: Callable[[], datetime]) -> 
     )
     pxp.run_room(room, proxies, {}, clock=at)
     if room.status != "agreed":
-        raise pxp.PxpError("not_agreed", f"the proxies did not agree (room {room.status})")
+        raise BindingError(
+            "binding_demo_failed", f"the proxies did not agree (room {room.status})", link="pxp"
+        )
     return room
 
 
@@ -166,7 +176,9 @@ def demo_errand(
     impostor that knows the issuer's name but not its keys.
     """
     if attack is not None and attack not in ATTACKS:
-        raise ValueError(f"unknown attack {attack!r}")
+        raise BindingError(
+            "binding_argument_invalid", f"unknown attack {attack!r}", reason="attack"
+        )
     d = DEMO
     now = [T0]
 
@@ -194,7 +206,7 @@ def demo_errand(
     brief = room.brief()
     agreed = brief["agreement"]
     if agreed is None:
-        raise pxp.PxpError("not_agreed", "the room's brief holds no agreement")
+        raise BindingError("binding_demo_failed", "the room's brief holds no agreement", link="pxp")
     terms = list(agreed["terms"])  # what the room agreed, whoever proposed it
 
     # 0. Ana's errand grant G: INTENT only, never a COMMIT.
@@ -289,7 +301,9 @@ def demo_errand(
             if exc.code != "binding_late":
                 raise
         else:
-            raise RuntimeError("her side signed for a lapsed offer")
+            raise BindingError(
+                "binding_demo_failed", "her side signed for a lapsed offer", link="decision->parley"
+            )
         intent = buyer.intent(
             d["capability"], intent_params(terms), goal="buy the agreed bike", budget=8000
         )
@@ -406,7 +420,9 @@ def demo_errand(
     commit["x_binding"] = commit_binding(approval)
     done = call(commit, committer)
     if "receipt" not in done:
-        raise RuntimeError(f"the shop refused the commit: {done}")
+        raise BindingError(
+            "binding_demo_failed", f"the shop refused the commit: {done}", link="parley"
+        )
     receipt = done["receipt"]
     add(
         note_from_receipt(
@@ -433,7 +449,11 @@ def demo_errand(
         now=fetched_at,
     )
     if answer.status != 200:
-        raise RuntimeError(f"the proof endpoint answered {answer.status}: {answer.body}")
+        raise BindingError(
+            "binding_demo_failed",
+            f"the proof endpoint answered {answer.status}: {answer.body}",
+            link="vxp",
+        )
     package = answer.body
 
     # 5. Handoff Act: collect the bike; Ana ticks it in STATE.md; her side settles it.
