@@ -31,6 +31,10 @@ ATTACKS = {
     "decision-rejected": ("binding_not_approved", "decision", None),
     "reuse-decision": ("binding_wrong_proposal", "decision->parley", "commit"),
     "act-other-item": ("binding_act_item", "vxp->act", "item"),
+    "release-other-grant": ("binding_release_mismatch", "parley->vxp", None),
+    "act-other-decision": ("binding_act_mismatch", "vxp->act", "decision"),
+    "act-longer-log": ("binding_log_truncated", "vxp->act", "statements"),
+    "act-other-key": ("binding_act_wrong_key", "act", "key"),
 }
 
 

@@ -195,11 +195,13 @@ class BikeShop:
                 "forbidden", "this shop commits only with the buyer's signed approval"
             )
         now = _at(ctx.now)
+        user_key = approval.get("user_key")
+        if not isinstance(user_key, dict):
+            raise parley.ServiceError(
+                "forbidden", "the buyer's approval does not verify: its user_key is not a JWK"
+            )
         try:
             signature = vxp.b64url_decode(approval.get("signature"), "the approval signature")
-            user_key = approval.get("user_key")
-            if not isinstance(user_key, dict):
-                raise vxp.VxpError("approval_invalid", "the approval's user_key is a JWK")
             builder.approve_with_signature(user_key=user_key, signature=signature, now=now)
         except vxp.VxpError as exc:
             raise parley.ServiceError(

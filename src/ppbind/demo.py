@@ -74,8 +74,22 @@ ATTACKS = (
     "reuse-decision",
     "act-other-item",
     "act-open",
+    "release-other-grant",
+    "act-other-decision",
+    "act-longer-log",
+    "act-other-key",
 )
 """The re-signed attacks :func:`demo_errand` can play (each breaks one link)."""
+
+_HONEST_SIGNER = (
+    "act-open",
+    "act-other-item",
+    "release-other-grant",
+    "act-other-decision",
+    "act-longer-log",
+    "act-other-key",
+)
+# the attacks in which Ana's side signs what it would sign in the honest errand
 
 
 def _seeded(label: str) -> Callable[[int], bytes]:
@@ -394,7 +408,7 @@ def demo_errand(
 
     # 2c. On the same confirmation her side signs the consent grant C and the VXP approval.
     signed_at = tick()
-    if attack is None or attack in ("act-open", "act-other-item"):
+    if attack is None or attack in _HONEST_SIGNER:
         grant = consent_grant(ana, settlement, decided, now=signed_at)
     else:
         # the attacker mints with her key what her side would refuse to sign
@@ -405,7 +419,7 @@ def demo_errand(
         ]
         nonce = record_digest(nonce_source)
         grant = parley.mint_grant(ana.parley, x["agent"], caveats, iat=signed_at, nonce=nonce)
-    if attack is None or attack in ("act-open", "act-other-item"):
+    if attack is None or attack in _HONEST_SIGNER:
         approval = approval_for(ana, decided)
     else:
         # the attacker signs whatever the shop's statements say, as the key it holds
@@ -418,7 +432,19 @@ def demo_errand(
     # 3. COMMIT with C alone and the approval; the shop logs it and executes.
     commit = committer.commit(committed, grants=[grant])
     commit["x_binding"] = commit_binding(approval)
-    done = call(commit, committer)
+    if attack == "release-other-grant":
+        # the agent presents the shop another valid grant than the C it keeps and shows
+        x = decided["x_binding"]
+        caveats = [
+            *parley.consent_caveats(x["parley"]["consent"]),
+            {"spend": {"max": x["terms"]["amount"], "currency": x["terms"]["currency"]}},
+        ]
+        other_grant = parley.mint_grant(
+            ana.parley, x["agent"], caveats, iat=signed_at, nonce="another-grant"
+        )
+        done = call({**commit, "grants": [other_grant]}, committer)
+    else:
+        done = call(commit, committer)
     if "receipt" not in done:
         raise BindingError(
             "binding_demo_failed", f"the shop refused the commit: {done}", link="parley"
@@ -471,12 +497,17 @@ def demo_errand(
     )
     if attack == "act-other-item":
         aterms["x_binding"]["item"] = d["other_item"]
+    if attack == "act-other-decision":
+        aterms["x_binding"]["decision"]["settlement"] = record_digest({"another": "settlement"})
+    if attack == "act-longer-log":
+        aterms["x_binding"]["vxp"]["statements"] += 1
     add(handoff.make_raised(registry, act, aterms, by="ana-agent", ts=_ts(tick()), record_id="a1"))
     if attack != "act-open":
         done_act = handoff.make_settlement(
             registry, act, "done", by="ana-desk", ts=_ts(tick()), record_id="a1-done"
         )
-        add(handoff.attach_proof(done_act, ana.private_jwk()))
+        act_signer = mallory if attack == "act-other-key" else ana
+        add(handoff.attach_proof(done_act, act_signer.private_jwk()))
 
     bundle = {
         "profile": PROFILE,

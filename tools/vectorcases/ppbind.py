@@ -266,6 +266,10 @@ def audit() -> Iterator[Case]:
         "decision-rejected": {"code": "binding_not_approved"},
         "reuse-decision": {"code": "binding_wrong_proposal", "reason": "commit"},
         "act-other-item": {"code": "binding_act_item", "reason": "item"},
+        "release-other-grant": {"code": "binding_release_mismatch"},
+        "act-other-decision": {"code": "binding_act_mismatch", "reason": "decision"},
+        "act-longer-log": {"code": "binding_log_truncated", "reason": "statements"},
+        "act-other-key": {"code": "binding_act_wrong_key", "reason": "key"},
     }
     for attack in ppbind.demo.ATTACKS:
         bundle = _errand(attack)
