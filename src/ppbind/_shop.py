@@ -35,9 +35,13 @@ class Bike:
     """One bike on sale: its item id, price in minor units, currency and a description."""
 
     item: str
+    """The item id, e.g. ``ben-shop/bike-2291``."""
     amount: int
+    """The price in minor units of ``currency``."""
     currency: str
+    """The ISO 4217 currency code of the price."""
     summary: str
+    """What the shop says the bike is (the proposal's summary)."""
     similar: str = ""
     """Item id of a bike the shop also offers when this one is asked for (same price)."""
 

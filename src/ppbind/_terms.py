@@ -32,9 +32,13 @@ class MachineTerms:
     """The machine terms ``M`` an agreement states: item, price in minor units, service."""
 
     item: str
+    """The item id (``item: …`` term), e.g. ``ben-shop/bike-2291``."""
     amount: int
+    """The price in minor units of ``currency`` (a safe integer)."""
     currency: str
+    """The ISO 4217 currency code of the price."""
     service: str
+    """The Parley service id the purchase is made at (``service: …`` term)."""
 
     def to_json(self) -> dict[str, Any]:
         """Return ``{"item", "amount", "currency", "service"}``."""

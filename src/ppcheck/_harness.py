@@ -47,7 +47,9 @@ class Answer:
     """The adapter's answer to one request: the response object, or a fault sentence."""
 
     response: dict[str, Any] | None
+    """The adapter's response object, or None when it did not give one."""
     fault: str | None = None
+    """A sentence naming the adapter's fault (a bad line, a wrong id, a timeout), or None."""
     ended: bool = False
     """The adapter could not be started, or exited before answering this request."""
 

@@ -83,8 +83,11 @@ class Result:
     """What an implementation answered for one vector: exactly one field is set."""
 
     output: dict[str, Any] | None = None
+    """The operation's output, when it succeeded."""
     error: dict[str, str] | None = None
+    """``{"code", "reason"?}`` when the implementation refused the input."""
     unsupported: bool = False
+    """True when the implementation does not support the suite."""
 
     def as_json(self) -> dict[str, Any]:
         """Return the result in the harness message shape (without the ``id``)."""

@@ -40,9 +40,14 @@ class CaseOutcome:
     """The outcome of one vector."""
 
     id: str
+    """The vector's id."""
     status: str
+    """``"passed"``, ``"failed"``, ``"unsupported"``, ``"known"`` (a listed known failure)
+    or ``"fixed"`` (listed as known but passing: a failure of the run)."""
     detail: str | None = None
+    """Why it did not pass (the first difference, or the fault), or None."""
     seconds: float = 0.0
+    """How long the case took, wall clock."""
 
 
 @dataclass(frozen=True)
@@ -50,10 +55,15 @@ class SuiteReport:
     """The outcomes of one suite, and the adapter's own fault if it had one."""
 
     suite: str
+    """The suite name, ``<package>.<operation>``."""
     path: str
+    """The suite file, relative to ``vectors/``."""
     cases: tuple[CaseOutcome, ...]
+    """One outcome per vector, in file order."""
     fault: str | None = None
+    """The adapter's own fault that stopped the suite, or None."""
     seconds: float = 0.0
+    """How long the suite took, wall clock."""
 
     def count(self, status: str) -> int:
         """Return how many cases ended with ``status``."""

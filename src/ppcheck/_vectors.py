@@ -45,7 +45,9 @@ class SuiteFile:
     """One suite file: its path relative to ``vectors/`` and its parsed content."""
 
     path: str
+    """The file's path relative to ``vectors/`` (``<package>/<name>.json``)."""
     data: dict[str, Any]
+    """The parsed file: ``suite``, ``version``, ``description``, ``notes``, ``tests``."""
 
     @property
     def suite(self) -> str:
@@ -145,7 +147,8 @@ def operation_schema(suite: str, part: str) -> dict[str, Any] | None:
     name = f"vectors/{operation}.{part}.json"
     import importlib
 
-    module = importlib.import_module(package)
+    # each package's private schema module (src/_ppschema), whatever its top level exports
+    module = importlib.import_module(f"{package}._schemas")
     if name not in module.schema_names():
         return None
     loaded: dict[str, Any] = module.load_schema(name)

@@ -31,8 +31,11 @@ class StoreURL:
     """A parsed store URL: ``kind``, and ``path`` (SQLite) or ``dsn`` (PostgreSQL)."""
 
     kind: Kind
+    """``"memory"``, ``"sqlite"`` or ``"postgresql"``."""
     path: str = ""
+    """The SQLite file path (``sqlite:PATH``); empty for the other kinds."""
     dsn: str = ""
+    """The PostgreSQL connection URL as given (it may hold a password: print ``str(url)``)."""
 
     def __str__(self) -> str:
         """The URL again, without any password (safe to print and log)."""
