@@ -1,13 +1,5 @@
 """ppbind: one errand across PXP, Handoff, Parley and VXP, each step bound to the last.
 
-The binding profile ``pp-bind/1`` (docs/spec/bindings.md) says which field of each
-protocol carries which digest of the previous step: the PXP ``proposal_hash`` in the
-Handoff Decision's terms, the Decision's settlement digest in the Parley consent grant's
-``nonce``, the decided proposal's hash in its ``only`` caveat, the terms the principal was
-shown in the VXP ``terms_digest`` she approves with her own key, and the verified proof in
-the Handoff Act. This package holds the helpers at each seam and the audit that recomputes
-every link; it depends on the four protocol packages, which never import it.
-
 The five things you most likely want:
 
 - :func:`verify_errand`: audit one errand's records; the report, or the first broken link.
@@ -30,6 +22,14 @@ Quick start (the whole errand in one process, :mod:`ppbind.demo`, then the audit
     ... except ppbind.BindingProtocolError as exc:
     ...     print(exc.code, exc.link)
     binding_forged_approval parley->vxp
+
+The binding profile ``pp-bind/1`` (docs/spec/bindings.md) says which field of each
+protocol carries which digest of the previous step: the PXP ``proposal_hash`` in the
+Handoff Decision's terms, the Decision's settlement digest in the Parley consent grant's
+``nonce``, the decided proposal's hash in its ``only`` caveat, the terms the principal was
+shown in the VXP ``terms_digest`` she approves with her own key, and the verified proof in
+the Handoff Act. This package holds the helpers at each seam and the audit that recomputes
+every link; it depends on the four protocol packages, which never import it.
 
 One person, one key: :class:`PersonKey` gives her Parley key, her Handoff JWK and raw
 signatures for VXP; :func:`same_key` compares keys in either spelling by raw bytes. Every

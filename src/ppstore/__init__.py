@@ -1,26 +1,37 @@
 """Store plumbing shared by the four protocol packages' store modules.
 
+The five things you most likely want:
+
+- :func:`parse_url`: the one URL that chooses a store (:class:`StoreURL`).
+- :func:`migrate`: bring a SQLite or PostgreSQL store to the schema version the code knows.
+- :class:`Pg`: one psycopg connection with transactions retried on serialization failures.
+- :func:`redact`: a URL without its password, safe to print and log.
+- :class:`StoreError`: every error, with a stable ``code`` (:mod:`ppstore.errors`);
+  :class:`StoreUnavailableError` is a database outage, :class:`StoreUsageError` anything
+  else on the caller's side of the line.
+
+Quick start::
+
+    >>> from ppstore import parse_url
+    >>> parse_url(":memory:").kind
+    'memory'
+    >>> import sqlite3
+    >>> from ppstore import migrate
+    >>> db = sqlite3.connect(":memory:", isolation_level=None)
+    >>> migrate(db, "demo", [["CREATE TABLE IF NOT EXISTS t (x INTEGER)"]])
+    0
+    >>> db.execute("PRAGMA user_version").fetchone()[0]
+    1
+
 One URL chooses a store (:func:`parse_url`: ``:memory:``, ``sqlite:PATH``,
 ``postgresql://…``); one migration runner brings a SQLite file or a PostgreSQL database
 to the schema version the code knows (:func:`migrate`); :class:`Pg` is the psycopg
 connection helper, imported only when a ``postgresql://`` URL is used. Protocol cores
 never import this package: only the store modules do, and only when they open a store.
-
->>> from ppstore import parse_url
->>> parse_url(":memory:").kind
-'memory'
->>> import sqlite3
->>> from ppstore import migrate
->>> db = sqlite3.connect(":memory:", isolation_level=None)
->>> migrate(db, "demo", [["CREATE TABLE IF NOT EXISTS t (x INTEGER)"]])
-0
->>> db.execute("PRAGMA user_version").fetchone()[0]
-1
 """
 
 from __future__ import annotations
 
-from ._errors import StoreError
 from ._migrate import (
     MIGRATION_TABLE,
     Migrations,
@@ -33,6 +44,7 @@ from ._migrate import (
 )
 from ._pg import Pg, advisory_key, postgres_missing
 from ._url import StoreURL, parse_url, redact, secrets_of
+from .errors import StoreError, StoreProtocolError, StoreUnavailableError, StoreUsageError
 
 __all__ = [
     "MIGRATION_TABLE",
@@ -40,7 +52,10 @@ __all__ = [
     "Pg",
     "Step",
     "StoreError",
+    "StoreProtocolError",
     "StoreURL",
+    "StoreUnavailableError",
+    "StoreUsageError",
     "advisory_key",
     "application_id",
     "migrate",

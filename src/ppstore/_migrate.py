@@ -33,7 +33,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ._errors import StoreError
+from .errors import StoreError
 
 __all__ = [
     "MIGRATION_TABLE",

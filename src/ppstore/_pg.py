@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._errors import StoreError
 from ._url import redact, secrets_of
+from .errors import StoreError
 
 if TYPE_CHECKING:
     import psycopg

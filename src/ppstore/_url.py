@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
-from ._errors import StoreError
+from .errors import StoreError
 
 __all__ = ["StoreURL", "parse_url", "redact", "secrets_of"]
 

@@ -28,13 +28,14 @@ def test_every_public_name_has_one_public_home() -> None:
     assert not two_homes("ppbind")
 
 
-def test_the_package_docstring_names_the_five_things_first() -> None:
-    doc = ppbind.__doc__ or ""
-    five = doc.split("The five things you most likely want:", 1)[1].split("Quick start", 1)[0]
-    wanted = [line.split("`")[1] for line in five.splitlines() if line.startswith("- :")]
+def test_the_package_docstring_starts_with_the_five_things_and_a_quick_start() -> None:
+    paragraphs = (ppbind.__doc__ or "").split("\n\n")
+    assert paragraphs[1] == "The five things you most likely want:"
+    wanted = [line.split("`")[1] for line in paragraphs[2].splitlines() if line.startswith("- :")]
     assert len(wanted) == 5, wanted
     assert all(name in ppbind.__all__ for name in wanted), wanted
-    assert ">>> " in doc.split("Quick start", 1)[1]  # a runnable quick start (doctest below)
+    assert paragraphs[3].startswith("Quick start")
+    assert paragraphs[4].lstrip().startswith(">>> ")
 
 
 def test_the_quick_start_runs() -> None:
