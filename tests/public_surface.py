@@ -127,3 +127,37 @@ def two_homes(package: str) -> list[str]:
             else:
                 seen[id(value)] = here
     return twice
+
+
+def check_surface(package: str, modules: list[str]) -> None:
+    """Hold the conventions of a package's surface: at most 40 top-level names, exactly the
+    public ``modules`` (each with a docstring and an ``__all__``), every public name
+    documented, one public home per name."""
+    found = public_modules(package)
+    top = found[0]
+    assert len(top.__all__) <= 40, len(top.__all__)
+    assert len(set(top.__all__)) == len(top.__all__)
+    assert [m.__name__ for m in found] == modules
+    for module in found:
+        assert (module.__doc__ or "").strip(), module.__name__
+        assert module.__all__, module.__name__
+    missing = [n for m in found for n in undocumented(m)]
+    assert not missing, missing
+    assert not two_homes(package)
+
+
+def check_five_things(module: ModuleType) -> None:
+    """The docstring opens with the five things a user most likely wants (each exported),
+    then a quick start that runs as a doctest."""
+    import doctest
+
+    paragraphs = (module.__doc__ or "").split("\n\n")
+    assert paragraphs[1] == "The five things you most likely want:"
+    wanted = [line.split("`")[1] for line in paragraphs[2].splitlines() if line.startswith("- :")]
+    assert len(wanted) == 5, wanted
+    assert all(name in module.__all__ for name in wanted), wanted
+    assert paragraphs[3].startswith("Quick start")
+    assert paragraphs[4].lstrip().startswith(">>> ")
+    failures, tried = doctest.testmod(module, verbose=False, report=True)
+    assert tried >= 4
+    assert failures == 0

@@ -90,29 +90,26 @@ def _seconds(now: object) -> int:
     """
     if isinstance(now, datetime):
         if now.tzinfo is None or now.utcoffset() is None:
-            raise BindingError(
-                "binding_argument_invalid",
-                "now is a naive datetime; pass an aware one (tzinfo set) or Unix seconds",
-                reason="now",
-            )
+            raise _argument("now is a naive datetime; pass an aware one or Unix seconds", "now")
         return math.floor(now.timestamp())
     if type(now) is not int:
-        raise BindingError(
-            "binding_argument_invalid",
-            f"now is integer Unix seconds or an aware datetime, not {type(now).__name__}",
-            reason="now",
-        )
+        raise _argument(f"now is Unix seconds or an aware datetime, not {_kind(now)}", "now")
     return now
 
 
 def _person(key: object) -> PersonKey:
     if not isinstance(key, PersonKey):
-        raise BindingError(
-            "binding_argument_invalid",
-            f"key is the principal's PersonKey, not {type(key).__name__}",
-            reason="key",
-        )
+        raise _argument(f"key is the principal's PersonKey, not {_kind(key)}", "key")
     return key
+
+
+def _argument(message: str, reason: str) -> BindingError:
+    """The caller's own argument is wrong: a usage error."""
+    return BindingError("binding_argument_invalid", message, reason=reason)
+
+
+def _kind(value: object) -> str:
+    return type(value).__name__
 
 
 def rfc3339(seconds: int) -> str:
@@ -127,7 +124,7 @@ def proposal_expires(now: int | datetime, ttl: int = 600) -> int:
     ``binding_argument_invalid`` (a usage error), as is a ``ttl`` that is not an ``int``.
     """
     if type(ttl) is not int:
-        raise BindingError("binding_argument_invalid", "ttl is integer seconds", reason="ttl")
+        raise _argument(f"ttl is integer seconds, not {_kind(ttl)}", "ttl")
     return math.ceil((_seconds(now) + ttl) / 60) * 60
 
 

@@ -171,6 +171,14 @@ def _negotiate(proxies: Mapping[str, pxp.Proxy], at: Callable[[], datetime]) -> 
     return room
 
 
+def _consent_caveats(x: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The caveats of the consent grant C for a Decision's ``x_binding`` (§5.3)."""
+    return [
+        *parley.consent_caveats(x["parley"]["consent"]),
+        {"spend": {"max": x["terms"]["amount"], "currency": x["terms"]["currency"]}},
+    ]
+
+
 def demo_errand(
     attack: str | None = None,
     *,
@@ -286,16 +294,20 @@ def demo_errand(
         records.append(record)
         return record
 
+    def raise_from(offer: dict[str, Any]) -> dict[str, Any]:
+        """The Decision's terms the agent raises from the shop's offer."""
+        return decision_terms(
+            proposal=offer,
+            service=d["service"],
+            capability=d["capability"],
+            principal=ana.public,
+            agent=agent.public,
+            brief=brief,
+            ledger_head=room.head,
+        )
+
     decision = handoff.ItemId("decisions", project, "buy")
-    dterms = decision_terms(
-        proposal=proposal,
-        service=d["service"],
-        capability=d["capability"],
-        principal=ana.public,
-        agent=agent.public,
-        brief=brief,
-        ledger_head=room.head,
-    )
+    dterms = raise_from(proposal)
     add(
         handoff.make_raised(
             registry, decision, dterms, by="ana-agent", ts=_ts(tick()), record_id="d-raised"
@@ -324,15 +336,7 @@ def demo_errand(
         proposals = call(intent)["proposals"]
         proposal = next(p for p in proposals if p["effects"][0]["target"] == f"item/{d['item']}")
         other = next(p for p in proposals if p is not proposal)
-        dterms = decision_terms(
-            proposal=proposal,
-            service=d["service"],
-            capability=d["capability"],
-            principal=ana.public,
-            agent=agent.public,
-            brief=brief,
-            ledger_head=room.head,
-        )
+        dterms = raise_from(proposal)
         add(
             handoff.make_amended(
                 registry, decision, dterms, by="ana-agent", ts=_ts(tick()), record_id="d-fresh"
@@ -354,6 +358,17 @@ def demo_errand(
     if attack == "grant-other-nonce":
         nonce_source = {**settlement, "id": "another-settlement"}
 
+    def decided_on(offer: dict[str, Any]) -> dict[str, Any]:
+        """The Decision's terms as if Ana had decided ``offer`` (what an attacker re-makes)."""
+        again = copy.deepcopy(dterms)
+        shown = {k: v for k, v in offer.items() if k != "data"}
+        again["x_binding"]["parley"]["proposal"] = shown
+        again["x_binding"]["parley"]["consent"] = parley.consent_request(
+            shown, service=d["service"], principal=ana.public
+        )
+        again["x_binding"]["vxp"] = offer["data"]["x_binding"]["vxp"]
+        return again
+
     committed = proposal
     if attack == "change-price-after-decision":
         # The shop raises the price after Ana decided; the agent amends the decision and
@@ -364,14 +379,7 @@ def demo_errand(
         intent = buyer.intent(d["capability"], intent_params(terms), goal="buy", budget=8000)
         again = call(intent)
         committed = again["proposals"][0]
-        decided = copy.deepcopy(dterms)
-        decided["x_binding"]["parley"]["proposal"] = {
-            k: v for k, v in committed.items() if k != "data"
-        }
-        decided["x_binding"]["parley"]["consent"] = parley.consent_request(
-            decided["x_binding"]["parley"]["proposal"], service=d["service"], principal=ana.public
-        )
-        decided["x_binding"]["vxp"] = committed["data"]["x_binding"]["vxp"]
+        decided = decided_on(committed)
         decided["x_binding"]["terms"]["amount"] = committed["cost"]["amount"]
         decided["due"] = rfc3339(committed["expires"])
         add(
@@ -389,22 +397,10 @@ def demo_errand(
         )
         again = call(intent)
         committed = again["proposals"][0]
-        decided = copy.deepcopy(dterms)
-        decided["x_binding"]["parley"]["proposal"] = {
-            k: v for k, v in committed.items() if k != "data"
-        }
-        decided["x_binding"]["parley"]["consent"] = parley.consent_request(
-            decided["x_binding"]["parley"]["proposal"], service=d["service"], principal=ana.public
-        )
-        decided["x_binding"]["vxp"] = committed["data"]["x_binding"]["vxp"]
+        decided = decided_on(committed)
     if attack == "commit-another-proposal":
         committed = other
-        decided = copy.deepcopy(dterms)
-        decided["x_binding"]["parley"]["proposal"] = {k: v for k, v in other.items() if k != "data"}
-        decided["x_binding"]["parley"]["consent"] = parley.consent_request(
-            decided["x_binding"]["parley"]["proposal"], service=d["service"], principal=ana.public
-        )
-        decided["x_binding"]["vxp"] = other["data"]["x_binding"]["vxp"]
+        decided = decided_on(other)
 
     # 2c. On the same confirmation her side signs the consent grant C and the VXP approval.
     signed_at = tick()
@@ -413,10 +409,7 @@ def demo_errand(
     else:
         # the attacker mints with her key what her side would refuse to sign
         x = decided["x_binding"]
-        caveats = [
-            *parley.consent_caveats(x["parley"]["consent"]),
-            {"spend": {"max": x["terms"]["amount"], "currency": x["terms"]["currency"]}},
-        ]
+        caveats = _consent_caveats(x)
         nonce = record_digest(nonce_source)
         grant = parley.mint_grant(ana.parley, x["agent"], caveats, iat=signed_at, nonce=nonce)
     if attack is None or attack in _HONEST_SIGNER:
@@ -435,10 +428,7 @@ def demo_errand(
     if attack == "release-other-grant":
         # the agent presents the shop another valid grant than the C it keeps and shows
         x = decided["x_binding"]
-        caveats = [
-            *parley.consent_caveats(x["parley"]["consent"]),
-            {"spend": {"max": x["terms"]["amount"], "currency": x["terms"]["currency"]}},
-        ]
+        caveats = _consent_caveats(x)
         other_grant = parley.mint_grant(
             ana.parley, x["agent"], caveats, iat=signed_at, nonce="another-grant"
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ppcheck
-from tests.public_surface import public_modules, two_homes, undocumented
+from tests.public_surface import check_surface
 
 SURFACE = {
     "PROTOCOLS",
@@ -34,24 +34,11 @@ SURFACE = {
 
 
 def test_the_top_level_is_the_runner_surface() -> None:
-    assert len(ppcheck.__all__) <= 40
     assert sorted(ppcheck.__all__) == sorted(SURFACE)
 
 
-def test_the_public_modules_are_the_ones_documented() -> None:
-    names = [m.__name__ for m in public_modules("ppcheck")]
-    assert names == ["ppcheck", "ppcheck.adapter"]
-    for module in public_modules("ppcheck"):
-        assert (module.__doc__ or "").strip(), module.__name__
-
-
-def test_every_public_name_has_a_docstring() -> None:
-    missing = [n for m in public_modules("ppcheck") for n in undocumented(m)]
-    assert not missing, missing
-
-
-def test_every_public_name_has_one_public_home() -> None:
-    assert not two_homes("ppcheck")
+def test_the_surface_follows_the_conventions() -> None:
+    check_surface("ppcheck", ["ppcheck", "ppcheck.adapter"])
 
 
 def test_every_package_with_vectors_has_operation_schemas() -> None:
