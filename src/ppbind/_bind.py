@@ -113,7 +113,18 @@ def _kind(value: object) -> str:
 
 
 def rfc3339(seconds: int) -> str:
-    """``YYYY-MM-DDTHH:MM:SSZ`` of a Unix time (the Decision's ``due``)."""
+    """``YYYY-MM-DDTHH:MM:SSZ`` of a Unix time (the Decision's ``due``).
+
+    ``seconds`` comes from a record (a consent's ``expires``): anything but an integer from
+    0 to 253402300799 (year 9999) is ``binding_input_invalid``.
+    """
+    if type(seconds) is not int or not 0 <= seconds <= 253_402_300_799:
+        raise BindingError(
+            "binding_input_invalid",
+            "a time in a record is integer Unix seconds from 0 to the year 9999",
+            reason="seconds",
+            link="input",
+        )
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -473,7 +484,18 @@ def sign_on_approval(
 
 
 def commit_binding(vxp_approval: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``x_binding`` member an agent adds to its COMMIT frame (unknown members ignored)."""
+    """The ``x_binding`` member an agent adds to its COMMIT frame (unknown members ignored).
+
+    ``vxp_approval`` is the object :func:`approval_for` returned; anything but an object is
+    ``binding_input_invalid``.
+    """
+    if not isinstance(vxp_approval, Mapping):
+        raise BindingError(
+            "binding_input_invalid",
+            "the VXP approval is an object {user_key, signature}",
+            reason="vxp_approval",
+            link="input",
+        )
     return {"profile": PROFILE, "vxp_approval": dict(vxp_approval)}
 
 

@@ -25,8 +25,20 @@ PROFILE = "pp-bind/1"
 
 
 def record_digest(record: Any) -> str:
-    """``D_ph``: Handoff's digest of a record (``sha-256:`` + hex of its JCS bytes)."""
-    return handoff.digest(record)
+    """``D_ph``: Handoff's digest of a record (``sha-256:`` + hex of its JCS bytes).
+
+    A value JCS cannot write (a float that is not finite, a key that is not a string, a
+    lone surrogate) is ``binding_input_invalid`` with Handoff's code as ``reason``.
+    """
+    try:
+        return handoff.digest(record)
+    except handoff.HandoffError as exc:
+        raise BindingError(
+            "binding_input_invalid",
+            f"a record has no Handoff digest: {exc.message}",
+            reason=exc.code,
+            link="input",
+        ) from None
 
 
 def jwt_of(statement: object) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pxp
 
-from ._bind import rfc3339
+from ._bind import _guarded, rfc3339
 from ._terms import price_text
 from .errors import BindingError
 
@@ -135,8 +135,13 @@ def _sections(bundle: Mapping[str, Any], outcome: Mapping[str, Any] | BindingErr
     return out
 
 
+@_guarded
 def report_markdown(bundle: Mapping[str, Any], outcome: Mapping[str, Any] | BindingError) -> str:
-    """The errand as Markdown: the agreement, her decision, the receipt, the proof, the act."""
+    """The errand as Markdown: the agreement, her decision, the receipt, the proof, the act.
+
+    ``outcome`` is :func:`verify_errand`'s report or the error it raised; a report that is
+    not one is ``binding_input_invalid``.
+    """
     parts = ["# Your errand: a used bike from Ben's shop", ""]
     brief = _get(bundle, "pxp", "brief")
     for title, lines in _sections(bundle, outcome):
@@ -154,8 +159,13 @@ def report_markdown(bundle: Mapping[str, Any], outcome: Mapping[str, Any] | Bind
     return "\n".join(parts)
 
 
+@_guarded
 def report_html(bundle: Mapping[str, Any], outcome: Mapping[str, Any] | BindingError) -> str:
-    """The errand as one self-contained HTML page (no script, no outside resources)."""
+    """The errand as one self-contained HTML page (no script, no outside resources).
+
+    ``outcome`` is :func:`verify_errand`'s report or the error it raised; a report that is
+    not one is ``binding_input_invalid``.
+    """
     broken = isinstance(outcome, BindingError)
     body = []
     for title, lines in _sections(bundle, outcome):

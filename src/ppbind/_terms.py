@@ -63,7 +63,9 @@ def price_text(amount: int, currency: str) -> str:
     """Write ``amount`` minor units of ``currency`` as the profile's DECIMAL (``440.00``)."""
     if type(amount) is not int or not 0 <= amount <= MAX_SAFE_INTEGER:
         raise _unreadable("an amount is an integer from 0 to 2^53-1", "unsafe_amount")
-    if not re.fullmatch(r"[A-Z]{3}", currency) or currency in THREE_DECIMAL:
+    if not isinstance(currency, str) or not re.fullmatch(r"[A-Z]{3}", currency):
+        raise _unreadable(f"{currency!r} is not a currency the profile reads", "bad_currency")
+    if currency in THREE_DECIMAL:
         raise _unreadable(f"{currency!r} is not a currency the profile reads", "bad_currency")
     e = exponent(currency)
     if e == 0:

@@ -103,7 +103,14 @@ def _seeded(label: str) -> Callable[[int], bytes]:
 
 
 def errand_roles(project: str) -> dict[str, Any]:
-    """The Handoff roles of an errand's project: Ana, her desk, her agent, the registrar."""
+    """The Handoff roles of an errand's project: Ana, her desk, her agent, the registrar.
+
+    A ``project`` that is not a string is ``binding_argument_invalid``.
+    """
+    if not isinstance(project, str):
+        raise BindingError(
+            "binding_argument_invalid", "the project is a Handoff project name", reason="project"
+        )
     return {
         "principal": "ana",
         "principal_side": ["ana-desk"],
