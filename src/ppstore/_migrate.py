@@ -82,8 +82,24 @@ def _negative(store: str, found: int) -> StoreError:
     )
 
 
+def _checked(store: object, migrations: object = ()) -> None:
+    """Refuse a store name or migrations of another kind (``bad_argument``)."""
+    if not isinstance(store, str) or not store:
+        raise StoreError("bad_argument", "a store name is a non-empty string")
+    ok = isinstance(migrations, list | tuple) and all(
+        isinstance(m, list | tuple) and all(isinstance(s, str) or callable(s) for s in m)
+        for m in migrations
+    )
+    if not ok:
+        raise StoreError(
+            "bad_argument",
+            f"the {store} store's migrations are a list of lists of SQL strings or callables",
+        )
+
+
 def application_id(store: str) -> int:
     """The ``PRAGMA application_id`` marking a SQLite file as ``store``'s (never 0)."""
+    _checked(store)
     return zlib.crc32(b"ppstore:" + store.encode("utf-8")) & 0x7FFF_FFFF or 1
 
 
@@ -93,6 +109,9 @@ def migrate_sqlite(db: sqlite3.Connection, store: str, migrations: Migrations) -
     ``db`` must be in autocommit mode (``isolation_level=None``). The version is the
     file's ``PRAGMA user_version``.
     """
+    _checked(store, migrations)
+    if not isinstance(db, sqlite3.Connection):
+        raise StoreError("bad_argument", "migrate_sqlite takes a sqlite3.Connection")
     latest = len(migrations)
     mark = application_id(store)
 
@@ -144,8 +163,8 @@ def migrate_postgres(conn: Any, store: str, migrations: Migrations) -> int:
     ``conn`` is a psycopg connection in autocommit mode; the work is one transaction
     under the runner's advisory lock, recorded in :data:`MIGRATION_TABLE`.
     """
-    import psycopg
-
+    _checked(store, migrations)
+    psycopg = _psycopg_for(conn)
     latest = len(migrations)
     try:
         # up to date already: nothing to create, so a role without CREATE may open it
@@ -192,6 +211,18 @@ def migrate_postgres(conn: Any, store: str, migrations: Migrations) -> int:
     return found
 
 
+def _psycopg_for(conn: object) -> Any:
+    """The psycopg module, once ``conn`` is one of its connections (else ``bad_argument``)."""
+    from ._pg import postgres_missing
+
+    if postgres_missing() is None:
+        import psycopg
+
+        if isinstance(conn, psycopg.Connection):
+            return psycopg
+    raise StoreError("bad_argument", "a PostgreSQL connection is a psycopg connection")
+
+
 def migrate(db: Any, store: str, migrations: Migrations) -> int:
     """Run :func:`migrate_sqlite` or :func:`migrate_postgres`, whichever ``db`` is."""
     if isinstance(db, sqlite3.Connection):
@@ -205,6 +236,13 @@ def missing_triggers(conn: Any, expected: Mapping[str, Sequence[str]]) -> list[s
     A role that owns the tables can drop or disable the append-only triggers; a store
     checks them on open and refuses to run without them (**ours**, review of issue 23).
     """
+    _psycopg_for(conn)
+    ok = isinstance(expected, Mapping) and all(
+        isinstance(t, str) and isinstance(n, list | tuple) and all(isinstance(x, str) for x in n)
+        for t, n in expected.items()
+    )
+    if not ok:
+        raise StoreError("bad_argument", "the expected triggers map table names to name lists")
     gone: list[str] = []
     for table, names in expected.items():
         rows = conn.execute(

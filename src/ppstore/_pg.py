@@ -68,6 +68,10 @@ class Pg:
     """One psycopg connection (autocommit; explicit transactions) behind a thread lock."""
 
     def __init__(self, dsn: str, *, application_name: str = "principal-protocols") -> None:
+        if not isinstance(dsn, str):
+            raise StoreError(
+                "bad_url", f"a postgresql:// URL is a string, not {type(dsn).__name__}"
+            )
         if postgres_missing() is not None:
             raise StoreError("postgres_unavailable", _INSTALL)
         self.dsn = dsn

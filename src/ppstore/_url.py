@@ -49,9 +49,16 @@ class StoreURL:
 _SECRET_PARAMS = re.compile(r"([?&](?:password|sslpassword|passfile)=)[^&]*", re.IGNORECASE)
 
 
+def _text(url: object) -> str:
+    if not isinstance(url, str):
+        raise StoreError("bad_argument", f"a URL is a string, not {type(url).__name__}")
+    return url
+
+
 def secrets_of(url: str) -> list[str]:
     """The secrets a libpq URL holds (the password of ``user:secret@``, ``password=``
     parameters), as written and percent-decoded: what no message may echo."""
+    _text(url)
     found: list[str] = []
     _, sep, rest = url.partition("://")
     if sep and "@" in rest:
@@ -67,7 +74,7 @@ def redact(url: str) -> str:
     """``url`` with its secrets replaced by ``***``: the password of the user part (all
     between ``user:`` and the last ``@``, whatever it holds) and the ``password=``,
     ``sslpassword=`` and ``passfile=`` parameters."""
-    scheme, sep, rest = url.partition("://")
+    scheme, sep, rest = _text(url).partition("://")
     if sep and "@" in rest:
         userinfo, _, after = rest.rpartition("@")
         if ":" in userinfo:

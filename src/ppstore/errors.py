@@ -2,7 +2,8 @@
 
 Every error :mod:`ppstore` raises carries a code of :data:`CODES` (rendered in
 ``docs/codes/ppstore.md``) and a sentence that never holds a password from a URL. The
-store plumbing reads no peer data, so no code is of the protocol kind: a bad URL, a
+store plumbing reads no peer data, so no code is of the protocol kind: a bad URL or
+argument, a
 ``postgresql://`` URL without the ``postgres`` extra, a file of another store, a store
 written by a newer library, a failed migration are all on the caller's side of the line
 (:class:`StoreUsageError`).
@@ -39,6 +40,13 @@ CODES = CodeTable(
             "url",
             "The store URL names no store this library knows (`:memory:`, `sqlite:PATH`, "
             "`postgresql://…`), or cannot be parsed.",
+        ),
+        Code(
+            "bad_argument",
+            "usage",
+            "call",
+            "An argument is not of the kind the call takes (a connection, a store name, a "
+            "list of migrations, a URL string).",
         ),
         Code(
             "postgres_unavailable",

@@ -8,6 +8,8 @@ can retry or answer 503 instead of reporting a bug.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import sqlite3
 import sys
 from pathlib import Path
@@ -120,3 +122,42 @@ def test_every_code_in_the_table_is_raised_by_this_file() -> None:
 def test_the_protocol_class_exists_for_the_shape_every_package_shares() -> None:
     assert issubclass(StoreProtocolError, StoreError)
     assert StoreProtocolError.kind == "protocol"
+
+
+JUNK = [None, 7, 1.5, "x", "", b"x", [], {}, True, [["SELECT 1"], 7]]
+CALLS = [
+    name for name in ppstore.__all__ if inspect.isroutine(getattr(ppstore, name)) or name == "Pg"
+]
+
+
+@pytest.mark.parametrize("name", CALLS)
+def test_every_public_call_refuses_junk_with_its_own_error(name: str) -> None:
+    """Any argument of any shape: a result or a StoreError, never another exception."""
+    call = getattr(ppstore, name)
+    params = [
+        p
+        for p in inspect.signature(call).parameters.values()
+        if p.default is inspect.Parameter.empty and p.kind is not p.VAR_POSITIONAL
+    ]
+    for junk in JUNK:
+        with contextlib.suppress(StoreError):
+            call(*[junk for p in params if p.kind is not p.KEYWORD_ONLY])
+
+
+def test_junk_migrations_or_store_names_are_store_errors() -> None:
+    for junk in JUNK:  # a good connection and store name, junk migrations
+        with contextlib.suppress(StoreError):
+            ppstore.migrate(sqlite3.connect(":memory:", isolation_level=None), "demo", junk)
+        with contextlib.suppress(StoreError):
+            ppstore.migrate(sqlite3.connect(":memory:", isolation_level=None), junk, [])
+
+
+def test_a_bad_argument_is_a_usage_error() -> None:
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    raises_code(
+        lambda: ppstore.migrate(db, "demo", "CREATE TABLE t (x)"), StoreUsageError, "bad_argument"
+    )
+    raises_code(lambda: ppstore.application_id(7), StoreUsageError, "bad_argument")
+    raises_code(lambda: ppstore.redact(None), StoreUsageError, "bad_argument")
+    raises_code(lambda: ppstore.Pg(7), StoreUsageError, "bad_url")
+    db.close()
