@@ -16,6 +16,7 @@ import handoff
 import parley
 import pxp
 import vxp
+from pxp import _schemas as pxp_schemas  # the shared loader's copy of PXP's schemas
 
 from ._bind import READ_BACK_TERMS, check_conforming, release_object, rfc3339, terms_object
 from ._digests import PROFILE, record_digest, statement_digest, statement_payload
@@ -153,9 +154,9 @@ class _Audit:
             self.head = pxp.verify_ledger(ledger)
         except pxp.PxpError as exc:
             _protocol("pxp_invalid", exc)
-        problems = list(pxp_brief_errors(brief))
-        if problems:
-            _fail("pxp_invalid", f"the brief is not a PXP brief: {problems[0]}", "brief_invalid")
+        problem = pxp_brief_error(brief)
+        if problem is not None:
+            _fail("pxp_invalid", f"the brief is not a PXP brief: {problem}", "brief_invalid")
         if _get(brief, "ledger", "head") != self.head:
             _fail("pxp_invalid", "the brief was made from another ledger", "brief_head")
         if brief.get("outcome") != "agreed":
@@ -744,12 +745,10 @@ def _same(key: object, principal: bytes) -> bool:
         return False
 
 
-def pxp_brief_errors(brief: object) -> list[str]:
-    """The schema errors of a PXP brief (PXP's own schema), first first."""
-    from jsonschema import Draft202012Validator
-
-    schema = pxp.load_schema("brief.schema.json")
-    return [e.message for e in Draft202012Validator(schema).iter_errors(brief)]
+def pxp_brief_error(brief: object) -> str | None:
+    """The first schema error of a PXP brief (PXP's own schema, its compiled validator)."""
+    first = pxp_schemas.first_error("brief.schema.json", brief)
+    return None if first is None else first.message
 
 
 def verify_errand(bundle: object) -> dict[str, Any]:
