@@ -271,6 +271,35 @@ def test_ctrl_c_exits_130_at_once_without_a_traceback(files: Path, argv: tuple[s
     assert not (files / "new.sqlite").exists()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "argv",
+    [("parley", "est", "-"), ("handoff", "add", "--db", "new.sqlite", "--config", "config.json")],
+    ids=" ".join,
+)
+def test_sigterm_exits_143_with_one_line(files: Path, argv: tuple[str, ...]) -> None:
+    """Review i24 #9: SIGTERM (a supervisor, ``kill``) ended a command with no line."""
+    proc = subprocess.Popen(
+        [*_script(argv[0]), *argv[1:]],
+        cwd=files,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(files),
+    )
+    try:
+        _wait_reading_stdin(proc)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    done = Done(argv, proc.returncode, out.decode(), err.decode(), False)
+    _one_error(done, 143, f"error: terminated: {argv[0]} stopped by SIGTERM")
+    assert not (files / "new.sqlite").exists()
+
+
 def _loading_a_library(pid: int) -> bool:
     """The process has mapped a compiled module of an installed package: it is inside the
     command line's imports, past the interpreter's start-up and past ``_ppcli`` itself."""

@@ -15,7 +15,8 @@ and ``Parser`` in place of :class:`argparse.ArgumentParser`. The rules (docs/cli
 - every failure is one line on standard error, ``error: <code>: <sentence>``;
 - exit status 0: done; 1: the package's own error, or the command found what it reports
   (a rejected record, a failed case); 2: bad arguments (``error: usage: …``);
-  130: interrupted (Ctrl-C, SIGINT); 141: standard output was closed (``… | head``),
+  130: interrupted (Ctrl-C, SIGINT); 143: terminated (SIGTERM, as a supervisor stops a
+  service), each with one line; 141: standard output was closed (``… | head``),
   which ends the command quietly, like a program killed by SIGPIPE; 70: a bug
   (``error: internal: …``; ``PP_TRACEBACK=1`` shows the traceback instead);
 - what the machine refuses is ``error: io: '<file>': <why>`` (an :class:`OSError`: a name
@@ -43,6 +44,7 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
     "EXIT_PIPE",
+    "EXIT_TERMINATED",
     "EXIT_USAGE",
     "LOG_LEVELS",
     "Parser",
@@ -63,6 +65,8 @@ EXIT_INTERRUPTED = 130
 """Interrupted by Ctrl-C (SIGINT): 128 + 2, as a shell reports it."""
 EXIT_PIPE = 141
 """Standard output was closed by its reader: 128 + SIGPIPE, as a shell reports it."""
+EXIT_TERMINATED = 143
+"""Stopped by SIGTERM (``kill``, systemd, Docker): 128 + 15, as a shell reports it."""
 
 
 def _say(line: str) -> None:
@@ -135,11 +139,18 @@ def cannot_listen(host: str, port: int) -> str | None:
     return None
 
 
+_STOPPING = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def _noting_interrupts(seen: list[int]) -> Iterator[None]:
-    """Raise :class:`KeyboardInterrupt` on SIGINT as Python does, and remember it was sent.
+    """Raise :class:`KeyboardInterrupt` on SIGINT and SIGTERM, and remember which came.
 
-    A framework that catches the interrupt to shut down cleanly (uvicorn does) would
+    SIGINT does what Python does anyway; SIGTERM, which would kill the process without a
+    line, stops the command the same way (every ``except KeyboardInterrupt`` that shuts
+    down cleanly runs), and ``seen`` tells :func:`run` which status to end with. Once one
+    came, both are ignored until the process ends. A
+    framework that catches the interrupt to shut down cleanly (uvicorn does) would
     otherwise end the command with status 0. Only the main thread can set a handler; in
     any other the command runs as it is.
     """
@@ -149,19 +160,70 @@ def _noting_interrupts(seen: list[int]) -> Iterator[None]:
 
     def interrupted(signum: int, frame: FrameType | None) -> None:
         seen.append(signum)
+        # The command stops and the process ends: a second Ctrl-C (a double key press;
+        # ``timeout`` signals the child and then its group) must not cut that short with
+        # a traceback, nor kill it while Python finalizes, which puts the default
+        # handlers back but leaves an ignored signal ignored (review i24 #3).
+        for number in _STOPPING:
+            signal.signal(number, signal.SIG_IGN)
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, interrupted)
+    previous = {number: signal.signal(number, interrupted) for number in _STOPPING}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if not seen:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 """The values of a server's ``--log-level`` (``info``: one line per request)."""
 
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
+
+
+def _is_interruption(exc: BaseException | None) -> bool:
+    """``exc`` is, or was raised while handling, an interrupt or a task's cancellation."""
+    for _ in range(8):
+        if exc is None:
+            return False
+        if type(exc).__name__ in _INTERRUPTIONS:
+            return True
+        exc = exc.__context__
+    return False
+
+
+_INTERRUPTIONS = ("CancelledError", "KeyboardInterrupt")
+
+
+def _is_interruption_text(message: str) -> bool:
+    """``message`` is a formatted traceback that ends in an interrupt or a cancellation."""
+    if not message.startswith("Traceback (most recent call last):"):
+        return False
+    last = message.rstrip().rsplit("\n", 1)[-1]
+    return last.split(":", 1)[0].rsplit(".", 1)[-1] in _INTERRUPTIONS
+
+
+class _Shutdown(logging.Filter):
+    """Drop a server framework's record of a task cut short by Ctrl-C or SIGTERM.
+
+    When a second Ctrl-C lands while uvicorn shuts down (review i24 #3), the application's
+    lifespan task is cancelled: Starlette reports the ``CancelledError`` as a formatted
+    traceback, uvicorn as ``Exception in 'lifespan' protocol`` with that exception. That is
+    the interruption the command reports in its one ``interrupted`` line, not an error.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep every record but one about an interruption."""
+        exc = record.exc_info[1] if record.exc_info else None
+        if _is_interruption(exc):
+            return False
+        return not (isinstance(record.msg, str) and _is_interruption_text(record.msg))
+
+
+_FRAMEWORK_LOGGERS = ("uvicorn.error", "asyncio")
+"""Where a server framework reports a failed task (filtered by :class:`_Shutdown`)."""
 
 
 class _OneLine(logging.Formatter):
@@ -196,6 +258,10 @@ def start_logging(level: str, *loggers: str) -> None:
         log.setLevel(level.upper())
         log.addHandler(handler)
         log.propagate = False
+    for name in _FRAMEWORK_LOGGERS:
+        framework = logging.getLogger(name)
+        if not any(isinstance(f, _Shutdown) for f in framework.filters):
+            framework.addFilter(_Shutdown())
 
 
 def _other_threads() -> bool:
@@ -227,12 +293,17 @@ def run(main: Callable[[], int], *, prog: str) -> int:
         _drop_stdout()
         return EXIT_PIPE
     except KeyboardInterrupt:
-        _say(f"error: interrupted: {prog} stopped by Ctrl-C (SIGINT)")
+        terminated = bool(seen) and seen[0] == signal.SIGTERM
+        if terminated:
+            _say(f"error: terminated: {prog} stopped by SIGTERM")
+        else:
+            _say(f"error: interrupted: {prog} stopped by Ctrl-C (SIGINT)")
+        status = EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
         if _other_threads():
             # a worker thread still blocked would hold the process open: leave at once
             _drop_stdout()
-            os._exit(EXIT_INTERRUPTED)
-        return EXIT_INTERRUPTED
+            os._exit(status)
+        return status
     except OSError as exc:
         # the machine said no (a name too long, a folder where a file was expected, a
         # permission, a certificate file that holds none): the same for every command
