@@ -13,6 +13,7 @@ import importlib.util
 import os
 import pty
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -25,6 +26,8 @@ from pathlib import Path
 import pytest
 
 from .listening import listening
+
+TOP = Path(__file__).resolve().parents[1]
 
 pytestmark = [
     pytest.mark.slow,
@@ -181,3 +184,70 @@ def test_sigterm_ends_a_server_with_143_and_one_line(server: Running) -> None:
     _no_traceback(lines)
     assert re.fullmatch(r"error: terminated: \S+ stopped by SIGTERM", lines[-1]), lines
     assert [line for line in lines if line.startswith("error:")] == [lines[-1]], lines
+
+
+def _announced(running: Running, pattern: str) -> tuple[int, list[str]]:
+    """Read the server's standard error until a line matches ``pattern`` (its group 1 is
+    the port); return that port and the lines read."""
+    lines: list[str] = []
+    pending = b""
+    stream = running.proc.stderr
+    assert stream is not None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([stream], [], [], 0.2)
+        if not ready:
+            assert running.proc.poll() is None, lines
+            continue
+        chunk = os.read(stream.fileno(), 4096)
+        assert chunk, f"the server ended: {lines}"
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for raw in complete:
+            line = raw.decode("utf-8", "replace")
+            lines.append(line)
+            found = re.search(pattern, line)
+            if found:
+                return int(found.group(1)), lines
+    raise AssertionError(f"no line matched {pattern!r}: {lines}")
+
+
+ANNOUNCED = {
+    "pxp": r"^pxp: MCP endpoint http://127\.0\.0\.1:(\d+)/mcp ",
+    "parley-tcp": r"^serving \S+ at parley://127\.0\.0\.1:(\d+) ",
+    "parley-http": r"^serving \S+ at http://127\.0\.0\.1:(\d+)/ ",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SERVERS))
+def test_a_server_on_port_0_announces_the_port_it_bound(name: str, tmp_path: Path) -> None:
+    """Review i24 #4: both servers announced ``:0``, an address nobody can reach."""
+    extras, argv = SERVERS[name]
+    _needs(*extras)
+    running = Running(argv(0, tmp_path), tmp_path)
+    try:
+        port, _ = _announced(running, ANNOUNCED[name])
+        assert port != 0
+        running.wait_listening(port)  # pxp names its port just before uvicorn binds it
+    finally:
+        running.type_ctrl_c()
+        status, lines = running.finish()
+    assert status == 130, lines
+
+
+def test_pxp_serve_on_port_0_hands_out_import_links_to_the_bound_port(tmp_path: Path) -> None:
+    """Review i24 #4: the links of ``--import`` were built from the requested port 0."""
+    _needs("mcp", "uvicorn")
+    rooms = TOP / "vectors" / "third_party" / "pxp" / "rooms.v0.json"
+    argv = ["pxp", "serve", "--port", "0", "--db", str(tmp_path / "r.sqlite")]
+    running = Running([*argv, "--import", str(rooms)], tmp_path)
+    try:
+        port, lines = _announced(running, ANNOUNCED["pxp"])
+        links = [line.split()[-1] for line in lines if line.startswith("  ")]
+        assert links, lines
+        for link in links:
+            assert link.startswith(f"http://127.0.0.1:{port}/"), (link, port)
+        running.wait_listening(port)
+    finally:
+        running.type_ctrl_c()
+        running.finish()

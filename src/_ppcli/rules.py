@@ -51,6 +51,7 @@ __all__ = [
     "add_log_level",
     "cannot_listen",
     "port",
+    "probe_listen",
     "run",
     "start_logging",
 ]
@@ -118,25 +119,34 @@ def _os_error(exc: OSError) -> str:
     return f"{shown}{what}"
 
 
-def cannot_listen(host: str, port: int) -> str | None:
-    """Why a server could not listen on ``host:port`` (a probe bind), or ``None``.
+def probe_listen(host: str, port: int) -> tuple[int, str | None]:
+    """Try to bind ``host:port`` (a probe, closed at once): the port it bound and ``None``,
+    or ``port`` and why a server could not listen there.
 
     Said before a server starts, so an address in use or a host that does not resolve is
-    one coded line, not a framework's log and traceback.
+    one coded line, not a framework's log and traceback. For port ``0`` the port returned
+    is the free one the system chose, for a server that must name its address before it
+    starts (``pxp serve`` builds its links from it).
     """
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (OSError, UnicodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return f"cannot resolve the host {host[:80]!r}: {why}"
+        return port, f"cannot resolve the host {host[:80]!r}: {why}"
     family, kind, proto, _, address = infos[0]
     try:
         with socket.socket(family, kind, proto) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind(address)
+            bound = int(probe.getsockname()[1])
     except OSError as exc:
-        return f"cannot listen on {host[:80]}:{port}: {exc.strerror or exc}"
-    return None
+        return port, f"cannot listen on {host[:80]}:{port}: {exc.strerror or exc}"
+    return bound, None
+
+
+def cannot_listen(host: str, port: int) -> str | None:
+    """Why a server could not listen on ``host:port`` (see :func:`probe_listen`), or ``None``."""
+    return probe_listen(host, port)[1]
 
 
 _STOPPING = (signal.SIGINT, signal.SIGTERM)

@@ -28,7 +28,7 @@ from _ppcli.rules import add_log_level, cannot_listen, start_logging
 
 from ._agent import Agent, Result
 from ._b64 import b64url_decode
-from ._connect import connect, serve_forever
+from ._connect import connect, serve
 from ._errors import ParleyError
 from ._frames import escape_surrogates, well_formed
 from ._http_client import split_http_url
@@ -172,10 +172,9 @@ def _serve(args: argparse.Namespace) -> int:
                 "serving http:// needs uvicorn: pip install 'principal-protocols[http]'",
                 reason="no_http_extra",
             ) from None
-    print(f"serving {service.id} at {args.url} (state: {where})", file=sys.stderr)
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve_forever(args.url, service, certfile=args.cert, keyfile=args.key))
+            asyncio.run(_serve_until_stopped(args, service, f"(state: {where})"))
     except OSError as exc:  # an unknown host, an address in use, no permission
         raise ParleyError(
             "unavailable",
@@ -183,6 +182,32 @@ def _serve(args: argparse.Namespace) -> int:
             reason="listen",
         ) from None
     return 0
+
+
+def _bound_url(url: str, server: Any) -> str:
+    """``url`` with the port the server bound (port 0 in ``url``: the one the system chose)."""
+    listeners = server.sockets if isinstance(server, asyncio.Server) else server.servers[0].sockets
+    port = int(listeners[0].getsockname()[1])
+    if url.startswith(("http://", "https://")):
+        parts = split_http_url(url)
+        host = parts.hostname or "127.0.0.1"
+        shown = f"[{host}]" if ":" in host else host
+        return parts._replace(netloc=f"{shown}:{port}").geturl()
+    scheme, host, _ = parse_url(url)
+    shown = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{shown}:{port}"
+
+
+async def _serve_until_stopped(args: argparse.Namespace, service: Service, note: str) -> None:
+    """Serve until cancelled; say where once listening, with the port actually bound (a URL
+    with port 0 would otherwise be announced as ``:0``: review i24 #4)."""
+    server = await serve(args.url, service, certfile=args.cert, keyfile=args.key)
+    print(f"serving {service.id} at {_bound_url(args.url, server)} {note}", file=sys.stderr)
+    if isinstance(server, asyncio.Server):
+        async with server:
+            await server.serve_forever()
+    else:
+        await server.task
 
 
 def _state_url(args: argparse.Namespace) -> str:

@@ -148,5 +148,14 @@ def run_serve(args: argparse.Namespace) -> int:
         f"pxp: MCP endpoint {config.public_url}/mcp (rooms in {parse_url(url)}; sign-in {sign_in})",
         file=sys.stderr,
     )
-    serve(service, config, host=args.host, port=args.port)
+    try:
+        serve(service, config, host=args.host, port=args.port)
+    except SystemExit as exc:  # uvicorn's own exit: the port was taken after the probe
+        if exc.code in (None, 0):
+            raise
+        raise PxpError(
+            "listen_failed",
+            f"the server stopped before it listened on {args.host[:80]}:{args.port}"
+            " (the line above says why)",
+        ) from None
     return 0
