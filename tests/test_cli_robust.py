@@ -226,6 +226,85 @@ def test_parley_serve_on_a_port_in_use_is_one_error_and_creates_no_state(
     assert not list(files.glob("st.sqlite*"))
 
 
+# Every command that reads a file, with the file in its slot ("{f}"; "-" reads stdin).
+READERS = [
+    ("parley", "est", "{f}"),
+    ("parley", "lens", "{f}"),
+    ("parley", "approve", "{f}", "--agent", "ed25519:x"),
+    ("vxp", "merkle-root", "{f}"),
+    ("pxp", "seal", "{f}"),
+    ("handoff", "validate", "{f}", "--config", "config.json"),
+    ("handoff", "validate", "-", "--config", "{f}"),
+    ("errand", "verify", "{f}"),
+    ("ppcheck", "--vectors", "tiny-vectors", "--known-failures", "{f}", "--impl", "true"),
+]
+
+
+def _limited_memory() -> None:  # pragma: no cover - runs in the child
+    """In the child: at most 1.5 GiB of address space, so an unbounded read fails fast
+    with MemoryError instead of growing until the machine's OOM killer acts."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+
+
+def _reader(argv: tuple[str, ...], f: str, cwd: Path, stdin: int | None = None) -> Done:
+    argv = tuple(a.replace("{f}", f) for a in argv)
+    done = subprocess.run(
+        [*_script(argv[0]), *argv[1:]],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL if stdin is None else stdin,
+        capture_output=True,
+        timeout=120,
+        env=_env(cwd),
+        check=False,
+        preexec_fn=_limited_memory,
+    )
+    return Done(argv, done.returncode, done.stdout.decode(), done.stderr.decode(), False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", READERS, ids=" ".join)
+def test_a_file_that_never_ends_is_refused_at_the_documented_bound(
+    files: Path, argv: tuple[str, ...]
+) -> None:
+    """Review i24 #5: ``/dev/zero`` ran to MemoryError (``internal``) or the OOM killer."""
+    done = _reader(argv, "/dev/zero", files)
+    _one_error(done, 2, "error: input_too_large: ", "/dev/zero", "64 MiB")
+
+
+@pytest.mark.slow
+def test_standard_input_that_never_ends_is_refused_at_the_bound(files: Path) -> None:
+    with open("/dev/zero", "rb") as endless:
+        done = _reader(("parley", "est", "-"), "", files, stdin=endless.fileno())
+    _one_error(done, 2, "error: input_too_large: ", "standard input", "64 MiB")
+
+
+@pytest.mark.slow
+def test_a_file_one_byte_over_the_bound_is_refused(files: Path) -> None:
+    from _ppcli.rules import MAX_INPUT_BYTES
+
+    big = files / "big.txt"
+    with big.open("wb") as handle:
+        handle.truncate(MAX_INPUT_BYTES + 1)  # sparse: no disk used
+    done = _reader(("parley", "est", "{f}"), str(big), files)
+    _one_error(done, 2, "error: input_too_large: ", "big.txt")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", READERS, ids=" ".join)
+def test_a_fifo_without_a_writer_reads_as_empty_and_does_not_hang(
+    files: Path, argv: tuple[str, ...]
+) -> None:
+    """A named pipe nobody writes to: opening it used to wait for a writer forever."""
+    fifo = files / "fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    done = _reader(argv, str(fifo), files)
+    assert time.monotonic() - started < 60
+    assert done.problems() == [], done
+
+
 def _wait_reading_stdin(proc: subprocess.Popen[bytes]) -> None:
     wchan = Path(f"/proc/{proc.pid}/wchan")
     if not wchan.exists():
@@ -393,6 +472,7 @@ BAD = {
     "deep-json": "deep.json",
     "huge-number": "9" * 400,
     "negative": "-99999",
+    "endless": "/dev/zero",
 }
 
 
@@ -465,7 +545,8 @@ def _all_runs() -> Iterator[tuple[str, str, list[str]]]:
                 if not (_takes_value(action) and action.option_strings and _slot(action)):
                     continue
                 option = action.option_strings[-1]
-                values = {k: BAD[k] for k in ("binary", "huge-number", "deep-json", "directory")}
+                kinds = ("binary", "huge-number", "deep-json", "directory", "endless")
+                values = {k: BAD[k] for k in kinds}
                 if action.dest == "port":
                     values = {"99999": "99999", "-1": "-1", "huge": BAD["huge-number"]}
                 for kind, value in values.items():
@@ -480,8 +561,8 @@ def _all_runs() -> Iterator[tuple[str, str, list[str]]]:
 
 @pytest.mark.slow
 def test_every_command_survives_the_battery_of_bad_inputs(files: Path) -> None:
-    """Missing file, directory, binary, empty, deep JSON, huge and negative numbers, ports
-    out of range, a closed standard output and SIGINT, to every command and subcommand:
+    """Missing file, directory, binary, empty, deep JSON, huge and negative numbers, a file
+    that never ends (``/dev/zero``), ports out of range, a closed standard output and SIGINT, to every command and subcommand:
     no traceback, one coded line on stderr, a documented exit status."""
     if not hasattr(os, "fork"):
         pytest.skip("the battery's fork server needs os.fork")

@@ -47,11 +47,14 @@ __all__ = [
     "EXIT_TERMINATED",
     "EXIT_USAGE",
     "LOG_LEVELS",
+    "MAX_INPUT_BYTES",
+    "InputTooLarge",
     "Parser",
     "add_log_level",
     "cannot_listen",
     "port",
     "probe_listen",
+    "read_input",
     "run",
     "start_logging",
 ]
@@ -68,6 +71,65 @@ EXIT_PIPE = 141
 """Standard output was closed by its reader: 128 + SIGPIPE, as a shell reports it."""
 EXIT_TERMINATED = 143
 """Stopped by SIGTERM (``kill``, systemd, Docker): 128 + 15, as a shell reports it."""
+
+
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+"""The most a command reads from one input file or standard input: 64 MiB (docs/cli.md).
+
+More is ``error: input_too_large: …`` with status 2, before anything is parsed: a file that
+never ends (``/dev/zero``) or a huge one would otherwise grow the process until it fails
+with ``MemoryError`` or the system's out-of-memory killer ends it."""
+
+_CHUNK = 1 << 20
+
+
+class InputTooLarge(Exception):
+    """An input holds more than :data:`MAX_INPUT_BYTES`; :func:`run` says it in one line."""
+
+    def __init__(self, name: str, limit: int) -> None:
+        super().__init__(
+            f"{name} holds more than {limit // (1 << 20)} MiB, the most a command reads"
+        )
+        self.name = name
+        self.limit = limit
+
+
+def _read_bounded(read: Callable[[int], bytes], name: str, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = read(min(_CHUNK, limit + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise InputTooLarge(name, limit)
+
+
+def read_input(source: str | os.PathLike[str], *, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the file ``source`` (``"-"``: standard input), at most ``limit``.
+
+    Raises :class:`InputTooLarge` past ``limit`` (a file that never ends included) and
+    :class:`OSError` as :func:`open` does. A named pipe is opened without waiting for a
+    writer: one that has none reads as empty, as a pipe whose writer has gone does; one
+    with a writer (``<(command)``) is read to its end, like standard input.
+    """
+    if os.fspath(source) == "-":
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:  # a text stream without bytes under it
+            data = sys.stdin.read(limit + 1).encode("utf-8", "surrogateescape")
+            if len(data) > limit:
+                raise InputTooLarge("standard input", limit)
+            return data
+        return _read_bounded(stream.read, "standard input", limit)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(source, flags)
+    try:
+        os.set_blocking(fd, True)  # O_NONBLOCK only kept open() from waiting for a writer
+        return _read_bounded(lambda size: os.read(fd, size), repr(os.fspath(source))[:120], limit)
+    finally:
+        os.close(fd)
 
 
 def _say(line: str) -> None:
@@ -314,6 +376,9 @@ def run(main: Callable[[], int], *, prog: str) -> int:
             _drop_stdout()
             os._exit(status)
         return status
+    except InputTooLarge as exc:
+        _say(f"error: input_too_large: {exc}")
+        return EXIT_USAGE
     except OSError as exc:
         # the machine said no (a name too long, a folder where a file was expected, a
         # permission, a certificate file that holds none): the same for every command

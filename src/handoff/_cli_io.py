@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from _ppcli.rules import read_input
+
 from ._canonical import canonical
 from ._config import Extension, ExtensionRegistry, Roles
 from ._errors import HandoffError
@@ -43,7 +45,7 @@ class Config:
 
 def _read_text(path: str, what: str) -> str:
     try:
-        data = Path(path).read_bytes()
+        data = read_input(path)  # at most _ppcli.rules.MAX_INPUT_BYTES
     except OSError as exc:
         raise HandoffError("io", f"cannot read {what} {path}: {exc.strerror}") from None
     if data.startswith(b"\xef\xbb\xbf"):

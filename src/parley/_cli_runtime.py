@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
-from _ppcli.rules import add_log_level, cannot_listen, start_logging
+from _ppcli.rules import add_log_level, cannot_listen, read_input, start_logging
 
 from ._agent import Agent, Result
 from ._b64 import b64url_decode
@@ -337,7 +337,7 @@ def _seed(args: argparse.Namespace) -> bytes | None:
     text = args.seed
     if args.seed_file:
         try:
-            text = Path(args.seed_file).read_text(encoding="utf-8")
+            text = read_input(args.seed_file).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             raise ParleyError("invalid_params", "cannot read --seed-file", reason="io") from None
     elif os.environ.get("PARLEY_AGENT_SEED"):

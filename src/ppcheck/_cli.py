@@ -26,7 +26,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from _ppcli.rules import EXIT_INTERRUPTED, EXIT_USAGE, Parser, run
+from _ppcli.rules import EXIT_INTERRUPTED, EXIT_USAGE, Parser, read_input, run
 
 from ._runner import (
     RunnerError,
@@ -154,7 +154,7 @@ def _positive(kind: type[float] | type[int]) -> Any:
 def _known(args: argparse.Namespace) -> set[str]:
     known = set(args.xfail)
     if args.known_failures is not None:
-        text = args.known_failures.read_text(encoding="utf-8")
+        text = read_input(args.known_failures).decode("utf-8")
         for line in text.splitlines():
             entry = line.split("#", 1)[0].strip()
             if entry:

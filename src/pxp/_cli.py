@@ -15,7 +15,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from _ppcli.rules import Parser, add_log_level, port, probe_listen, run, start_logging
+from _ppcli.rules import (
+    Parser,
+    add_log_level,
+    port,
+    probe_listen,
+    read_input,
+    run,
+    start_logging,
+)
 
 from ._brief import brief_markdown
 from ._card import seal_card
@@ -223,7 +231,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_input(path).decode("utf-8"))
     except OSError as exc:
         raise PxpError("file_unreadable", f"cannot read {path}: {exc.strerror}") from None
     except (ValueError, RecursionError):

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from _ppcli.rules import read_input
+
 from ._errors import PxpError
 
 if TYPE_CHECKING:
@@ -26,7 +28,7 @@ def _keys(args: argparse.Namespace) -> tuple[str, ...]:
     keys: list[str] = []
     if args.agent_keys_file is not None:
         try:
-            text = args.agent_keys_file.read_text(encoding="utf-8")
+            text = read_input(args.agent_keys_file).decode("utf-8")
         except OSError as exc:
             raise PxpError(
                 "file_unreadable", f"cannot read {args.agent_keys_file}: {exc.strerror}"
@@ -76,7 +78,7 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
 def read_export(path: Path) -> list[Any]:
     """The room exports a ``--import`` file holds (one room, or a store file's rooms)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_input(path).decode("utf-8"))
     except OSError as exc:
         raise PxpError("file_unreadable", f"cannot read {path}: {exc.strerror}") from None
     except (ValueError, RecursionError):
