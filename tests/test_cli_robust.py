@@ -274,10 +274,23 @@ def test_a_file_that_never_ends_is_refused_at_the_documented_bound(
 
 
 @pytest.mark.slow
-def test_standard_input_that_never_ends_is_refused_at_the_bound(files: Path) -> None:
+@pytest.mark.parametrize(
+    ("argv", "bound"),
+    [
+        (("parley", "est", "-"), "64 MiB"),
+        (("vxp", "merkle-root", "-"), "64 MiB"),
+        (("handoff", "validate", "-", "--config", "config.json"), "1 MiB"),  # per record line
+        (("handoff", "add", "--db", "new.sqlite", "--config", "config.json"), "1 MiB"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else v,
+)
+def test_standard_input_that_never_ends_is_refused_at_the_bound(
+    files: Path, argv: tuple[str, ...], bound: str
+) -> None:
     with open("/dev/zero", "rb") as endless:
-        done = _reader(("parley", "est", "-"), "", files, stdin=endless.fileno())
-    _one_error(done, 2, "error: input_too_large: ", "standard input", "64 MiB")
+        done = _reader(argv, "", files, stdin=endless.fileno())
+    _one_error(done, 2, "error: input_too_large: ", "standard input", bound)
+    assert not (files / "new.sqlite").exists()
 
 
 @pytest.mark.slow
