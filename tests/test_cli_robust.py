@@ -318,6 +318,34 @@ def test_a_fifo_without_a_writer_reads_as_empty_and_does_not_hang(
     assert done.problems() == [], done
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("principal", [False, True], ids=["agent", "principal"])
+def test_keygen_onto_a_full_standard_output_creates_no_key(files: Path, principal: bool) -> None:
+    """Review i24 #8: the key was created, its public key never shown, and the retry was
+    refused because the name was taken."""
+    argv = ["keygen", "--name", "z", *(["--principal"] if principal else [])]
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [*_script("parley"), *argv],
+            cwd=files,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            env=_env(files),
+            check=False,
+        )
+    line = _one_error(
+        Done(("parley", *argv), done.returncode, "", done.stderr.decode(), False),
+        1,
+        "error: io: 'standard output': No space left on device",
+    )
+    assert "Traceback" not in line
+    assert [p.name for p in files.rglob("z.json")] == []
+    again = _cli("parley", *argv, cwd=files)
+    assert again.status == 0, again
+    assert again.stdout.startswith("ed25519:"), again
+
+
 def _wait_reading_stdin(proc: subprocess.Popen[bytes]) -> None:
     wchan = Path(f"/proc/{proc.pid}/wchan")
     if not wchan.exists():
@@ -575,8 +603,9 @@ def _all_runs() -> Iterator[tuple[str, str, list[str]]]:
 @pytest.mark.slow
 def test_every_command_survives_the_battery_of_bad_inputs(files: Path) -> None:
     """Missing file, directory, binary, empty, deep JSON, huge and negative numbers, a file
-    that never ends (``/dev/zero``), ports out of range, a closed standard output and SIGINT, to every command and subcommand:
-    no traceback, one coded line on stderr, a documented exit status."""
+    that never ends (``/dev/zero``), ports out of range, a closed standard output and
+    SIGINT, to every command and subcommand: no traceback, one coded line on stderr, a
+    documented exit status."""
     if not hasattr(os, "fork"):
         pytest.skip("the battery's fork server needs os.fork")
     commands = Commands(files)

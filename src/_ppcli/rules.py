@@ -48,11 +48,12 @@ __all__ = [
     "EXIT_USAGE",
     "LOG_LEVELS",
     "MAX_INPUT_BYTES",
-    "InputTooLarge",
+    "InputTooLargeError",
     "Parser",
     "add_log_level",
     "cannot_listen",
     "port",
+    "print_out",
     "probe_listen",
     "read_input",
     "run",
@@ -83,7 +84,7 @@ with ``MemoryError`` or the system's out-of-memory killer ends it."""
 _CHUNK = 1 << 20
 
 
-class InputTooLarge(Exception):
+class InputTooLargeError(Exception):
     """An input holds more than :data:`MAX_INPUT_BYTES`; :func:`run` says it in one line."""
 
     def __init__(self, name: str, limit: int) -> None:
@@ -104,13 +105,13 @@ def _read_bounded(read: Callable[[int], bytes], name: str, limit: int) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
         if total > limit:
-            raise InputTooLarge(name, limit)
+            raise InputTooLargeError(name, limit)
 
 
 def read_input(source: str | os.PathLike[str], *, limit: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes of the file ``source`` (``"-"``: standard input), at most ``limit``.
 
-    Raises :class:`InputTooLarge` past ``limit`` (a file that never ends included) and
+    Raises :class:`InputTooLargeError` past ``limit`` (a file that never ends included) and
     :class:`OSError` as :func:`open` does. A named pipe is opened without waiting for a
     writer: one that has none reads as empty, as a pipe whose writer has gone does; one
     with a writer (``<(command)``) is read to its end, like standard input.
@@ -120,7 +121,7 @@ def read_input(source: str | os.PathLike[str], *, limit: int = MAX_INPUT_BYTES) 
         if stream is None:  # a text stream without bytes under it
             data = sys.stdin.read(limit + 1).encode("utf-8", "surrogateescape")
             if len(data) > limit:
-                raise InputTooLarge("standard input", limit)
+                raise InputTooLargeError("standard input", limit)
             return data
         return _read_bounded(stream.read, "standard input", limit)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -137,6 +138,22 @@ def _say(line: str) -> None:
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(line.replace("\n", " ").replace("\r", " ") + "\n")
         sys.stderr.flush()
+
+
+def print_out(text: str) -> None:
+    """Print ``text`` on standard output and flush it now: a command that must undo what
+    it made when nobody could see its output (``parley keygen > /dev/full``) learns it
+    here. A failure is the :class:`OSError`, naming ``standard output``."""
+    try:
+        print(text, flush=True)
+    except OSError as exc:
+        raise _naming_stdout(exc) from None
+
+
+def _naming_stdout(exc: OSError) -> OSError:
+    if exc.filename is None and not isinstance(exc, BrokenPipeError):
+        exc.filename = "standard output"
+    return exc
 
 
 def _drop_stdout() -> None:
@@ -356,7 +373,10 @@ def run(main: Callable[[], int], *, prog: str) -> int:
                 status = main()
         except SystemExit as exc:
             stop = exc
-        sys.stdout.flush()  # inside the guard: a closed pipe shows up here, not at exit
+        try:
+            sys.stdout.flush()  # inside the guard: a closed pipe shows up here, not at exit
+        except OSError as exc:
+            raise _naming_stdout(exc) from None
         if seen and stop is None and status != EXIT_INTERRUPTED:
             # a server that stops on Ctrl-C (uvicorn, asyncio) returned normally: the
             # interrupt still decides the exit status
@@ -376,7 +396,7 @@ def run(main: Callable[[], int], *, prog: str) -> int:
             _drop_stdout()
             os._exit(status)
         return status
-    except InputTooLarge as exc:
+    except InputTooLargeError as exc:
         _say(f"error: input_too_large: {exc}")
         return EXIT_USAGE
     except OSError as exc:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _ppcli.rules import InputTooLarge, read_input
+from _ppcli.rules import InputTooLargeError, read_input
 
 from ._canonical import canonical
 from ._config import Extension, ExtensionRegistry, Roles
@@ -127,7 +127,7 @@ def _stdin_lines() -> Iterator[tuple[int, str]]:
             return
         number += 1
         if len(raw.rstrip(b"\r\n")) > MAX_LINE_BYTES:
-            raise InputTooLarge(f"line {number} of standard input", MAX_LINE_BYTES)
+            raise InputTooLargeError(f"line {number} of standard input", MAX_LINE_BYTES)
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:

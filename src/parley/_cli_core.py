@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from _ppcli.rules import read_input
+from _ppcli.rules import print_out, read_input
 
 from ._caveats import RISK_LEVELS
 from ._errors import ParleyError
@@ -138,7 +138,14 @@ def _keygen(args: argparse.Namespace) -> int:
     else:
         store = AgentKeyStore()
         name = args.name or "agent"
-    print(store.create(name))
+    public = store.create(name)
+    try:
+        print_out(public)
+    except OSError:
+        # nobody saw the public key (a full disk, a closed pipe): leave no key behind,
+        # so the same command can be run again (review i24 #8)
+        store._file(name).unlink(missing_ok=True)
+        raise
     return 0
 
 
