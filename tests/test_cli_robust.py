@@ -202,6 +202,19 @@ def test_ppcheck_an_adapter_that_cannot_work_is_one_error(files: Path, impl: str
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("junit", ["nodir/x.xml", "adir", "binary.dat/x.xml"])
+def test_ppcheck_refuses_a_junit_path_it_cannot_write_before_it_runs(
+    files: Path, junit: str
+) -> None:
+    """Review i24 #13: the path was tried only after the whole run (a minute against a
+    real adapter)."""
+    done = _cli("ppcheck", "--vectors", "tiny-vectors", "--junit", junit, cwd=files)
+    _one_error(done, 2, "error: io: cannot write the JUnit report")
+    assert done.stdout == "", done  # nothing ran: no table, no total
+    assert not (files / "nodir").exists()
+
+
+@pytest.mark.slow
 def test_handoff_state_on_a_typo_creates_no_store(files: Path) -> None:
     before = sorted(p.name for p in files.iterdir())
     for argv in (("--db", "typo.sqlite"), ("--state", "sqlite:typo2.sqlite")):

@@ -247,6 +247,22 @@ class _Progress:
             )
 
 
+def _unwritable(path: Path) -> str | None:
+    """Why the report cannot be written at ``path``, or ``None``: an existing file is
+    opened for appending (its content untouched), a new one is created and removed."""
+    try:
+        if path.exists():
+            with path.open("ab"):
+                pass
+        else:
+            with path.open("xb"):
+                pass
+            path.unlink()
+    except OSError as exc:
+        return f"{str(path)[:120]!r}: {exc.strerror or exc}"
+    return None
+
+
 def _fault(code: str, message: str) -> int:
     """Print the runner's own fault as one coded line; return exit status 2."""
     print(f"error: {code}: {message}", file=sys.stderr)
@@ -292,6 +308,10 @@ def _main(argv: Sequence[str] | None) -> int:
     for pattern in args.require:
         if not any(fnmatch.fnmatchcase(s.suite, pattern) for s in suites):
             return _fault("usage", f"--require {pattern!r} names no selected suite")
+    if args.junit is not None and not args.list:
+        cannot = _unwritable(args.junit)
+        if cannot is not None:  # before the run, which can take a minute (review i24 #13)
+            return _fault("io", f"cannot write the JUnit report: {cannot}")
     if args.list:
         for s in suites:
             print(f"{s.suite}  ({len(s.tests)} cases, {s.path})")
