@@ -76,6 +76,7 @@ FIXTURES = {
     "deep.json": b"[" * 100_000 + b"]" * 100_000,
     "empty.json": b"",
     "config.json": ROLES,
+    "shape.json": b'{"id": 5, "rooms": [{"id": 5}], "tests": 1}',
 }
 
 
@@ -212,6 +213,27 @@ def test_ppcheck_refuses_a_junit_path_it_cannot_write_before_it_runs(
     _one_error(done, 2, "error: io: cannot write the JUnit report")
     assert done.stdout == "", done  # nothing ran: no table, no total
     assert not (files / "nodir").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "export",
+    [
+        '{"id": 5}',
+        '{"rooms": [{"id": "r1", "topic": "t"}]}',
+        "[1, 2]",
+        '{"id": "not-an-id!", "topic": "t", "seats": {}}',
+    ],
+)
+def test_pxp_serve_import_of_json_that_is_no_room_creates_no_store(
+    files: Path, export: str
+) -> None:
+    """Valid JSON, yet no room: the room store was created before the import refused."""
+    (files / "export.json").write_text(export, encoding="utf-8")
+    argv = ["serve", "--port", "0", "--db", "rooms.sqlite", "--import", "export.json"]
+    done = _cli("pxp", *argv, cwd=files)
+    _one_error(done, 1, "error: import_invalid")
+    assert not list(files.glob("rooms.sqlite*"))
 
 
 @pytest.mark.slow
@@ -524,6 +546,7 @@ BAD = {
     "binary": "binary.dat",
     "empty": "empty.json",
     "deep-json": "deep.json",
+    "wrong-shape": "shape.json",
     "huge-number": "9" * 400,
     "negative": "-99999",
     "endless": "/dev/zero",
@@ -599,7 +622,14 @@ def _all_runs() -> Iterator[tuple[str, str, list[str]]]:
                 if not (_takes_value(action) and action.option_strings and _slot(action)):
                     continue
                 option = action.option_strings[-1]
-                kinds = ("binary", "huge-number", "deep-json", "directory", "endless")
+                kinds = (
+                    "binary",
+                    "huge-number",
+                    "deep-json",
+                    "directory",
+                    "endless",
+                    "wrong-shape",
+                )
                 values = {k: BAD[k] for k in kinds}
                 if action.dest == "port":
                     values = {"99999": "99999", "-1": "-1", "huge": BAD["huge-number"]}

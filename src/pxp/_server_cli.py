@@ -132,8 +132,19 @@ def run_serve(args: argparse.Namespace) -> int:
     days = getattr(args, "link_days", 30.0)
     if not (isinstance(days, float | int) and 0 <= days <= 36500):
         raise PxpError("config_invalid", "--link-days must lie between 0 and 36500")
-    for path in getattr(args, "imports", []):
-        read_export(path)  # an unreadable export is refused before the store is created
+    imports = getattr(args, "imports", [])
+    if imports:
+        # every room is imported once into a throwaway in-memory service first: an export
+        # that cannot be read, or a room that would be refused, is refused before the
+        # room store is created (the same checks as the real import, run once more)
+        rehearsal = service_for_url(":memory:", max_turns=args.max_turns)
+        for path in imports:
+            for room in read_export(path):
+                try:
+                    rehearsal.import_room(room)
+                except PxpError as exc:
+                    if exc.code != "room_exists":  # a repeated room is skipped, not refused
+                        raise
     url = getattr(args, "state", None) or f"sqlite:{args.db}"
     service = service_for_url(
         url,
