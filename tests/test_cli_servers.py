@@ -15,7 +15,6 @@ import pty
 import re
 import select
 import signal
-import socket
 import subprocess
 import sys
 import termios
@@ -48,12 +47,6 @@ def _needs(*modules: str) -> None:
             if os.environ.get(f"PP_REQUIRE_{name}") == "1":
                 pytest.fail(f"PP_REQUIRE_{name}=1 but the server {reason}")
         pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _state(d: Path) -> list[str]:
@@ -125,14 +118,48 @@ class Running:
         return self.proc.returncode, err.decode("utf-8", "replace").splitlines()
 
 
+def _announced(running: Running, pattern: str) -> tuple[int, list[str]]:
+    """Read the server's standard error until a line matches ``pattern`` (its group 1 is
+    the port); return that port and the lines read."""
+    lines: list[str] = []
+    pending = b""
+    stream = running.proc.stderr
+    assert stream is not None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([stream], [], [], 0.2)
+        if not ready:
+            assert running.proc.poll() is None, lines
+            continue
+        chunk = os.read(stream.fileno(), 4096)
+        assert chunk, f"the server ended: {lines}"
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for raw in complete:
+            line = raw.decode("utf-8", "replace")
+            lines.append(line)
+            found = re.search(pattern, line)
+            if found:
+                return int(found.group(1)), lines
+    raise AssertionError(f"no line matched {pattern!r}: {lines}")
+
+
+ANNOUNCED = {
+    "pxp": r"^pxp: MCP endpoint http://127\.0\.0\.1:(\d+)/mcp ",
+    "parley-tcp": r"^serving \S+ at parley://127\.0\.0\.1:(\d+) ",
+    "parley-http": r"^serving \S+ at http://127\.0\.0\.1:(\d+)/ ",
+}
+
+
 @pytest.fixture(params=sorted(SERVERS))
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Running]:
     name = request.param
     extras, argv = SERVERS[name]
     _needs(*extras)
-    port = _free_port()
-    running = Running(argv(port, tmp_path), tmp_path)
+    # port 0 and the port the server announces: no probed port another process can take
+    running = Running(argv(0, tmp_path), tmp_path)
     try:
+        port, _ = _announced(running, ANNOUNCED[name])
         running.wait_listening(port)
         yield running
     finally:
@@ -184,39 +211,6 @@ def test_sigterm_ends_a_server_with_143_and_one_line(server: Running) -> None:
     _no_traceback(lines)
     assert re.fullmatch(r"error: terminated: \S+ stopped by SIGTERM", lines[-1]), lines
     assert [line for line in lines if line.startswith("error:")] == [lines[-1]], lines
-
-
-def _announced(running: Running, pattern: str) -> tuple[int, list[str]]:
-    """Read the server's standard error until a line matches ``pattern`` (its group 1 is
-    the port); return that port and the lines read."""
-    lines: list[str] = []
-    pending = b""
-    stream = running.proc.stderr
-    assert stream is not None
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([stream], [], [], 0.2)
-        if not ready:
-            assert running.proc.poll() is None, lines
-            continue
-        chunk = os.read(stream.fileno(), 4096)
-        assert chunk, f"the server ended: {lines}"
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for raw in complete:
-            line = raw.decode("utf-8", "replace")
-            lines.append(line)
-            found = re.search(pattern, line)
-            if found:
-                return int(found.group(1)), lines
-    raise AssertionError(f"no line matched {pattern!r}: {lines}")
-
-
-ANNOUNCED = {
-    "pxp": r"^pxp: MCP endpoint http://127\.0\.0\.1:(\d+)/mcp ",
-    "parley-tcp": r"^serving \S+ at parley://127\.0\.0\.1:(\d+) ",
-    "parley-http": r"^serving \S+ at http://127\.0\.0\.1:(\d+)/ ",
-}
 
 
 @pytest.mark.parametrize("name", sorted(SERVERS))
