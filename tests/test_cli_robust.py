@@ -381,6 +381,46 @@ def test_keygen_onto_a_full_standard_output_creates_no_key(files: Path, principa
     assert again.stdout.startswith("ed25519:"), again
 
 
+@pytest.mark.slow
+def test_sigterm_stops_a_ppcheck_run_with_143(files: Path) -> None:
+    """ppcheck catches the interrupt itself to stop its adapters: SIGTERM must still be
+    ``terminated`` and 143, not Ctrl-C's line and 130."""
+    silent = f"{sys.executable} -c 'import time; time.sleep(120)'"
+    argv = ("ppcheck", "--vectors", "tiny-vectors", "--impl", silent, "--timeout", "120")
+    proc = subprocess.Popen(
+        [*_script(argv[0]), *argv[1:]],
+        cwd=files,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(files),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not [p for p in Path("/proc").glob("[0-9]*") if _child_of(p, proc.pid)]:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        assert time.monotonic() - sent < 20
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    done = Done(argv, proc.returncode, out.decode(), err.decode(), False)
+    _one_error(done, 143, "error: terminated: ppcheck stopped by SIGTERM")
+
+
+def _child_of(proc_dir: Path, parent: int) -> bool:
+    """``/proc/<pid>`` is a process whose parent is ``parent`` (the adapter has started)."""
+    try:
+        fields = (proc_dir / "stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[1] == str(parent)
+
+
 def _wait_reading_stdin(proc: subprocess.Popen[bytes]) -> None:
     wchan = Path(f"/proc/{proc.pid}/wchan")
     if not wchan.exists():

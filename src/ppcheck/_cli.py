@@ -26,7 +26,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from _ppcli.rules import EXIT_INTERRUPTED, EXIT_USAGE, Parser, read_input, run
+from _ppcli.rules import EXIT_USAGE, Parser, read_input, run
 
 from ._runner import (
     RunnerError,
@@ -343,8 +343,9 @@ def _main(argv: Sequence[str] | None) -> int:
             progress=_Progress(len(suites)) if show else None,
         )
     except KeyboardInterrupt:
-        _fault("interrupted", "ppcheck stopped by Ctrl-C (SIGINT)")
-        return EXIT_INTERRUPTED
+        # the adapters are stopped (run_suites); the shared rules say which signal it was
+        # (Ctrl-C: interrupted, 130; SIGTERM: terminated, 143)
+        raise
     except (OSError, RunnerError) as exc:
         return _fault("runner" if isinstance(exc, RunnerError) else "io", str(exc))
     finally:
