@@ -398,7 +398,8 @@ def test_sigterm_stops_a_ppcheck_run_with_143(files: Path) -> None:
     try:
         deadline = time.monotonic() + 60
         while not [p for p in Path("/proc").glob("[0-9]*") if _child_of(p, proc.pid)]:
-            assert proc.poll() is None and time.monotonic() < deadline
+            assert proc.poll() is None
+            assert time.monotonic() < deadline
             time.sleep(0.05)
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)

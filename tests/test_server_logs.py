@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import parley
-from _ppcli.rules import _OneLine
+from _ppcli.rules import _OneLine, _Shutdown
 
 from .parley.test_runtime_durable import Server, _client, _commit_first, _spend_grant
 
@@ -94,6 +94,27 @@ def test_a_log_line_cannot_be_forged_by_a_peer() -> None:
     assert "\n" not in line
     assert "\x1b" not in line
     assert line == "INFO parley.service: ASK 'x' -> a\\x0aINFO b\\x1b[2J"
+
+
+def _kept(exc: BaseException | None, msg: str = "Exception in 'lifespan' protocol") -> bool:
+    exc_info = None if exc is None else (type(exc), exc, None)
+    record = logging.LogRecord("uvicorn.error", logging.ERROR, __file__, 1, msg, (), exc_info)
+    return _Shutdown().filter(record)
+
+
+def test_only_a_task_cut_short_by_the_interrupt_leaves_the_framework_log() -> None:
+    """Review i24 #3: uvicorn's record of its lifespan task cancelled by a second Ctrl-C is
+    dropped; any other error, even one raised while handling a cancellation, is kept."""
+    assert not _kept(asyncio.CancelledError())
+    assert not _kept(KeyboardInterrupt())
+    starlette = "Traceback (most recent call last):\n  File ...\nasyncio.CancelledError\n"
+    assert not _kept(None, starlette)
+    assert _kept(ValueError("a real failure"))
+    late = RuntimeError("cleanup failed")
+    late.__context__ = asyncio.CancelledError()
+    assert _kept(late)
+    assert _kept(None, "Traceback (most recent call last):\n  File ...\nValueError: bad\n")
+    assert _kept(None, "[Errno 98] error while attempting to bind on address")
 
 
 @pytest.mark.slow

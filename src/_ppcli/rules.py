@@ -273,14 +273,9 @@ _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
 
 
 def _is_interruption(exc: BaseException | None) -> bool:
-    """``exc`` is, or was raised while handling, an interrupt or a task's cancellation."""
-    for _ in range(8):
-        if exc is None:
-            return False
-        if type(exc).__name__ in _INTERRUPTIONS:
-            return True
-        exc = exc.__context__
-    return False
+    """``exc`` is an interrupt or a task's cancellation (an error raised while handling
+    one is still an error, and is logged)."""
+    return exc is not None and type(exc).__name__ in _INTERRUPTIONS
 
 
 _INTERRUPTIONS = ("CancelledError", "KeyboardInterrupt")
