@@ -340,6 +340,22 @@ def test_a_file_one_byte_over_the_bound_is_refused(files: Path) -> None:
 
 
 @pytest.mark.slow
+def test_ppcheck_refuses_a_suite_file_over_the_bound(files: Path) -> None:
+    """Review cli #1: a vectors folder's suite files were read whole (2 GiB: MemoryError,
+    ``internal``, or the OOM killer)."""
+    from _ppcli.rules import MAX_INPUT_BYTES
+
+    big = files / "tiny-vectors" / "pxp" / "big.json"
+    with big.open("wb") as handle:
+        handle.truncate(MAX_INPUT_BYTES + 1)  # sparse: no disk used
+    try:
+        done = _reader(("ppcheck", "--vectors", "tiny-vectors", "--list"), "", files)
+    finally:
+        big.unlink()
+    _one_error(done, 2, "error: input_too_large: ", "big.json", "64 MiB")
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", READERS, ids=" ".join)
 def test_a_fifo_without_a_writer_reads_as_empty_and_does_not_hang(
     files: Path, argv: tuple[str, ...]

@@ -221,12 +221,35 @@ def test_a_server_on_port_0_announces_the_port_it_bound(name: str, tmp_path: Pat
     running = Running(argv(0, tmp_path), tmp_path)
     try:
         port, _ = _announced(running, ANNOUNCED[name])
-        assert port != 0
+        # review cli #4: parley bound the scheme's default port (7447, 80) for port 0
+        assert port not in (0, 80, 443, 7447, 7448, 8765)
         running.wait_listening(port)  # pxp names its port just before uvicorn binds it
     finally:
         running.type_ctrl_c()
         status, lines = running.finish()
     assert status == 130, lines
+
+
+@pytest.mark.parametrize("name", ["parley-tcp", "parley-http", "pxp"])
+def test_two_servers_on_port_0_at_once_both_start(name: str, tmp_path: Path) -> None:
+    """Review cli #4: the second ``parley serve parley://127.0.0.1:0`` collided with the
+    first on 7447."""
+    extras, argv = SERVERS[name]
+    _needs(*extras)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = Running(argv(0, tmp_path / "a"), tmp_path / "a")
+    second = Running(argv(0, tmp_path / "b"), tmp_path / "b")
+    try:
+        ports = [_announced(r, ANNOUNCED[name])[0] for r in (first, second)]
+        assert ports[0] != ports[1]
+        first.wait_listening(ports[0])
+        second.wait_listening(ports[1])
+    finally:
+        for running in (first, second):
+            running.type_ctrl_c()
+            status, lines = running.finish()
+            assert status == 130, lines
 
 
 def test_pxp_serve_on_port_0_hands_out_import_links_to_the_bound_port(tmp_path: Path) -> None:

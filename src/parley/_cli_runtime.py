@@ -23,8 +23,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import urlsplit
 
-from _ppcli.rules import add_log_level, cannot_listen, read_input, start_logging
+from _ppcli.rules import add_log_level, cannot_listen, probe_listen, read_input, start_logging
 
 from ._agent import Agent, Result
 from ._b64 import b64url_decode
@@ -142,7 +143,16 @@ def _serve(args: argparse.Namespace) -> int:
     elif not args.url.startswith("stdio:"):
         _, host, port = parse_url(args.url)
         listen = (host, port)
-    why = None if listen is None else cannot_listen(*listen)
+    if listen is not None and _port_in(args.url) == 0:
+        # port 0: a free port, chosen here by a probe bind (the library's URL parsers read
+        # a port of 0 as "none given" and would serve on the scheme's default port, 7447
+        # or 80: review cli #4); the URL served and announced then names it
+        bound, why = probe_listen(listen[0], 0)
+        if why is None:
+            args.url = _with_port(args.url, bound)
+            listen = (listen[0], bound)
+    else:
+        why = None if listen is None else cannot_listen(*listen)
     if why is not None:  # a port in use, a host that does not resolve: before the state
         raise ParleyError("unavailable", why, reason="listen")
     if args.url.startswith(("parleys://", "https://")) and args.cert is None:
@@ -184,10 +194,22 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _port_in(url: str) -> int | None:
+    """The port written in ``url`` (``None``: none, or not a number)."""
+    try:
+        return urlsplit(url).port
+    except ValueError:
+        return None
+
+
 def _bound_url(url: str, server: Any) -> str:
-    """``url`` with the port the server bound (port 0 in ``url``: the one the system chose)."""
+    """``url`` with the port the server bound."""
     listeners = server.sockets if isinstance(server, asyncio.Server) else server.servers[0].sockets
-    port = int(listeners[0].getsockname()[1])
+    return _with_port(url, int(listeners[0].getsockname()[1]))
+
+
+def _with_port(url: str, port: int) -> str:
+    """``url`` naming ``port``."""
     if url.startswith(("http://", "https://")):
         parts = split_http_url(url)
         host = parts.hostname or "127.0.0.1"

@@ -17,6 +17,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from _ppcli.rules import read_input
+
 __all__ = [
     "PROTOCOLS",
     "SuiteFile",
@@ -114,7 +116,7 @@ def load_suites(root: Traversable | None = None) -> list[SuiteFile]:
             if entry.is_file() and entry.name.endswith(".json"):
                 path = f"{protocol}/{entry.name}"
                 try:
-                    data = json.loads(entry.read_text(encoding="utf-8"))
+                    data = json.loads(_suite_text(entry))
                 except ValueError as exc:
                     raise ValueError(f"vectors/{path}: not a JSON file: {exc}") from exc
                 problem = None if check is None else check(data)
@@ -126,6 +128,16 @@ def load_suites(root: Traversable | None = None) -> list[SuiteFile]:
                     )
                 found.append(SuiteFile(path, data))
     return sorted(found, key=lambda s: s.path)
+
+
+def _suite_text(entry: Traversable) -> str:
+    """A suite file's text; a file on disk is read at most ``MAX_INPUT_BYTES`` (64 MiB):
+    more raises :class:`_ppcli.rules.InputTooLargeError` (``ppcheck``: ``error:
+    input_too_large: …``, status 2), never a whole 2 GiB file into memory (review cli #1).
+    The shipped suites (inside the wheel or ``ppcheck.pyz``) are read as they are."""
+    if isinstance(entry, Path):
+        return read_input(entry).decode("utf-8")
+    return entry.read_text(encoding="utf-8")
 
 
 def vectors_schema() -> dict[str, Any]:
