@@ -268,3 +268,43 @@ def test_pxp_serve_on_port_0_hands_out_import_links_to_the_bound_port(tmp_path: 
     finally:
         running.type_ctrl_c()
         running.finish()
+
+
+class _Piped:
+    """A server whose standard input is a file (``--import -``); stderr is piped."""
+
+    def __init__(self, argv: list[str], cwd: Path, stdin: Path) -> None:
+        with stdin.open("rb") as source:
+            self.proc = subprocess.Popen(
+                [*_script(argv[0]), *argv[1:]],
+                cwd=cwd,
+                stdin=source,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                env={**os.environ, "HOME": str(cwd)},
+            )
+
+
+@pytest.mark.parametrize("source", ["stdin", "fifo"])
+def test_pxp_serve_imports_from_stdin_or_a_fifo_read_once(tmp_path: Path, source: str) -> None:
+    """Review cli #2: ``--import -`` and ``--import <(cmd)`` were read twice (a rehearsal,
+    then the import): empty the second time, so a valid export was refused and the store
+    left behind."""
+    _needs("mcp", "uvicorn")
+    rooms = TOP / "vectors" / "third_party" / "pxp" / "rooms.v0.json"
+    argv = ["pxp", "serve", "--port", "0", "--db", str(tmp_path / "r.sqlite"), "--import"]
+    if source == "stdin":
+        running = _Piped([*argv, "-"], tmp_path, rooms)
+    else:
+        fifo = tmp_path / "rooms.fifo"
+        os.mkfifo(fifo)
+        running = _Piped([*argv, str(fifo)], tmp_path, Path(os.devnull))
+        with fifo.open("wb") as writer:  # blocks until the server opens it
+            writer.write(rooms.read_bytes())
+    try:
+        _, lines = _announced(running, ANNOUNCED["pxp"])  # type: ignore[arg-type]
+        assert [line for line in lines if line.startswith("  ")], lines
+    finally:
+        running.proc.send_signal(signal.SIGINT)
+        _, err = running.proc.communicate(timeout=60)
+    assert running.proc.returncode == 130, err

@@ -91,16 +91,21 @@ def read_export(path: Path) -> list[Any]:
     return rooms
 
 
-def import_rooms(service: RoomService, path: Path, public_url: str) -> list[str]:
+def import_rooms(
+    service: RoomService, path: Path, public_url: str, *, rooms: list[Any] | None = None
+) -> list[str]:
     """Serve every room of a reference export file; print each room's fresh links once.
 
     ``path`` holds one room export, or a store file (``{"rooms": {id: room}}`` or a list).
-    The links go to standard error, for the operator to hand to the people in each seat;
-    they are never stored in clear. Returns the imported room ids.
+    ``rooms``: the exports already read from ``path`` (:func:`read_export`), so a source
+    that can be read once (standard input, a pipe) is. The links go to standard error, for
+    the operator to hand to the people in each seat; they are never stored in clear.
+    Returns the imported room ids.
     """
     from ._server_links import LinkKind
 
-    rooms = read_export(path)
+    if rooms is None:
+        rooms = read_export(path)
     done: list[str] = []
     for room in rooms:
         try:
@@ -132,14 +137,16 @@ def run_serve(args: argparse.Namespace) -> int:
     days = getattr(args, "link_days", 30.0)
     if not (isinstance(days, float | int) and 0 <= days <= 36500):
         raise PxpError("config_invalid", "--link-days must lie between 0 and 36500")
-    imports = getattr(args, "imports", [])
-    if imports:
-        # every room is imported once into a throwaway in-memory service first: an export
-        # that cannot be read, or a room that would be refused, is refused before the
-        # room store is created (the same checks as the real import, run once more)
+    # each --import source is read once (standard input and a pipe can be read only once;
+    # a file replaced meanwhile is not imported unchecked: review cli #2), then every room is
+    # imported into a throwaway in-memory service first: an export that cannot be read, or
+    # a room that would be refused, is refused before the room store is created (the same
+    # checks as the real import, run once more)
+    exports = [(path, read_export(path)) for path in getattr(args, "imports", [])]
+    if exports:
         rehearsal = service_for_url(":memory:", max_turns=args.max_turns)
-        for path in imports:
-            for room in read_export(path):
+        for _, rooms in exports:
+            for room in rooms:
                 try:
                     rehearsal.import_room(room)
                 except PxpError as exc:
@@ -152,8 +159,8 @@ def run_serve(args: argparse.Namespace) -> int:
         confirm_on_web=args.confirm_cards_on_web,
         link_ttl=timedelta(days=days) if days else None,
     )
-    for path in getattr(args, "imports", []):
-        import_rooms(service, path, config.public_url)
+    for path, rooms in exports:
+        import_rooms(service, path, config.public_url, rooms=rooms)
     sign_in = "on" if config.agent_keys else "off"
     from ppstore import parse_url
 
