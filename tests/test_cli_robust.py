@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -234,6 +235,36 @@ def test_pxp_serve_import_of_json_that_is_no_room_creates_no_store(
     done = _cli("pxp", *argv, cwd=files)
     _one_error(done, 1, "error: import_invalid")
     assert not list(files.glob("rooms.sqlite*"))
+
+
+@pytest.mark.slow
+def test_ppcheck_junit_onto_a_fifo_is_not_opened_before_the_run(files: Path) -> None:
+    """Review cli #3: the check opened the FIFO for writing, which waits for a reader: a
+    reader that comes after the run waited forever (and got an empty report)."""
+    fifo = files / "report.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def read_later() -> None:
+        time.sleep(2)  # a reader that comes once the run is under way
+        with fifo.open("rb") as reader:
+            got.append(reader.read())
+
+    reader = threading.Thread(target=read_later, daemon=True)
+    reader.start()
+    done = _cli("ppcheck", "--vectors", "tiny-vectors", "--junit", str(fifo), cwd=files)
+    reader.join(60)
+    assert done.status == 0, done
+    assert got, "nobody wrote the report"
+    assert got[0].startswith(b"<?xml"), got
+
+
+@pytest.mark.slow
+def test_ppcheck_junit_through_a_dangling_symlink_writes_its_target(files: Path) -> None:
+    (files / "dangling.xml").symlink_to(files / "target.xml")
+    done = _cli("ppcheck", "--vectors", "tiny-vectors", "--junit", "dangling.xml", cwd=files)
+    assert done.status == 0, done
+    assert (files / "target.xml").read_bytes().startswith(b"<?xml")
 
 
 @pytest.mark.slow

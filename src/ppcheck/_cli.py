@@ -248,16 +248,26 @@ class _Progress:
 
 
 def _unwritable(path: Path) -> str | None:
-    """Why the report cannot be written at ``path``, or ``None``: an existing file is
-    opened for appending (its content untouched), a new one is created and removed."""
+    """Why the report cannot be written at ``path``, or ``None``; never waits (review cli #3).
+
+    A symbolic link is followed (a dangling one names the file to create). An existing
+    regular file is opened for appending (its content untouched); a new one must be
+    creatable in its folder (a probe file is made there and removed). A named pipe or a
+    device is not opened before the run: opening a pipe for writing waits for its reader
+    (``--junit >(cat)``, a reader that comes later), so it is written once, at the end.
+    """
+    target = path.resolve()
     try:
-        if path.exists():
-            with path.open("ab"):
-                pass
-        else:
-            with path.open("xb"):
-                pass
-            path.unlink()
+        if target.is_dir():
+            return f"{str(path)[:120]!r}: Is a directory"
+        if target.exists():
+            if target.is_file():
+                with target.open("ab"):
+                    pass
+            return None
+        handle, probe = tempfile.mkstemp(dir=target.parent, prefix=".ppcheck-probe-")
+        os.close(handle)
+        os.unlink(probe)
     except OSError as exc:
         return f"{str(path)[:120]!r}: {exc.strerror or exc}"
     return None
