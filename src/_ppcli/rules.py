@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -112,9 +113,8 @@ def read_input(source: str | os.PathLike[str], *, limit: int = MAX_INPUT_BYTES) 
     """The bytes of the file ``source`` (``"-"``: standard input), at most ``limit``.
 
     Raises :class:`InputTooLargeError` past ``limit`` (a file that never ends included) and
-    :class:`OSError` as :func:`open` does. A named pipe is opened without waiting for a
-    writer: one that has none reads as empty, as a pipe whose writer has gone does; one
-    with a writer (``<(command)``) is read to its end, like standard input.
+    :class:`OSError` as :func:`open` does. A named pipe is read as ``cat`` reads it: its
+    writer is waited for, then it is read to its end (bounded), like standard input.
     """
     if os.fspath(source) == "-":
         stream = getattr(sys.stdin, "buffer", None)
@@ -124,10 +124,10 @@ def read_input(source: str | os.PathLike[str], *, limit: int = MAX_INPUT_BYTES) 
                 raise InputTooLargeError("standard input", limit)
             return data
         return _read_bounded(stream.read, "standard input", limit)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(source, flags)
+    # a named pipe is opened as cat opens it: waiting for its writer (Ctrl-C ends the wait);
+    # opened without waiting, a pipe whose writer comes a moment later read as empty
+    fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
-        os.set_blocking(fd, True)  # O_NONBLOCK only kept open() from waiting for a writer
         return _read_bounded(lambda size: os.read(fd, size), repr(os.fspath(source))[:120], limit)
     finally:
         os.close(fd)
@@ -144,6 +144,8 @@ def print_out(text: str) -> None:
     """Print ``text`` on standard output and flush it now: a command that must undo what
     it made when nobody could see its output (``parley keygen > /dev/full``) learns it
     here. A failure is the :class:`OSError`, naming ``standard output``."""
+    if sys.stdout is None:  # file descriptor 1 was closed (``>&-``): print() would drop it
+        raise OSError(errno.EBADF, "standard output is closed", "standard output")
     try:
         print(text, flush=True)
     except OSError as exc:
@@ -369,7 +371,8 @@ def run(main: Callable[[], int], *, prog: str) -> int:
         except SystemExit as exc:
             stop = exc
         try:
-            sys.stdout.flush()  # inside the guard: a closed pipe shows up here, not at exit
+            if sys.stdout is not None:  # None: descriptor 1 closed (``>&-``), nothing to flush
+                sys.stdout.flush()  # inside the guard: a closed pipe shows up here, not at exit
         except OSError as exc:
             raise _naming_stdout(exc) from None
         if seen and stop is None and status != EXIT_INTERRUPTED:
