@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 CODED = re.compile(r"^error: [a-z][a-z0-9_]*(/[a-z][a-z0-9_]*)?: \S.*$")
 """The one line every failure ends with: ``error: <code>[/<reason>]: <sentence>``."""
 
-STATUSES = {0, 1, 2, 130, 141}
+STATUSES = {0, 1, 2, 130, 141, 143}
 """Every exit status a command may end with (docs/cli.md); 70 is a bug."""
 
 
@@ -50,10 +50,12 @@ class Done:
         lines = self.stderr.splitlines()
         errors = [line for line in lines if line.startswith("error:")]
         coded = len(errors) == 1 and CODED.match(errors[0]) and lines[-1] == errors[0]
-        if (self.status in (2, 130) or (self.status == 1 and lines)) and not coded:
+        if (self.status in (2, 130, 143) or (self.status == 1 and lines)) and not coded:
             found.append("stderr does not end in one coded 'error: <code>: ...' line")
         if self.status == 130 and "interrupted" not in self.stderr:
             found.append("exit 130 without 'interrupted'")
+        if self.status == 143 and "error: terminated: " not in self.stderr:
+            found.append("exit 143 without 'terminated'")
         if self.status == 141 and self.stderr:
             found.append("a closed pipe is not quiet")
         if self.status == 1 and not lines and not self.stdout:

@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,6 +77,7 @@ FIXTURES = {
     "deep.json": b"[" * 100_000 + b"]" * 100_000,
     "empty.json": b"",
     "config.json": ROLES,
+    "shape.json": b'{"id": 5, "rooms": [{"id": 5}], "tests": 1}',
 }
 
 
@@ -202,6 +204,70 @@ def test_ppcheck_an_adapter_that_cannot_work_is_one_error(files: Path, impl: str
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("junit", ["nodir/x.xml", "adir", "binary.dat/x.xml"])
+def test_ppcheck_refuses_a_junit_path_it_cannot_write_before_it_runs(
+    files: Path, junit: str
+) -> None:
+    """Review i24 #13: the path was tried only after the whole run (a minute against a
+    real adapter)."""
+    done = _cli("ppcheck", "--vectors", "tiny-vectors", "--junit", junit, cwd=files)
+    _one_error(done, 2, "error: io: cannot write the JUnit report")
+    assert done.stdout == "", done  # nothing ran: no table, no total
+    assert not (files / "nodir").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "export",
+    [
+        '{"id": 5}',
+        '{"rooms": [{"id": "r1", "topic": "t"}]}',
+        "[1, 2]",
+        '{"id": "not-an-id!", "topic": "t", "seats": {}}',
+    ],
+)
+def test_pxp_serve_import_of_json_that_is_no_room_creates_no_store(
+    files: Path, export: str
+) -> None:
+    """Valid JSON, yet no room: the room store was created before the import refused."""
+    (files / "export.json").write_text(export, encoding="utf-8")
+    argv = ["serve", "--port", "0", "--db", "rooms.sqlite", "--import", "export.json"]
+    done = _cli("pxp", *argv, cwd=files)
+    _one_error(done, 1, "error: import_invalid")
+    assert not list(files.glob("rooms.sqlite*"))
+
+
+@pytest.mark.slow
+def test_ppcheck_junit_onto_a_fifo_is_not_opened_before_the_run(files: Path) -> None:
+    """Review cli #3: the check opened the FIFO for writing, which waits for a reader: a
+    reader that comes after the run waited forever (and got an empty report)."""
+    fifo = files / "report.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def read_later() -> None:
+        time.sleep(2)  # a reader that comes once the run is under way
+        with fifo.open("rb") as reader:
+            got.append(reader.read())
+
+    reader = threading.Thread(target=read_later, daemon=True)
+    reader.start()
+    done = _cli("ppcheck", "--vectors", "tiny-vectors", "--junit", str(fifo), cwd=files)
+    reader.join(60)
+    assert done.status == 0, done
+    assert got, "nobody wrote the report"
+    assert got[0].startswith(b"<?xml"), got
+
+
+@pytest.mark.slow
+def test_ppcheck_junit_through_a_dangling_symlink_writes_its_target(files: Path) -> None:
+    (files / "dangling.xml").symlink_to(files / "target.xml")
+    done = _cli("ppcheck", "--vectors", "tiny-vectors", "--junit", "dangling.xml", cwd=files)
+    assert done.status == 0, done
+    assert (files / "target.xml").read_bytes().startswith(b"<?xml")
+
+
+@pytest.mark.slow
 def test_handoff_state_on_a_typo_creates_no_store(files: Path) -> None:
     before = sorted(p.name for p in files.iterdir())
     for argv in (("--db", "typo.sqlite"), ("--state", "sqlite:typo2.sqlite")):
@@ -224,6 +290,201 @@ def test_parley_serve_on_a_port_in_use_is_one_error_and_creates_no_state(
         done = _cli("parley", "serve", url, "--state", f"sqlite:{state}", cwd=files)
     _one_error(done, 1, "error: unavailable/listen: cannot listen on 127.0.0.1:")
     assert not list(files.glob("st.sqlite*"))
+
+
+# Every command that reads a file, with the file in its slot ("{f}"; "-" reads stdin).
+READERS = [
+    ("parley", "est", "{f}"),
+    ("parley", "lens", "{f}"),
+    ("parley", "approve", "{f}", "--agent", "ed25519:x"),
+    ("vxp", "merkle-root", "{f}"),
+    ("pxp", "seal", "{f}"),
+    ("handoff", "validate", "{f}", "--config", "config.json"),
+    ("handoff", "validate", "-", "--config", "{f}"),
+    ("errand", "verify", "{f}"),
+    ("ppcheck", "--vectors", "tiny-vectors", "--known-failures", "{f}", "--impl", "true"),
+]
+
+
+def _limited_memory() -> None:  # pragma: no cover - runs in the child
+    """In the child: at most 1.5 GiB of address space, so an unbounded read fails fast
+    with MemoryError instead of growing until the machine's OOM killer acts."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+
+
+def _reader(argv: tuple[str, ...], f: str, cwd: Path, stdin: int | None = None) -> Done:
+    argv = tuple(a.replace("{f}", f) for a in argv)
+    done = subprocess.run(
+        [*_script(argv[0]), *argv[1:]],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL if stdin is None else stdin,
+        capture_output=True,
+        timeout=120,
+        env=_env(cwd),
+        check=False,
+        preexec_fn=_limited_memory,
+    )
+    return Done(argv, done.returncode, done.stdout.decode(), done.stderr.decode(), False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", READERS, ids=" ".join)
+def test_a_file_that_never_ends_is_refused_at_the_documented_bound(
+    files: Path, argv: tuple[str, ...]
+) -> None:
+    """Review i24 #5: ``/dev/zero`` ran to MemoryError (``internal``) or the OOM killer."""
+    done = _reader(argv, "/dev/zero", files)
+    _one_error(done, 2, "error: input_too_large: ", "/dev/zero", "64 MiB")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("argv", "bound"),
+    [
+        (("parley", "est", "-"), "64 MiB"),
+        (("vxp", "merkle-root", "-"), "64 MiB"),
+        (("handoff", "validate", "-", "--config", "config.json"), "1 MiB"),  # per record line
+        (("handoff", "add", "--db", "new.sqlite", "--config", "config.json"), "1 MiB"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else v,
+)
+def test_standard_input_that_never_ends_is_refused_at_the_bound(
+    files: Path, argv: tuple[str, ...], bound: str
+) -> None:
+    with open("/dev/zero", "rb") as endless:
+        done = _reader(argv, "", files, stdin=endless.fileno())
+    _one_error(done, 2, "error: input_too_large: ", "standard input", bound)
+    assert not (files / "new.sqlite").exists()
+
+
+@pytest.mark.slow
+def test_a_file_one_byte_over_the_bound_is_refused(files: Path) -> None:
+    from _ppcli.rules import MAX_INPUT_BYTES
+
+    big = files / "big.txt"
+    with big.open("wb") as handle:
+        handle.truncate(MAX_INPUT_BYTES + 1)  # sparse: no disk used
+    done = _reader(("parley", "est", "{f}"), str(big), files)
+    _one_error(done, 2, "error: input_too_large: ", "big.txt")
+
+
+@pytest.mark.slow
+def test_ppcheck_refuses_a_suite_file_over_the_bound(files: Path) -> None:
+    """Review cli #1: a vectors folder's suite files were read whole (2 GiB: MemoryError,
+    ``internal``, or the OOM killer)."""
+    from _ppcli.rules import MAX_INPUT_BYTES
+
+    big = files / "tiny-vectors" / "pxp" / "big.json"
+    with big.open("wb") as handle:
+        handle.truncate(MAX_INPUT_BYTES + 1)  # sparse: no disk used
+    try:
+        done = _reader(("ppcheck", "--vectors", "tiny-vectors", "--list"), "", files)
+    finally:
+        big.unlink()
+    _one_error(done, 2, "error: input_too_large: ", "big.json", "64 MiB")
+
+
+@pytest.mark.slow
+def test_a_fifo_is_read_once_its_writer_comes(files: Path) -> None:
+    """Review cli #7: a named pipe whose writer opened it a moment after the command was
+    read as empty (status 0, the answer for no input); it is waited for, as cat does."""
+    fifo = files / "fifo"
+    os.mkfifo(fifo)
+
+    def write_later() -> None:
+        time.sleep(2)
+        with fifo.open("wb") as writer:
+            writer.write(b"hello")
+
+    writer = threading.Thread(target=write_later, daemon=True)
+    writer.start()
+    through_fifo = _cli("vxp", "merkle-root", str(fifo), cwd=files)
+    writer.join(60)
+    (files / "hello.txt").write_bytes(b"hello")
+    plain = _cli("vxp", "merkle-root", "hello.txt", cwd=files)
+    assert through_fifo.status == plain.status == 0, (through_fifo, plain)
+    assert through_fifo.stdout == plain.stdout
+
+
+WAITS = ("partner", "fifo", "pipe")
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_waiting_for_a_fifo_writer_is_130(files: Path) -> None:
+    fifo = files / "fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [*_script("vxp"), "merkle-root", str(fifo)],
+        cwd=files,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(files),
+    )
+    try:
+        wchan = Path(f"/proc/{proc.pid}/wchan")
+        deadline = time.monotonic() + 60
+        # the kernel's wait for a FIFO's writer: wait_for_partner (fifo_open on some kernels)
+        while not any(w in (wchan.read_text() if wchan.exists() else "fifo") for w in WAITS):
+            assert proc.poll() is None
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    done = Done(("vxp", "merkle-root"), proc.returncode, out.decode(), err.decode(), True)
+    _one_error(done, 130, "error: interrupted: vxp stopped by Ctrl-C (SIGINT)")
+
+
+def _closed_stdout() -> None:  # pragma: no cover - runs in the child
+    os.close(1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prog", PROGS)
+def test_a_closed_standard_output_is_no_internal_error(files: Path, prog: str) -> None:
+    """Review cli #6: with descriptor 1 closed (``>&-``) Python's stdout is None, and every
+    script ended ``internal`` (AttributeError on flush)."""
+    done = subprocess.run(
+        [*_script(prog), "--version"],
+        cwd=files,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=120,
+        env=_env(files),
+        check=False,
+        preexec_fn=_closed_stdout,
+    )
+    text = done.stderr.decode()
+    assert done.returncode == 0, text
+    assert "internal" not in text
+    assert "Traceback" not in text
+
+
+@pytest.mark.slow
+def test_keygen_with_a_closed_standard_output_creates_no_key(files: Path) -> None:
+    done = subprocess.run(
+        [*_script("parley"), "keygen", "--name", "closed"],
+        cwd=files,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=120,
+        env=_env(files),
+        check=False,
+        preexec_fn=_closed_stdout,
+    )
+    line = _one_error(
+        Done(("parley", "keygen"), done.returncode, "", done.stderr.decode(), False),
+        1,
+        "error: io: 'standard output': standard output is closed",
+    )
+    assert "internal" not in line
+    assert [p.name for p in files.rglob("closed.json")] == []
 
 
 def _wait_reading_stdin(proc: subprocess.Popen[bytes]) -> None:
@@ -268,6 +529,35 @@ def test_ctrl_c_exits_130_at_once_without_a_traceback(files: Path, argv: tuple[s
             proc.wait()
     done = Done(argv, proc.returncode, out.decode(), err.decode(), True)
     _one_error(done, 130, "error: interrupted:")
+    assert not (files / "new.sqlite").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "argv",
+    [("parley", "est", "-"), ("handoff", "add", "--db", "new.sqlite", "--config", "config.json")],
+    ids=" ".join,
+)
+def test_sigterm_exits_143_with_one_line(files: Path, argv: tuple[str, ...]) -> None:
+    """Review i24 #9: SIGTERM (a supervisor, ``kill``) ended a command with no line."""
+    proc = subprocess.Popen(
+        [*_script(argv[0]), *argv[1:]],
+        cwd=files,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(files),
+    )
+    try:
+        _wait_reading_stdin(proc)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    done = Done(argv, proc.returncode, out.decode(), err.decode(), False)
+    _one_error(done, 143, f"error: terminated: {argv[0]} stopped by SIGTERM")
     assert not (files / "new.sqlite").exists()
 
 
@@ -362,8 +652,10 @@ BAD = {
     "binary": "binary.dat",
     "empty": "empty.json",
     "deep-json": "deep.json",
+    "wrong-shape": "shape.json",
     "huge-number": "9" * 400,
     "negative": "-99999",
+    "endless": "/dev/zero",
 }
 
 
@@ -436,7 +728,15 @@ def _all_runs() -> Iterator[tuple[str, str, list[str]]]:
                 if not (_takes_value(action) and action.option_strings and _slot(action)):
                     continue
                 option = action.option_strings[-1]
-                values = {k: BAD[k] for k in ("binary", "huge-number", "deep-json", "directory")}
+                kinds = (
+                    "binary",
+                    "huge-number",
+                    "deep-json",
+                    "directory",
+                    "endless",
+                    "wrong-shape",
+                )
+                values = {k: BAD[k] for k in kinds}
                 if action.dest == "port":
                     values = {"99999": "99999", "-1": "-1", "huge": BAD["huge-number"]}
                 for kind, value in values.items():
@@ -451,9 +751,10 @@ def _all_runs() -> Iterator[tuple[str, str, list[str]]]:
 
 @pytest.mark.slow
 def test_every_command_survives_the_battery_of_bad_inputs(files: Path) -> None:
-    """Missing file, directory, binary, empty, deep JSON, huge and negative numbers, ports
-    out of range, a closed standard output and SIGINT, to every command and subcommand:
-    no traceback, one coded line on stderr, a documented exit status."""
+    """Missing file, directory, binary, empty, deep JSON, huge and negative numbers, a file
+    that never ends (``/dev/zero``), ports out of range, a closed standard output and
+    SIGINT, to every command and subcommand: no traceback, one coded line on stderr, a
+    documented exit status."""
     if not hasattr(os, "fork"):
         pytest.skip("the battery's fork server needs os.fork")
     commands = Commands(files)

@@ -8,10 +8,12 @@ only has a ``NullHandler`` per package.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import importlib.util
 import logging
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -24,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import parley
-from _ppcli.rules import _OneLine
+from _ppcli.rules import _OneLine, _Shutdown
 
 from .parley.test_runtime_durable import Server, _client, _commit_first, _spend_grant
 
@@ -94,6 +96,27 @@ def test_a_log_line_cannot_be_forged_by_a_peer() -> None:
     assert line == "INFO parley.service: ASK 'x' -> a\\x0aINFO b\\x1b[2J"
 
 
+def _kept(exc: BaseException | None, msg: str = "Exception in 'lifespan' protocol") -> bool:
+    exc_info = None if exc is None else (type(exc), exc, None)
+    record = logging.LogRecord("uvicorn.error", logging.ERROR, __file__, 1, msg, (), exc_info)
+    return _Shutdown().filter(record)
+
+
+def test_only_a_task_cut_short_by_the_interrupt_leaves_the_framework_log() -> None:
+    """Review i24 #3: uvicorn's record of its lifespan task cancelled by a second Ctrl-C is
+    dropped; any other error, even one raised while handling a cancellation, is kept."""
+    assert not _kept(asyncio.CancelledError())
+    assert not _kept(KeyboardInterrupt())
+    starlette = "Traceback (most recent call last):\n  File ...\nasyncio.CancelledError\n"
+    assert not _kept(None, starlette)
+    assert _kept(ValueError("a real failure"))
+    late = RuntimeError("cleanup failed")
+    late.__context__ = asyncio.CancelledError()
+    assert _kept(late)
+    assert _kept(None, "Traceback (most recent call last):\n  File ...\nValueError: bad\n")
+    assert _kept(None, "[Errno 98] error while attempting to bind on address")
+
+
 @pytest.mark.slow
 def test_pxp_serve_logs_each_request_without_its_link(tmp_path: Path) -> None:
     if importlib.util.find_spec("mcp") is None or importlib.util.find_spec("uvicorn") is None:
@@ -126,6 +149,68 @@ def test_pxp_serve_logs_each_request_without_its_link(tmp_path: Path) -> None:
     assert re.search(r" INFO pxp\.server: POST /mcp 200 \d+ ms$", text, re.M), text
     assert re.search(r" INFO pxp\.server: refused GET /p/room1/… 404 \d+ ms$", text, re.M), text
     assert re.search(r" INFO pxp\.server: refused GET / 404 \d+ ms$", text, re.M), text
+
+
+# The secret in every shape a path can take: a prefix a proxy did not strip, a double slash
+# of a hand-typed link, the room id left out, the secret where the room id goes, encoded
+# slashes (the server sees them decoded), another case, another route's prefix.
+SECRET_PATHS = (
+    "//p/r1/{s}",
+    "/pxp/p/r1/{s}",
+    "/mcp/p/r1/{s}",
+    "/x/s/r1/{s}",
+    "/p/{s}",
+    "/s/{s}",
+    "/p/{s}/x",
+    "/p//{s}",
+    "/P/r1/{s}",
+    "/p%2Fr1%2F{s}",
+    "/{s}",
+    "/room/r1/{s}",
+    "/p/r1/{s}/answer",
+    "/p/r1/{s}/../../x",
+    "/mcp/{s}",
+    "/p/r1;{s}",
+    "/p/r1/x{s}",
+)
+
+
+@pytest.mark.slow
+def test_pxp_serve_logs_no_link_secret_whatever_the_path_shape(tmp_path: Path) -> None:
+    """Review i24 #6: only ``/p/<room>/<secret>`` at the start of the path was hidden."""
+    if importlib.util.find_spec("mcp") is None or importlib.util.find_spec("uvicorn") is None:
+        reason = "pxp serve needs the extras principal-protocols[mcp,http]"
+        if os.environ.get("PP_REQUIRE_MCP") == "1":
+            pytest.fail(f"PP_REQUIRE_MCP=1 but {reason}")
+        pytest.skip(reason)
+    port = _port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pxp", "serve", "--port", str(port), "--log-level", "info"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    secret = secrets.token_urlsafe(32)
+    try:
+        _listening(port, proc)
+        for shape in SECRET_PATHS:
+            for method in ("GET", "POST"):
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                try:
+                    connection.request(method, shape.format(s=secret))
+                    connection.getresponse().read()
+                finally:
+                    connection.close()
+        time.sleep(0.3)  # the line is written when the response has gone out
+    finally:
+        lines = _interrupt(proc)
+    requests = [line for line in lines if " pxp.server: " in line]
+    assert len(requests) == 2 * len(SECRET_PATHS), lines
+    for part in (secret, secret[:16], secret[-16:]):
+        assert part not in "\n".join(lines)
+    text = "\n".join(requests)
+    assert re.search(r" INFO pxp\.server: refused GET /… 404 \d+ ms$", text, re.M), text
 
 
 @pytest.mark.slow

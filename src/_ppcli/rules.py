@@ -15,7 +15,8 @@ and ``Parser`` in place of :class:`argparse.ArgumentParser`. The rules (docs/cli
 - every failure is one line on standard error, ``error: <code>: <sentence>``;
 - exit status 0: done; 1: the package's own error, or the command found what it reports
   (a rejected record, a failed case); 2: bad arguments (``error: usage: …``);
-  130: interrupted (Ctrl-C, SIGINT); 141: standard output was closed (``… | head``),
+  130: interrupted (Ctrl-C, SIGINT); 143: terminated (SIGTERM, as a supervisor stops a
+  service), each with one line; 141: standard output was closed (``… | head``),
   which ends the command quietly, like a program killed by SIGPIPE; 70: a bug
   (``error: internal: …``; ``PP_TRACEBACK=1`` shows the traceback instead);
 - what the machine refuses is ``error: io: '<file>': <why>`` (an :class:`OSError`: a name
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -43,12 +45,18 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
     "EXIT_PIPE",
+    "EXIT_TERMINATED",
     "EXIT_USAGE",
     "LOG_LEVELS",
+    "MAX_INPUT_BYTES",
+    "InputTooLargeError",
     "Parser",
     "add_log_level",
     "cannot_listen",
     "port",
+    "print_out",
+    "probe_listen",
+    "read_input",
     "run",
     "start_logging",
 ]
@@ -63,6 +71,66 @@ EXIT_INTERRUPTED = 130
 """Interrupted by Ctrl-C (SIGINT): 128 + 2, as a shell reports it."""
 EXIT_PIPE = 141
 """Standard output was closed by its reader: 128 + SIGPIPE, as a shell reports it."""
+EXIT_TERMINATED = 143
+"""Stopped by SIGTERM (``kill``, systemd, Docker): 128 + 15, as a shell reports it."""
+
+
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+"""The most a command reads from one input file or standard input: 64 MiB (docs/cli.md).
+
+More is ``error: input_too_large: …`` with status 2, before anything is parsed: a file that
+never ends (``/dev/zero``) or a huge one would otherwise grow the process until it fails
+with ``MemoryError`` or the system's out-of-memory killer ends it."""
+
+_CHUNK = 1 << 20
+
+
+class InputTooLargeError(Exception):
+    """An input holds more than :data:`MAX_INPUT_BYTES`; :func:`run` says it in one line."""
+
+    def __init__(self, name: str, limit: int) -> None:
+        super().__init__(
+            f"{name} holds more than {limit // (1 << 20)} MiB, the most a command reads"
+        )
+        self.name = name
+        self.limit = limit
+
+
+def _read_bounded(read: Callable[[int], bytes], name: str, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = read(min(_CHUNK, limit + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise InputTooLargeError(name, limit)
+
+
+def read_input(source: str | os.PathLike[str], *, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the file ``source`` (``"-"``: standard input), at most ``limit``.
+
+    Raises :class:`InputTooLargeError` past ``limit`` (a file that never ends included) and
+    :class:`OSError` as :func:`open` does. A named pipe is read as ``cat`` reads it: its
+    writer is waited for, then it is read to its end (bounded), like standard input.
+    """
+    if os.fspath(source) == "-":
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:  # a text stream without bytes under it
+            data = sys.stdin.read(limit + 1).encode("utf-8", "surrogateescape")
+            if len(data) > limit:
+                raise InputTooLargeError("standard input", limit)
+            return data
+        return _read_bounded(stream.read, "standard input", limit)
+    # a named pipe is opened as cat opens it: waiting for its writer (Ctrl-C ends the wait);
+    # opened without waiting, a pipe whose writer comes a moment later read as empty
+    fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return _read_bounded(lambda size: os.read(fd, size), repr(os.fspath(source))[:120], limit)
+    finally:
+        os.close(fd)
 
 
 def _say(line: str) -> None:
@@ -70,6 +138,24 @@ def _say(line: str) -> None:
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(line.replace("\n", " ").replace("\r", " ") + "\n")
         sys.stderr.flush()
+
+
+def print_out(text: str) -> None:
+    """Print ``text`` on standard output and flush it now: a command that must undo what
+    it made when nobody could see its output (``parley keygen > /dev/full``) learns it
+    here. A failure is the :class:`OSError`, naming ``standard output``."""
+    if sys.stdout is None:  # file descriptor 1 was closed (``>&-``): print() would drop it
+        raise OSError(errno.EBADF, "standard output is closed", "standard output")
+    try:
+        print(text, flush=True)
+    except OSError as exc:
+        raise _naming_stdout(exc) from None
+
+
+def _naming_stdout(exc: OSError) -> OSError:
+    if exc.filename is None and not isinstance(exc, BrokenPipeError):
+        exc.filename = "standard output"
+    return exc
 
 
 def _drop_stdout() -> None:
@@ -114,32 +200,48 @@ def _os_error(exc: OSError) -> str:
     return f"{shown}{what}"
 
 
-def cannot_listen(host: str, port: int) -> str | None:
-    """Why a server could not listen on ``host:port`` (a probe bind), or ``None``.
+def probe_listen(host: str, port: int) -> tuple[int, str | None]:
+    """Try to bind ``host:port`` (a probe, closed at once): the port it bound and ``None``,
+    or ``port`` and why a server could not listen there.
 
     Said before a server starts, so an address in use or a host that does not resolve is
-    one coded line, not a framework's log and traceback.
+    one coded line, not a framework's log and traceback. For port ``0`` the port returned
+    is the free one the system chose, for a server that must name its address before it
+    starts (``pxp serve`` builds its links from it).
     """
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (OSError, UnicodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return f"cannot resolve the host {host[:80]!r}: {why}"
+        return port, f"cannot resolve the host {host[:80]!r}: {why}"
     family, kind, proto, _, address = infos[0]
     try:
         with socket.socket(family, kind, proto) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind(address)
+            bound = int(probe.getsockname()[1])
     except OSError as exc:
-        return f"cannot listen on {host[:80]}:{port}: {exc.strerror or exc}"
-    return None
+        return port, f"cannot listen on {host[:80]}:{port}: {exc.strerror or exc}"
+    return bound, None
+
+
+def cannot_listen(host: str, port: int) -> str | None:
+    """Why a server could not listen on ``host:port`` (see :func:`probe_listen`), or ``None``."""
+    return probe_listen(host, port)[1]
+
+
+_STOPPING = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextlib.contextmanager
 def _noting_interrupts(seen: list[int]) -> Iterator[None]:
-    """Raise :class:`KeyboardInterrupt` on SIGINT as Python does, and remember it was sent.
+    """Raise :class:`KeyboardInterrupt` on SIGINT and SIGTERM, and remember which came.
 
-    A framework that catches the interrupt to shut down cleanly (uvicorn does) would
+    SIGINT does what Python does anyway; SIGTERM, which would kill the process without a
+    line, stops the command the same way (every ``except KeyboardInterrupt`` that shuts
+    down cleanly runs), and ``seen`` tells :func:`run` which status to end with. Once one
+    came, both are ignored until the process ends. A
+    framework that catches the interrupt to shut down cleanly (uvicorn does) would
     otherwise end the command with status 0. Only the main thread can set a handler; in
     any other the command runs as it is.
     """
@@ -149,19 +251,65 @@ def _noting_interrupts(seen: list[int]) -> Iterator[None]:
 
     def interrupted(signum: int, frame: FrameType | None) -> None:
         seen.append(signum)
+        # The command stops and the process ends: a second Ctrl-C (a double key press;
+        # ``timeout`` signals the child and then its group) must not cut that short with
+        # a traceback, nor kill it while Python finalizes, which puts the default
+        # handlers back but leaves an ignored signal ignored (review i24 #3).
+        for number in _STOPPING:
+            signal.signal(number, signal.SIG_IGN)
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, interrupted)
+    previous = {number: signal.signal(number, interrupted) for number in _STOPPING}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if not seen:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 """The values of a server's ``--log-level`` (``info``: one line per request)."""
 
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
+
+
+def _is_interruption(exc: BaseException | None) -> bool:
+    """``exc`` is an interrupt or a task's cancellation (an error raised while handling
+    one is still an error, and is logged)."""
+    return exc is not None and type(exc).__name__ in _INTERRUPTIONS
+
+
+_INTERRUPTIONS = ("CancelledError", "KeyboardInterrupt")
+
+
+def _is_interruption_text(message: str) -> bool:
+    """``message`` is a formatted traceback that ends in an interrupt or a cancellation."""
+    if not message.startswith("Traceback (most recent call last):"):
+        return False
+    last = message.rstrip().rsplit("\n", 1)[-1]
+    return last.split(":", 1)[0].rsplit(".", 1)[-1] in _INTERRUPTIONS
+
+
+class _Shutdown(logging.Filter):
+    """Drop a server framework's record of a task cut short by Ctrl-C or SIGTERM.
+
+    When a second Ctrl-C lands while uvicorn shuts down (review i24 #3), the application's
+    lifespan task is cancelled: Starlette reports the ``CancelledError`` as a formatted
+    traceback, uvicorn as ``Exception in 'lifespan' protocol`` with that exception. That is
+    the interruption the command reports in its one ``interrupted`` line, not an error.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep every record but one about an interruption."""
+        exc = record.exc_info[1] if record.exc_info else None
+        if _is_interruption(exc):
+            return False
+        return not (isinstance(record.msg, str) and _is_interruption_text(record.msg))
+
+
+_FRAMEWORK_LOGGERS = ("uvicorn.error", "asyncio")
+"""Where a server framework reports a failed task (filtered by :class:`_Shutdown`)."""
 
 
 class _OneLine(logging.Formatter):
@@ -196,6 +344,10 @@ def start_logging(level: str, *loggers: str) -> None:
         log.setLevel(level.upper())
         log.addHandler(handler)
         log.propagate = False
+    for name in _FRAMEWORK_LOGGERS:
+        framework = logging.getLogger(name)
+        if not any(isinstance(f, _Shutdown) for f in framework.filters):
+            framework.addFilter(_Shutdown())
 
 
 def _other_threads() -> bool:
@@ -218,7 +370,11 @@ def run(main: Callable[[], int], *, prog: str) -> int:
                 status = main()
         except SystemExit as exc:
             stop = exc
-        sys.stdout.flush()  # inside the guard: a closed pipe shows up here, not at exit
+        try:
+            if sys.stdout is not None:  # None: descriptor 1 closed (``>&-``), nothing to flush
+                sys.stdout.flush()  # inside the guard: a closed pipe shows up here, not at exit
+        except OSError as exc:
+            raise _naming_stdout(exc) from None
         if seen and stop is None and status != EXIT_INTERRUPTED:
             # a server that stops on Ctrl-C (uvicorn, asyncio) returned normally: the
             # interrupt still decides the exit status
@@ -227,12 +383,20 @@ def run(main: Callable[[], int], *, prog: str) -> int:
         _drop_stdout()
         return EXIT_PIPE
     except KeyboardInterrupt:
-        _say(f"error: interrupted: {prog} stopped by Ctrl-C (SIGINT)")
+        terminated = bool(seen) and seen[0] == signal.SIGTERM
+        if terminated:
+            _say(f"error: terminated: {prog} stopped by SIGTERM")
+        else:
+            _say(f"error: interrupted: {prog} stopped by Ctrl-C (SIGINT)")
+        status = EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
         if _other_threads():
             # a worker thread still blocked would hold the process open: leave at once
             _drop_stdout()
-            os._exit(EXIT_INTERRUPTED)
-        return EXIT_INTERRUPTED
+            os._exit(status)
+        return status
+    except InputTooLargeError as exc:
+        _say(f"error: input_too_large: {exc}")
+        return EXIT_USAGE
     except OSError as exc:
         # the machine said no (a name too long, a folder where a file was expected, a
         # permission, a certificate file that holds none): the same for every command

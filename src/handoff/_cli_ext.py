@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from _ppcli.rules import read_input
+
 from ._acts import ACTS
 from ._canonical import canonical
 from ._cli_io import Config, Target, load_config
@@ -107,7 +109,7 @@ def add_extension_commands(sub: Any) -> None:
 
 def _read(path: str, what: str) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return read_input(path).decode("utf-8")
     except OSError as exc:
         raise HandoffError("io", f"cannot read {what} {path}: {exc.strerror}") from None
     except UnicodeDecodeError:

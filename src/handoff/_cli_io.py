@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from _ppcli.rules import InputTooLargeError, read_input
+
 from ._canonical import canonical
 from ._config import Extension, ExtensionRegistry, Roles
 from ._errors import HandoffError
@@ -43,7 +45,7 @@ class Config:
 
 def _read_text(path: str, what: str) -> str:
     try:
-        data = Path(path).read_bytes()
+        data = read_input(path)  # at most _ppcli.rules.MAX_INPUT_BYTES
     except OSError as exc:
         raise HandoffError("io", f"cannot read {what} {path}: {exc.strerror}") from None
     if data.startswith(b"\xef\xbb\xbf"):
@@ -114,12 +116,32 @@ def load_config(path: str) -> Config:
     return Config(Roles.from_json(value["roles"]), extensions, side, side.jwks is not None)
 
 
+def _stdin_lines() -> Iterator[tuple[int, str]]:
+    """Standard input line by line, each at most :data:`MAX_LINE_BYTES` (a stream of records
+    has no total bound, one endless line has: review i24 #5)."""
+    stream = sys.stdin.buffer
+    number = 0
+    while True:
+        raw = stream.readline(MAX_LINE_BYTES + 2)
+        if not raw:
+            return
+        number += 1
+        if len(raw.rstrip(b"\r\n")) > MAX_LINE_BYTES:
+            raise InputTooLargeError(f"line {number} of standard input", MAX_LINE_BYTES)
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise HandoffError(
+                "parse", f"line {number} of standard input is not UTF-8 text", reason="json_syntax"
+            ) from None
+        if line.strip():
+            yield number, line
+
+
 def read_lines(path: str) -> Iterator[tuple[int, str]]:
     """Yield ``(line number, line)`` for every non-blank line of a JSON Lines file."""
     if path == "-":
-        for number, line in enumerate(sys.stdin, 1):
-            if line.strip():
-                yield number, line
+        yield from _stdin_lines()
         return
     text = _read_text(path, "records")
     for number, line in enumerate(text.split("\n"), 1):

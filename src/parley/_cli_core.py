@@ -15,6 +15,8 @@ import sys
 import time
 from typing import Any
 
+from _ppcli.rules import print_out, read_input
+
 from ._caveats import RISK_LEVELS
 from ._errors import ParleyError
 from ._estimate import estimate
@@ -102,12 +104,7 @@ def _caveat_flags(parser: argparse.ArgumentParser) -> None:
 
 def _read_text(source: str) -> str:
     try:
-        if source == "-":
-            raw = getattr(sys.stdin, "buffer", None)  # a text stream without one: as it is
-            data = sys.stdin.read().encode("utf-8", "surrogatepass") if raw is None else raw.read()
-        else:
-            with open(source, "rb") as handle:
-                data = handle.read()
+        data = read_input(source)  # "-": standard input; at most MAX_INPUT_BYTES
     except OSError as exc:
         raise ParleyError(
             "invalid_params", f"cannot read {source}: {exc.strerror}", reason="bad_file"
@@ -141,7 +138,14 @@ def _keygen(args: argparse.Namespace) -> int:
     else:
         store = AgentKeyStore()
         name = args.name or "agent"
-    print(store.create(name))
+    public = store.create(name)
+    try:
+        print_out(public)
+    except OSError:
+        # nobody saw the public key (a full disk, a closed pipe): leave no key behind,
+        # so the same command can be run again (review i24 #8)
+        store._file(name).unlink(missing_ok=True)
+        raise
     return 0
 
 

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from _ppcli.rules import read_input
+
 from ._errors import ParleyError
 from ._estimate import estimate
 from ._fit import fit
@@ -22,11 +24,7 @@ _REPLY_KINDS = frozenset({"BRIEF", "ANSWER", "PROPOSALS", "CLARIFY", "RECEIPT", 
 
 def _read(source: str) -> Any:
     try:
-        if source == "-":
-            text = sys.stdin.read()
-        else:
-            with open(source, encoding="utf-8") as handle:
-                text = handle.read()
+        text = read_input(source).decode("utf-8")  # "-": standard input
     except OSError as exc:
         raise ParleyError(
             "bad_frame", f"cannot read {source}: {exc.strerror}", reason="io"

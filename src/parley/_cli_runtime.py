@@ -23,12 +23,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import urlsplit
 
-from _ppcli.rules import add_log_level, cannot_listen, start_logging
+from _ppcli.rules import add_log_level, cannot_listen, probe_listen, read_input, start_logging
 
 from ._agent import Agent, Result
 from ._b64 import b64url_decode
-from ._connect import connect, serve_forever
+from ._connect import connect, serve
 from ._errors import ParleyError
 from ._frames import escape_surrogates, well_formed
 from ._http_client import split_http_url
@@ -142,7 +143,16 @@ def _serve(args: argparse.Namespace) -> int:
     elif not args.url.startswith("stdio:"):
         _, host, port = parse_url(args.url)
         listen = (host, port)
-    why = None if listen is None else cannot_listen(*listen)
+    if listen is not None and _port_in(args.url) == 0:
+        # port 0: a free port, chosen here by a probe bind (the library's URL parsers read
+        # a port of 0 as "none given" and would serve on the scheme's default port, 7447
+        # or 80: review cli #4); the URL served and announced then names it
+        bound, why = probe_listen(listen[0], 0)
+        if why is None:
+            args.url = _with_port(args.url, bound)
+            listen = (listen[0], bound)
+    else:
+        why = None if listen is None else cannot_listen(*listen)
     if why is not None:  # a port in use, a host that does not resolve: before the state
         raise ParleyError("unavailable", why, reason="listen")
     if args.url.startswith(("parleys://", "https://")) and args.cert is None:
@@ -172,10 +182,9 @@ def _serve(args: argparse.Namespace) -> int:
                 "serving http:// needs uvicorn: pip install 'principal-protocols[http]'",
                 reason="no_http_extra",
             ) from None
-    print(f"serving {service.id} at {args.url} (state: {where})", file=sys.stderr)
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve_forever(args.url, service, certfile=args.cert, keyfile=args.key))
+            asyncio.run(_serve_until_stopped(args, service, f"(state: {where})"))
     except OSError as exc:  # an unknown host, an address in use, no permission
         raise ParleyError(
             "unavailable",
@@ -183,6 +192,44 @@ def _serve(args: argparse.Namespace) -> int:
             reason="listen",
         ) from None
     return 0
+
+
+def _port_in(url: str) -> int | None:
+    """The port written in ``url`` (``None``: none, or not a number)."""
+    try:
+        return urlsplit(url).port
+    except ValueError:
+        return None
+
+
+def _bound_url(url: str, server: Any) -> str:
+    """``url`` with the port the server bound."""
+    listeners = server.sockets if isinstance(server, asyncio.Server) else server.servers[0].sockets
+    return _with_port(url, int(listeners[0].getsockname()[1]))
+
+
+def _with_port(url: str, port: int) -> str:
+    """``url`` naming ``port``."""
+    if url.startswith(("http://", "https://")):
+        parts = split_http_url(url)
+        host = parts.hostname or "127.0.0.1"
+        shown = f"[{host}]" if ":" in host else host
+        return parts._replace(netloc=f"{shown}:{port}").geturl()
+    scheme, host, _ = parse_url(url)
+    shown = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{shown}:{port}"
+
+
+async def _serve_until_stopped(args: argparse.Namespace, service: Service, note: str) -> None:
+    """Serve until cancelled; say where once listening, with the port actually bound (a URL
+    with port 0 would otherwise be announced as ``:0``: review i24 #4)."""
+    server = await serve(args.url, service, certfile=args.cert, keyfile=args.key)
+    print(f"serving {service.id} at {_bound_url(args.url, server)} {note}", file=sys.stderr)
+    if isinstance(server, asyncio.Server):
+        async with server:
+            await server.serve_forever()
+    else:
+        await server.task
 
 
 def _state_url(args: argparse.Namespace) -> str:
@@ -312,7 +359,7 @@ def _seed(args: argparse.Namespace) -> bytes | None:
     text = args.seed
     if args.seed_file:
         try:
-            text = Path(args.seed_file).read_text(encoding="utf-8")
+            text = read_input(args.seed_file).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             raise ParleyError("invalid_params", "cannot read --seed-file", reason="io") from None
     elif os.environ.get("PARLEY_AGENT_SEED"):

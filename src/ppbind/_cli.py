@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from _ppcli.rules import Parser, run
+from _ppcli.rules import Parser, read_input, run
 
 from ._audit import verify_errand
 from ._terms import price_text
@@ -34,7 +34,7 @@ def _no_constant(name: str) -> Any:
 
 def _read(path: Path) -> Any:
     """One reading of an I-JSON file (RFC 7493): no duplicate members, no NaN/Infinity."""
-    text = path.read_text(encoding="utf-8")
+    text = read_input(path).decode("utf-8")
     return json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
 
 

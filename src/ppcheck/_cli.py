@@ -26,7 +26,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from _ppcli.rules import EXIT_INTERRUPTED, EXIT_USAGE, Parser, run
+from _ppcli.rules import EXIT_USAGE, Parser, read_input, run
 
 from ._runner import (
     RunnerError,
@@ -154,7 +154,7 @@ def _positive(kind: type[float] | type[int]) -> Any:
 def _known(args: argparse.Namespace) -> set[str]:
     known = set(args.xfail)
     if args.known_failures is not None:
-        text = args.known_failures.read_text(encoding="utf-8")
+        text = read_input(args.known_failures).decode("utf-8")
         for line in text.splitlines():
             entry = line.split("#", 1)[0].strip()
             if entry:
@@ -247,6 +247,32 @@ class _Progress:
             )
 
 
+def _unwritable(path: Path) -> str | None:
+    """Why the report cannot be written at ``path``, or ``None``; never waits (review cli #3).
+
+    A symbolic link is followed (a dangling one names the file to create). An existing
+    regular file is opened for appending (its content untouched); a new one must be
+    creatable in its folder (a probe file is made there and removed). A named pipe or a
+    device is not opened before the run: opening a pipe for writing waits for its reader
+    (``--junit >(cat)``, a reader that comes later), so it is written once, at the end.
+    """
+    target = path.resolve()
+    try:
+        if target.is_dir():
+            return f"{str(path)[:120]!r}: Is a directory"
+        if target.exists():
+            if target.is_file():
+                with target.open("ab"):
+                    pass
+            return None
+        handle, probe = tempfile.mkstemp(dir=target.parent, prefix=".ppcheck-probe-")
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"{str(path)[:120]!r}: {exc.strerror or exc}"
+    return None
+
+
 def _fault(code: str, message: str) -> int:
     """Print the runner's own fault as one coded line; return exit status 2."""
     print(f"error: {code}: {message}", file=sys.stderr)
@@ -292,6 +318,10 @@ def _main(argv: Sequence[str] | None) -> int:
     for pattern in args.require:
         if not any(fnmatch.fnmatchcase(s.suite, pattern) for s in suites):
             return _fault("usage", f"--require {pattern!r} names no selected suite")
+    if args.junit is not None and not args.list:
+        cannot = _unwritable(args.junit)
+        if cannot is not None:  # before the run, which can take a minute (review i24 #13)
+            return _fault("io", f"cannot write the JUnit report: {cannot}")
     if args.list:
         for s in suites:
             print(f"{s.suite}  ({len(s.tests)} cases, {s.path})")
@@ -323,8 +353,9 @@ def _main(argv: Sequence[str] | None) -> int:
             progress=_Progress(len(suites)) if show else None,
         )
     except KeyboardInterrupt:
-        _fault("interrupted", "ppcheck stopped by Ctrl-C (SIGINT)")
-        return EXIT_INTERRUPTED
+        # the adapters are stopped (run_suites); the shared rules say which signal it was
+        # (Ctrl-C: interrupted, 130; SIGTERM: terminated, 143)
+        raise
     except (OSError, RunnerError) as exc:
         return _fault("runner" if isinstance(exc, RunnerError) else "io", str(exc))
     finally:

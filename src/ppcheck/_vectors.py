@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
+
+from _ppcli.rules import read_input
 
 __all__ = [
     "PROTOCOLS",
@@ -115,7 +118,7 @@ def load_suites(root: Traversable | None = None) -> list[SuiteFile]:
             if entry.is_file() and entry.name.endswith(".json"):
                 path = f"{protocol}/{entry.name}"
                 try:
-                    data = json.loads(entry.read_text(encoding="utf-8"))
+                    data = json.loads(_suite_text(entry))
                 except ValueError as exc:
                     raise ValueError(f"vectors/{path}: not a JSON file: {exc}") from exc
                 problem = None if check is None else check(data)
@@ -127,6 +130,16 @@ def load_suites(root: Traversable | None = None) -> list[SuiteFile]:
                     )
                 found.append(SuiteFile(path, data))
     return sorted(found, key=lambda s: s.path)
+
+
+def _suite_text(entry: Traversable) -> str:
+    """A suite file's text; a file on disk is read at most ``MAX_INPUT_BYTES`` (64 MiB):
+    more raises :class:`_ppcli.rules.InputTooLargeError` (``ppcheck``: ``error:
+    input_too_large: …``, status 2), never a whole 2 GiB file into memory (review cli #1).
+    The shipped suites (inside the wheel or ``ppcheck.pyz``) are read as they are."""
+    if isinstance(entry, Path):
+        return read_input(entry).decode("utf-8")
+    return entry.read_text(encoding="utf-8")
 
 
 def vectors_schema() -> dict[str, Any]:
@@ -191,17 +204,22 @@ MAX_SAFE_INTEGER = 2**53 - 1
 
 
 def _same_double(expected: int | float, actual: int | float) -> bool:
-    """An expected integer beyond ±(2^53−1) matches any number with the same nearest
-    IEEE-754 double (docs/conformance.md): ``9223372036854775808`` is matched by
-    ``9223372036854776000`` and ``9.223372036854776e18``, which is all a port without big
-    integers (JavaScript's ``JSON.stringify``) can write. Within the safe range numbers
+    """An expected integer beyond ±(2^53−1) is also matched by what a port without big
+    integers writes for it (docs/conformance.md): its nearest IEEE-754 double as a float
+    (``9.223372036854776e18``), or as the integer ``JSON.stringify`` spells that double
+    with (the shortest round-trip digits, ``9223372036854776000``). Any other integer is
+    another amount, even one with the same nearest double (``9223372036854775807``, what a
+    port that saturates at int64 writes: review i24 #7). Within the safe range numbers
     compare exactly."""
     if not isinstance(expected, int) or abs(expected) <= MAX_SAFE_INTEGER:
         return False
     try:
-        return float(expected) == float(actual)
+        nearest = float(expected)
     except OverflowError:
         return False
+    if isinstance(actual, float):
+        return actual == nearest
+    return actual == int(Decimal(repr(nearest)))
 
 
 def _is_number(value: Any) -> bool:

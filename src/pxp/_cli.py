@@ -15,7 +15,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from _ppcli.rules import Parser, add_log_level, cannot_listen, port, run, start_logging
+from _ppcli.rules import (
+    Parser,
+    add_log_level,
+    port,
+    probe_listen,
+    read_input,
+    run,
+    start_logging,
+)
 
 from ._brief import brief_markdown
 from ._card import seal_card
@@ -206,9 +214,12 @@ def _links(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from ._server_cli import run_serve
 
-    why = cannot_listen(args.host, args.port)
+    bound, why = probe_listen(args.host, args.port)
     if why is not None:  # before the store is created and the server's own logs start
         raise PxpError("listen_failed", why)
+    # port 0: the free port the probe found, so the endpoint line and the links of
+    # --import name the port the server listens on (review i24 #4)
+    args.port = bound
     start_logging(args.log_level, "pxp")
     return run_serve(args)
 
@@ -220,7 +231,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_input(path).decode("utf-8"))
     except OSError as exc:
         raise PxpError("file_unreadable", f"cannot read {path}: {exc.strerror}") from None
     except (ValueError, RecursionError):

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from _ppcli.rules import read_input
+
 from ._errors import PxpError
 
 if TYPE_CHECKING:
@@ -26,7 +28,7 @@ def _keys(args: argparse.Namespace) -> tuple[str, ...]:
     keys: list[str] = []
     if args.agent_keys_file is not None:
         try:
-            text = args.agent_keys_file.read_text(encoding="utf-8")
+            text = read_input(args.agent_keys_file).decode("utf-8")
         except OSError as exc:
             raise PxpError(
                 "file_unreadable", f"cannot read {args.agent_keys_file}: {exc.strerror}"
@@ -76,7 +78,7 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
 def read_export(path: Path) -> list[Any]:
     """The room exports a ``--import`` file holds (one room, or a store file's rooms)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_input(path).decode("utf-8"))
     except OSError as exc:
         raise PxpError("file_unreadable", f"cannot read {path}: {exc.strerror}") from None
     except (ValueError, RecursionError):
@@ -89,16 +91,21 @@ def read_export(path: Path) -> list[Any]:
     return rooms
 
 
-def import_rooms(service: RoomService, path: Path, public_url: str) -> list[str]:
+def import_rooms(
+    service: RoomService, path: Path, public_url: str, *, rooms: list[Any] | None = None
+) -> list[str]:
     """Serve every room of a reference export file; print each room's fresh links once.
 
     ``path`` holds one room export, or a store file (``{"rooms": {id: room}}`` or a list).
-    The links go to standard error, for the operator to hand to the people in each seat;
-    they are never stored in clear. Returns the imported room ids.
+    ``rooms``: the exports already read from ``path`` (:func:`read_export`), so a source
+    that can be read once (standard input, a pipe) is. The links go to standard error, for
+    the operator to hand to the people in each seat; they are never stored in clear.
+    Returns the imported room ids.
     """
     from ._server_links import LinkKind
 
-    rooms = read_export(path)
+    if rooms is None:
+        rooms = read_export(path)
     done: list[str] = []
     for room in rooms:
         try:
@@ -130,8 +137,21 @@ def run_serve(args: argparse.Namespace) -> int:
     days = getattr(args, "link_days", 30.0)
     if not (isinstance(days, float | int) and 0 <= days <= 36500):
         raise PxpError("config_invalid", "--link-days must lie between 0 and 36500")
-    for path in getattr(args, "imports", []):
-        read_export(path)  # an unreadable export is refused before the store is created
+    # each --import source is read once (standard input and a pipe can be read only once;
+    # a file replaced meanwhile is not imported unchecked: review cli #2), then every room is
+    # imported into a throwaway in-memory service first: an export that cannot be read, or
+    # a room that would be refused, is refused before the room store is created (the same
+    # checks as the real import, run once more)
+    exports = [(path, read_export(path)) for path in getattr(args, "imports", [])]
+    if exports:
+        rehearsal = service_for_url(":memory:", max_turns=args.max_turns)
+        for _, rooms in exports:
+            for room in rooms:
+                try:
+                    rehearsal.import_room(room)
+                except PxpError as exc:
+                    if exc.code != "room_exists":  # a repeated room is skipped, not refused
+                        raise
     url = getattr(args, "state", None) or f"sqlite:{args.db}"
     service = service_for_url(
         url,
@@ -139,8 +159,8 @@ def run_serve(args: argparse.Namespace) -> int:
         confirm_on_web=args.confirm_cards_on_web,
         link_ttl=timedelta(days=days) if days else None,
     )
-    for path in getattr(args, "imports", []):
-        import_rooms(service, path, config.public_url)
+    for path, rooms in exports:
+        import_rooms(service, path, config.public_url, rooms=rooms)
     sign_in = "on" if config.agent_keys else "off"
     from ppstore import parse_url
 
@@ -148,5 +168,14 @@ def run_serve(args: argparse.Namespace) -> int:
         f"pxp: MCP endpoint {config.public_url}/mcp (rooms in {parse_url(url)}; sign-in {sign_in})",
         file=sys.stderr,
     )
-    serve(service, config, host=args.host, port=args.port)
+    try:
+        serve(service, config, host=args.host, port=args.port)
+    except SystemExit as exc:  # uvicorn's own exit: the port was taken after the probe
+        if exc.code in (None, 0):
+            raise
+        raise PxpError(
+            "listen_failed",
+            f"the server stopped before it listened on {args.host[:80]}:{args.port}"
+            " (the line above says why)",
+        ) from None
     return 0

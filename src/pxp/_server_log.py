@@ -6,13 +6,16 @@
     POST /mcp 200 41 ms
 
 Paths under ``/p/`` and ``/s/`` carry a link's secret after the room id: only the room id
-is kept. The query string is never logged. A response of 400 to 499 is a refusal
+is kept. A path of any other shape (a prefix a proxy did not strip, a double slash, the
+room id left out) is logged as ``/…``: a secret can sit anywhere in it. The query string
+is never logged. A response of 400 to 499 is a refusal
 (``INFO``), 500 and more, or none at all, a failure (``ERROR``).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import Any
 
@@ -20,15 +23,34 @@ __all__ = ["RequestLog", "shown_path"]
 
 _log = logging.getLogger("pxp.server")
 
+_PLAIN = frozenset({"/", "/mcp", "/mcp/"})
+"""Paths that never carry anything of a link, logged as they are."""
+
 _SECRET_PREFIXES = ("p", "s")
+
+_ROOM_SHOWN = re.compile(r"[A-Za-z0-9_-]{1,32}")
+"""A room id short enough never to be a link's secret (43 characters): minted room ids are
+11; a longer one (an imported room's) is not shown either."""
 
 
 def shown_path(path: str) -> str:
-    """``path`` as logged: after ``/p/<room>/`` or ``/s/<room>/`` nothing of the link."""
+    """``path`` as logged, never holding a link's secret (review i24 #6).
+
+    ``/p/<room>/…`` and ``/s/<room>/…`` (and ``/room/<room>``) keep the room id, when the
+    path has that shape exactly and the id is short; ``/`` and ``/mcp`` are kept; any other
+    path is ``/…``.
+    """
+    if path in _PLAIN:
+        return path
     parts = path.split("/")
-    if len(parts) > 3 and parts[1] in _SECRET_PREFIXES:
-        return "/".join(parts[:3]) + "/…"
-    return path[:200]
+    if len(parts) >= 4 and parts[0] == "" and parts[1] in _SECRET_PREFIXES:
+        room = parts[2]
+        if _ROOM_SHOWN.fullmatch(room):
+            return f"/{parts[1]}/{room}/…"
+        return f"/{parts[1]}/…"
+    if len(parts) == 3 and parts[:2] == ["", "room"] and _ROOM_SHOWN.fullmatch(parts[2]):
+        return path
+    return "/…"
 
 
 class RequestLog:

@@ -6,8 +6,9 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any, cast
+
+from _ppcli.rules import read_input
 
 from ._checkpoint import verify_checkpoint, verify_cosignatures
 from ._codec import b64url_decode, decode_hash, encode_hash, parse_json
@@ -20,7 +21,7 @@ __all__ = ["add_block_commands"]
 
 def _read(path: str) -> bytes:
     try:
-        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        return read_input(path)  # "-": standard input; at most MAX_INPUT_BYTES
     except OSError as exc:
         raise VxpError("file_unreadable", f"cannot read {path}") from exc
 

@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from _ppcli.rules import read_input
+
 from ._chain import parse_time
 from ._codec import parse_json
 from ._errors import VxpError
@@ -19,7 +21,7 @@ __all__ = ["add_proof_commands"]
 
 def _read(path: str, what: str) -> Any:
     try:
-        data = Path(path).read_bytes()
+        data = read_input(path)
     except OSError as exc:
         raise VxpError("file_unreadable", f"cannot read the {what} file {path}") from exc
     return parse_json(data, f"the {what} file {path}")
