@@ -59,7 +59,6 @@ from ._checkpoint import (
     verify_cosignatures,
 )
 from ._codec import b64url_decode, b64url_encode, canonical_json, decode_hash, encode_hash
-from ._errors import VxpError
 from ._fetch import (
     AccessToken,
     FetchResponse,
@@ -111,6 +110,7 @@ from ._statements import STATEMENT_TYP, approval_payload, approval_signing_input
 from ._stores import open_log_store, open_replay_cache
 from ._verdict import ASSURANCES, Evidence, Verdict, derive_assurance
 from ._verifier import MAX_STATEMENTS, Verifier, leaf_data, verify
+from .errors import VxpError, VxpProtocolError, VxpUsageError
 
 __all__ = [
     "ASSURANCES",
@@ -149,6 +149,8 @@ __all__ = [
     "VerifiedSdJwt",
     "Verifier",
     "VxpError",
+    "VxpProtocolError",
+    "VxpUsageError",
     "Witness",
     "approval_payload",
     "approval_signing_input",

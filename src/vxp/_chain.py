@@ -17,8 +17,9 @@ from types import MappingProxyType
 from typing import Any
 
 from ._codec import DIGEST_PATTERN
-from ._errors import VxpError
 from ._frozen import assemble
+from ._time import aware
+from .errors import VxpError
 
 __all__ = [
     "FINAL_STATES",
@@ -87,11 +88,10 @@ def parse_time(value: object, where: str) -> datetime:
         ) from exc
 
 
-def format_time(when: datetime) -> str:
-    """Return ``when`` (aware) as RFC 3339 UTC with milliseconds, as the draft writes times."""
-    if when.tzinfo is None:
-        raise VxpError("time_naive", "times must be timezone-aware")
-    utc = when.astimezone(UTC)
+def format_time(when: datetime, where: str = "the time") -> str:
+    """Return ``when`` (aware) as RFC 3339 UTC with milliseconds, as the draft writes times;
+    a naive or non-datetime ``when`` is a usage error naming ``where``."""
+    utc = aware(when, where).astimezone(UTC)
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 

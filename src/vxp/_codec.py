@@ -11,7 +11,7 @@ from typing import Any
 
 import rfc8785
 
-from ._errors import VxpError
+from .errors import VxpError
 
 __all__ = [
     "b64url_decode",

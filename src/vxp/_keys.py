@@ -24,7 +24,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, OKPKey
 
 from ._codec import b64url_decode, b64url_encode
-from ._errors import VxpError
+from .errors import VxpError
 
 __all__ = [
     "IssuerKeys",

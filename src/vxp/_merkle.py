@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 
-from ._errors import VxpError
+from .errors import VxpError
 
 __all__ = [
     "EMPTY_ROOT",

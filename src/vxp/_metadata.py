@@ -15,8 +15,8 @@ from typing import Any
 
 from ._chain import format_time, parse_time
 from ._codec import plain_json
-from ._errors import VxpError
 from ._keys import KeyLike, ResolvedKey, resolve_key
+from .errors import VxpError
 
 __all__ = [
     "CUSTODY_VALUES",
@@ -291,7 +291,7 @@ def retire_key(metadata: Mapping[str, Any], kid: str, *, at: datetime) -> dict[s
     found = False
     for entry in keys:
         if entry["kid"] == kid and entry["not_after"] is None:
-            entry["not_after"] = format_time(at)
+            entry["not_after"] = format_time(at, "at")
             found = True
     if not found:
         raise VxpError("key_not_active", f"no active key {kid!r} is listed in the metadata")
@@ -305,7 +305,7 @@ def rotate_key(
     if role not in ROLES:
         raise VxpError("role_unknown", f"{role!r} is not a signing role")
     keys = _records_json(metadata)
-    stamp = format_time(at)
+    stamp = format_time(at, "at")
     for entry in keys:
         if entry["role"] == role and entry["not_after"] is None:
             entry["not_after"] = stamp

@@ -10,9 +10,9 @@ from typing import Any
 
 from ._chain import parse_time
 from ._codec import parse_json
-from ._errors import VxpError
 from ._proof_demo import DEMO_VARIANTS, demo_operation
 from ._verifier import verify
+from .errors import VxpError
 
 __all__ = ["add_proof_commands"]
 

@@ -18,7 +18,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from ._errors import VxpError
+from .errors import VxpError
 
 __all__ = ["load_schema", "schema_names", "validator"]
 

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ._codec import b64url_encode, canonical_json, encode_hash
-from ._errors import VxpError
 from ._jws import ParsedJws, check_header, parse_compact, sign_compact
 from ._keys import IssuerKeys, KeyLike, ResolvedKey, resolve_key
 from ._sdjwt import (
@@ -25,6 +24,7 @@ from ._sdjwt import (
     open_jwt,
     process_payload,
 )
+from .errors import VxpError
 
 __all__ = [
     "APPROVAL_TYP",

@@ -24,7 +24,6 @@ from . import _merkle
 from ._chain import KIND_SIGNER, ChainState, parse_time, step
 from ._checkpoint import SignedCheckpoint, verify_checkpoint, verify_cosignatures
 from ._codec import canonical_json, decode_hash, encode_hash, plain_json, sha256
-from ._errors import VxpError
 from ._frozen import assemble
 from ._keys import IssuerKeys, ResolvedKey, first_invalid
 from ._metadata import KeyRecord, TrustMaterial, load_trust
@@ -37,7 +36,9 @@ from ._statements import (
     read_statement,
     split_statement,
 )
+from ._time import aware
 from ._verdict import Evidence, Verdict, derive_assurance
+from .errors import VxpError
 
 __all__ = ["MAX_STATEMENTS", "Verifier", "leaf_data", "verify"]
 
@@ -654,9 +655,9 @@ def _failed(exc: VxpError) -> Verdict:
     return Verdict(valid=False, failure=failure)
 
 
-def _check_call(now: object, leeway: object, max_statements: object) -> None:
-    if not isinstance(now, datetime) or now.tzinfo is None:
-        raise VxpError("time_naive", "now must be a timezone-aware datetime")
+def _check_call(now: object, leeway: object, max_statements: object) -> datetime:
+    """The caller's own arguments (usage errors, raised, never a verdict); returns ``now``."""
+    now = aware(now)
     if not isinstance(leeway, int) or isinstance(leeway, bool) or not 0 <= leeway <= MAX_LEEWAY:
         raise VxpError("leeway_invalid", f"leeway is an integer from 0 to {MAX_LEEWAY} seconds")
     if (
@@ -667,6 +668,7 @@ def _check_call(now: object, leeway: object, max_statements: object) -> None:
         raise VxpError(
             "max_statements_invalid", f"max_statements is an integer from 1 to {STATEMENTS_LIMIT}"
         )
+    return now
 
 
 # ---------------------------------------------------------------------------- public
@@ -730,7 +732,13 @@ class Verifier:
         leeway: int = 0,
         max_statements: int = MAX_STATEMENTS,
     ) -> Verdict:
-        """Verify one package; never raises (every failure is ``valid: false``).
+        """Verify one package and return the :class:`Verdict`, a report: read ``.valid``
+        (a verdict has no truth value). Every failure of the package or the material is
+        ``valid: false`` with ``failure.code``; only the caller's own arguments raise
+        :class:`~vxp.VxpUsageError` (``now`` naive: ``time_naive``; not a datetime:
+        ``now_invalid``; ``leeway_invalid``; ``max_statements_invalid``).
+
+        ``now`` is an aware :class:`~datetime.datetime`.
 
         ``live_log`` (optional) is ``{"checkpoint", "consistency"}`` for this package's
         log, fetched now: ``consistency`` proves the live checkpoint extends the packaged
@@ -741,8 +749,8 @@ class Verifier:
         (default :data:`MAX_STATEMENTS`, at most 2**20) bounds the statements a package may
         hold: more is ``package_malformed/too_many_statements`` before any signature check.
         """
+        now = _check_call(now, leeway, max_statements)
         try:
-            _check_call(now, leeway, max_statements)
             return _pipeline(
                 self._material,
                 package,
@@ -769,16 +777,18 @@ def verify(
     leeway: int = 0,
     max_statements: int = MAX_STATEMENTS,
 ) -> Verdict:
-    """Verify a VXP Proof package against the issuer's metadata and JWKS; never raises.
+    """Verify a VXP Proof package against the issuer's metadata and JWKS; return the
+    :class:`Verdict` (a report: read ``.valid``).
 
     The one-shot form of :class:`Verifier` (build it, verify one package): a server that
     verifies many packages of one issuer builds the ``Verifier`` once instead. ``live``
     (optional) is freshly fetched material as data: ``{"metadata", "jwks", "checkpoint",
-    "consistency"}``. The other arguments are :meth:`Verifier.verify`'s. Every failure
-    gives ``valid: false`` with ``failure.code``.
+    "consistency"}``. The other arguments are :meth:`Verifier.verify`'s (``now`` an aware
+    datetime). Every failure of the package or the material gives ``valid: false`` with
+    ``failure.code``; the caller's own arguments raise :class:`~vxp.VxpUsageError`.
     """
+    now = _check_call(now, leeway, max_statements)
     try:
-        _check_call(now, leeway, max_statements)
         _check_package(package, max_statements)  # stage 1 comes before the material's stage 2
         saved = load_trust(metadata, jwks)
         live_trust: TrustMaterial | None = None

@@ -321,11 +321,15 @@ def test_bad_metadata_and_jwks() -> None:
     assert vxp.verify(op.package, op.metadata, private, now=op.now).valid is False
 
 
-def test_naive_now_is_refused() -> None:
+def test_naive_now_is_the_callers_usage_error_not_a_verdict() -> None:
     op = demo_operation("succeeded")
-    verdict = vxp.verify(op.package, op.metadata, op.jwks, now=op.now.replace(tzinfo=None))
-    assert verdict.failure is not None
-    assert verdict.failure["code"] == "time_naive"
+    naive = op.now.replace(tzinfo=None)
+    with pytest.raises(vxp.VxpUsageError) as caught:
+        vxp.verify(op.package, op.metadata, op.jwks, now=naive)
+    assert caught.value.code == "time_naive"
+    with pytest.raises(vxp.VxpUsageError) as caught:
+        vxp.Verifier(op.metadata, op.jwks).verify(op.package, now=naive)
+    assert caught.value.code == "time_naive"
 
 
 def test_statement_logged_after_now_is_refused() -> None:

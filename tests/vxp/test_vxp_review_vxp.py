@@ -404,10 +404,11 @@ def test_statement_cap_is_the_callers() -> None:
 @pytest.mark.parametrize("cap", [0, -1, True, 1.5, "6", None, 2**20 + 1])
 def test_statement_cap_must_be_a_sensible_integer(cap: Any) -> None:
     op = demo_operation("succeeded")
-    verdict = vxp.Verifier(op.metadata, op.jwks).verify(op.package, now=op.now, max_statements=cap)
-    assert _failure(verdict) == ("max_statements_invalid", None)
-    one_shot = vxp.verify(op.package, op.metadata, op.jwks, now=op.now, max_statements=cap)
-    assert _failure(one_shot) == ("max_statements_invalid", None)
+    verifier = vxp.Verifier(op.metadata, op.jwks)
+    with pytest.raises(vxp.VxpUsageError, match="max_statements_invalid"):
+        verifier.verify(op.package, now=op.now, max_statements=cap)
+    with pytest.raises(vxp.VxpUsageError, match="max_statements_invalid"):
+        vxp.verify(op.package, op.metadata, op.jwks, now=op.now, max_statements=cap)
 
 
 # ------------------------------------------------------------------ errand: a detached approval
