@@ -204,7 +204,7 @@ def verify_checkpoint(
     """Verify the log's signature on ``signed`` (and its origin if given); return the checkpoint."""
     sc = _as_signed(signed)
     key, message = _log_signature(sc, log_key)
-    if not key.verify(message, sc.signature):
+    if not key.signature_valid(message, sc.signature):
         raise VxpError("checkpoint_signature_invalid", "the checkpoint signature does not verify")
     if origin is not None:
         _log_origin(sc, origin)
@@ -280,7 +280,7 @@ def verify_cosignatures(
             continue
         if cosig.kid in good:
             raise VxpError("cosignature_duplicate", "a witness cosigned the checkpoint twice")
-        if cosig.alg != wkey.alg or not wkey.verify(
+        if cosig.alg != wkey.alg or not wkey.signature_valid(
             _cosigning_input(sc.checkpoint, cosig.time), cosig.signature
         ):
             raise VxpError("cosignature_invalid", f"the cosignature of witness {cosig.kid} fails")

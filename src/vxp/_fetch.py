@@ -331,7 +331,7 @@ class ProofEndpoint:
             return exc.message
         if key.alg != parsed.header["alg"]:
             return "the DPoP proof alg does not fit its key"
-        if not key.verify(parsed.signing_input, parsed.signature):
+        if not key.signature_valid(parsed.signing_input, parsed.signature):
             return "the DPoP proof signature does not verify"
         claims = parsed.payload
         if claims.get("htm") != method:

@@ -701,7 +701,7 @@ def _verify_kb(
         raise VxpError("kb_cnf_invalid", exc.message) from exc
     if holder.alg != alg:
         raise VxpError("kb_alg_key_mismatch", f"KB-JWT alg {alg} does not fit the cnf key")
-    if not holder.verify(parsed.signing_input, parsed.signature):
+    if not holder.signature_valid(parsed.signing_input, parsed.signature):
         raise VxpError("kb_signature_invalid", "the KB-JWT signature does not verify")
     kb = parsed.payload
     iat = kb.get("iat")
@@ -765,7 +765,7 @@ def verify_sd_jwt(
         raise VxpError("leeway_invalid", f"leeway is an integer from 0 to {MAX_SPAN} seconds")
     sd = SdJwt.parse(token)
     parsed, key = open_jwt(sd, issuer_keys, algs, typ)
-    if not key.verify(parsed.signing_input, parsed.signature):
+    if not key.signature_valid(parsed.signing_input, parsed.signature):
         raise VxpError("signature_invalid", "the issuer signature does not verify")
     claims, processor = process_payload(parsed.payload, sd.disclosures)
     check_times(claims, now, leeway, require_exp)

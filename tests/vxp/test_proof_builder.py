@@ -159,7 +159,9 @@ def test_package_is_deterministic() -> None:
 
 
 def test_sqlite_log_survives_and_verifies(tmp_path: Any) -> None:
-    store = vxp.SqliteLogStore(tmp_path / "log.db", "store.example/e/ferreteria-demo/vxp-log")
+    store = vxp.stores.SqliteLogStore(
+        tmp_path / "log.db", "store.example/e/ferreteria-demo/vxp-log"
+    )
     log = vxp.MerkleLog("store.example/e/ferreteria-demo/vxp-log", store)
     op = demo_operation("succeeded")
     for i in range(op.builder.log.size):
@@ -171,16 +173,16 @@ def test_sqlite_log_survives_and_verifies(tmp_path: Any) -> None:
 def test_metadata_helpers() -> None:
     op = demo_operation("succeeded")
     kid = vxp.key_thumbprint(demo_key("company"))
-    rotated = vxp.rotate_key(op.metadata, "company", demo_key("company-2"), at=_at(10))
+    rotated = vxp.trust.rotate_key(op.metadata, "company", demo_key("company-2"), at=_at(10))
     entries = rotated["vxp_proof"]["keys"]
     assert [e["not_after"] for e in entries if e["kid"] == kid] == ["2026-10-22T22:30:39.356Z"]
     with pytest.raises(vxp.VxpError):
-        vxp.rotate_key(op.metadata, "log", demo_key("x"), at=_at(1))
+        vxp.trust.rotate_key(op.metadata, "log", demo_key("x"), at=_at(1))
     with pytest.raises(vxp.VxpError):
-        vxp.retire_key(rotated, kid, at=_at(20))
+        vxp.trust.retire_key(rotated, kid, at=_at(20))
     with pytest.raises(vxp.VxpError):
-        vxp.unpublish_key(op.metadata, "nope")
-    trust = vxp.load_trust(op.metadata, op.jwks)
+        vxp.trust.unpublish_key(op.metadata, "nope")
+    trust = vxp.trust.load_trust(op.metadata, op.jwks)
     assert trust.custody == "operator_hosted"
     assert trust.issuer == COMPANY
     with pytest.raises(vxp.VxpError) as info:

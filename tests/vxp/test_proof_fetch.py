@@ -19,13 +19,15 @@ NOW = 1_800_000_000
 AGENT = "https://agent.example/agent.json"
 
 
-def _endpoint(**kw: Any) -> vxp.ProofEndpoint:
+def _endpoint(**kw: Any) -> vxp.fetch.ProofEndpoint:
     tokens = {
-        "tok": vxp.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 300),
-        "tok-b": vxp.AccessToken("https://b.example", vxp.key_thumbprint(demo_key("b")), NOW + 300),
+        "tok": vxp.fetch.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 300),
+        "tok-b": vxp.fetch.AccessToken(
+            "https://b.example", vxp.key_thumbprint(demo_key("b")), NOW + 300
+        ),
     }
     packages = {RID: (AGENT, demo_operation("succeeded").package)}
-    return vxp.ProofEndpoint(base_url=BASE, tokens=tokens, packages=packages, **kw)
+    return vxp.fetch.ProofEndpoint(base_url=BASE, tokens=tokens, packages=packages, **kw)
 
 
 def _headers(
@@ -34,7 +36,7 @@ def _headers(
     jti: str = "j1",
     **kw: Any,
 ) -> dict[str, str]:
-    proof = vxp.make_dpop_proof(
+    proof = vxp.fetch.make_dpop_proof(
         demo_key(key),
         method=kw.pop("method", "GET"),
         url=kw.pop("url", URL),
@@ -127,7 +129,7 @@ def test_private_jwk_in_proof_and_other_routes() -> None:
         server.handle(method="GET", url="https://x.example/v1", headers={}, now=NOW).status == 404
     )
     with pytest.raises(vxp.VxpError):
-        vxp.ProofEndpoint(base_url="http://store.example", tokens={}, packages={})
+        vxp.fetch.ProofEndpoint(base_url="http://store.example", tokens={}, packages={})
 
 
 def test_cli_demo_then_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,9 +170,11 @@ def test_fetch_over_a_real_loopback_socket() -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     now = int(time.time())
-    server_side = vxp.ProofEndpoint(
+    server_side = vxp.fetch.ProofEndpoint(
         base_url=BASE,
-        tokens={"tok": vxp.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), now + 300)},
+        tokens={
+            "tok": vxp.fetch.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), now + 300)
+        },
         packages={RID: (AGENT, demo_operation("succeeded").package)},
     )
 

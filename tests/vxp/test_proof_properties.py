@@ -226,7 +226,7 @@ def test_any_changed_character_of_a_statement_is_refused(
     from vxp._statements import verify_statement
 
     op = OPS[variant]
-    keys = vxp.IssuerKeys(vxp.load_trust(op.metadata, op.jwks).keys.values())
+    keys = vxp.IssuerKeys(vxp.trust.load_trust(op.metadata, op.jwks).keys.values())
     statements = op.package["statements"]
     original = statements[which % len(statements)]
     j = where % len(original)

@@ -41,13 +41,15 @@ NOW = 1_800_000_000
 AGENT = "https://agent.example/agent.json"
 
 
-def _endpoint() -> vxp.ProofEndpoint:
-    tokens = {"tok": vxp.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 3600)}
-    return vxp.ProofEndpoint(base_url=BASE, tokens=tokens, packages={"req_1": (AGENT, {"v": 1})})
+def _endpoint() -> vxp.fetch.ProofEndpoint:
+    tokens = {"tok": vxp.fetch.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 3600)}
+    return vxp.fetch.ProofEndpoint(
+        base_url=BASE, tokens=tokens, packages={"req_1": (AGENT, {"v": 1})}
+    )
 
 
 def _dpop(iat: int, jti: str = "j", url: str = URL) -> dict[str, str]:
-    proof = vxp.make_dpop_proof(
+    proof = vxp.fetch.make_dpop_proof(
         demo_key("dpop"), method="GET", url=url, iat=iat, jti=jti, access_token="tok"
     )
     return {"Authorization": "DPoP tok", "DPoP": proof}
@@ -69,7 +71,7 @@ def test_future_dated_dpop_proof_cannot_be_replayed_after_now_plus_window() -> N
 
 
 def test_replay_memory_purges_expired_entries() -> None:
-    cache = vxp.MemoryReplayCache()
+    cache = vxp.stores.MemoryReplayCache()
     assert cache.check_and_store("a", 10, 0)
     assert not cache.check_and_store("a", 10, 10)
     assert cache.check_and_store("b", 30, 11)  # purges "a" (until 10 < now 11)
@@ -179,7 +181,7 @@ def _relax(b: vxp.OperationBuilder) -> None:
             "expires_at": "2026-10-22T22:45:29.356Z",
             "read_back_terms": ["pedido", "despacho_nuevo"],
             "revision": 2,
-            "terms_digest": vxp.digest_of({**TERMS, "despacho_nuevo": "2030-01-01"}),
+            "terms_digest": vxp.statements.digest_of({**TERMS, "despacho_nuevo": "2030-01-01"}),
             "user_approval_required": False,
         },
         now=_at(1.2),
@@ -189,9 +191,9 @@ def _relax(b: vxp.OperationBuilder) -> None:
         {
             "attempt": 1,
             "capability": CAPABILITY,
-            "release": vxp.digest_of({"r": 1}),
+            "release": vxp.statements.digest_of({"r": 1}),
             "revision": 2,
-            "terms_digest": vxp.digest_of({**TERMS, "despacho_nuevo": "2030-01-01"}),
+            "terms_digest": vxp.statements.digest_of({**TERMS, "despacho_nuevo": "2030-01-01"}),
         },
         now=_at(2),
     )
@@ -290,7 +292,7 @@ def test_correction_to_expired_before_the_terms_expired_is_refused() -> None:
         assert latest is not None
         body = {
             "corrects": 3,
-            "fact_digest": vxp.digest_of({"f": 1}),
+            "fact_digest": vxp.statements.digest_of({"f": 1}),
             "revision": 1,
             "state": "expired",
             "terms_digest": latest.terms_digest,
@@ -396,7 +398,7 @@ def test_matching_read_back_hides_no_more_terms_than_it_has_digests() -> None:
             "outcome",
             {
                 "claimed_assurance": ["issuer_key_attested", "operator_observed"],
-                "result_summary_digest": vxp.digest_of({}),
+                "result_summary_digest": vxp.statements.digest_of({}),
                 "revision": 1,
                 "state": "succeeded",
                 "terms_digest": b.state.latest.terms_digest,  # type: ignore[union-attr]
@@ -515,17 +517,19 @@ def test_jti_memory_survives_a_restart_with_the_sqlite_replay_cache(tmp_path: An
     """The in-memory cache forgets on restart (a replay inside the window then passes);
     SqliteReplayCache keeps the memory across processes and restarts."""
     path = str(tmp_path / "jti.sqlite")
-    tokens = {"tok": vxp.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 3600)}
+    tokens = {"tok": vxp.fetch.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 3600)}
     headers = _dpop(NOW)
 
-    def server(replay: Any) -> vxp.ProofEndpoint:
+    def server(replay: Any) -> vxp.fetch.ProofEndpoint:
         packages = {"req_1": (AGENT, {"v": 1})}
-        return vxp.ProofEndpoint(base_url=BASE, tokens=tokens, packages=packages, replay=replay)
+        return vxp.fetch.ProofEndpoint(
+            base_url=BASE, tokens=tokens, packages=packages, replay=replay
+        )
 
-    first = vxp.SqliteReplayCache(path)
+    first = vxp.stores.SqliteReplayCache(path)
     assert server(first).handle(method="GET", url=URL, headers=headers, now=NOW).status == 200
     first.close()
-    restarted = vxp.SqliteReplayCache(path)
+    restarted = vxp.stores.SqliteReplayCache(path)
     again = server(restarted).handle(method="GET", url=URL, headers=headers, now=NOW + 30)
     assert again.status == 401
     assert restarted.check_and_store("k", NOW + 10, NOW)
@@ -533,7 +537,7 @@ def test_jti_memory_survives_a_restart_with_the_sqlite_replay_cache(tmp_path: An
     assert restarted.check_and_store("k", NOW + 30, NOW + 11)  # expired entries are purged
     restarted.close()
     with pytest.raises(vxp.VxpError):
-        vxp.SqliteReplayCache(str(tmp_path / "missing-dir" / "x.sqlite"))
+        vxp.stores.SqliteReplayCache(str(tmp_path / "missing-dir" / "x.sqlite"))
 
 
 # ------------------------------------------------------------------ log attacks (coverage)
@@ -542,7 +546,7 @@ def test_jti_memory_survives_a_restart_with_the_sqlite_replay_cache(tmp_path: An
 def _resigned(op: Any, *, origin: str = LOG_ORIGIN, size_delta: int = 0) -> Any:
     package = copy.deepcopy(op.package)
     cp = package["log"]["checkpoint"]["checkpoint"]
-    root = vxp.decode_hash(cp["root"], "root")
+    root = vxp.codec.decode_hash(cp["root"], "root")
     signed = sign_checkpoint(
         Checkpoint(origin, cp["tree_size"] + size_delta, root), demo_key("log")
     )
@@ -660,12 +664,12 @@ def test_request_url_with_default_port_or_host_case_reaches_the_route() -> None:
 
 def test_dpop_helper_never_signs_userinfo_into_htu() -> None:
     with pytest.raises(vxp.VxpError):
-        vxp.make_dpop_proof(
+        vxp.fetch.make_dpop_proof(
             demo_key("dpop"), method="GET", url="https://u:pw@store.example/x", iat=NOW, jti="j"
         )
     for bad in ("http://", "https://store.example/?a=1", "https://store.example/p", "ftp://x"):
         with pytest.raises(vxp.VxpError):
-            vxp.ProofEndpoint(base_url=bad, tokens={}, packages={})
+            vxp.fetch.ProofEndpoint(base_url=bad, tokens={}, packages={})
 
 
 def test_live_metadata_never_revalidates_a_key_saved_metadata_retired() -> None:

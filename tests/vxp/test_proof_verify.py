@@ -245,7 +245,7 @@ def test_live_metadata_of_another_issuer_is_refused() -> None:
 def test_rotation_saved_versus_live() -> None:
     op = demo_operation("rotated")
     old = vxp.key_thumbprint(demo_key("company"))
-    live_md = vxp.unpublish_key(op.metadata, old)
+    live_md = vxp.trust.unpublish_key(op.metadata, old)
     live_jwks = {"keys": [k for k in op.jwks["keys"] if k["kid"] != old]}
     live = {**op.live, "metadata": live_md, "jwks": live_jwks}
     verdict = _verify(op, live=live)
@@ -258,7 +258,9 @@ def test_rotation_saved_versus_live() -> None:
 
 def test_retire_then_sign_is_refused_by_the_verifier() -> None:
     op = demo_operation("succeeded")
-    retired = vxp.retire_key(op.metadata, vxp.key_thumbprint(demo_key("operator")), at=_at(2.5))
+    retired = vxp.trust.retire_key(
+        op.metadata, vxp.key_thumbprint(demo_key("operator")), at=_at(2.5)
+    )
     verdict = vxp.verify(op.package, retired, op.jwks, now=op.now).to_json()
     assert verdict["failure"]["reason"] == "key_not_valid_at_time"
 

@@ -285,7 +285,7 @@ def test_kb_jwt_exp_and_nbf_are_enforced(
 # ------------------------------------------------------------------ 4: nested _sd_alg
 
 
-def _signed(payload: dict[str, Any], disclosures: tuple[vxp.Disclosure, ...] = ()) -> str:
+def _signed(payload: dict[str, Any], disclosures: tuple[vxp.sdjwt.Disclosure, ...] = ()) -> str:
     key = resolve_key(demo_key("nested"))
     jws = sign_compact(
         {"alg": "ES256", "kid": key.kid, "typ": TYP}, payload, key, deterministic=True
@@ -308,12 +308,12 @@ def test_nested_sd_alg_is_refused(payload: dict[str, Any]) -> None:
 
 
 def test_nested_sd_alg_inside_a_disclosure_is_refused() -> None:
-    inner = vxp.Disclosure.create("salt", "x", {"_sd_alg": "sha-256"})
+    inner = vxp.sdjwt.Disclosure.create("salt", "x", {"_sd_alg": "sha-256"})
     payload = {"_sd_alg": "sha-256", "_sd": [inner.digest()]}
     with pytest.raises(vxp.VxpError) as err:
         vxp.verify_sd_jwt(_signed(payload, (inner,)), demo_key("nested"), typ=TYP, now=0)
     assert err.value.code == "sd_alg_misplaced"
-    named = vxp.Disclosure.create("salt", "_sd_alg", "sha-256")
+    named = vxp.sdjwt.Disclosure.create("salt", "_sd_alg", "sha-256")
     payload = {"_sd_alg": "sha-256", "a": {"_sd": [named.digest()]}}
     with pytest.raises(vxp.VxpError) as err:
         vxp.verify_sd_jwt(_signed(payload, (named,)), demo_key("nested"), typ=TYP, now=0)
@@ -520,13 +520,13 @@ NOW = 1_800_000_000
 AGENT = "https://agent.example/agent.json"
 
 
-def _endpoint(packages: dict[str, Any]) -> vxp.ProofEndpoint:
-    tokens = {"tok": vxp.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 3600)}
-    return vxp.ProofEndpoint(base_url=BASE, tokens=tokens, packages=packages)
+def _endpoint(packages: dict[str, Any]) -> vxp.fetch.ProofEndpoint:
+    tokens = {"tok": vxp.fetch.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 3600)}
+    return vxp.fetch.ProofEndpoint(base_url=BASE, tokens=tokens, packages=packages)
 
 
 def _headers(scheme: str, jti: str) -> dict[str, str]:
-    proof = vxp.make_dpop_proof(
+    proof = vxp.fetch.make_dpop_proof(
         demo_key("dpop"), method="GET", url=URL, iat=NOW, jti=jti, access_token="tok"
     )
     return {"Authorization": f"{scheme} tok", "DPoP": proof}

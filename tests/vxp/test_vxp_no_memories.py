@@ -191,7 +191,7 @@ def test_material_changed_in_place_is_seen_by_the_next_one_shot_verification() -
     assert vxp.verify(op.package, metadata, jwks, now=op.now).custody_declared == "company_held"
     # the operator key retired before the statements were logged: refused at once
     kid = vxp.key_thumbprint(demo_key("operator"))
-    retired = vxp.retire_key(metadata, kid, at=op.now - timedelta(days=21))
+    retired = vxp.trust.retire_key(metadata, kid, at=op.now - timedelta(days=21))
     verdict = vxp.verify(op.package, retired, jwks, now=op.now)
     assert verdict.failure is not None
     assert verdict.failure["code"] == "key_untrusted"

@@ -342,8 +342,8 @@ def test_lying_list_and_dict_subclasses_are_read_as_their_contents() -> None:
 
 def test_kind_signer_table_is_read_only() -> None:
     with pytest.raises(TypeError):
-        vxp.KIND_SIGNER["outcome"] = "operator"  # type: ignore[index]
-    assert vxp.KIND_SIGNER["outcome"] == "company"
+        vxp.statements.KIND_SIGNER["outcome"] = "operator"  # type: ignore[index]
+    assert vxp.statements.KIND_SIGNER["outcome"] == "company"
 
 
 def test_load_schema_returns_a_copy_the_caller_may_change() -> None:
@@ -378,7 +378,7 @@ def _padded(op: vxp.DemoOperation, n: int) -> dict[str, Any]:
 def test_default_statement_cap_is_4096() -> None:
     op = demo_operation("succeeded")
     verifier = vxp.Verifier(op.metadata, op.jwks)
-    assert vxp.MAX_STATEMENTS == 4096
+    assert vxp.statements.MAX_STATEMENTS == 4096
     over = verifier.verify(_padded(op, 4097), now=op.now)
     assert _failure(over) == ("package_malformed", "too_many_statements")
     at_cap = verifier.verify(_padded(op, 4096), now=op.now)
@@ -441,7 +441,7 @@ def _ed25519(seed: str) -> dict[str, Any]:
 def _her_device(payload: dict[str, Any], seed: str = "ana") -> tuple[dict[str, Any], bytes]:
     """Ana's own device: her private key never leaves it; it signs the bytes it rebuilt."""
     key = resolve_key(_ed25519(seed))
-    signing_input = vxp.approval_signing_input(key.public_jwk, payload)
+    signing_input = vxp.statements.approval_signing_input(key.public_jwk, payload)
     return dict(key.public_jwk), key.sign(signing_input, deterministic=True)
 
 
@@ -451,7 +451,7 @@ def test_shop_logs_an_approval_the_user_signed_on_her_own_device() -> None:
     state = b.state
     assert state.latest is not None
     assert state.request is not None
-    assert payload == vxp.approval_payload(
+    assert payload == vxp.statements.approval_payload(
         state.request["request_digest"],
         1,
         state.latest.terms_digest,
@@ -512,7 +512,9 @@ def test_detached_approval_that_does_not_verify_is_refused() -> None:
     assert _refused(
         b,
         user_key=operator.public_jwk,
-        signature=operator.sign(vxp.approval_signing_input(operator.public_jwk, payload)),
+        signature=operator.sign(
+            vxp.statements.approval_signing_input(operator.public_jwk, payload)
+        ),
     ) == ("rule_violation", "user_key_is_issuer_key")
     # and the good one after all these refusals
     b.approve_with_signature(user_key=public_jwk, signature=signature, now=_at(1))
@@ -521,13 +523,17 @@ def test_detached_approval_that_does_not_verify_is_refused() -> None:
 
 def test_approval_signing_input_is_the_jws_signing_input() -> None:
     key = resolve_key(_ed25519("ana"))
-    payload = vxp.approval_payload("sha-256:" + "A" * 43, 1, "sha-256:" + "B" * 43, "sha-256:x")
-    header_b64, payload_b64 = vxp.approval_signing_input(key.public_jwk, payload).split(b".")
+    payload = vxp.statements.approval_payload(
+        "sha-256:" + "A" * 43, 1, "sha-256:" + "B" * 43, "sha-256:x"
+    )
+    header_b64, payload_b64 = vxp.statements.approval_signing_input(key.public_jwk, payload).split(
+        b"."
+    )
     header = json.loads(base64_decode(header_b64))
     assert header == {"alg": "EdDSA", "kid": key.kid, "typ": "vxp-approval+jwt"}
     assert json.loads(base64_decode(payload_b64)) == payload
     with pytest.raises(vxp.VxpError):
-        vxp.approval_signing_input(key.public_jwk, {"revision": 1})
+        vxp.statements.approval_signing_input(key.public_jwk, {"revision": 1})
 
 
 def base64_decode(segment: bytes) -> bytes:
