@@ -33,7 +33,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 import vxp
-from vxp._proof_demo import CAPABILITY, T0, DemoOperation, demo_key, demo_operation
+from vxp import DemoOperation, demo_key, demo_operation
+from vxp._proof_demo import CAPABILITY, T0
 
 
 def _at(seconds: float) -> Any:

@@ -60,8 +60,9 @@ The building blocks: an SD-JWT (RFC 9901) and a Merkle log (RFC 9162)::
 ``__all__`` lists the top-level names; the public submodules :mod:`vxp.merkle`,
 :mod:`vxp.checkpoints`, :mod:`vxp.sdjwt`, :mod:`vxp.statements`, :mod:`vxp.trust`,
 :mod:`vxp.stores`, :mod:`vxp.fetch`, :mod:`vxp.codec` and :mod:`vxp.errors` hold the
-rest (:func:`schema_names` and :func:`load_schema` stay at the top, as in every package of
-this distribution: the conformance runner reads them there). Modules whose name starts with ``_`` are private.
+rest (:func:`schema_names` and :func:`load_schema` stay at the top, as in every package
+of this distribution: the conformance runner reads them there). Modules whose name starts
+with ``_`` are private.
 """
 
 from __future__ import annotations

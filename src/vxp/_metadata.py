@@ -286,7 +286,9 @@ def _with_keys(metadata: Mapping[str, Any], keys: list[dict[str, Any]]) -> dict[
 
 
 def retire_key(metadata: Mapping[str, Any], kid: str, *, at: datetime) -> dict[str, Any]:
-    """Return metadata in which ``kid`` stops signing at ``at`` but stays published."""
+    """Return metadata in which ``kid`` stops signing at ``at`` but stays published.
+
+    ``at`` is an aware :class:`~datetime.datetime` (naive: ``time_naive``, a usage error)."""
     keys = _records_json(metadata)
     found = False
     for entry in keys:
@@ -301,7 +303,9 @@ def retire_key(metadata: Mapping[str, Any], kid: str, *, at: datetime) -> dict[s
 def rotate_key(
     metadata: Mapping[str, Any], role: str, new_key: KeyLike, *, at: datetime
 ) -> dict[str, Any]:
-    """Return metadata in which ``role``'s active keys retire at ``at`` and ``new_key`` starts."""
+    """Return metadata in which ``role``'s active keys retire at ``at`` and ``new_key`` starts.
+
+    ``at`` is an aware :class:`~datetime.datetime` (naive: ``time_naive``, a usage error)."""
     if role not in ROLES:
         raise VxpError("role_unknown", f"{role!r} is not a signing role")
     keys = _records_json(metadata)

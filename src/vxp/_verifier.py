@@ -24,7 +24,6 @@ from . import _merkle
 from ._chain import KIND_SIGNER, ChainState, parse_time, step
 from ._checkpoint import SignedCheckpoint, verify_checkpoint, verify_cosignatures
 from ._codec import canonical_json, decode_hash, encode_hash, plain_json, sha256
-from ._frozen import assemble
 from ._keys import IssuerKeys, ResolvedKey, first_invalid
 from ._metadata import KeyRecord, TrustMaterial, load_trust
 from ._sdjwt import SdJwt
@@ -619,32 +618,29 @@ def _pipeline(
     saved = material.saved
     latest = state.latest
     assert latest is not None
-    return assemble(
-        Verdict,
-        {
-            "valid": True,
-            "final_state": state.final_state,
-            "revision": latest.revision,
-            "approval": approval,
-            "derived_assurance": derived,
-            "single_root": _single_root(saved, parsed),
-            "custody_declared": saved.custody,
-            "logged": logged,
-            "company": saved.issuer,
-            "anchor": "issuer",
-            "key_source": "issuer_metadata_saved"
-            if "issuer_metadata_saved" in sources
-            else "issuer_metadata_live",
-            "profile": saved.profile,
-            "statements": len(parsed),
-            "log_inclusion": "ok",
-            "tree_size": logres.tree_size,
-            "live_tree_size": logres.live_tree_size,
-            "consistency": logres.consistency,
-            "witnesses": logres.witnesses,
-            "operation": "matches",
-            "failure": None,
-        },
+    return Verdict(
+        valid=True,
+        final_state=state.final_state,
+        revision=latest.revision,
+        approval=approval,
+        derived_assurance=derived,
+        single_root=_single_root(saved, parsed),
+        custody_declared=saved.custody,
+        logged=logged,
+        company=saved.issuer,
+        anchor="issuer",
+        key_source="issuer_metadata_saved"
+        if "issuer_metadata_saved" in sources
+        else "issuer_metadata_live",
+        profile=saved.profile,
+        statements=len(parsed),
+        log_inclusion="ok",
+        tree_size=logres.tree_size,
+        live_tree_size=logres.live_tree_size,
+        consistency=logres.consistency,
+        witnesses=logres.witnesses,
+        operation="matches",
+        failure=None,
     )
 
 
@@ -707,12 +703,6 @@ class Verifier:
             live = load_trust(live_metadata, live_jwks)
         object.__setattr__(self, "_material", _Material.of(saved, live))
 
-    @classmethod
-    def _of(cls, material: _Material) -> Verifier:
-        verifier = object.__new__(cls)
-        object.__setattr__(verifier, "_material", material)
-        return verifier
-
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("a Verifier is read-only")
 
@@ -750,19 +740,28 @@ class Verifier:
         hold: more is ``package_malformed/too_many_statements`` before any signature check.
         """
         now = _check_call(now, leeway, max_statements)
-        try:
-            return _pipeline(
-                self._material,
-                package,
-                now,
-                live_log,
-                request_id,
-                request,
-                leeway,
-                max_statements,
-            )
-        except VxpError as exc:
-            return _failed(exc)
+        return _verdict(
+            self._material, package, now, live_log, request_id, request, leeway, max_statements
+        )
+
+
+def _verdict(
+    material: _Material,
+    package: object,
+    now: datetime,
+    live_log: Mapping[str, Any] | None,
+    request_id: str | None,
+    request: object,
+    leeway: int,
+    max_statements: int,
+) -> Verdict:
+    """The pipeline's verdict for checked call arguments: any failure is ``valid: false``."""
+    try:
+        return _pipeline(
+            material, package, now, live_log, request_id, request, leeway, max_statements
+        )
+    except VxpError as exc:
+        return _failed(exc)
 
 
 def verify(
@@ -802,15 +801,7 @@ def verify(
                 )
             live_trust = load_trust(live["metadata"], live["jwks"])
             live_log = {"checkpoint": live["checkpoint"], "consistency": live["consistency"]}
-        verifier = Verifier._of(_Material.of(saved, live_trust))
+        material = _Material.of(saved, live_trust)
     except VxpError as exc:
         return _failed(exc)
-    return verifier.verify(
-        package,
-        now=now,
-        live_log=live_log,
-        request_id=request_id,
-        request=request,
-        leeway=leeway,
-        max_statements=max_statements,
-    )
+    return _verdict(material, package, now, live_log, request_id, request, leeway, max_statements)

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import vxp
-from vxp._proof_demo import CAPABILITY, T0, demo_key, demo_operation
+from vxp import demo_key, demo_operation
+from vxp._proof_demo import CAPABILITY, T0
 
 
 def _ex(n: int) -> int:

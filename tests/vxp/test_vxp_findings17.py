@@ -14,21 +14,13 @@ from hypothesis import strategies as st
 from joserfc.jwk import ECKey
 
 import vxp
-from vxp._checkpoint import SignedCheckpoint, cosign_checkpoint, sign_checkpoint
-from vxp._codec import b64url_encode
+from vxp import MerkleLog, demo_key, demo_operation
 from vxp._jws import sign_compact
 from vxp._keys import resolve_key
-from vxp._log import MerkleLog
-from vxp._proof_demo import (
-    CAPABILITY,
-    COMPANY,
-    LOG_ORIGIN,
-    T0,
-    demo_key,
-    demo_operation,
-    seeded_rng,
-)
+from vxp._proof_demo import CAPABILITY, COMPANY, LOG_ORIGIN, T0, seeded_rng
 from vxp._statements import jwt_digest, sign_user_approval
+from vxp.checkpoints import SignedCheckpoint, cosign_checkpoint, sign_checkpoint
+from vxp.codec import b64url_encode
 
 TYP = "example+sd-jwt"
 
