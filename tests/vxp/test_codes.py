@@ -271,6 +271,35 @@ def test_every_literal_code_at_a_raise_site_is_in_the_table() -> None:
     assert len(found) > 100  # the scan sees the raise sites
 
 
+def _passed_codes() -> dict[str, list[str]]:
+    """Codes handed to a helper that raises them later: ``code="..."`` keywords, and the
+    literal arguments of ``_parse``/``_open``/``_tx`` (the stores) and ``_stage``'s picks."""
+    import ast
+
+    found: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "src" / "vxp").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            values = [k.value for k in node.keywords if k.arg == "code"]
+            name = getattr(node.func, "id", getattr(node.func, "attr", None))
+            position = {"_parse": 1, "_tx": 2, "_open": 3}.get(str(name))
+            if position is not None and len(node.args) > position:
+                values.append(node.args[position])
+            for value in values:
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                    found.setdefault(value.value, []).append(where)
+    return found
+
+
+def test_every_code_passed_to_a_helper_is_in_the_table() -> None:
+    found = _passed_codes()
+    assert {"malformed_jwt", "disclosure_malformed", "log_store_error"} <= set(found)
+    unknown = {code: where for code, where in found.items() if code not in CODES}
+    assert not unknown, unknown
+
+
 def test_every_code_is_raised_by_a_vector_or_a_trigger() -> None:
     covered = vector_codes("vxp") | _verdict_codes() | set(TRIGGERS) | set(_OTHER_TESTS)
     assert set(CODES) - covered == set()
