@@ -10,8 +10,10 @@ compares, in one run, interleaved rounds of CPU time, best and median:
 - warm: one ``vxp.Verifier`` built once, verifying the package;
 - cold: ``vxp.verify`` with fresh metadata and JWKS objects every call;
 
-for the draft's 6-statement package and a 1,000-statement chain. A shortcut would be kept
-(in ``src/vxp/_fast.py``) only where it is more than 1.20x faster.
+for the draft's 6-statement package and a 1,000-statement chain; and ``vxp.verify_sd_jwt``
+of an SD-JWT with 50 disclosures (warm: ``vxp.IssuerKeys`` built once; cold: from the JWK
+every call), where JSON parsing weighs most. A shortcut would be kept (in
+``src/vxp/_fast.py``) only where it is more than 1.20x faster.
 
     python bench/bench_vxp_internals.py [--seconds S] [--rounds N]
 """
@@ -96,6 +98,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=0.3, help="time per measurement")
     parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds")
     args = parser.parse_args()
+    cases: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = []
     for name, op in (("draft (6)", vxp.demo_operation("succeeded")), ("1,000", long_chain(1000))):
         verifier = vxp.Verifier(op.metadata, op.jwks)
         fresh = itertools.cycle(
@@ -114,14 +117,28 @@ def main() -> None:
                 assert dataclasses.asdict(verifier.verify(op.package, now=op.now)) == (
                     dataclasses.asdict(vxp.verify(op.package, op.metadata, op.jwks, now=op.now))
                 )
+        cases.append((name, warm, cold))
+    issuer = vxp.demo_key("bench issuer")
+    claims = {f"c{i:02d}": vxp.Sd({"value": i, "note": "x" * 8}) for i in range(50)}
+    token = vxp.present_sd_jwt(vxp.issue_sd_jwt({"iss": "i", **claims}, issuer, typ="t"))
+    keys, jwk = vxp.IssuerKeys([issuer]), issuer.as_dict(private=False)
+
+    def sd_warm() -> None:
+        vxp.verify_sd_jwt(token, keys, typ="t", now=0)
+
+    def sd_cold() -> None:
+        vxp.verify_sd_jwt(token, vxp.IssuerKeys([dict(jwk)]), typ="t", now=0)
+
+    cases.append(("sd-jwt 50", sd_warm, sd_cold))
+    for name, warm_fn, cold_fn in cases:
         times: dict[tuple[str, str], list[float]] = {
             (m, w): [] for m in MODES for w in ("warm", "cold")
         }
         for _ in range(args.rounds):
             for mode, on in MODES.items():
                 with _shortcuts(*on):
-                    times[(mode, "warm")].append(_time(warm, args.seconds))
-                    times[(mode, "cold")].append(_time(cold, args.seconds))
+                    times[(mode, "warm")].append(_time(warm_fn, args.seconds))
+                    times[(mode, "cold")].append(_time(cold_fn, args.seconds))
         for which in ("warm", "cold"):
             base = times[("plain (src)", which)]
             best, median = min(base), sorted(base)[len(base) // 2]

@@ -53,11 +53,18 @@ class AccessToken:
 
 @dataclass(frozen=True)
 class FetchResponse:
-    """An HTTP answer as data: status, headers and a JSON body."""
+    """An HTTP answer as data: status, headers and a JSON body.
+
+    A report, like :class:`vxp.Verdict`: it has no truth value (``if answer:`` would pass a
+    401); read :attr:`status`."""
 
     status: int
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        """Refused: an answer is a report, never a truth value; read :attr:`status`."""
+        raise TypeError("a FetchResponse is a report; read .status")
 
     def to_json(self) -> dict[str, Any]:
         """Return ``{"status", "headers", "body"}``."""

@@ -127,6 +127,14 @@ def test_a_verdict_is_a_report_never_a_truth_value() -> None:
             _ = not verdict
 
 
+def test_a_fetch_answer_is_a_report_never_a_truth_value() -> None:
+    endpoint = vxp.fetch.ProofEndpoint(base_url="https://co.example", tokens={}, packages={})
+    answer = endpoint.handle(method="GET", url="https://co.example/x", headers={}, now=0)
+    assert answer.status == 404
+    with pytest.raises(TypeError, match=r"report; read \.status"):
+        bool(answer)
+
+
 def test_checks_return_the_verified_value_or_raise() -> None:
     """Issue 25: every pass/fail check returns what it verified (never None, never a bool)."""
     merkle = vxp.merkle
