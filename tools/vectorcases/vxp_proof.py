@@ -14,24 +14,15 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 import vxp
 from vectorlib import Case, Mutation, derive, flip_char, suite
+from vxp import DemoOperation, demo_key, demo_operation
 from vxp._chain import format_time
 from vxp._chain import parse_time as vxp_parse_time
-from vxp._checkpoint import Checkpoint, SignedCheckpoint, cosign_checkpoint, sign_checkpoint
 from vxp._codec import encode_hash as vxp_hash
 from vxp._jws import sign_compact
 from vxp._keys import resolve_key
-from vxp._proof_demo import (
-    CAPABILITY,
-    COMPANY,
-    LOG_ORIGIN,
-    T0,
-    DemoOperation,
-    demo_key,
-    demo_operation,
-    extend_log,
-    seeded_rng,
-)
+from vxp._proof_demo import CAPABILITY, COMPANY, LOG_ORIGIN, T0, extend_log, seeded_rng
 from vxp._statements import jwt_digest, sign_user_approval
+from vxp.checkpoints import Checkpoint, SignedCheckpoint, cosign_checkpoint, sign_checkpoint
 
 DRAFT_STATES = ("succeeded", "failed", "cancelled", "expired", "unknown", "corrected", "revoked")
 
