@@ -72,13 +72,13 @@ def main() -> None:
         nonlocal k
         i, leaf, proof = proofs[k % 64]
         k += 1
-        vxp.verify_inclusion(leaf, i, n, proof, root)
+        vxp.merkle.verify_inclusion(leaf, i, n, proof, root)
 
     def consistency() -> None:
         nonlocal k
         m, r1, proof = cproofs[k % 64]
         k += 1
-        vxp.verify_consistency(m, n, r1, root, proof)
+        vxp.merkle.verify_consistency(m, n, r1, root, proof)
 
     def gen_inclusion() -> None:
         nonlocal k

@@ -33,7 +33,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 import vxp
-from vxp._proof_demo import CAPABILITY, T0, DemoOperation, demo_key, demo_operation
+from vxp import DemoOperation, demo_key, demo_operation
+from vxp._proof_demo import CAPABILITY, T0
 
 
 def _at(seconds: float) -> Any:
@@ -72,7 +73,9 @@ def long_chain(statements: int) -> DemoOperation:
     b.outcome(state="succeeded", result_summary={}, now=_at(t + 4))
     log_key = demo_key("log")
     package = b.package(log_key=log_key)
-    signed = vxp.sign_checkpoint(vxp.Checkpoint(b.log.origin, b.log.size, b.log.root()), log_key)
+    signed = vxp.checkpoints.sign_checkpoint(
+        vxp.checkpoints.Checkpoint(b.log.origin, b.log.size, b.log.root()), log_key
+    )
     live = {**base.live, "checkpoint": signed.to_json(), "consistency": []}
     return DemoOperation(package, base.metadata, base.jwks, live, _at(t + 60), b)
 
@@ -104,7 +107,7 @@ def raw_es256(op: DemoOperation, *, live: bool) -> Callable[[], None]:
         work.append((keys[header["kid"]], _der(_b64(s)), f"{h}.{p}".encode()))
     checkpoints = [op.package["log"]["checkpoint"]] + ([op.live["checkpoint"]] if live else [])
     for cp in checkpoints:
-        signed = vxp.SignedCheckpoint.from_json(cp)
+        signed = vxp.checkpoints.SignedCheckpoint.from_json(cp)
         work.append((keys[signed.kid], _der(signed.signature), signed.checkpoint.signing_input()))
     algo = ec.ECDSA(hashes.SHA256())
 

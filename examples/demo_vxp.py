@@ -16,7 +16,7 @@ def main() -> None:
     print("== SD-JWT (RFC 9901) ==")
     company = ECKey.generate_key("P-256")
     agent = ECKey.generate_key("P-256")
-    claims = vxp.mark_disclosable(
+    claims = vxp.sdjwt.mark_disclosable(
         {
             "iss": "https://store.example",
             "iat": NOW,
@@ -60,16 +60,20 @@ def main() -> None:
     log = vxp.MerkleLog("log.store.example/vxp")
     index = log.append(token.jws.encode())
     log.extend([b"statement 2", b"statement 3"])
-    witness = vxp.Witness(witness_key, {log.origin: log_key})
+    witness = vxp.checkpoints.Witness(witness_key, {log.origin: log_key})
     first = witness.cosign(log.checkpoint(log_key), time=NOW)
     print(f"checkpoint {first.checkpoint.tree_size} signed by the log, cosigned by a witness")
     log.extend([b"statement 4", b"statement 5"])
     second = witness.cosign(log.checkpoint(log_key), proof=log.consistency_proof(3), time=NOW + 60)
-    checkpoint = vxp.verify_checkpoint(second.to_json(), log_key, origin=log.origin)
-    vxp.verify_cosignatures(second, [witness_key], quorum=1)
+    checkpoint = vxp.checkpoints.verify_checkpoint(second.to_json(), log_key, origin=log.origin)
+    vxp.checkpoints.verify_cosignatures(second, [witness_key], quorum=1)
     proof = log.inclusion_proof(index, checkpoint.tree_size)
-    vxp.verify_inclusion(
-        vxp.leaf_hash(token.jws.encode()), index, checkpoint.tree_size, proof, checkpoint.root
+    vxp.merkle.verify_inclusion(
+        vxp.merkle.leaf_hash(token.jws.encode()),
+        index,
+        checkpoint.tree_size,
+        proof,
+        checkpoint.root,
     )
     print(
         f"the statement is leaf {index} of {checkpoint.tree_size}: "

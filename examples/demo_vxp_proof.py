@@ -23,13 +23,15 @@ def main() -> None:
     agent_key = vxp.demo_key("agent-dpop")
     base = "https://store.example"
     url = f"{base}/v1/requests/{op.package['op']['id']}/proof"
-    endpoint = vxp.ProofEndpoint(
+    endpoint = vxp.fetch.ProofEndpoint(
         base_url=base,
-        tokens={"tok": vxp.AccessToken("agent", vxp.key_thumbprint(agent_key), 2_000_000_000)},
+        tokens={
+            "tok": vxp.fetch.AccessToken("agent", vxp.key_thumbprint(agent_key), 2_000_000_000)
+        },
         packages={op.package["op"]["id"]: ("agent", op.package)},
     )
     now = 1_900_000_000
-    proof = vxp.make_dpop_proof(
+    proof = vxp.fetch.make_dpop_proof(
         agent_key,
         method="GET",
         url=url,

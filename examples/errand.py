@@ -320,7 +320,7 @@ async def errand(work: Path, pxp_base: str, shop: dict[str, Any], late_by: int) 
     metadata = _get(conn, "/vxp/.well-known/vxp-issuer.json", {})
     jwks = _get(conn, "/vxp/.well-known/vxp-jwks.json", {})
     path = f"/v1/requests/{access['request_id']}/proof"
-    dpop = vxp.make_dpop_proof(
+    dpop = vxp.fetch.make_dpop_proof(
         agent.private_jwk(),
         method="GET",
         url=base + path,

@@ -484,7 +484,9 @@ class _Audit:
             hash=decided_proposal["hash"],
             grant=grants[0],
         )
-        if not executions or _get(executions[-1], "body", "release") != vxp.digest_of(release):
+        if not executions or _get(executions[-1], "body", "release") != vxp.statements.digest_of(
+            release
+        ):
             _fail(
                 "binding_release_mismatch",
                 "the proof's execution is not the commit of the decided proposal",
@@ -621,7 +623,7 @@ class _Audit:
             expires=proposal["expires"],
         )
         body = _get(terms, "body") or {}
-        if body.get("terms_digest") != vxp.digest_of(t):
+        if body.get("terms_digest") != vxp.statements.digest_of(t):
             bad("terms_digest")
         if body.get("capability") != proposal["capability"]:
             bad("capability")

@@ -409,7 +409,7 @@ def approval_for(key: PersonKey, terms: Mapping[str, Any]) -> dict[str, Any]:
 
     Her side rebuilds T from what she was shown and refuses (``binding_proof_terms_mismatch``)
     when the shop's terms statement signs another ``terms_digest``; ``signature`` is the
-    raw Ed25519 signature (base64url) over :func:`vxp.approval_signing_input`.
+    raw Ed25519 signature (base64url) over :func:`vxp.statements.approval_signing_input`.
     """
     return _approval_for(_person(key), terms)
 
@@ -431,7 +431,7 @@ def _approval_for(key: PersonKey, terms: Mapping[str, Any]) -> dict[str, Any]:
         expires=proposal["expires"],
     )
     if (
-        terms_body.get("terms_digest") != vxp.digest_of(t)
+        terms_body.get("terms_digest") != vxp.statements.digest_of(t)
         or request_body.get("client_id") != x["agent"]
     ):
         raise _mismatch(
@@ -456,15 +456,15 @@ def sign_approval_unchecked(key: PersonKey, request: str, terms: str) -> dict[st
 def _sign_approval(key: PersonKey, request: str, terms: str) -> dict[str, Any]:
     request_body = statement_body(request)
     terms_body = statement_body(terms)
-    payload = vxp.approval_payload(
+    payload = vxp.statements.approval_payload(
         request_body["request_digest"],
         terms_body["revision"],
         terms_body["terms_digest"],
         statement_digest(terms),
     )
     user_key = key.public_jwk
-    signature = key.sign(vxp.approval_signing_input(user_key, payload))
-    return {"user_key": user_key, "signature": vxp.b64url_encode(signature)}
+    signature = key.sign(vxp.statements.approval_signing_input(user_key, payload))
+    return {"user_key": user_key, "signature": vxp.codec.b64url_encode(signature)}
 
 
 def sign_on_approval(

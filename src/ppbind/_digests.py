@@ -56,14 +56,14 @@ def statement_digest(statement: object) -> str:
     The same digest VXP writes in ``prev`` (a small helper here: ``vxp`` keeps its own
     private).
     """
-    return vxp.encode_hash(hashlib.sha256(jwt_of(statement).encode("ascii")).digest())
+    return vxp.codec.encode_hash(hashlib.sha256(jwt_of(statement).encode("ascii")).digest())
 
 
 def statement_payload(statement: object) -> dict[str, Any]:
     """The JWT payload of a VXP statement, read without verifying the signature."""
     parts = jwt_of(statement).split(".")
     try:
-        payload = json.loads(vxp.b64url_decode(parts[1], "the statement payload"))
+        payload = json.loads(vxp.codec.b64url_decode(parts[1], "the statement payload"))
     except (IndexError, ValueError) as exc:
         raise BindingError(
             "binding_input_invalid", "a VXP statement's payload is not JSON", reason="vxp"

@@ -69,7 +69,7 @@ class BikeShop:
         keys: Mapping[str, vxp.KeyLike],
         clock: Callable[[], float],
         rand: Callable[[int], bytes] = secrets.token_bytes,
-        salts: vxp.RandomSource = secrets.token_bytes,
+        salts: vxp.sdjwt.RandomSource = secrets.token_bytes,
         since: int = 1_700_000_000,
     ) -> None:
         self.service_id = service_id
@@ -86,7 +86,7 @@ class BikeShop:
         self._lapses: dict[str, int] = {}
         """Open operations (no outcome yet) and when their terms expire."""
         self.packages: dict[str, tuple[str, Mapping[str, Any]]] = {}
-        self.tokens: dict[str, vxp.AccessToken] = {}
+        self.tokens: dict[str, vxp.fetch.AccessToken] = {}
         company = self._keys["company"]
         self.metadata = vxp.build_metadata(
             issuer,
@@ -101,7 +101,7 @@ class BikeShop:
             witnesses=[vxp.key_thumbprint(self._keys["witness"])],
         )
         self.jwks = vxp.build_jwks([company, self._keys["log"], self._keys["witness"]])
-        self.endpoint = vxp.ProofEndpoint(
+        self.endpoint = vxp.fetch.ProofEndpoint(
             base_url=base_url, tokens=self.tokens, packages=self.packages
         )
         self.service = parley.Service(
@@ -205,7 +205,7 @@ class BikeShop:
                 "forbidden", "the buyer's approval does not verify: its user_key is not a JWK"
             )
         try:
-            signature = vxp.b64url_decode(approval.get("signature"), "the approval signature")
+            signature = vxp.codec.b64url_decode(approval.get("signature"), "the approval signature")
             builder.approve_with_signature(user_key=user_key, signature=signature, now=now)
         except vxp.VxpError as exc:
             raise parley.ServiceError(
@@ -227,7 +227,7 @@ class BikeShop:
         builder.outcome(state="succeeded", result_summary={"item": item}, now=now)
         token = "at_" + self._rand(16).hex()
         agent_jwk = jwk_of(str(ctx.key))
-        self.tokens[token] = vxp.AccessToken(
+        self.tokens[token] = vxp.fetch.AccessToken(
             str(ctx.key), vxp.key_thumbprint(agent_jwk), ctx.now + 3600
         )
         self.packages[op_id] = (str(ctx.key), self.seal(op_id, ctx.now))

@@ -457,7 +457,7 @@ def demo_errand(
     access = receipt["result"]["x_binding"]["vxp"]
     url = f"https://bikes.ben.example/v1/requests/{access['request_id']}/proof"
     fetched_at = tick()
-    dpop = vxp.make_dpop_proof(
+    dpop = vxp.fetch.make_dpop_proof(
         agent.private_jwk(),
         method="GET",
         url=url,

@@ -4,31 +4,22 @@ A chain of SD-JWT statements (RFC 9901, ES256, JCS payloads) logged in an RFC 91
 log, and a verifier that derives a verdict and an assurance level from the evidence,
 never from the issuer's own claims.
 
-Quick start::
+The five things you most likely want:
+
+1. :class:`Verifier` (or the one-shot :func:`verify`): a package in, a :class:`Verdict` out.
+   A verdict is a report: read ``verdict.valid``; ``if verdict:`` raises ``TypeError``.
+2. :class:`OperationBuilder`: sign an operation's statements as they happen, log them in a
+   :class:`MerkleLog` (:func:`open_log_store` picks its store) and seal the package;
+   :func:`build_metadata` and :func:`build_jwks` publish the issuer's material.
+3. :func:`issue_sd_jwt`, :func:`present_sd_jwt`, :func:`verify_sd_jwt`: SD-JWT (RFC 9901)
+   on its own; :func:`verify_sd_jwt` returns the verified token or raises.
+4. :mod:`vxp.merkle` and :mod:`vxp.checkpoints`: RFC 9162 proofs, signed tree heads, witnesses.
+5. :class:`VxpError`: every error, with a stable ``code`` (``docs/codes/vxp.md``);
+   :class:`VxpUsageError` is the caller's mistake, :class:`VxpProtocolError` a peer's bad data.
+
+Quick start: issue the draft's example operation with demo keys, then verify it::
 
     >>> import vxp
-    >>> issubclass(vxp.VxpError, ValueError)
-    True
-    >>> len(vxp.schema_names()) >= 0
-    True
-
-The building blocks: an SD-JWT (RFC 9901) and a Merkle log (RFC 9162)::
-
-    >>> from joserfc.jwk import ECKey
-    >>> issuer = ECKey.generate_key("P-256")
-    >>> claims = {"iss": "https://co.example", "name": vxp.Sd("Ada")}
-    >>> token = vxp.issue_sd_jwt(claims, issuer, typ="example+sd-jwt")
-    >>> shown = vxp.present_sd_jwt(token, disclose=[])
-    >>> keys = vxp.IssuerKeys([issuer])  # resolved once, held by the caller
-    >>> vxp.verify_sd_jwt(shown, keys, typ="example+sd-jwt", now=0).claims
-    {'iss': 'https://co.example'}
-    >>> log = vxp.MerkleLog("log.example/vxp")
-    >>> log.extend([b"a", b"b", b"c"])
-    range(0, 3)
-    >>> vxp.verify_inclusion(vxp.leaf_hash(b"b"), 1, 3, log.inclusion_proof(1), log.root())
-
-VXP Proof: issue the draft's example operation with demo keys, then verify it::
-
     >>> op = vxp.demo_operation("succeeded")
     >>> verdict = vxp.verify(op.package, op.metadata, op.jwks, live=op.live, now=op.now)
     >>> verdict.valid, verdict.final_state, verdict.single_root, verdict.logged
@@ -40,156 +31,98 @@ A server verifying many packages of one issuer builds one ``Verifier`` and reuse
     >>> verifier = vxp.Verifier(op.metadata, op.jwks)
     >>> verifier.verify(op.package, now=op.now).final_state
     'succeeded'
+    >>> tampered = dict(op.package, company="https://other.example")
+    >>> verdict = verifier.verify(tampered, now=op.now)
+    >>> verdict.valid, verdict.failure["code"]
+    (False, 'company_mismatch')
+    >>> bool(verdict)
+    Traceback (most recent call last):
+    TypeError: a Verdict is a report; read .valid
 
-Public names are listed in ``__all__``; implementation modules are private.
+The building blocks: an SD-JWT (RFC 9901) and a Merkle log (RFC 9162)::
+
+    >>> from joserfc.jwk import ECKey
+    >>> from vxp import merkle
+    >>> issuer = ECKey.generate_key("P-256")
+    >>> claims = {"iss": "https://co.example", "name": vxp.Sd("Ada")}
+    >>> token = vxp.issue_sd_jwt(claims, issuer, typ="example+sd-jwt")
+    >>> shown = vxp.present_sd_jwt(token, disclose=[])
+    >>> keys = vxp.IssuerKeys([issuer])  # resolved once, held by the caller
+    >>> vxp.verify_sd_jwt(shown, keys, typ="example+sd-jwt", now=0).claims
+    {'iss': 'https://co.example'}
+    >>> log = vxp.MerkleLog("log.example/vxp")
+    >>> log.extend([b"a", b"b", b"c"])
+    range(0, 3)
+    >>> proof = log.inclusion_proof(1)
+    >>> merkle.verify_inclusion(merkle.leaf_hash(b"b"), 1, 3, proof, log.root()) == log.root()
+    True
+
+``__all__`` lists the top-level names; the public submodules :mod:`vxp.merkle`,
+:mod:`vxp.checkpoints`, :mod:`vxp.sdjwt`, :mod:`vxp.statements`, :mod:`vxp.trust`,
+:mod:`vxp.stores`, :mod:`vxp.fetch`, :mod:`vxp.codec` and :mod:`vxp.errors` hold the
+rest (:func:`schema_names` and :func:`load_schema` stay at the top, as in every package
+of this distribution: the conformance runner reads them there). Modules whose name starts
+with ``_`` are private.
 """
 
 from __future__ import annotations
 
-from ._builder import OperationBuilder, digest_of
-from ._chain import FINAL_STATES, KIND_SIGNER
-from ._checkpoint import (
-    Checkpoint,
-    Cosignature,
-    SignedCheckpoint,
-    Witness,
-    cosign_checkpoint,
-    sign_checkpoint,
-    verify_checkpoint,
-    verify_cosignatures,
-)
-from ._codec import b64url_decode, b64url_encode, canonical_json, decode_hash, encode_hash
-from ._errors import VxpError
-from ._fetch import (
-    AccessToken,
-    FetchResponse,
-    MemoryReplayCache,
-    ProofEndpoint,
-    ReplayCache,
-    SqliteReplayCache,
-    make_dpop_proof,
-)
+from . import checkpoints as checkpoints
+from . import codec as codec
+from . import errors as errors
+from . import fetch as fetch
+from . import merkle as merkle
+from . import sdjwt as sdjwt
+from . import statements as statements
+from . import stores as stores
+from . import trust as trust
+from ._builder import OperationBuilder
 from ._keys import IssuerKeys, KeyLike, key_thumbprint
-from ._log import LogStore, MemoryLogStore, MerkleLog, SqliteLogStore
-from ._merkle import (
-    EMPTY_ROOT,
-    consistency_proof,
-    inclusion_proof,
-    leaf_hash,
-    node_hash,
-    root_from_proof,
-    tree_hash,
-    verify_consistency,
-    verify_inclusion,
-)
-from ._metadata import (
-    CUSTODY_VALUES,
-    KeyRecord,
-    TrustMaterial,
-    build_jwks,
-    build_metadata,
-    load_trust,
-    retire_key,
-    rotate_key,
-    unpublish_key,
-)
+from ._log import MerkleLog
+from ._metadata import KeyRecord, build_jwks, build_metadata
 from ._proof_demo import DemoOperation, demo_key, demo_operation
 from ._schemas import load_schema, schema_names
 from ._sdjwt import (
-    Disclosure,
     KeyBinding,
-    RandomSource,
     Sd,
     SdJwt,
     VerifiedSdJwt,
     issue_sd_jwt,
-    mark_disclosable,
     present_sd_jwt,
     verify_sd_jwt,
 )
-from ._statements import STATEMENT_TYP, approval_payload, approval_signing_input
-from ._stores import open_log_store, open_replay_cache
-from ._verdict import ASSURANCES, Evidence, Verdict, derive_assurance
-from ._verifier import MAX_STATEMENTS, Verifier, leaf_data, verify
+from ._stores import open_log_store
+from ._verdict import Verdict
+from ._verifier import Verifier, verify
+from .errors import VxpError, VxpProtocolError, VxpUsageError
 
 __all__ = [
-    "ASSURANCES",
-    "CUSTODY_VALUES",
-    "EMPTY_ROOT",
-    "FINAL_STATES",
-    "KIND_SIGNER",
-    "MAX_STATEMENTS",
-    "STATEMENT_TYP",
-    "AccessToken",
-    "Checkpoint",
-    "Cosignature",
     "DemoOperation",
-    "Disclosure",
-    "Evidence",
-    "FetchResponse",
     "IssuerKeys",
     "KeyBinding",
     "KeyLike",
     "KeyRecord",
-    "LogStore",
-    "MemoryLogStore",
-    "MemoryReplayCache",
     "MerkleLog",
     "OperationBuilder",
-    "ProofEndpoint",
-    "RandomSource",
-    "ReplayCache",
     "Sd",
     "SdJwt",
-    "SignedCheckpoint",
-    "SqliteLogStore",
-    "SqliteReplayCache",
-    "TrustMaterial",
     "Verdict",
     "VerifiedSdJwt",
     "Verifier",
     "VxpError",
-    "Witness",
-    "approval_payload",
-    "approval_signing_input",
-    "b64url_decode",
-    "b64url_encode",
+    "VxpProtocolError",
+    "VxpUsageError",
     "build_jwks",
     "build_metadata",
-    "canonical_json",
-    "consistency_proof",
-    "cosign_checkpoint",
-    "decode_hash",
     "demo_key",
     "demo_operation",
-    "derive_assurance",
-    "digest_of",
-    "encode_hash",
-    "inclusion_proof",
     "issue_sd_jwt",
     "key_thumbprint",
-    "leaf_data",
-    "leaf_hash",
     "load_schema",
-    "load_trust",
-    "make_dpop_proof",
-    "mark_disclosable",
-    "node_hash",
     "open_log_store",
-    "open_replay_cache",
     "present_sd_jwt",
-    "retire_key",
-    "root_from_proof",
-    "rotate_key",
     "schema_names",
-    "sign_checkpoint",
-    "tree_hash",
-    "unpublish_key",
     "verify",
-    "verify_checkpoint",
-    "verify_consistency",
-    "verify_cosignatures",
-    "verify_inclusion",
     "verify_sd_jwt",
 ]
 

@@ -12,9 +12,9 @@ from _ppcli.rules import read_input
 
 from ._checkpoint import verify_checkpoint, verify_cosignatures
 from ._codec import b64url_decode, decode_hash, encode_hash, parse_json
-from ._errors import VxpError
 from ._merkle import leaf_hash, tree_hash, verify_consistency, verify_inclusion
 from ._sdjwt import KeyBinding, SdJwt, verify_sd_jwt
+from .errors import VxpError
 
 __all__ = ["add_block_commands"]
 

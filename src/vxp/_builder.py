@@ -18,7 +18,6 @@ from typing import Any
 from ._chain import KIND_SIGNER, ChainState, format_time, parse_time, step
 from ._checkpoint import Checkpoint, cosign_checkpoint, sign_checkpoint
 from ._codec import b64url_encode, canonical_json, encode_hash, sha256
-from ._errors import VxpError
 from ._keys import IssuerKeys, KeyLike, resolve_key
 from ._log import MerkleLog
 from ._sdjwt import RandomSource
@@ -32,8 +31,10 @@ from ._statements import (
     sign_statement,
     split_statement,
 )
+from ._time import whole_seconds
 from ._verdict import Evidence, derive_assurance
 from ._verifier import leaf_data
+from .errors import VxpError
 
 __all__ = ["OperationBuilder", "digest_of"]
 
@@ -49,7 +50,8 @@ class OperationBuilder:
     ``operator_key`` and ``company_key`` are the private ES256 keys of the two roles
     (:meth:`use_key` switches one after a rotation); ``log`` is the Merkle log that
     records each statement as it is signed (it may be shared by many operations);
-    ``rng`` supplies disclosure salts. Every step takes ``now``, the time the log records.
+    ``rng`` supplies disclosure salts. Every step takes ``now``, the time the log records:
+    an aware :class:`~datetime.datetime` (a naive one is ``time_naive``, a usage error).
     """
 
     def __init__(
@@ -113,7 +115,7 @@ class OperationBuilder:
         seq: int | None = None,
         prev: str | bool | None = True,
     ) -> str:
-        logged_at = format_time(now)
+        logged_at = format_time(now, "now")
         at = parse_time(logged_at, "now")
         full = body
         if personal:
@@ -204,7 +206,7 @@ class OperationBuilder:
                 "requires": list(requires),
             },
             "company_review_required": company_review_required,
-            "expires_at": format_time(expires_at),
+            "expires_at": format_time(expires_at, "expires_at"),
             "read_back_terms": list(read_back_terms),
             "revision": revision,
             "terms_digest": digest_of(terms, "the terms"),
@@ -443,12 +445,13 @@ class OperationBuilder:
         self,
         *,
         log_key: KeyLike,
-        witnesses: Iterable[tuple[KeyLike, int]] = (),
+        witnesses: Iterable[tuple[KeyLike, datetime | int]] = (),
         require_outcome: bool = True,
     ) -> dict[str, Any]:
         """Return the package ``{v, company, op, statements, log}`` at the log's current size.
 
-        The log key signs a checkpoint; each ``(witness_key, time)`` cosigns it.
+        The log key signs a checkpoint; each ``(witness_key, time)`` cosigns it (``time``
+        an aware datetime or integer seconds since the epoch).
         """
         if require_outcome and self._state.outcome is None:
             raise VxpError(
@@ -460,9 +463,9 @@ class OperationBuilder:
             raise VxpError(
                 "rule_violation", "a package needs a request and terms", reason="terms_missing"
             )
-        witnesses = list(witnesses)
+        timed = [(k, whole_seconds(t, f"witness {i} time")) for i, (k, t) in enumerate(witnesses)]
         sealers = {resolve_key(log_key, "log key").kid} | {
-            resolve_key(k, f"witness key {i}").kid for i, (k, _) in enumerate(witnesses)
+            resolve_key(k, f"witness key {i}").kid for i, (k, _) in enumerate(timed)
         }
         if self._user_kids & sealers:
             # the verifier counts the log and witness keys as the issuer's: never the user
@@ -473,8 +476,8 @@ class OperationBuilder:
             )
         if self._entries:
             last = math.floor(parse_time(self._entries[-1][1], "logged_at").timestamp())
-            for _, time in witnesses:
-                if isinstance(time, int) and not isinstance(time, bool) and time < last:
+            for _, time in timed:
+                if time < last:
                     # the verifier refuses a cosignature older than what it vouches for
                     raise VxpError(
                         "rule_violation",
@@ -483,7 +486,7 @@ class OperationBuilder:
                     )
         size = self.log.size
         signed = sign_checkpoint(Checkpoint(self.log.origin, size, self.log.root(size)), log_key)
-        for witness_key, time in witnesses:
+        for witness_key, time in timed:
             signed = cosign_checkpoint(signed, witness_key, time=time)
         entries = [
             {

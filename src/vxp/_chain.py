@@ -9,6 +9,7 @@ this one table of rules, so the issuer never signs what the verifier refuses.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,8 +18,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ._codec import DIGEST_PATTERN
-from ._errors import VxpError
-from ._frozen import assemble
+from ._time import aware
+from .errors import VxpError
 
 __all__ = [
     "FINAL_STATES",
@@ -87,11 +88,10 @@ def parse_time(value: object, where: str) -> datetime:
         ) from exc
 
 
-def format_time(when: datetime) -> str:
-    """Return ``when`` (aware) as RFC 3339 UTC with milliseconds, as the draft writes times."""
-    if when.tzinfo is None:
-        raise VxpError("time_naive", "times must be timezone-aware")
-    utc = when.astimezone(UTC)
+def format_time(when: datetime, where: str = "the time") -> str:
+    """Return ``when`` (aware) as RFC 3339 UTC with milliseconds, as the draft writes times;
+    a naive or non-datetime ``when`` is a usage error naming ``where``."""
+    utc = aware(when, where).astimezone(UTC)
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
@@ -316,18 +316,15 @@ def _check_terms(
         )
     if expires <= at:
         raise _rule("terms_expired_when_issued", "the terms expire before they were logged")
-    terms = assemble(
-        Terms,
-        {
-            "seq": seq,
-            "revision": revision,
-            "terms_digest": digest,
-            "capability": capability,
-            "expires_at": expires,
-            "read_back_terms": read_back,
-            "user_approval_required": approval_required,
-            "company_review_required": review_required,
-        },
+    terms = Terms(
+        seq=seq,
+        revision=revision,
+        terms_digest=digest,
+        capability=capability,
+        expires_at=expires,
+        read_back_terms=read_back,
+        user_approval_required=approval_required,
+        company_review_required=review_required,
     )
     return {
         "terms": terms,
@@ -602,10 +599,6 @@ _CHECKS: dict[str, _Check] = {
 
 
 def _replace(state: ChainState, count: int, at: datetime, changes: dict[str, Any]) -> ChainState:
-    """``dataclasses.replace`` for :class:`ChainState` without re-running ``__init__``.
-
-    ChainState has no ``__post_init__`` and every change names one of its fields (the
-    check functions above return only those), so copying the instance dictionary gives
-    the same object, several times faster.
-    """
-    return assemble(ChainState, {**state.__dict__, **changes, "count": count, "last_time": at})
+    """The state after one statement: ``changes`` (fields of :class:`ChainState`, as the
+    check functions above return them), ``count`` and ``last_time``."""
+    return dataclasses.replace(state, **changes, count=count, last_time=at)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeGuard
 
 from . import _merkle
 from ._codec import b64url_decode, b64url_encode, canonical_json, decode_hash, encode_hash
-from ._errors import VxpError
 from ._keys import KeyLike, ResolvedKey, resolve_key
+from ._time import whole_seconds
+from .errors import VxpError
 
 __all__ = [
     "Checkpoint",
@@ -202,7 +204,7 @@ def verify_checkpoint(
     """Verify the log's signature on ``signed`` (and its origin if given); return the checkpoint."""
     sc = _as_signed(signed)
     key, message = _log_signature(sc, log_key)
-    if not key.verify(message, sc.signature):
+    if not key.signature_valid(message, sc.signature):
         raise VxpError("checkpoint_signature_invalid", "the checkpoint signature does not verify")
     if origin is not None:
         _log_origin(sc, origin)
@@ -223,24 +225,32 @@ def _log_signature(sc: SignedCheckpoint, log_key: KeyLike) -> tuple[ResolvedKey,
 
 
 def cosign_checkpoint(
-    signed: SignedCheckpoint, witness_key: KeyLike, *, time: int
+    signed: SignedCheckpoint, witness_key: KeyLike, *, time: datetime | int
 ) -> SignedCheckpoint:
     """Return ``signed`` with a cosignature by ``witness_key`` at ``time`` added.
 
-    This only signs; a witness must first check the log signature and consistency with
-    what it saw before (:class:`Witness` does both).
+    ``time`` is an aware :class:`~datetime.datetime` or integer seconds since the epoch,
+    not before 1970 (a naive datetime is ``time_naive``, another value ``now_invalid``:
+    usage errors). This only signs; a witness must first check the log signature and
+    consistency with what it saw before (:class:`Witness` does both).
     """
     if not isinstance(signed, SignedCheckpoint):
         raise VxpError("checkpoint_invalid", "cosign_checkpoint needs a SignedCheckpoint")
     key = resolve_key(witness_key, "witness key")
-    if not isinstance(time, int) or isinstance(time, bool) or time < 0:
-        raise VxpError("cosignature_invalid", "a cosignature time is a non-negative integer")
+    time = _cosign_time(time)
     if any(c.kid == key.kid for c in signed.cosignatures):
         raise VxpError("cosignature_duplicate", "this witness already cosigned the checkpoint")
     cosig = Cosignature(key.kid, key.alg, time, key.sign(_cosigning_input(signed.checkpoint, time)))
     return SignedCheckpoint(
         signed.checkpoint, signed.kid, signed.alg, signed.signature, (*signed.cosignatures, cosig)
     )
+
+
+def _cosign_time(time: object) -> int:
+    seconds = whole_seconds(time, "the cosignature time")
+    if not 0 <= seconds < 2**63:
+        raise VxpError("now_invalid", "the cosignature time is from 1970 on, below 2^63 seconds")
+    return seconds
 
 
 def verify_cosignatures(
@@ -270,7 +280,7 @@ def verify_cosignatures(
             continue
         if cosig.kid in good:
             raise VxpError("cosignature_duplicate", "a witness cosigned the checkpoint twice")
-        if cosig.alg != wkey.alg or not wkey.verify(
+        if cosig.alg != wkey.alg or not wkey.signature_valid(
             _cosigning_input(sc.checkpoint, cosig.time), cosig.signature
         ):
             raise VxpError("cosignature_invalid", f"the cosignature of witness {cosig.kid} fails")
@@ -301,9 +311,13 @@ class Witness:
         signed: SignedCheckpoint | Mapping[str, Any],
         *,
         proof: Sequence[bytes] = (),
-        time: int,
+        time: datetime | int,
     ) -> SignedCheckpoint:
-        """Check ``signed`` and its consistency ``proof`` from the last checkpoint; cosign it."""
+        """Check ``signed`` and its consistency ``proof`` from the last checkpoint; cosign it
+        at ``time`` (an aware datetime or integer seconds, as :func:`cosign_checkpoint`).
+
+        Returns the cosigned checkpoint or raises :class:`~vxp.VxpProtocolError`."""
+        time = _cosign_time(time)
         sc = _as_signed(signed)
         origin = sc.checkpoint.origin
         log_key = self._logs.get(origin)

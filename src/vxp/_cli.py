@@ -14,8 +14,8 @@ from importlib import metadata
 from _ppcli.rules import Parser, run
 
 from ._blocks_cli import add_block_commands
-from ._errors import VxpError
 from ._proof_cli import add_proof_commands
+from .errors import VxpError
 
 __all__ = ["build_parser", "main"]
 

@@ -6,12 +6,12 @@ import binascii
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import rfc8785
 
-from ._errors import VxpError
+from .errors import VxpError
 
 __all__ = [
     "b64url_decode",
@@ -119,7 +119,6 @@ def _finite_float(text: str) -> float:
 _DECODER = json.JSONDecoder(
     object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_float=_finite_float
 )
-_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def parse_json(data: bytes, where: str, *, code: str = "malformed_json") -> Any:
@@ -131,14 +130,6 @@ def parse_json(data: bytes, where: str, *, code: str = "malformed_json") -> Any:
         raise VxpError(code, f"{where} is not UTF-8") from exc
     if text.startswith("\ufeff"):
         raise VxpError(code, f"{where} starts with a byte order mark")
-    try:
-        # Fast path: one scan from the first character; anything unusual (leading or
-        # trailing whitespace, extra data, an error) goes through the full decoder.
-        value, end = _SCAN(text, 0)
-        if end == len(text):
-            return value
-    except (StopIteration, ValueError, RecursionError, _DuplicateKeyError, _ConstantError):
-        pass  # the full decoder below reports the precise fault
     try:
         return _DECODER.decode(text)
     except _DuplicateKeyError as exc:

@@ -17,13 +17,15 @@ import sqlite3
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ._codec import b64url_encode
-from ._errors import VxpError
 from ._jws import check_header, parse_compact, sign_compact
 from ._keys import KeyLike, resolve_key
+from ._time import whole_seconds
+from .errors import VxpError
 
 __all__ = [
     "AccessToken",
@@ -51,11 +53,18 @@ class AccessToken:
 
 @dataclass(frozen=True)
 class FetchResponse:
-    """An HTTP answer as data: status, headers and a JSON body."""
+    """An HTTP answer as data: status, headers and a JSON body.
+
+    A report, like :class:`vxp.Verdict`: it has no truth value (``if answer:`` would pass a
+    401); read :attr:`status`."""
 
     status: int
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        """Refused: an answer is a report, never a truth value; read :attr:`status`."""
+        raise TypeError("a FetchResponse is a report; read .status")
 
     def to_json(self) -> dict[str, Any]:
         """Return ``{"status", "headers", "body"}``."""
@@ -177,11 +186,15 @@ def make_dpop_proof(
     *,
     method: str,
     url: str,
-    iat: int,
+    iat: datetime | int,
     jti: str,
     access_token: str | None = None,
 ) -> str:
-    """Return a DPoP proof JWT (RFC 9449 §4.2) for ``method`` and ``url`` signed by ``key``."""
+    """Return a DPoP proof JWT (RFC 9449 §4.2) for ``method`` and ``url`` signed by ``key``.
+
+    ``iat`` is an aware :class:`~datetime.datetime` or integer seconds since the epoch (a
+    naive datetime is ``time_naive``, a usage error)."""
+    iat = whole_seconds(iat, "iat")
     resolved = resolve_key(key, "DPoP key")
     header = {"alg": resolved.alg, "jwk": resolved.public_jwk, "typ": DPOP_TYP}
     htu = _htu(url)
@@ -261,15 +274,15 @@ class ProofEndpoint:
         return self._tokens.get(value)
 
     def handle(
-        self, *, method: str, url: str, headers: Mapping[str, Any], now: int
+        self, *, method: str, url: str, headers: Mapping[str, Any], now: datetime | int
     ) -> FetchResponse:
         """Answer one request; never raises for bad input (the answer says what was wrong).
 
-        ``now`` is the server's clock (integer seconds); anything else is the caller's
-        mistake and raises :class:`VxpError` ``now_invalid``.
+        ``now`` is the server's clock: an aware :class:`~datetime.datetime` or integer
+        seconds since the epoch. A naive datetime (``time_naive``) or anything else
+        (``now_invalid``) is the caller's mistake: :class:`~vxp.VxpUsageError`.
         """
-        if not isinstance(now, int) or isinstance(now, bool):
-            raise VxpError("now_invalid", "now is the server's time in integer seconds")
+        now = whole_seconds(now)
         if method != "GET":
             return FetchResponse(405, {"error": "method_not_allowed"}, {"Allow": "GET"})
         origin = _origin(url)
@@ -325,7 +338,7 @@ class ProofEndpoint:
             return exc.message
         if key.alg != parsed.header["alg"]:
             return "the DPoP proof alg does not fit its key"
-        if not key.verify(parsed.signing_input, parsed.signature):
+        if not key.signature_valid(parsed.signing_input, parsed.signature):
             return "the DPoP proof signature does not verify"
         claims = parsed.payload
         if claims.get("htm") != method:

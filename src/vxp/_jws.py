@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ._codec import b64url_decode, b64url_encode, canonical_json, parse_json
-from ._errors import VxpError
 from ._keys import ResolvedKey
+from .errors import VxpError
 
 __all__ = ["ParsedJws", "parse_compact", "sign_compact"]
 

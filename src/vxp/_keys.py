@@ -24,17 +24,17 @@ from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, OKPKey
 
 from ._codec import b64url_decode, b64url_encode
-from ._errors import VxpError
+from .errors import VxpError
 
 __all__ = [
     "IssuerKeys",
     "KeyLike",
     "ResolvedKey",
+    "all_valid",
     "first_invalid",
     "key_thumbprint",
     "resolve_key",
     "snapshot_jwk",
-    "verify_all",
 ]
 
 
@@ -71,12 +71,14 @@ class ResolvedKey:
         r, s = decode_dss_signature(der)
         return r.to_bytes(_P256_ORDER_BYTES, "big") + s.to_bytes(_P256_ORDER_BYTES, "big")
 
-    def verify(self, message: bytes, signature: bytes) -> bool:
-        """Return whether ``signature`` over ``message`` verifies with this key."""
+    def signature_valid(self, message: bytes, signature: bytes) -> bool:
+        """Whether ``signature`` over ``message`` verifies with this key: the private
+        primitive every check of :mod:`vxp` runs, each of which returns its verified value
+        or raises (a predicate, not a verification API)."""
         if len(signature) != 64:
             return False
         try:
-            # by the resolved alg (resolve_key sets it from the key type), as verify_all
+            # by the resolved alg (resolve_key sets it from the key type), as all_valid
             # does; a key whose type is not its alg's fails with a TypeError: refused
             if self.alg == "ES256":
                 self.public.verify(_der(signature), message, _SIG_ES256)  # type: ignore[call-arg]
@@ -108,18 +110,18 @@ def _der(signature: bytes) -> bytes:
 
 def first_invalid(checks: Sequence[tuple[ResolvedKey, bytes, bytes]]) -> int | None:
     """The index of the first ``(key, message, signature)`` that does not verify (by
-    :meth:`ResolvedKey.verify`, the one rule), or ``None`` when every one does.
+    :meth:`ResolvedKey.signature_valid`, the one rule), or ``None`` when every one does.
 
     The checks run back to back with nothing else in between, and the loop stops at the
     first failure: a forged signature costs no second pass.
     """
     for i, (key, message, signature) in enumerate(checks):
-        if not key.verify(message, signature):
+        if not key.signature_valid(message, signature):
             return i
     return None
 
 
-def verify_all(checks: Sequence[tuple[ResolvedKey, bytes, bytes]]) -> bool:
+def all_valid(checks: Sequence[tuple[ResolvedKey, bytes, bytes]]) -> bool:
     """Whether every ``(key, message, signature)`` verifies (see :func:`first_invalid`)."""
     return first_invalid(checks) is None
 

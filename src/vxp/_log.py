@@ -16,8 +16,8 @@ from typing import Protocol
 
 from . import _merkle
 from ._checkpoint import Checkpoint, SignedCheckpoint, sign_checkpoint
-from ._errors import VxpError
 from ._keys import KeyLike
+from .errors import VxpError
 
 __all__ = ["LogStore", "MemoryLogStore", "MerkleLog", "SqliteLogStore"]
 

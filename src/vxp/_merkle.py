@@ -1,6 +1,6 @@
 """RFC 9162 §2.1 Merkle trees: hashing, tree heads, inclusion and consistency proofs.
 
-Hashes are raw 32-byte SHA-256 values here; :func:`vxp.encode_hash` gives their textual
+Hashes are raw 32-byte SHA-256 values here; :func:`vxp.codec.encode_hash` gives their textual
 ``sha-256:<base64url>`` form. Proof generation works on any source of complete-subtree
 hashes (see :class:`SubtreeSource`), so the in-memory and SQLite logs share it.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 
-from ._errors import VxpError
+from .errors import VxpError
 
 __all__ = [
     "EMPTY_ROOT",
@@ -238,13 +238,15 @@ def walk_inclusion(leaf: bytes, index: int, tree_size: int, proof: Sequence[byte
 
 def verify_inclusion(
     leaf: bytes, index: int, tree_size: int, proof: Sequence[bytes], root: bytes
-) -> None:
+) -> bytes:
     """Check that leaf hash ``leaf`` is at ``index`` in the tree of ``tree_size`` and ``root``.
 
-    Returns ``None`` on success and raises :class:`VxpError` otherwise (fail-closed).
+    Returns ``root`` (now known to include the leaf) and raises
+    :class:`~vxp.VxpProtocolError` otherwise (fail-closed).
     """
     _check_hash(root, "root")
     included(leaf, index, tree_size, proof, root, checked=False)
+    return root
 
 
 def included(
@@ -271,11 +273,12 @@ def included(
 
 def verify_consistency(
     size1: int, size2: int, root1: bytes, root2: bytes, proof: Sequence[bytes]
-) -> None:
+) -> bytes:
     """Check that tree (``size2``, ``root2``) extends (``size1``, ``root1``), RFC 9162 §2.1.4.2.
 
     As transparency-dev/merkle does, ``size1 == 0`` is refused and equal sizes need an empty
-    proof and equal roots. Returns ``None`` on success, raises :class:`VxpError` otherwise.
+    proof and equal roots. Returns ``root2`` (now known to extend ``root1``) and raises
+    :class:`~vxp.VxpProtocolError` otherwise.
     """
     _check_int(size1, "first tree size")
     _check_int(size2, "second tree size")
@@ -291,7 +294,7 @@ def verify_consistency(
             raise VxpError("proof_wrong_length", "equal tree sizes need an empty proof")
         if not isinstance(root1, bytes) or root1 != root2:
             raise VxpError("root_mismatch", "equal tree sizes with different roots")
-        return
+        return root2
     _check_hash(root1, "first root")
     _check_hash(root2, "second root")
     if not proof:
@@ -323,3 +326,4 @@ def verify_consistency(
         raise VxpError("root_mismatch", "the consistency proof does not lead to the first root")
     if sr != root2:
         raise VxpError("root_mismatch", "the consistency proof does not lead to the second root")
+    return root2

@@ -15,8 +15,8 @@ from typing import Any
 
 from ._chain import format_time, parse_time
 from ._codec import plain_json
-from ._errors import VxpError
 from ._keys import KeyLike, ResolvedKey, resolve_key
+from .errors import VxpError
 
 __all__ = [
     "CUSTODY_VALUES",
@@ -286,12 +286,14 @@ def _with_keys(metadata: Mapping[str, Any], keys: list[dict[str, Any]]) -> dict[
 
 
 def retire_key(metadata: Mapping[str, Any], kid: str, *, at: datetime) -> dict[str, Any]:
-    """Return metadata in which ``kid`` stops signing at ``at`` but stays published."""
+    """Return metadata in which ``kid`` stops signing at ``at`` but stays published.
+
+    ``at`` is an aware :class:`~datetime.datetime` (naive: ``time_naive``, a usage error)."""
     keys = _records_json(metadata)
     found = False
     for entry in keys:
         if entry["kid"] == kid and entry["not_after"] is None:
-            entry["not_after"] = format_time(at)
+            entry["not_after"] = format_time(at, "at")
             found = True
     if not found:
         raise VxpError("key_not_active", f"no active key {kid!r} is listed in the metadata")
@@ -301,11 +303,13 @@ def retire_key(metadata: Mapping[str, Any], kid: str, *, at: datetime) -> dict[s
 def rotate_key(
     metadata: Mapping[str, Any], role: str, new_key: KeyLike, *, at: datetime
 ) -> dict[str, Any]:
-    """Return metadata in which ``role``'s active keys retire at ``at`` and ``new_key`` starts."""
+    """Return metadata in which ``role``'s active keys retire at ``at`` and ``new_key`` starts.
+
+    ``at`` is an aware :class:`~datetime.datetime` (naive: ``time_naive``, a usage error)."""
     if role not in ROLES:
         raise VxpError("role_unknown", f"{role!r} is not a signing role")
     keys = _records_json(metadata)
-    stamp = format_time(at)
+    stamp = format_time(at, "at")
     for entry in keys:
         if entry["role"] == role and entry["not_after"] is None:
             entry["not_after"] = stamp

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._errors import VxpError
+from .errors import VxpError
 
 if TYPE_CHECKING:
     import psycopg

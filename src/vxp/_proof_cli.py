@@ -12,9 +12,9 @@ from _ppcli.rules import read_input
 
 from ._chain import parse_time
 from ._codec import parse_json
-from ._errors import VxpError
 from ._proof_demo import DEMO_VARIANTS, demo_operation
 from ._verifier import verify
+from .errors import VxpError
 
 __all__ = ["add_proof_commands"]
 

@@ -19,11 +19,11 @@ from joserfc.jwk import ECKey
 from ._builder import OperationBuilder
 from ._checkpoint import Checkpoint, sign_checkpoint
 from ._codec import encode_hash
-from ._errors import VxpError
 from ._keys import resolve_key
 from ._log import MerkleLog
 from ._metadata import KeyRecord, build_jwks, build_metadata, rotate_key
 from ._sdjwt import RandomSource
+from .errors import VxpError
 
 __all__ = ["DEMO_VARIANTS", "DemoOperation", "demo_key", "demo_operation", "seeded_rng"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from _ppschema import SchemaSet
 
-from ._errors import VxpError
+from .errors import VxpError
 
 __all__ = ["load_schema", "schema_names", "validator"]
 

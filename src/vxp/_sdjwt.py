@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import math
 import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeGuard
 
 from ._codec import (
@@ -24,9 +24,10 @@ from ._codec import (
     canonical_json,
     parse_json,
 )
-from ._errors import VxpError
 from ._jws import ParsedJws, check_algorithms, check_header, parse_compact, sign_compact
 from ._keys import IssuerKeys, KeyLike, ResolvedKey, resolve_key
+from ._time import epoch_seconds
+from .errors import VxpError
 
 __all__ = [
     "Disclosure",
@@ -62,8 +63,6 @@ KB_TYP = "kb+jwt"
 MAX_SPAN = 2**32
 """Largest ``leeway`` or ``max_age`` in seconds (**Ours**: about 136 years, far below any
 float overflow when added to a time)."""
-MAX_TIME = 2**53
-"""Largest ``now`` magnitude in seconds accepted by :func:`verify_sd_jwt` (**Ours**)."""
 
 
 @dataclass(frozen=True)
@@ -598,7 +597,11 @@ def present_sd_jwt(
     cnf = parsed.payload.get("cnf")
     if not isinstance(cnf, dict) or not isinstance(cnf.get("jwk"), dict):
         raise VxpError("kb_cnf_missing", "the SD-JWT has no cnf.jwk to bind a presentation to")
-    if resolve_key(cnf["jwk"], "cnf.jwk").kid != key.kid:
+    try:
+        cnf_kid = resolve_key(cnf["jwk"], "cnf.jwk").kid
+    except VxpError as exc:  # the token's key, not the caller's: the token is bad
+        raise VxpError("kb_cnf_invalid", exc.message) from exc
+    if cnf_kid != key.kid:
         raise VxpError("holder_key_mismatch", "the holder key is not the SD-JWT's cnf key")
     sd_hash = b64url_encode(_HASHES[sd_alg](body.encode("ascii")).digest())
     kb = sign_compact(
@@ -662,6 +665,17 @@ def check_times(claims: Mapping[str, Any], now: float, leeway: int, require_exp:
         raise VxpError("token_issued_in_future", "the SD-JWT was issued in the future (iat)")
 
 
+_KB_CODES = {
+    "malformed_jwt": "kb_malformed_jwt",
+    "alg_none": "kb_alg_none",
+    "alg_not_allowed": "kb_alg_not_allowed",
+    "crit_unsupported": "kb_crit_unsupported",
+    "kid_invalid": "kb_kid_invalid",
+}
+"""The KB-JWT's own code for each code :func:`parse_compact` and :func:`check_header` raise
+(``typ`` is checked apart: ``kb_typ_invalid``)."""
+
+
 def _verify_kb(
     kb_jwt: str,
     body: str,
@@ -675,7 +689,7 @@ def _verify_kb(
         parsed = parse_compact(kb_jwt, "KB-JWT")
         alg = check_header(parsed.header, algorithms, "KB-JWT", typ=None)
     except VxpError as exc:
-        raise VxpError("kb_" + exc.code, exc.message) from exc
+        raise VxpError(_KB_CODES[exc.code], exc.message) from exc
     if parsed.header.get("typ") != KB_TYP:
         raise VxpError("kb_typ_invalid", f"the KB-JWT typ is not {KB_TYP!r}")
     cnf = claims.get("cnf")
@@ -687,7 +701,7 @@ def _verify_kb(
         raise VxpError("kb_cnf_invalid", exc.message) from exc
     if holder.alg != alg:
         raise VxpError("kb_alg_key_mismatch", f"KB-JWT alg {alg} does not fit the cnf key")
-    if not holder.verify(parsed.signing_input, parsed.signature):
+    if not holder.signature_valid(parsed.signing_input, parsed.signature):
         raise VxpError("kb_signature_invalid", "the KB-JWT signature does not verify")
     kb = parsed.payload
     iat = kb.get("iat")
@@ -720,7 +734,7 @@ def verify_sd_jwt(
     issuer_keys: IssuerKeys | KeyLike | Sequence[KeyLike],
     *,
     typ: str | None,
-    now: float,
+    now: datetime | float,
     algorithms: Iterable[str] = ("ES256",),
     key_binding: KeyBinding | None = None,
     leeway: int = 0,
@@ -739,15 +753,19 @@ def verify_sd_jwt(
     reserved or colliding names), ``exp``/``nbf``/``iat`` against ``now`` (± ``leeway``),
     then key binding: a KB-JWT is required when ``key_binding`` is given and refused
     otherwise, and its ``iat``, ``exp`` and ``nbf`` hold at ``now`` (± its ``leeway``).
+
+    ``now`` is an aware :class:`~datetime.datetime` or seconds since the epoch (an int or
+    a float); a naive datetime is ``time_naive``, another value ``now_invalid`` (both
+    :class:`~vxp.VxpUsageError`). Returns the verified token or raises
+    :class:`~vxp.VxpProtocolError`: there is no "failed" result to misread.
     """
     algs = check_algorithms(algorithms)
-    if not _is_number(now) or not -MAX_TIME <= now <= MAX_TIME or not math.isfinite(now):
-        raise VxpError("now_invalid", "now is a finite number of seconds since the epoch")
+    now = epoch_seconds(now)
     if not isinstance(leeway, int) or isinstance(leeway, bool) or not 0 <= leeway <= MAX_SPAN:
         raise VxpError("leeway_invalid", f"leeway is an integer from 0 to {MAX_SPAN} seconds")
     sd = SdJwt.parse(token)
     parsed, key = open_jwt(sd, issuer_keys, algs, typ)
-    if not key.verify(parsed.signing_input, parsed.signature):
+    if not key.signature_valid(parsed.signing_input, parsed.signature):
         raise VxpError("signature_invalid", "the issuer signature does not verify")
     claims, processor = process_payload(parsed.payload, sd.disclosures)
     check_times(claims, now, leeway, require_exp)

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ._codec import b64url_encode, canonical_json, encode_hash
-from ._errors import VxpError
 from ._jws import ParsedJws, check_header, parse_compact, sign_compact
 from ._keys import IssuerKeys, KeyLike, ResolvedKey, resolve_key
 from ._sdjwt import (
@@ -25,6 +24,7 @@ from ._sdjwt import (
     open_jwt,
     process_payload,
 )
+from .errors import VxpError
 
 __all__ = [
     "APPROVAL_TYP",
@@ -155,7 +155,7 @@ class OpenedStatement(NamedTuple):
 
     @property
     def signature_check(self) -> tuple[ResolvedKey, bytes, bytes]:
-        """``(key, signing input, signature)`` for :func:`vxp._keys.verify_all`."""
+        """``(key, signing input, signature)`` for :func:`vxp._keys.first_invalid`."""
         return self.key, self.parsed.signing_input, self.parsed.signature
 
 
@@ -259,7 +259,7 @@ def verify_statement(
     token = statement if isinstance(statement, SdJwt) else split_statement(statement, where)
     opened = open_statement(token, keys, where)
     key, message, signature = opened.signature_check
-    if not key.verify(message, signature):
+    if not key.signature_valid(message, signature):
         raise VxpError(
             "signature_invalid",
             f"{where}: the issuer signature does not verify",
@@ -369,7 +369,7 @@ def check_user_approval(
         # as JSON values (JCS bytes), never Python's: True == 1 == 1.0 in Python, but a
         # user who signed revision true did not approve revision 1
         or not _same_json(parsed.payload, expected)
-        or not key.verify(parsed.signing_input, parsed.signature)
+        or not key.signature_valid(parsed.signing_input, parsed.signature)
     ):
         raise VxpError(
             "rule_violation",

@@ -7,9 +7,9 @@ The PostgreSQL stores are imported only when such a URL is given.
 
 from __future__ import annotations
 
-from ._errors import VxpError
 from ._fetch import MemoryReplayCache, ReplayCache, SqliteReplayCache
 from ._log import LogStore, MemoryLogStore, SqliteLogStore
+from .errors import VxpError
 
 __all__ = ["open_log_store", "open_replay_cache"]
 

@@ -73,6 +73,9 @@ class Verdict:
     ``valid`` is false, ``failure`` holds ``{"code", "reason"?, "message"}`` and every
     other field is empty (``None``, ``[]`` or ``0``): nothing is reported about a
     package that failed.
+
+    A verdict is a report, not a truth value: ``bool(verdict)`` (and so ``if verdict:``)
+    raises :class:`TypeError`; read :attr:`valid`.
     """
 
     valid: bool
@@ -95,6 +98,11 @@ class Verdict:
     witnesses: int = 0
     operation: str | None = None
     failure: dict[str, str] | None = field(default=None)
+
+    def __bool__(self) -> bool:
+        """Refused: a verdict is a report, never a truth value (``if verdict:`` would
+        accept a failed package). Read :attr:`valid`."""
+        raise TypeError("a Verdict is a report; read .valid")
 
     def to_json(self) -> dict[str, Any]:
         """Return the verdict as JSON: the draft's fields in its order, then ``failure``."""

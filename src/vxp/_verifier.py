@@ -24,8 +24,6 @@ from . import _merkle
 from ._chain import KIND_SIGNER, ChainState, parse_time, step
 from ._checkpoint import SignedCheckpoint, verify_checkpoint, verify_cosignatures
 from ._codec import canonical_json, decode_hash, encode_hash, plain_json, sha256
-from ._errors import VxpError
-from ._frozen import assemble
 from ._keys import IssuerKeys, ResolvedKey, first_invalid
 from ._metadata import KeyRecord, TrustMaterial, load_trust
 from ._sdjwt import SdJwt
@@ -37,7 +35,9 @@ from ._statements import (
     read_statement,
     split_statement,
 )
+from ._time import aware
 from ._verdict import Evidence, Verdict, derive_assurance
+from .errors import VxpError
 
 __all__ = ["MAX_STATEMENTS", "Verifier", "leaf_data", "verify"]
 
@@ -618,32 +618,29 @@ def _pipeline(
     saved = material.saved
     latest = state.latest
     assert latest is not None
-    return assemble(
-        Verdict,
-        {
-            "valid": True,
-            "final_state": state.final_state,
-            "revision": latest.revision,
-            "approval": approval,
-            "derived_assurance": derived,
-            "single_root": _single_root(saved, parsed),
-            "custody_declared": saved.custody,
-            "logged": logged,
-            "company": saved.issuer,
-            "anchor": "issuer",
-            "key_source": "issuer_metadata_saved"
-            if "issuer_metadata_saved" in sources
-            else "issuer_metadata_live",
-            "profile": saved.profile,
-            "statements": len(parsed),
-            "log_inclusion": "ok",
-            "tree_size": logres.tree_size,
-            "live_tree_size": logres.live_tree_size,
-            "consistency": logres.consistency,
-            "witnesses": logres.witnesses,
-            "operation": "matches",
-            "failure": None,
-        },
+    return Verdict(
+        valid=True,
+        final_state=state.final_state,
+        revision=latest.revision,
+        approval=approval,
+        derived_assurance=derived,
+        single_root=_single_root(saved, parsed),
+        custody_declared=saved.custody,
+        logged=logged,
+        company=saved.issuer,
+        anchor="issuer",
+        key_source="issuer_metadata_saved"
+        if "issuer_metadata_saved" in sources
+        else "issuer_metadata_live",
+        profile=saved.profile,
+        statements=len(parsed),
+        log_inclusion="ok",
+        tree_size=logres.tree_size,
+        live_tree_size=logres.live_tree_size,
+        consistency=logres.consistency,
+        witnesses=logres.witnesses,
+        operation="matches",
+        failure=None,
     )
 
 
@@ -654,9 +651,9 @@ def _failed(exc: VxpError) -> Verdict:
     return Verdict(valid=False, failure=failure)
 
 
-def _check_call(now: object, leeway: object, max_statements: object) -> None:
-    if not isinstance(now, datetime) or now.tzinfo is None:
-        raise VxpError("time_naive", "now must be a timezone-aware datetime")
+def _check_call(now: object, leeway: object, max_statements: object) -> datetime:
+    """The caller's own arguments (usage errors, raised, never a verdict); returns ``now``."""
+    now = aware(now)
     if not isinstance(leeway, int) or isinstance(leeway, bool) or not 0 <= leeway <= MAX_LEEWAY:
         raise VxpError("leeway_invalid", f"leeway is an integer from 0 to {MAX_LEEWAY} seconds")
     if (
@@ -667,6 +664,7 @@ def _check_call(now: object, leeway: object, max_statements: object) -> None:
         raise VxpError(
             "max_statements_invalid", f"max_statements is an integer from 1 to {STATEMENTS_LIMIT}"
         )
+    return now
 
 
 # ---------------------------------------------------------------------------- public
@@ -705,12 +703,6 @@ class Verifier:
             live = load_trust(live_metadata, live_jwks)
         object.__setattr__(self, "_material", _Material.of(saved, live))
 
-    @classmethod
-    def _of(cls, material: _Material) -> Verifier:
-        verifier = object.__new__(cls)
-        object.__setattr__(verifier, "_material", material)
-        return verifier
-
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("a Verifier is read-only")
 
@@ -730,7 +722,13 @@ class Verifier:
         leeway: int = 0,
         max_statements: int = MAX_STATEMENTS,
     ) -> Verdict:
-        """Verify one package; never raises (every failure is ``valid: false``).
+        """Verify one package and return the :class:`Verdict`, a report: read ``.valid``
+        (a verdict has no truth value). Every failure of the package or the material is
+        ``valid: false`` with ``failure.code``; only the caller's own arguments raise
+        :class:`~vxp.VxpUsageError` (``now`` naive: ``time_naive``; not a datetime:
+        ``now_invalid``; ``leeway_invalid``; ``max_statements_invalid``).
+
+        ``now`` is an aware :class:`~datetime.datetime`.
 
         ``live_log`` (optional) is ``{"checkpoint", "consistency"}`` for this package's
         log, fetched now: ``consistency`` proves the live checkpoint extends the packaged
@@ -741,20 +739,29 @@ class Verifier:
         (default :data:`MAX_STATEMENTS`, at most 2**20) bounds the statements a package may
         hold: more is ``package_malformed/too_many_statements`` before any signature check.
         """
-        try:
-            _check_call(now, leeway, max_statements)
-            return _pipeline(
-                self._material,
-                package,
-                now,
-                live_log,
-                request_id,
-                request,
-                leeway,
-                max_statements,
-            )
-        except VxpError as exc:
-            return _failed(exc)
+        now = _check_call(now, leeway, max_statements)
+        return _verdict(
+            self._material, package, now, live_log, request_id, request, leeway, max_statements
+        )
+
+
+def _verdict(
+    material: _Material,
+    package: object,
+    now: datetime,
+    live_log: Mapping[str, Any] | None,
+    request_id: str | None,
+    request: object,
+    leeway: int,
+    max_statements: int,
+) -> Verdict:
+    """The pipeline's verdict for checked call arguments: any failure is ``valid: false``."""
+    try:
+        return _pipeline(
+            material, package, now, live_log, request_id, request, leeway, max_statements
+        )
+    except VxpError as exc:
+        return _failed(exc)
 
 
 def verify(
@@ -769,16 +776,18 @@ def verify(
     leeway: int = 0,
     max_statements: int = MAX_STATEMENTS,
 ) -> Verdict:
-    """Verify a VXP Proof package against the issuer's metadata and JWKS; never raises.
+    """Verify a VXP Proof package against the issuer's metadata and JWKS; return the
+    :class:`Verdict` (a report: read ``.valid``).
 
     The one-shot form of :class:`Verifier` (build it, verify one package): a server that
     verifies many packages of one issuer builds the ``Verifier`` once instead. ``live``
     (optional) is freshly fetched material as data: ``{"metadata", "jwks", "checkpoint",
-    "consistency"}``. The other arguments are :meth:`Verifier.verify`'s. Every failure
-    gives ``valid: false`` with ``failure.code``.
+    "consistency"}``. The other arguments are :meth:`Verifier.verify`'s (``now`` an aware
+    datetime). Every failure of the package or the material gives ``valid: false`` with
+    ``failure.code``; the caller's own arguments raise :class:`~vxp.VxpUsageError`.
     """
+    now = _check_call(now, leeway, max_statements)
     try:
-        _check_call(now, leeway, max_statements)
         _check_package(package, max_statements)  # stage 1 comes before the material's stage 2
         saved = load_trust(metadata, jwks)
         live_trust: TrustMaterial | None = None
@@ -792,15 +801,7 @@ def verify(
                 )
             live_trust = load_trust(live["metadata"], live["jwks"])
             live_log = {"checkpoint": live["checkpoint"], "consistency": live["consistency"]}
-        verifier = Verifier._of(_Material.of(saved, live_trust))
+        material = _Material.of(saved, live_trust)
     except VxpError as exc:
         return _failed(exc)
-    return verifier.verify(
-        package,
-        now=now,
-        live_log=live_log,
-        request_id=request_id,
-        request=request,
-        leeway=leeway,
-        max_statements=max_statements,
-    )
+    return _verdict(material, package, now, live_log, request_id, request, leeway, max_statements)

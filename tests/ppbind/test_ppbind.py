@@ -71,9 +71,11 @@ def test_the_three_signatures_of_one_person_verify_in_their_protocols() -> None:
     assert handoff.verify_proof(signed, handoff.public_jwks(ana.private_jwk())).alg == "Ed25519"
     grant = parley.mint_grant(ana.parley, ana.public, [{"svc": ["s"]}], iat=1)
     assert parley.decode_grant(grant).principal == ana.public
-    payload = vxp.approval_payload("sha-256:" + "A" * 43, 1, "sha-256:" + "B" * 43, "sha-256:x")
-    signing_input = vxp.approval_signing_input(ana.public_jwk, payload)
-    assert b'"alg":"EdDSA"' in vxp.b64url_decode(signing_input.split(b".")[0].decode(), "h")
+    payload = vxp.statements.approval_payload(
+        "sha-256:" + "A" * 43, 1, "sha-256:" + "B" * 43, "sha-256:x"
+    )
+    signing_input = vxp.statements.approval_signing_input(ana.public_jwk, payload)
+    assert b'"alg":"EdDSA"' in vxp.codec.b64url_decode(signing_input.split(b".")[0].decode(), "h")
     assert len(ana.sign(signing_input)) == 64
 
 

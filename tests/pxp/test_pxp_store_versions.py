@@ -65,7 +65,7 @@ def test_a_file_of_a_newer_version_or_another_store_is_refused(tmp_path: Path) -
     other = tmp_path / "log.sqlite"
     import vxp
 
-    vxp.SqliteLogStore(other, "o").close()
+    vxp.stores.SqliteLogStore(other, "o").close()
     with pytest.raises(pxp.PxpError) as wrong:
         pxp.SqliteRoomStore(other)
     assert "not a pxp store" in str(wrong.value)

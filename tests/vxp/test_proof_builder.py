@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 import vxp
-from vxp._proof_demo import CAPABILITY, COMPANY, T0, demo_key, demo_operation, seeded_rng
+from vxp import demo_key, demo_operation
+from vxp._chain import format_time, parse_time
+from vxp._proof_demo import CAPABILITY, COMPANY, LOG_ORIGIN, T0, seeded_rng
 
 TERMS = {"capability": CAPABILITY, "pedido": "P-1042", "despacho_nuevo": "2026-10-28"}
 
@@ -159,7 +162,9 @@ def test_package_is_deterministic() -> None:
 
 
 def test_sqlite_log_survives_and_verifies(tmp_path: Any) -> None:
-    store = vxp.SqliteLogStore(tmp_path / "log.db", "store.example/e/ferreteria-demo/vxp-log")
+    store = vxp.stores.SqliteLogStore(
+        tmp_path / "log.db", "store.example/e/ferreteria-demo/vxp-log"
+    )
     log = vxp.MerkleLog("store.example/e/ferreteria-demo/vxp-log", store)
     op = demo_operation("succeeded")
     for i in range(op.builder.log.size):
@@ -171,16 +176,16 @@ def test_sqlite_log_survives_and_verifies(tmp_path: Any) -> None:
 def test_metadata_helpers() -> None:
     op = demo_operation("succeeded")
     kid = vxp.key_thumbprint(demo_key("company"))
-    rotated = vxp.rotate_key(op.metadata, "company", demo_key("company-2"), at=_at(10))
+    rotated = vxp.trust.rotate_key(op.metadata, "company", demo_key("company-2"), at=_at(10))
     entries = rotated["vxp_proof"]["keys"]
     assert [e["not_after"] for e in entries if e["kid"] == kid] == ["2026-10-22T22:30:39.356Z"]
     with pytest.raises(vxp.VxpError):
-        vxp.rotate_key(op.metadata, "log", demo_key("x"), at=_at(1))
+        vxp.trust.rotate_key(op.metadata, "log", demo_key("x"), at=_at(1))
     with pytest.raises(vxp.VxpError):
-        vxp.retire_key(rotated, kid, at=_at(20))
+        vxp.trust.retire_key(rotated, kid, at=_at(20))
     with pytest.raises(vxp.VxpError):
-        vxp.unpublish_key(op.metadata, "nope")
-    trust = vxp.load_trust(op.metadata, op.jwks)
+        vxp.trust.unpublish_key(op.metadata, "nope")
+    trust = vxp.trust.load_trust(op.metadata, op.jwks)
     assert trust.custody == "operator_hosted"
     assert trust.issuer == COMPANY
     with pytest.raises(vxp.VxpError) as info:
@@ -188,3 +193,76 @@ def test_metadata_helpers() -> None:
             COMPANY, jwks_uri="https://x", keys=[], custody="nobody", log_origin="l", log_kid="k"
         )
     assert info.value.code == "metadata_invalid"
+
+
+# the builder refuses what the verifier would refuse
+
+
+def _last_logged(package: dict[str, Any]) -> int:
+    times = [parse_time(e["logged_at"], "t") for e in package["log"]["entries"]]
+    return math.floor(max(times).timestamp())
+
+
+def _approved_builder(seed: str) -> vxp.OperationBuilder:
+    b = vxp.OperationBuilder(
+        company=COMPANY,
+        op_id="x",
+        operator_key=demo_key("operator"),
+        company_key=demo_key("company"),
+        log=vxp.MerkleLog(LOG_ORIGIN),
+    )
+    b.request(channel="vxp", client_id="https://a.example", request={"r": 1}, now=_at(-2))
+    b.terms(capability="c", terms={"c": 1}, expires_at=_at(900), read_back_terms=["c"], now=_at(0))
+    if seed == "agent":
+        b.approve(now=_at(1))
+    else:
+        b.approve_signed(user_key=demo_key(seed), now=_at(1))
+    b.execute(release={}, now=_at(2))
+    return b
+
+
+@pytest.mark.parametrize(
+    "observed",
+    [
+        {"c": 1, "extra": {"k": vxp.Sd(1)}},
+        {"c": 1, "extra": [vxp.Sd(1)]},
+        {"c": 1, "extra": {"deeper": {"k": vxp.Sd("v")}}},
+    ],
+)
+def test_builder_refuses_disclosures_nested_in_observed(observed: dict[str, Any]) -> None:
+    b = _approved_builder("agent")
+    before = (b.statements, b.log.size, b.state)
+    with pytest.raises(vxp.VxpError) as info:
+        b.read_back(observed=observed, now=_at(3))
+    assert (info.value.code, info.value.reason) == ("statement_malformed", "sd_misplaced")
+    assert (b.statements, b.log.size, b.state) == before  # nothing signed, nothing logged
+
+
+def test_builder_accepts_a_top_level_disclosure_in_observed() -> None:
+    b = _approved_builder("agent")
+    b.read_back(observed={"c": 1, "extra": vxp.Sd({"k": 1})}, now=_at(3))
+    b.outcome(state="succeeded", result_summary={}, now=_at(4))
+    op = demo_operation("succeeded")
+    package = b.package(log_key=demo_key("log"))
+    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
+    assert verdict.valid, verdict.failure
+
+
+@pytest.mark.parametrize("seed", ["witness", "log"])
+def test_builder_refuses_to_seal_a_user_approval_by_the_log_or_a_witness_key(seed: str) -> None:
+    b = _approved_builder(seed)
+    b.read_back(observed={"c": 1}, now=_at(3))
+    b.outcome(state="succeeded", result_summary={}, now=_at(4))
+    op = demo_operation("succeeded")
+    last = _last_logged({"log": {"entries": [{"logged_at": format_time(_at(4))}]}})
+    with pytest.raises(vxp.VxpError) as info:
+        b.package(log_key=demo_key("log"), witnesses=[(demo_key("witness"), last)])
+    assert (info.value.code, info.value.reason) == ("rule_violation", "user_key_is_issuer_key")
+    # the same operation approved by the user's own key seals and verifies
+    good = _approved_builder("user")
+    good.read_back(observed={"c": 1}, now=_at(3))
+    good.outcome(state="succeeded", result_summary={}, now=_at(4))
+    package = good.package(log_key=demo_key("log"), witnesses=[(demo_key("witness"), last)])
+    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
+    assert verdict.valid, verdict.failure
+    assert verdict.approval == "user_signed"

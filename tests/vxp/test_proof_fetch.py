@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import vxp
+from vxp import demo_key, demo_operation
 from vxp._cli import main
-from vxp._proof_demo import demo_key, demo_operation
 
 BASE = "https://store.example"
 RID = "req_01JB7Q2X9M"
@@ -19,13 +21,15 @@ NOW = 1_800_000_000
 AGENT = "https://agent.example/agent.json"
 
 
-def _endpoint(**kw: Any) -> vxp.ProofEndpoint:
+def _endpoint(**kw: Any) -> vxp.fetch.ProofEndpoint:
     tokens = {
-        "tok": vxp.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 300),
-        "tok-b": vxp.AccessToken("https://b.example", vxp.key_thumbprint(demo_key("b")), NOW + 300),
+        "tok": vxp.fetch.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 300),
+        "tok-b": vxp.fetch.AccessToken(
+            "https://b.example", vxp.key_thumbprint(demo_key("b")), NOW + 300
+        ),
     }
     packages = {RID: (AGENT, demo_operation("succeeded").package)}
-    return vxp.ProofEndpoint(base_url=BASE, tokens=tokens, packages=packages, **kw)
+    return vxp.fetch.ProofEndpoint(base_url=BASE, tokens=tokens, packages=packages, **kw)
 
 
 def _headers(
@@ -34,7 +38,7 @@ def _headers(
     jti: str = "j1",
     **kw: Any,
 ) -> dict[str, str]:
-    proof = vxp.make_dpop_proof(
+    proof = vxp.fetch.make_dpop_proof(
         demo_key(key),
         method=kw.pop("method", "GET"),
         url=kw.pop("url", URL),
@@ -127,7 +131,7 @@ def test_private_jwk_in_proof_and_other_routes() -> None:
         server.handle(method="GET", url="https://x.example/v1", headers={}, now=NOW).status == 404
     )
     with pytest.raises(vxp.VxpError):
-        vxp.ProofEndpoint(base_url="http://store.example", tokens={}, packages={})
+        vxp.fetch.ProofEndpoint(base_url="http://store.example", tokens={}, packages={})
 
 
 def test_cli_demo_then_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,9 +172,11 @@ def test_fetch_over_a_real_loopback_socket() -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     now = int(time.time())
-    server_side = vxp.ProofEndpoint(
+    server_side = vxp.fetch.ProofEndpoint(
         base_url=BASE,
-        tokens={"tok": vxp.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), now + 300)},
+        tokens={
+            "tok": vxp.fetch.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), now + 300)
+        },
         packages={RID: (AGENT, demo_operation("succeeded").package)},
     )
 
@@ -215,3 +221,187 @@ def test_fetch_over_a_real_loopback_socket() -> None:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+# DPoP-bound fetch: replay memory, header shapes, htu normalisation
+
+
+URL_REQ_1 = BASE + "/v1/requests/req_1/proof"
+
+
+def _req_1_endpoint() -> vxp.fetch.ProofEndpoint:
+    tokens = {"tok": vxp.fetch.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 3600)}
+    return vxp.fetch.ProofEndpoint(
+        base_url=BASE, tokens=tokens, packages={"req_1": (AGENT, {"v": 1})}
+    )
+
+
+def _dpop(iat: int, jti: str = "j", url: str = URL_REQ_1) -> dict[str, str]:
+    proof = vxp.fetch.make_dpop_proof(
+        demo_key("dpop"), method="GET", url=url, iat=iat, jti=jti, access_token="tok"
+    )
+    return {"Authorization": "DPoP tok", "DPoP": proof}
+
+
+def test_future_dated_dpop_proof_cannot_be_replayed_after_now_plus_window() -> None:
+    """A proof dated window seconds ahead stays acceptable until iat + window: the jti
+    memory must last that long (it used to expire at now + window, letting it replay)."""
+    server = _req_1_endpoint()
+    headers = _dpop(NOW + 60)
+    assert server.handle(method="GET", url=URL_REQ_1, headers=headers, now=NOW).status == 200
+    for later in (NOW + 1, NOW + 61, NOW + 100, NOW + 120):
+        again = server.handle(method="GET", url=URL_REQ_1, headers=headers, now=later)
+        assert again.status == 401, later
+        assert again.body["error"] == "invalid_dpop_proof"
+    # Once the proof is outside the window it is refused for its iat, and forgotten.
+    late = server.handle(method="GET", url=URL_REQ_1, headers=headers, now=NOW + 121)
+    assert late.status == 401
+
+
+def test_replay_memory_purges_expired_entries() -> None:
+    cache = vxp.stores.MemoryReplayCache()
+    assert cache.check_and_store("a", 10, 0)
+    assert not cache.check_and_store("a", 10, 10)
+    assert cache.check_and_store("b", 30, 11)  # purges "a" (until 10 < now 11)
+    assert cache.check_and_store("a", 40, 11)
+    assert not cache.check_and_store("b", 30, 30)
+
+
+@pytest.mark.parametrize("headers", [None, [("Authorization", "DPoP tok")], "DPoP tok", 5])
+def test_headers_of_any_shape_get_401_not_an_exception(headers: Any) -> None:
+    answer = _req_1_endpoint().handle(method="GET", url=URL_REQ_1, headers=headers, now=NOW)
+    assert answer.status == 401
+
+
+@pytest.mark.parametrize("now", ["1800000000", None, 1.5, True])
+def test_bad_server_clock_is_a_vxp_error(now: Any) -> None:
+    with pytest.raises(vxp.VxpError) as info:
+        _req_1_endpoint().handle(method="GET", url=URL_REQ_1, headers=_dpop(NOW), now=now)
+    assert info.value.code == "now_invalid"
+
+
+def test_not_found_answers_are_independent_objects() -> None:
+    server = _req_1_endpoint()
+    url_x, url_y = BASE + "/v1/requests/x/proof", BASE + "/v1/requests/y/proof"
+    first = server.handle(method="GET", url=url_x, headers=_dpop(NOW, url=url_x), now=NOW)
+    first.headers["X-Leak"] = "1"
+    second = server.handle(method="GET", url=url_y, headers=_dpop(NOW, "j2", url_y), now=NOW)
+    assert (second.status, second.headers, second.body) == (404, {}, {"error": "request_not_found"})
+
+
+def test_jti_memory_survives_a_restart_with_the_sqlite_replay_cache(tmp_path: Any) -> None:
+    """The in-memory cache forgets on restart (a replay inside the window then passes);
+    SqliteReplayCache keeps the memory across processes and restarts."""
+    path = str(tmp_path / "jti.sqlite")
+    tokens = {"tok": vxp.fetch.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 3600)}
+    headers = _dpop(NOW)
+
+    def server(replay: Any) -> vxp.fetch.ProofEndpoint:
+        packages = {"req_1": (AGENT, {"v": 1})}
+        return vxp.fetch.ProofEndpoint(
+            base_url=BASE, tokens=tokens, packages=packages, replay=replay
+        )
+
+    first = vxp.stores.SqliteReplayCache(path)
+    assert server(first).handle(method="GET", url=URL_REQ_1, headers=headers, now=NOW).status == 200
+    first.close()
+    restarted = vxp.stores.SqliteReplayCache(path)
+    again = server(restarted).handle(method="GET", url=URL_REQ_1, headers=headers, now=NOW + 30)
+    assert again.status == 401
+    assert restarted.check_and_store("k", NOW + 10, NOW)
+    assert not restarted.check_and_store("k", NOW + 10, NOW + 10)
+    assert restarted.check_and_store("k", NOW + 30, NOW + 11)  # expired entries are purged
+    restarted.close()
+    with pytest.raises(vxp.VxpError):
+        vxp.stores.SqliteReplayCache(str(tmp_path / "missing-dir" / "x.sqlite"))
+
+
+def _raw_proof(htu: str, jti: str) -> dict[str, str]:
+    from vxp._fetch import _ath
+    from vxp._jws import sign_compact
+    from vxp._keys import resolve_key
+
+    key = resolve_key(demo_key("dpop"))
+    header = {"alg": "ES256", "jwk": key.public_jwk, "typ": "dpop+jwt"}
+    payload = {"htm": "GET", "htu": htu, "iat": NOW, "jti": jti, "ath": _ath("tok")}
+    return {
+        "Authorization": "DPoP tok",
+        "DPoP": sign_compact(header, payload, key, deterministic=True),
+    }
+
+
+@pytest.mark.parametrize(
+    ("htu", "status"),
+    [
+        ("https://STORE.example/v1/requests/req_1/proof", 200),
+        ("HTTPS://store.example:443/v1/requests/req_1/proof", 200),
+        ("https://store.example/v1/requests/req_1/proof?x=1#f", 200),
+        ("https://store.example:8443/v1/requests/req_1/proof", 401),
+        ("http://store.example/v1/requests/req_1/proof", 401),
+        ("https://user@store.example/v1/requests/req_1/proof", 401),
+        ("https://store.example/v1/requests/req_1/proof/", 401),
+        ("https://store.example/v1/requests/REQ_1/proof", 401),
+        ("https://store.example/v1/requests/req%5F1/proof", 401),
+        ("https://store.example:99999/v1/requests/req_1/proof", 401),
+        ("//store.example/v1/requests/req_1/proof", 401),
+    ],
+)
+def test_htu_is_compared_after_scheme_and_host_normalisation_only(htu: str, status: int) -> None:
+    answer = _req_1_endpoint().handle(
+        method="GET", url=URL_REQ_1, headers=_raw_proof(htu, "j"), now=NOW
+    )
+    assert answer.status == status
+
+
+def test_request_url_with_default_port_or_host_case_reaches_the_route() -> None:
+    for i, url in enumerate(
+        ("https://STORE.EXAMPLE/v1/requests/req_1/proof", BASE + ":443/v1/requests/req_1/proof")
+    ):
+        answer = _req_1_endpoint().handle(
+            method="GET", url=url, headers=_dpop(NOW, f"j{i}"), now=NOW
+        )
+        assert answer.status == 200
+    for url in (
+        "https://evil@store.example/v1/requests/req_1/proof",
+        "https://store.example:8443/v1/requests/req_1/proof",
+    ):
+        answer = _req_1_endpoint().handle(method="GET", url=url, headers=_dpop(NOW), now=NOW)
+        assert answer.status == 404
+
+
+def test_dpop_helper_never_signs_userinfo_into_htu() -> None:
+    with pytest.raises(vxp.VxpError):
+        vxp.fetch.make_dpop_proof(
+            demo_key("dpop"), method="GET", url="https://u:pw@store.example/x", iat=NOW, jti="j"
+        )
+    for bad in ("http://", "https://store.example/?a=1", "https://store.example/p", "ftp://x"):
+        with pytest.raises(vxp.VxpError):
+            vxp.fetch.ProofEndpoint(base_url=bad, tokens={}, packages={})
+
+
+_WORDS = st.sampled_from(
+    ["operator", "company", "EC", "OKP", "P-256", "Ed25519", "ES256", "sig", "https://x", "A"]
+)
+
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2**64) | st.text(max_size=6) | _WORDS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(_WORDS | st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    method=_VALUES,
+    url=st.sampled_from([URL_REQ_1, "https://[::1/x", "https://a:b/x"]) | _VALUES,
+    headers=_VALUES,
+)
+def test_fetch_requests_of_any_shape_get_an_http_answer(
+    method: Any, url: Any, headers: Any
+) -> None:
+    answer = _req_1_endpoint().handle(method=method, url=url, headers=headers, now=NOW)
+    assert answer.status in (401, 404, 405)

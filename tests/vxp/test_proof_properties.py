@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import vxp
-from vxp._proof_demo import CAPABILITY, T0, demo_key, demo_operation
+from vxp import demo_key, demo_operation
+from vxp._proof_demo import CAPABILITY, T0
 
 
 def _ex(n: int) -> int:
@@ -226,7 +227,7 @@ def test_any_changed_character_of_a_statement_is_refused(
     from vxp._statements import verify_statement
 
     op = OPS[variant]
-    keys = vxp.IssuerKeys(vxp.load_trust(op.metadata, op.jwks).keys.values())
+    keys = vxp.IssuerKeys(vxp.trust.load_trust(op.metadata, op.jwks).keys.values())
     statements = op.package["statements"]
     original = statements[which % len(statements)]
     j = where % len(original)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 import itertools
 import json
 from datetime import timedelta
@@ -12,7 +13,8 @@ from typing import Any
 import pytest
 
 import vxp
-from vxp._proof_demo import DEMO_VARIANTS, demo_key, demo_operation, extend_log
+from vxp import demo_key, demo_operation
+from vxp._proof_demo import DEMO_VARIANTS, T0, extend_log
 
 DRAFT_VERDICT = {
     "valid": True,
@@ -123,7 +125,6 @@ def test_draft_chain_has_the_drafts_shape() -> None:
 
 
 def test_prev_is_the_digest_of_the_previous_issuer_signed_jwt() -> None:
-    import hashlib
 
     op = demo_operation("succeeded")
     statements = op.package["statements"]
@@ -189,7 +190,6 @@ def test_withheld_read_back_term_is_undecidable_not_overclaimed() -> None:
 
 
 def _at(seconds: float) -> Any:
-    from vxp._proof_demo import T0
 
     return T0 + timedelta(seconds=seconds)
 
@@ -245,7 +245,7 @@ def test_live_metadata_of_another_issuer_is_refused() -> None:
 def test_rotation_saved_versus_live() -> None:
     op = demo_operation("rotated")
     old = vxp.key_thumbprint(demo_key("company"))
-    live_md = vxp.unpublish_key(op.metadata, old)
+    live_md = vxp.trust.unpublish_key(op.metadata, old)
     live_jwks = {"keys": [k for k in op.jwks["keys"] if k["kid"] != old]}
     live = {**op.live, "metadata": live_md, "jwks": live_jwks}
     verdict = _verify(op, live=live)
@@ -258,7 +258,9 @@ def test_rotation_saved_versus_live() -> None:
 
 def test_retire_then_sign_is_refused_by_the_verifier() -> None:
     op = demo_operation("succeeded")
-    retired = vxp.retire_key(op.metadata, vxp.key_thumbprint(demo_key("operator")), at=_at(2.5))
+    retired = vxp.trust.retire_key(
+        op.metadata, vxp.key_thumbprint(demo_key("operator")), at=_at(2.5)
+    )
     verdict = vxp.verify(op.package, retired, op.jwks, now=op.now).to_json()
     assert verdict["failure"]["reason"] == "key_not_valid_at_time"
 
@@ -321,11 +323,15 @@ def test_bad_metadata_and_jwks() -> None:
     assert vxp.verify(op.package, op.metadata, private, now=op.now).valid is False
 
 
-def test_naive_now_is_refused() -> None:
+def test_naive_now_is_the_callers_usage_error_not_a_verdict() -> None:
     op = demo_operation("succeeded")
-    verdict = vxp.verify(op.package, op.metadata, op.jwks, now=op.now.replace(tzinfo=None))
-    assert verdict.failure is not None
-    assert verdict.failure["code"] == "time_naive"
+    naive = op.now.replace(tzinfo=None)
+    with pytest.raises(vxp.VxpUsageError) as caught:
+        vxp.verify(op.package, op.metadata, op.jwks, now=naive)
+    assert caught.value.code == "time_naive"
+    with pytest.raises(vxp.VxpUsageError) as caught:
+        vxp.Verifier(op.metadata, op.jwks).verify(op.package, now=naive)
+    assert caught.value.code == "time_naive"
 
 
 def test_statement_logged_after_now_is_refused() -> None:
@@ -387,3 +393,101 @@ def test_assurance_matches_the_independent_table(variant: str) -> None:
         next(s for s in op.package["statements"] if _decode(s)[1]["kind"] == "outcome")
     )[1]["body"]["claimed_assurance"]
     assert set(claimed) <= set(verdict["derived_assurance"])
+
+
+# §8 stage 1: the package's shape, read once; the statement cap
+
+
+def _failure(package: Any, metadata: Any, jwks: Any, *, live: Any = None, now: Any) -> Any:
+    verdict = vxp.verify(package, metadata, jwks, live=live, now=now)
+    assert verdict.valid is False
+    assert verdict.derived_assurance == ()
+    assert verdict.failure is not None
+    return (verdict.failure["code"], verdict.failure.get("reason"))
+
+
+@pytest.mark.parametrize("version", [1.0, True, "1", 2])
+def test_package_version_is_the_integer_1(version: Any) -> None:
+    op = demo_operation("succeeded")
+    package = {**op.package, "v": version}
+    assert _failure(package, op.metadata, op.jwks, now=op.now) == ("package_malformed", "version")
+
+
+def _failed_with(verdict: vxp.Verdict) -> tuple[str, str | None]:
+    assert verdict.valid is False
+    assert verdict.failure is not None
+    return verdict.failure["code"], verdict.failure.get("reason")
+
+
+class _ShortList(list):  # type: ignore[type-arg]
+    def __len__(self) -> int:
+        return 6
+
+
+class _LyingKeys(dict):  # type: ignore[type-arg]
+    def keys(self) -> Any:
+        return {"v", "company", "op", "statements", "log"}
+
+
+def test_lying_list_and_dict_subclasses_are_read_as_their_contents() -> None:
+    op = demo_operation("succeeded")
+    op.builder.revoke(reason={"r": 1}, now=_at(10))  # a 7th signed statement
+    package = dict(op.package, statements=_ShortList(op.builder.statements))
+    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
+    assert _failed_with(verdict) == ("package_malformed", "log_entries")
+    verifier = vxp.Verifier(op.metadata, op.jwks)
+    assert _failed_with(verifier.verify(package, now=op.now)) == (
+        "package_malformed",
+        "log_entries",
+    )
+    no_v = _LyingKeys({k: v for k, v in op.package.items() if k != "v"})
+    assert _failed_with(verifier.verify(no_v, now=op.now)) == ("package_malformed", "members")
+    assert _failed_with(vxp.verify(no_v, op.metadata, op.jwks, now=op.now)) == (
+        "package_malformed",
+        "members",
+    )
+
+
+def _padded(op: vxp.DemoOperation, n: int) -> dict[str, Any]:
+    """A package of ``n`` statements (one repeated): refused, but only after its shape."""
+    package = copy.deepcopy(op.package)
+    package["statements"] = [package["statements"][0]] + [package["statements"][3]] * (n - 1)
+    entries = package["log"]["entries"]
+    package["log"]["entries"] = [entries[0]] + [entries[3]] * (n - 1)
+    return package
+
+
+def test_default_statement_cap_is_4096() -> None:
+    op = demo_operation("succeeded")
+    verifier = vxp.Verifier(op.metadata, op.jwks)
+    assert vxp.statements.MAX_STATEMENTS == 4096
+    over = verifier.verify(_padded(op, 4097), now=op.now)
+    assert _failed_with(over) == ("package_malformed", "too_many_statements")
+    at_cap = verifier.verify(_padded(op, 4096), now=op.now)
+    assert _failed_with(at_cap) != ("package_malformed", "too_many_statements")
+    assert _failed_with(vxp.verify(_padded(op, 4097), op.metadata, op.jwks, now=op.now)) == (
+        "package_malformed",
+        "too_many_statements",
+    )
+
+
+def test_statement_cap_is_the_callers() -> None:
+    op = demo_operation("succeeded")
+    verifier = vxp.Verifier(op.metadata, op.jwks)
+    assert verifier.verify(op.package, now=op.now, max_statements=6).valid
+    assert _failed_with(verifier.verify(op.package, now=op.now, max_statements=5)) == (
+        "package_malformed",
+        "too_many_statements",
+    )
+    one_shot = vxp.verify(op.package, op.metadata, op.jwks, now=op.now, max_statements=5)
+    assert _failed_with(one_shot) == ("package_malformed", "too_many_statements")
+
+
+@pytest.mark.parametrize("cap", [0, -1, True, 1.5, "6", None, 2**20 + 1])
+def test_statement_cap_must_be_a_sensible_integer(cap: Any) -> None:
+    op = demo_operation("succeeded")
+    verifier = vxp.Verifier(op.metadata, op.jwks)
+    with pytest.raises(vxp.VxpUsageError, match="max_statements_invalid"):
+        verifier.verify(op.package, now=op.now, max_statements=cap)
+    with pytest.raises(vxp.VxpUsageError, match="max_statements_invalid"):
+        vxp.verify(op.package, op.metadata, op.jwks, now=op.now, max_statements=cap)

@@ -37,13 +37,13 @@ def test_merkle_and_checkpoint_commands(tmp_path: Path, capsys: pytest.CaptureFi
         files.append(str(f))
     assert main(["merkle-root", *files]) == 0
     out = json.loads(capsys.readouterr().out)
-    hashes = [vxp.leaf_hash(bytes([i]) * i) for i in range(5)]
-    assert out == {"tree_size": 5, "root": vxp.encode_hash(vxp.tree_hash(hashes))}
+    hashes = [vxp.merkle.leaf_hash(bytes([i]) * i) for i in range(5)]
+    assert out == {"tree_size": 5, "root": vxp.codec.encode_hash(vxp.merkle.tree_hash(hashes))}
     proof = {
-        "leaf_hash": vxp.encode_hash(hashes[2]),
+        "leaf_hash": vxp.codec.encode_hash(hashes[2]),
         "index": 2,
         "tree_size": 5,
-        "proof": [vxp.encode_hash(p) for p in vxp.inclusion_proof(hashes, 2)],
+        "proof": [vxp.codec.encode_hash(p) for p in vxp.merkle.inclusion_proof(hashes, 2)],
         "root": out["root"],
     }
     (tmp_path / "p.json").write_text(json.dumps(proof))

@@ -29,7 +29,7 @@ POLICY = vxp.KeyBinding(aud="https://verifier.example", nonce="n-1")
 
 
 def _b64(data: bytes) -> str:
-    return vxp.b64url_encode(data)
+    return vxp.codec.b64url_encode(data)
 
 
 def _jws(header: bytes, payload: bytes, key: Any) -> str:
@@ -64,7 +64,7 @@ _REWRITES = (
 def test_sqlite_log_refuses_replace_and_out_of_place_inserts(tmp_path: Path, sql: str) -> None:
     """INSERT OR REPLACE deletes without firing DELETE triggers: it used to rewrite history."""
     path = tmp_path / "log.db"
-    log = vxp.MerkleLog("test/log", vxp.SqliteLogStore(path, "test/log"))
+    log = vxp.MerkleLog("test/log", vxp.stores.SqliteLogStore(path, "test/log"))
     log.extend([b"a", b"b", b"c", b"d"])
     root, entries = log.root(), [log.entry(i) for i in range(4)]
     raw = sqlite3.connect(path, isolation_level=None)
@@ -72,23 +72,23 @@ def test_sqlite_log_refuses_replace_and_out_of_place_inserts(tmp_path: Path, sql
         raw.execute(sql)
     raw.close()
     log.close()
-    again = vxp.MerkleLog("test/log", vxp.SqliteLogStore(path, "test/log"))
+    again = vxp.MerkleLog("test/log", vxp.stores.SqliteLogStore(path, "test/log"))
     assert again.size == 4
     assert again.root() == root
     assert [again.entry(i) for i in range(4)] == entries
     assert again.append(b"e") == 4  # the legitimate append path still works
-    assert again.root() == vxp.tree_hash([vxp.leaf_hash(x) for x in [*entries, b"e"]])
+    assert again.root() == vxp.merkle.tree_hash([vxp.merkle.leaf_hash(x) for x in [*entries, b"e"]])
     again.close()
 
 
 def test_sqlite_log_created_before_the_triggers_gets_them_on_open(tmp_path: Path) -> None:
     path = tmp_path / "log.db"
-    vxp.SqliteLogStore(path, "o").close()
+    vxp.stores.SqliteLogStore(path, "o").close()
     raw = sqlite3.connect(path, isolation_level=None)
     for name in ("entries_append_only", "nodes_append_only", "meta_insert_once"):
         raw.execute(f"DROP TRIGGER vxp_log_{name}")
     raw.close()
-    log = vxp.MerkleLog("o", vxp.SqliteLogStore(path, "o"))
+    log = vxp.MerkleLog("o", vxp.stores.SqliteLogStore(path, "o"))
     log.extend([b"a", b"b"])
     raw = sqlite3.connect(path, isolation_level=None)
     with pytest.raises(sqlite3.DatabaseError):
@@ -99,18 +99,18 @@ def test_sqlite_log_created_before_the_triggers_gets_them_on_open(tmp_path: Path
 
 
 def test_merkle_log_origin_must_match_its_sqlite_store(tmp_path: Path) -> None:
-    store = vxp.SqliteLogStore(tmp_path / "log.db", "log/a")
+    store = vxp.stores.SqliteLogStore(tmp_path / "log.db", "log/a")
     with pytest.raises(vxp.VxpError) as info:
         vxp.MerkleLog("log/b", store)
     assert info.value.code == "log_origin_mismatch"
     store.close()
     with pytest.raises(vxp.VxpError) as info:
-        vxp.SqliteLogStore(tmp_path / "log.db", "log/b")
+        vxp.stores.SqliteLogStore(tmp_path / "log.db", "log/b")
     assert info.value.code == "log_origin_mismatch"
 
 
 def test_sqlite_size_is_the_next_free_index(tmp_path: Path) -> None:
-    log = vxp.MerkleLog("o", vxp.SqliteLogStore(tmp_path / "log.db", "o"))
+    log = vxp.MerkleLog("o", vxp.stores.SqliteLogStore(tmp_path / "log.db", "o"))
     assert log.size == 0
     log.extend([bytes([i]) for i in range(37)])
     assert log.size == 37
@@ -171,7 +171,7 @@ def test_ordinary_ed25519_keys_still_resolve() -> None:
         seed = hashlib.sha256(f"seed {i}".encode()).digest()
         key = OKPKey.import_key(ed25519.Ed25519PrivateKey.from_private_bytes(seed))
         resolved = resolve_key(key.as_dict(private=False))
-        assert resolved.verify(b"m", resolve_key(key).sign(b"m"))
+        assert resolved.signature_valid(b"m", resolve_key(key).sign(b"m"))
 
 
 def test_small_order_cnf_key_cannot_bind_a_presentation() -> None:
@@ -196,15 +196,15 @@ def test_small_order_cnf_key_cannot_bind_a_presentation() -> None:
 
 def test_small_order_log_and_witness_keys_are_refused() -> None:
     weak = _ed_jwk(_SMALL_ORDER[0])
-    cp = vxp.Checkpoint("log/a", 5, b"\x42" * 32)
+    cp = vxp.checkpoints.Checkpoint("log/a", 5, b"\x42" * 32)
     kid = OKPKey.import_key(weak).thumbprint()
-    forged = vxp.SignedCheckpoint(cp, kid, "EdDSA", _FORGED)
+    forged = vxp.checkpoints.SignedCheckpoint(cp, kid, "EdDSA", _FORGED)
     with pytest.raises(vxp.VxpError, match="key_invalid"):
-        vxp.verify_checkpoint(forged, weak)
-    cosig = vxp.Cosignature(kid, "EdDSA", 1, _FORGED)
+        vxp.checkpoints.verify_checkpoint(forged, weak)
+    cosig = vxp.checkpoints.Cosignature(kid, "EdDSA", 1, _FORGED)
     with pytest.raises(vxp.VxpError, match="key_invalid"):
-        vxp.verify_cosignatures(
-            vxp.SignedCheckpoint(cp, kid, "EdDSA", _FORGED, (cosig,)), [weak], quorum=1
+        vxp.checkpoints.verify_cosignatures(
+            vxp.checkpoints.SignedCheckpoint(cp, kid, "EdDSA", _FORGED, (cosig,)), [weak], quorum=1
         )
 
 
@@ -287,7 +287,7 @@ def test_finite_floats_still_parse() -> None:
 
 
 def test_disclosure_digest_refuses_unknown_algorithm() -> None:
-    d = vxp.Disclosure.create("salt", "name", "value")
+    d = vxp.sdjwt.Disclosure.create("salt", "name", "value")
     with pytest.raises(vxp.VxpError, match="sd_alg_unsupported"):
         d.digest("sha-512")
 
@@ -296,12 +296,12 @@ def test_disclosure_digest_refuses_unknown_algorithm() -> None:
 
 
 def test_empty_tree_checkpoint_has_the_empty_root() -> None:
-    assert vxp.Checkpoint("o", 0, vxp.EMPTY_ROOT).tree_size == 0
+    assert vxp.checkpoints.Checkpoint("o", 0, vxp.merkle.EMPTY_ROOT).tree_size == 0
     with pytest.raises(vxp.VxpError, match="checkpoint_invalid"):
-        vxp.Checkpoint("o", 0, b"\x00" * 32)
+        vxp.checkpoints.Checkpoint("o", 0, b"\x00" * 32)
     with pytest.raises(vxp.VxpError, match="checkpoint_invalid"):
-        vxp.Checkpoint.from_json(
-            {"origin": "o", "tree_size": 0, "root": vxp.encode_hash(b"1" * 32)}
+        vxp.checkpoints.Checkpoint.from_json(
+            {"origin": "o", "tree_size": 0, "root": vxp.codec.encode_hash(b"1" * 32)}
         )
 
 
@@ -381,8 +381,8 @@ def test_merkle_verifiers_raise_only_vxp_error(
     index: int, size: int, size2: int, proof: list[bytes]
 ) -> None:
     for call in (
-        lambda: vxp.verify_inclusion(b"\x00" * 32, index, size, proof, b"\x01" * 32),
-        lambda: vxp.verify_consistency(size, size2, b"\x00" * 32, b"\x01" * 32, proof),
+        lambda: vxp.merkle.verify_inclusion(b"\x00" * 32, index, size, proof, b"\x01" * 32),
+        lambda: vxp.merkle.verify_consistency(size, size2, b"\x00" * 32, b"\x01" * 32, proof),
     ):
         with pytest.raises(vxp.VxpError):
             call()
@@ -394,7 +394,7 @@ def test_merkle_verifiers_raise_only_vxp_error(
 def _es256_parts(token: str) -> tuple[str, int, int]:
     jws = token.split("~")[0]
     signing_input, sig = jws.rsplit(".", 1)
-    raw = vxp.b64url_decode(sig, "sig")
+    raw = vxp.codec.b64url_decode(sig, "sig")
     return signing_input, int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")
 
 
@@ -434,18 +434,20 @@ def test_cli_decode_prints_lone_surrogates_escaped(
 def test_leaf_hash_refuses_non_bytes(data: Any) -> None:
     """bytes(3) is three zero bytes: leaf_hash(3) used to hash b"\\0\\0\\0" silently."""
     with pytest.raises(vxp.VxpError, match="merkle_argument_invalid"):
-        vxp.leaf_hash(data)
+        vxp.merkle.leaf_hash(data)
 
 
 def test_leaf_hash_accepts_bytes_like() -> None:
-    want = vxp.leaf_hash(b"abc")
-    assert vxp.leaf_hash(bytearray(b"abc")) == vxp.leaf_hash(memoryview(b"abc")) == want
+    want = vxp.merkle.leaf_hash(b"abc")
+    assert (
+        vxp.merkle.leaf_hash(bytearray(b"abc")) == vxp.merkle.leaf_hash(memoryview(b"abc")) == want
+    )
 
 
 @pytest.mark.parametrize(("left", "right"), [("a", b"b"), (b"a", None), (3, 4)])
 def test_node_hash_refuses_non_bytes(left: Any, right: Any) -> None:
     with pytest.raises(vxp.VxpError, match="merkle_argument_invalid"):
-        vxp.node_hash(left, right)
+        vxp.merkle.node_hash(left, right)
 
 
 def test_mark_disclosable_refuses_claims_too_deep_to_copy() -> None:
@@ -455,13 +457,13 @@ def test_mark_disclosable_refuses_claims_too_deep_to_copy() -> None:
         node["a"] = {}
         node = node["a"]
     with pytest.raises(vxp.VxpError, match="claims_too_deep"):
-        vxp.mark_disclosable(claims, [["a"]])
+        vxp.sdjwt.mark_disclosable(claims, [["a"]])
 
 
 def test_a_store_that_lost_its_hashes_reports_corruption(tmp_path: Path) -> None:
     """Someone with the file drops the triggers and deletes hashes: fail with log_corrupt."""
     path = tmp_path / "log.db"
-    log = vxp.MerkleLog("o", vxp.SqliteLogStore(path, "o"))
+    log = vxp.MerkleLog("o", vxp.stores.SqliteLogStore(path, "o"))
     log.extend([bytes([i]) for i in range(6)])
     raw = sqlite3.connect(path, isolation_level=None)
     raw.execute("DROP TRIGGER vxp_log_nodes_no_delete")
@@ -476,7 +478,7 @@ def test_a_store_that_lost_its_hashes_reports_corruption(tmp_path: Path) -> None
 def test_p256_points_off_the_curve_are_refused() -> None:
     """An invalid-curve point would leak a private key in ECDH and breaks ECDSA reasoning."""
     good = resolve_key(HOLDER).public_jwk
-    y = int.from_bytes(vxp.b64url_decode(good["y"], "y"), "big")
+    y = int.from_bytes(vxp.codec.b64url_decode(good["y"], "y"), "big")
     off = {
         **good,
         "y": _b64(((y + 1) % (2**256 - 2**224 + 2**192 + 2**96 - 1)).to_bytes(32, "big")),

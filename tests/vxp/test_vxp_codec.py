@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vxp
-from vxp._checkpoint import _CHECKPOINT_TYPE, Checkpoint
-from vxp._codec import b64url_decode, canonical_json, decode_hash
+from vxp._checkpoint import _CHECKPOINT_TYPE
+from vxp.checkpoints import Checkpoint
+from vxp.codec import b64url_decode, canonical_json, decode_hash
 
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~"
 

@@ -14,21 +14,13 @@ from hypothesis import strategies as st
 from joserfc.jwk import ECKey
 
 import vxp
-from vxp._checkpoint import SignedCheckpoint, cosign_checkpoint, sign_checkpoint
-from vxp._codec import b64url_encode
+from vxp import MerkleLog, demo_key, demo_operation
 from vxp._jws import sign_compact
 from vxp._keys import resolve_key
-from vxp._log import MerkleLog
-from vxp._proof_demo import (
-    CAPABILITY,
-    COMPANY,
-    LOG_ORIGIN,
-    T0,
-    demo_key,
-    demo_operation,
-    seeded_rng,
-)
+from vxp._proof_demo import CAPABILITY, COMPANY, LOG_ORIGIN, T0, seeded_rng
 from vxp._statements import jwt_digest, sign_user_approval
+from vxp.checkpoints import SignedCheckpoint, cosign_checkpoint, sign_checkpoint
+from vxp.codec import b64url_encode
 
 TYP = "example+sd-jwt"
 
@@ -285,7 +277,7 @@ def test_kb_jwt_exp_and_nbf_are_enforced(
 # ------------------------------------------------------------------ 4: nested _sd_alg
 
 
-def _signed(payload: dict[str, Any], disclosures: tuple[vxp.Disclosure, ...] = ()) -> str:
+def _signed(payload: dict[str, Any], disclosures: tuple[vxp.sdjwt.Disclosure, ...] = ()) -> str:
     key = resolve_key(demo_key("nested"))
     jws = sign_compact(
         {"alg": "ES256", "kid": key.kid, "typ": TYP}, payload, key, deterministic=True
@@ -308,12 +300,12 @@ def test_nested_sd_alg_is_refused(payload: dict[str, Any]) -> None:
 
 
 def test_nested_sd_alg_inside_a_disclosure_is_refused() -> None:
-    inner = vxp.Disclosure.create("salt", "x", {"_sd_alg": "sha-256"})
+    inner = vxp.sdjwt.Disclosure.create("salt", "x", {"_sd_alg": "sha-256"})
     payload = {"_sd_alg": "sha-256", "_sd": [inner.digest()]}
     with pytest.raises(vxp.VxpError) as err:
         vxp.verify_sd_jwt(_signed(payload, (inner,)), demo_key("nested"), typ=TYP, now=0)
     assert err.value.code == "sd_alg_misplaced"
-    named = vxp.Disclosure.create("salt", "_sd_alg", "sha-256")
+    named = vxp.sdjwt.Disclosure.create("salt", "_sd_alg", "sha-256")
     payload = {"_sd_alg": "sha-256", "a": {"_sd": [named.digest()]}}
     with pytest.raises(vxp.VxpError) as err:
         vxp.verify_sd_jwt(_signed(payload, (named,)), demo_key("nested"), typ=TYP, now=0)
@@ -520,13 +512,13 @@ NOW = 1_800_000_000
 AGENT = "https://agent.example/agent.json"
 
 
-def _endpoint(packages: dict[str, Any]) -> vxp.ProofEndpoint:
-    tokens = {"tok": vxp.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 3600)}
-    return vxp.ProofEndpoint(base_url=BASE, tokens=tokens, packages=packages)
+def _endpoint(packages: dict[str, Any]) -> vxp.fetch.ProofEndpoint:
+    tokens = {"tok": vxp.fetch.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 3600)}
+    return vxp.fetch.ProofEndpoint(base_url=BASE, tokens=tokens, packages=packages)
 
 
 def _headers(scheme: str, jti: str) -> dict[str, str]:
-    proof = vxp.make_dpop_proof(
+    proof = vxp.fetch.make_dpop_proof(
         demo_key("dpop"), method="GET", url=URL, iat=NOW, jti=jti, access_token="tok"
     )
     return {"Authorization": f"{scheme} tok", "DPoP": proof}

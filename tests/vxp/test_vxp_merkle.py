@@ -17,48 +17,48 @@ from vxp import _merkle
 
 
 def _leaves(n: int) -> list[bytes]:
-    return [vxp.leaf_hash(i.to_bytes(4, "big")) for i in range(n)]
+    return [vxp.merkle.leaf_hash(i.to_bytes(4, "big")) for i in range(n)]
 
 
 def _naive_root(hashes: list[bytes]) -> bytes:
     """RFC 9162 §2.1.1 written as the recursive definition."""
     if not hashes:
-        return vxp.EMPTY_ROOT
+        return vxp.merkle.EMPTY_ROOT
     if len(hashes) == 1:
         return hashes[0]
     k = 1
     while k * 2 < len(hashes):
         k *= 2
-    return vxp.node_hash(_naive_root(hashes[:k]), _naive_root(hashes[k:]))
+    return vxp.merkle.node_hash(_naive_root(hashes[:k]), _naive_root(hashes[k:]))
 
 
 @settings(max_examples=60)
 @given(st.integers(min_value=0, max_value=70))
 def test_tree_hash_matches_recursive_definition(n: int) -> None:
     hashes = _leaves(n)
-    assert vxp.tree_hash(hashes) == _naive_root(hashes)
+    assert vxp.merkle.tree_hash(hashes) == _naive_root(hashes)
 
 
 @settings(max_examples=40)
 @given(st.integers(min_value=1, max_value=40))
 def test_every_leaf_of_random_tree_verifies(n: int) -> None:
     hashes = _leaves(n)
-    root = vxp.tree_hash(hashes)
+    root = vxp.merkle.tree_hash(hashes)
     for i in range(n):
-        proof = vxp.inclusion_proof(hashes, i)
-        vxp.verify_inclusion(hashes[i], i, n, proof, root)
-        assert vxp.root_from_proof(hashes[i], i, n, proof) == root
+        proof = vxp.merkle.inclusion_proof(hashes, i)
+        vxp.merkle.verify_inclusion(hashes[i], i, n, proof, root)
+        assert vxp.merkle.root_from_proof(hashes[i], i, n, proof) == root
 
 
 @settings(max_examples=25)
 @given(st.integers(min_value=1, max_value=24))
 def test_every_pair_of_sizes_is_consistent(n: int) -> None:
     hashes = _leaves(n)
-    roots = [vxp.tree_hash(hashes[:m]) for m in range(n + 1)]
+    roots = [vxp.merkle.tree_hash(hashes[:m]) for m in range(n + 1)]
     for m in range(1, n + 1):
         for k in range(m, n + 1):
-            proof = vxp.consistency_proof(hashes, m, k)
-            vxp.verify_consistency(m, k, roots[m], roots[k], proof)
+            proof = vxp.merkle.consistency_proof(hashes, m, k)
+            vxp.merkle.verify_consistency(m, k, roots[m], roots[k], proof)
 
 
 def _mutations(proof: list[bytes]) -> list[list[bytes]]:
@@ -76,21 +76,21 @@ def _mutations(proof: list[bytes]) -> list[list[bytes]]:
 def test_any_byte_change_of_inclusion_proof_is_rejected(n: int, data: st.DataObject) -> None:
     hashes = _leaves(n)
     i = data.draw(st.integers(min_value=0, max_value=n - 1))
-    root = vxp.tree_hash(hashes)
-    proof = vxp.inclusion_proof(hashes, i)
+    root = vxp.merkle.tree_hash(hashes)
+    proof = vxp.merkle.inclusion_proof(hashes, i)
     for bad in _mutations(proof):
         with pytest.raises(vxp.VxpError):
-            vxp.verify_inclusion(hashes[i], i, n, bad, root)
+            vxp.merkle.verify_inclusion(hashes[i], i, n, bad, root)
     for pos in range(32):
         wrong = bytearray(root)
         wrong[pos] ^= 0x80
         with pytest.raises(vxp.VxpError):
-            vxp.verify_inclusion(hashes[i], i, n, proof, bytes(wrong))
+            vxp.merkle.verify_inclusion(hashes[i], i, n, proof, bytes(wrong))
     if proof:
         with pytest.raises(vxp.VxpError):
-            vxp.verify_inclusion(hashes[i], i, n, proof[:-1], root)
+            vxp.merkle.verify_inclusion(hashes[i], i, n, proof[:-1], root)
         with pytest.raises(vxp.VxpError):
-            vxp.verify_inclusion(hashes[i], i, n, [*proof, proof[0]], root)
+            vxp.merkle.verify_inclusion(hashes[i], i, n, [*proof, proof[0]], root)
 
 
 @settings(max_examples=30)
@@ -98,57 +98,57 @@ def test_any_byte_change_of_inclusion_proof_is_rejected(n: int, data: st.DataObj
 def test_any_byte_change_of_consistency_proof_is_rejected(n: int, data: st.DataObject) -> None:
     hashes = _leaves(n)
     m = data.draw(st.integers(min_value=1, max_value=n - 1))
-    r1, r2 = vxp.tree_hash(hashes[:m]), vxp.tree_hash(hashes)
-    proof = vxp.consistency_proof(hashes, m)
+    r1, r2 = vxp.merkle.tree_hash(hashes[:m]), vxp.merkle.tree_hash(hashes)
+    proof = vxp.merkle.consistency_proof(hashes, m)
     for bad in _mutations(proof):
         with pytest.raises(vxp.VxpError):
-            vxp.verify_consistency(m, n, r1, r2, bad)
+            vxp.merkle.verify_consistency(m, n, r1, r2, bad)
     with pytest.raises(vxp.VxpError):
-        vxp.verify_consistency(m, n, r1, r2, proof[:-1])
+        vxp.merkle.verify_consistency(m, n, r1, r2, proof[:-1])
     with pytest.raises(vxp.VxpError):
-        vxp.verify_consistency(m, n, r2, r1, proof)
+        vxp.merkle.verify_consistency(m, n, r2, r1, proof)
 
 
 def test_domain_separation() -> None:
-    a, b = vxp.leaf_hash(b"a"), vxp.leaf_hash(b"b")
+    a, b = vxp.merkle.leaf_hash(b"a"), vxp.merkle.leaf_hash(b"b")
     # A node can never pass as a leaf: leaf(left || right) differs from node(left, right).
-    assert vxp.leaf_hash(a + b) != vxp.node_hash(a, b)
+    assert vxp.merkle.leaf_hash(a + b) != vxp.merkle.node_hash(a, b)
     # Second-preimage: a 2-leaf tree's root is not the leaf hash of the concatenation.
-    assert vxp.tree_hash([a, b]) != vxp.leaf_hash(a + b)
+    assert vxp.merkle.tree_hash([a, b]) != vxp.merkle.leaf_hash(a + b)
 
 
 @pytest.mark.parametrize(
     ("args", "code"),
     [
-        ((b"x", 0, 1, [], vxp.EMPTY_ROOT), "malformed_hash"),
-        ((vxp.EMPTY_ROOT, 0, 1, "nope", vxp.EMPTY_ROOT), "malformed_proof"),
-        ((vxp.EMPTY_ROOT, 0, 1, [b"short"], vxp.EMPTY_ROOT), "malformed_proof"),
-        ((vxp.EMPTY_ROOT, -1, 1, [], vxp.EMPTY_ROOT), "merkle_argument_invalid"),
-        ((vxp.EMPTY_ROOT, True, 2, [], vxp.EMPTY_ROOT), "merkle_argument_invalid"),
-        ((vxp.EMPTY_ROOT, 0, 0, [], vxp.EMPTY_ROOT), "inclusion_index_out_of_range"),
-        ((vxp.EMPTY_ROOT, 0, "1", [], vxp.EMPTY_ROOT), "merkle_argument_invalid"),
+        ((b"x", 0, 1, [], vxp.merkle.EMPTY_ROOT), "malformed_hash"),
+        ((vxp.merkle.EMPTY_ROOT, 0, 1, "nope", vxp.merkle.EMPTY_ROOT), "malformed_proof"),
+        ((vxp.merkle.EMPTY_ROOT, 0, 1, [b"short"], vxp.merkle.EMPTY_ROOT), "malformed_proof"),
+        ((vxp.merkle.EMPTY_ROOT, -1, 1, [], vxp.merkle.EMPTY_ROOT), "merkle_argument_invalid"),
+        ((vxp.merkle.EMPTY_ROOT, True, 2, [], vxp.merkle.EMPTY_ROOT), "merkle_argument_invalid"),
+        ((vxp.merkle.EMPTY_ROOT, 0, 0, [], vxp.merkle.EMPTY_ROOT), "inclusion_index_out_of_range"),
+        ((vxp.merkle.EMPTY_ROOT, 0, "1", [], vxp.merkle.EMPTY_ROOT), "merkle_argument_invalid"),
     ],
 )
 def test_bad_inclusion_arguments(args: tuple[object, ...], code: str) -> None:
     with pytest.raises(vxp.VxpError) as info:
-        vxp.verify_inclusion(*args)  # type: ignore[arg-type]
+        vxp.merkle.verify_inclusion(*args)  # type: ignore[arg-type]
     assert info.value.code == code
 
 
 def test_hash_text_form_is_strict() -> None:
-    h = vxp.leaf_hash(b"")
-    text = vxp.encode_hash(h)
-    assert vxp.decode_hash(text) == h
+    h = vxp.merkle.leaf_hash(b"")
+    text = vxp.codec.encode_hash(h)
+    assert vxp.codec.decode_hash(text) == h
     for bad in (text + "=", text[8:], "SHA-256:" + text[8:], text[:-1], text[:-1] + "+", 5):
         with pytest.raises(vxp.VxpError, match="malformed_hash"):
-            vxp.decode_hash(bad)
+            vxp.codec.decode_hash(bad)
 
 
 # ---------------------------------------------------------------------------- logs
 
 
-def _stores(tmp_path: Path) -> list[vxp.LogStore]:
-    return [vxp.MemoryLogStore(), vxp.SqliteLogStore(tmp_path / "log.db", "test/log")]
+def _stores(tmp_path: Path) -> list[vxp.stores.LogStore]:
+    return [vxp.stores.MemoryLogStore(), vxp.stores.SqliteLogStore(tmp_path / "log.db", "test/log")]
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
@@ -159,16 +159,16 @@ def test_log_matches_pure_functions(kind: str, tmp_path: Path) -> None:
     for e in entries[:10]:
         log.append(e)
     assert log.extend(entries[10:]) == range(10, 45)
-    hashes = [vxp.leaf_hash(e) for e in entries]
+    hashes = [vxp.merkle.leaf_hash(e) for e in entries]
     for n in (1, 2, 7, 8, 31, 32, 33, 45):
-        assert log.root(n) == vxp.tree_hash(hashes[:n])
+        assert log.root(n) == vxp.merkle.tree_hash(hashes[:n])
         for i in range(0, n, 3):
-            assert log.inclusion_proof(i, n) == vxp.inclusion_proof(hashes, i, n)
+            assert log.inclusion_proof(i, n) == vxp.merkle.inclusion_proof(hashes, i, n)
         for m in range(1, n + 1, 4):
-            assert log.consistency_proof(m, n) == vxp.consistency_proof(hashes, m, n)
+            assert log.consistency_proof(m, n) == vxp.merkle.consistency_proof(hashes, m, n)
     assert log.entry(44) == entries[44]
     assert log.leaf_hash(3) == hashes[3]
-    assert log.root(0) == vxp.EMPTY_ROOT
+    assert log.root(0) == vxp.merkle.EMPTY_ROOT
     with pytest.raises(vxp.VxpError, match="tree_size_unknown"):
         log.root(46)
     with pytest.raises(vxp.VxpError, match="log_entry_missing"):
@@ -180,23 +180,23 @@ def test_log_matches_pure_functions(kind: str, tmp_path: Path) -> None:
 
 def test_sqlite_log_survives_restart(tmp_path: Path) -> None:
     path = tmp_path / "log.db"
-    log = vxp.MerkleLog("test/log", vxp.SqliteLogStore(path, "test/log"))
+    log = vxp.MerkleLog("test/log", vxp.stores.SqliteLogStore(path, "test/log"))
     log.extend([b"a", b"b", b"c"])
     root3 = log.root()
     log.close()
-    again = vxp.MerkleLog("test/log", vxp.SqliteLogStore(path, "test/log"))
+    again = vxp.MerkleLog("test/log", vxp.stores.SqliteLogStore(path, "test/log"))
     assert again.size == 3
     assert again.root() == root3
     again.append(b"d")
-    vxp.verify_consistency(3, 4, root3, again.root(), again.consistency_proof(3))
+    vxp.merkle.verify_consistency(3, 4, root3, again.root(), again.consistency_proof(3))
     again.close()
     with pytest.raises(vxp.VxpError, match="log_origin_mismatch"):
-        vxp.SqliteLogStore(path, "another/log")
+        vxp.stores.SqliteLogStore(path, "another/log")
 
 
 def test_sqlite_log_refuses_rewrites(tmp_path: Path) -> None:
     path = tmp_path / "log.db"
-    store = vxp.SqliteLogStore(path, "test/log")
+    store = vxp.stores.SqliteLogStore(path, "test/log")
     log = vxp.MerkleLog("test/log", store)
     log.extend([b"a", b"b", b"c", b"d"])
     root = log.root()
@@ -214,24 +214,24 @@ def test_sqlite_log_refuses_rewrites(tmp_path: Path) -> None:
     raw.close()
     # A writer that believes the log is shorter cannot overwrite the tail.
     with pytest.raises(vxp.VxpError, match="log_conflict"):
-        store.append(2, [b"X"], [(0, 2, vxp.leaf_hash(b"X"))])
+        store.append(2, [b"X"], [(0, 2, vxp.merkle.leaf_hash(b"X"))])
     assert log.size == 4
     assert log.root() == root
     log.close()
 
 
 def test_memory_log_refuses_stale_append() -> None:
-    store = vxp.MemoryLogStore()
+    store = vxp.stores.MemoryLogStore()
     log = vxp.MerkleLog("o", store)
     log.extend([b"a", b"b"])
     with pytest.raises(vxp.VxpError, match="log_conflict"):
-        store.append(1, [b"x"], [(0, 1, vxp.leaf_hash(b"x"))])
+        store.append(1, [b"x"], [(0, 1, vxp.merkle.leaf_hash(b"x"))])
     assert log.size == 2
 
 
 def test_concurrent_appends_keep_one_history(tmp_path: Path) -> None:
     path = tmp_path / "log.db"
-    logs = [vxp.MerkleLog("o", vxp.SqliteLogStore(path, "o")) for _ in range(4)]
+    logs = [vxp.MerkleLog("o", vxp.stores.SqliteLogStore(path, "o")) for _ in range(4)]
     errors: list[Exception] = []
 
     def work(log: vxp.MerkleLog, tag: int) -> None:
@@ -253,8 +253,8 @@ def test_concurrent_appends_keep_one_history(tmp_path: Path) -> None:
     assert not errors
     check = logs[0]
     assert check.size == 60
-    hashes = [vxp.leaf_hash(check.entry(i)) for i in range(60)]
-    assert check.root() == vxp.tree_hash(hashes)
+    hashes = [vxp.merkle.leaf_hash(check.entry(i)) for i in range(60)]
+    assert check.root() == vxp.merkle.tree_hash(hashes)
     for lg in logs:
         lg.close()
 
@@ -272,7 +272,7 @@ def test_million_leaf_proofs_are_logarithmic() -> None:
     def source(level: int, index: int) -> bytes | None:
         nonlocal calls
         calls += 1
-        return levels.setdefault((level, index), vxp.leaf_hash(f"{level}/{index}".encode()))
+        return levels.setdefault((level, index), vxp.merkle.leaf_hash(f"{level}/{index}".encode()))
 
     def mth(start: int, size: int) -> bytes:
         return _merkle.subtree_hash(source, start, size)
@@ -301,30 +301,30 @@ def test_checkpoint_sign_verify_roundtrip(make: object) -> None:
     key = make()  # type: ignore[operator]
     log = _log_with(9)
     signed = log.checkpoint(key)
-    cp = vxp.verify_checkpoint(signed, key, origin="log.example/vxp")
-    assert cp == vxp.Checkpoint("log.example/vxp", 9, log.root())
+    cp = vxp.checkpoints.verify_checkpoint(signed, key, origin="log.example/vxp")
+    assert cp == vxp.checkpoints.Checkpoint("log.example/vxp", 9, log.root())
     wire = signed.to_json()
-    assert vxp.SignedCheckpoint.from_json(wire) == signed
-    assert vxp.verify_checkpoint(wire, key.as_dict(private=False)) == cp
+    assert vxp.checkpoints.SignedCheckpoint.from_json(wire) == signed
+    assert vxp.checkpoints.verify_checkpoint(wire, key.as_dict(private=False)) == cp
     with pytest.raises(vxp.VxpError, match="checkpoint_origin_mismatch"):
-        vxp.verify_checkpoint(signed, key, origin="other")
-    other = vxp.SignedCheckpoint(
-        vxp.Checkpoint(cp.origin, cp.tree_size + 1, cp.root),
+        vxp.checkpoints.verify_checkpoint(signed, key, origin="other")
+    other = vxp.checkpoints.SignedCheckpoint(
+        vxp.checkpoints.Checkpoint(cp.origin, cp.tree_size + 1, cp.root),
         signed.kid,
         signed.alg,
         signed.signature,
     )
     with pytest.raises(vxp.VxpError, match="checkpoint_signature_invalid"):
-        vxp.verify_checkpoint(other, key)
+        vxp.checkpoints.verify_checkpoint(other, key)
 
 
 def test_witness_cosigns_only_consistent_growth() -> None:
     log_key = OKPKey.generate_key("Ed25519")
     witness_key = ECKey.generate_key("P-256")
-    witness = vxp.Witness(witness_key, {"log.example/vxp": log_key})
+    witness = vxp.checkpoints.Witness(witness_key, {"log.example/vxp": log_key})
     log = _log_with(5)
     first = witness.cosign(log.checkpoint(log_key), time=100)
-    assert vxp.verify_cosignatures(first, [witness_key]) == (witness.kid,)
+    assert vxp.checkpoints.verify_cosignatures(first, [witness_key]) == (witness.kid,)
     log.extend([b"x", b"y"])
     second = witness.cosign(log.checkpoint(log_key), proof=log.consistency_proof(5), time=101)
     assert len(second.cosignatures) == 1
@@ -345,12 +345,12 @@ def test_cosignature_is_not_a_log_signature() -> None:
     """The same key as log and witness: its two signatures are not interchangeable."""
     key = OKPKey.generate_key("Ed25519")
     signed = _log_with(3).checkpoint(key)
-    cosigned = vxp.cosign_checkpoint(signed, key, time=7)
-    swapped = vxp.SignedCheckpoint(
+    cosigned = vxp.checkpoints.cosign_checkpoint(signed, key, time=7)
+    swapped = vxp.checkpoints.SignedCheckpoint(
         signed.checkpoint, signed.kid, signed.alg, cosigned.cosignatures[0].signature
     )
     with pytest.raises(vxp.VxpError, match="checkpoint_signature_invalid"):
-        vxp.verify_checkpoint(swapped, key)
+        vxp.checkpoints.verify_checkpoint(swapped, key)
 
 
 def test_quorum_and_untrusted_witnesses() -> None:
@@ -358,12 +358,12 @@ def test_quorum_and_untrusted_witnesses() -> None:
     w1, w2, stranger = (OKPKey.generate_key("Ed25519") for _ in range(3))
     signed = _log_with(2).checkpoint(log_key)
     for w in (w1, stranger):
-        signed = vxp.cosign_checkpoint(signed, w, time=1)
-    assert len(vxp.verify_cosignatures(signed, [w1, w2], quorum=1)) == 1
+        signed = vxp.checkpoints.cosign_checkpoint(signed, w, time=1)
+    assert len(vxp.checkpoints.verify_cosignatures(signed, [w1, w2], quorum=1)) == 1
     with pytest.raises(vxp.VxpError, match="cosignature_quorum"):
-        vxp.verify_cosignatures(signed, [w1, w2], quorum=2)
+        vxp.checkpoints.verify_cosignatures(signed, [w1, w2], quorum=2)
     with pytest.raises(vxp.VxpError, match="cosignature_duplicate"):
-        vxp.cosign_checkpoint(signed, w1, time=2)
+        vxp.checkpoints.cosign_checkpoint(signed, w1, time=2)
 
 
 @pytest.mark.parametrize(
@@ -373,7 +373,11 @@ def test_quorum_and_untrusted_witnesses() -> None:
         [],
         {"checkpoint": {}, "signature": {}, "cosignatures": []},
         {
-            "checkpoint": {"origin": "o", "tree_size": -1, "root": vxp.encode_hash(vxp.EMPTY_ROOT)},
+            "checkpoint": {
+                "origin": "o",
+                "tree_size": -1,
+                "root": vxp.codec.encode_hash(vxp.merkle.EMPTY_ROOT),
+            },
             "signature": {"kid": "k", "alg": "EdDSA", "sig": ""},
             "cosignatures": [],
         },
@@ -381,28 +385,44 @@ def test_quorum_and_untrusted_witnesses() -> None:
             "checkpoint": {
                 "origin": "o",
                 "tree_size": True,
-                "root": vxp.encode_hash(vxp.EMPTY_ROOT),
+                "root": vxp.codec.encode_hash(vxp.merkle.EMPTY_ROOT),
             },
             "signature": {"kid": "k", "alg": "EdDSA", "sig": ""},
             "cosignatures": [],
         },
         {
-            "checkpoint": {"origin": "o", "tree_size": 0, "root": vxp.encode_hash(vxp.EMPTY_ROOT)},
+            "checkpoint": {
+                "origin": "o",
+                "tree_size": 0,
+                "root": vxp.codec.encode_hash(vxp.merkle.EMPTY_ROOT),
+            },
             "signature": {"kid": "k", "alg": "none", "sig": ""},
             "cosignatures": [],
         },
         {
-            "checkpoint": {"origin": "o", "tree_size": 0, "root": vxp.encode_hash(vxp.EMPTY_ROOT)},
+            "checkpoint": {
+                "origin": "o",
+                "tree_size": 0,
+                "root": vxp.codec.encode_hash(vxp.merkle.EMPTY_ROOT),
+            },
             "signature": {"kid": "k", "alg": "EdDSA", "sig": "=="},
             "cosignatures": [],
         },
         {
-            "checkpoint": {"origin": "o", "tree_size": 0, "root": vxp.encode_hash(vxp.EMPTY_ROOT)},
+            "checkpoint": {
+                "origin": "o",
+                "tree_size": 0,
+                "root": vxp.codec.encode_hash(vxp.merkle.EMPTY_ROOT),
+            },
             "signature": {"kid": "k", "alg": "EdDSA", "sig": ""},
             "cosignatures": [{}],
         },
         {
-            "checkpoint": {"origin": "o", "tree_size": 0, "root": vxp.encode_hash(vxp.EMPTY_ROOT)},
+            "checkpoint": {
+                "origin": "o",
+                "tree_size": 0,
+                "root": vxp.codec.encode_hash(vxp.merkle.EMPTY_ROOT),
+            },
             "signature": {"kid": "k", "alg": "EdDSA", "sig": ""},
             "cosignatures": "x",
         },
@@ -410,7 +430,7 @@ def test_quorum_and_untrusted_witnesses() -> None:
 )
 def test_malformed_signed_checkpoints(wire: object) -> None:
     with pytest.raises(vxp.VxpError):
-        vxp.verify_checkpoint(wire, OKPKey.generate_key("Ed25519"))  # type: ignore[arg-type]
+        vxp.checkpoints.verify_checkpoint(wire, OKPKey.generate_key("Ed25519"))  # type: ignore[arg-type]
 
 
 @settings(max_examples=200, deadline=None)
@@ -443,6 +463,6 @@ def test_checked_inclusion_answers_as_verify_inclusion(size: int, index: int, ch
             return exc.code
         return "ok"
 
-    general = outcome(lambda: vxp.verify_inclusion(leaf, index, size, proof, root))
+    general = outcome(lambda: vxp.merkle.verify_inclusion(leaf, index, size, proof, root))
     checked = outcome(lambda: _merkle.included(leaf, index, size, proof, root, checked=True))
     assert checked == general

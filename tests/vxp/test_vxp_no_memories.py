@@ -3,6 +3,7 @@ process answers every vector exactly as a fresh one does."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from joserfc.jwk import ECKey
 
 import vxp
+from vxp import demo_key, demo_operation
 from vxp._keys import resolve_key
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -181,8 +183,6 @@ def test_a_warm_process_answers_every_vector_as_a_fresh_one() -> None:
 def test_material_changed_in_place_is_seen_by_the_next_one_shot_verification() -> None:
     import copy
 
-    from vxp._proof_demo import demo_key, demo_operation
-
     op = demo_operation("succeeded")
     metadata, jwks = copy.deepcopy(op.metadata), copy.deepcopy(op.jwks)
     first = vxp.verify(op.package, metadata, jwks, now=op.now)
@@ -191,7 +191,7 @@ def test_material_changed_in_place_is_seen_by_the_next_one_shot_verification() -
     assert vxp.verify(op.package, metadata, jwks, now=op.now).custody_declared == "company_held"
     # the operator key retired before the statements were logged: refused at once
     kid = vxp.key_thumbprint(demo_key("operator"))
-    retired = vxp.retire_key(metadata, kid, at=op.now - timedelta(days=21))
+    retired = vxp.trust.retire_key(metadata, kid, at=op.now - timedelta(days=21))
     verdict = vxp.verify(op.package, retired, jwks, now=op.now)
     assert verdict.failure is not None
     assert verdict.failure["code"] == "key_untrusted"
@@ -203,8 +203,6 @@ def test_material_changed_in_place_is_seen_by_the_next_one_shot_verification() -
 def test_a_verifier_keeps_the_material_it_was_built_from() -> None:
     import copy
 
-    from vxp._proof_demo import demo_operation
-
     op = demo_operation("succeeded")
     metadata, jwks = copy.deepcopy(op.metadata), copy.deepcopy(op.jwks)
     verifier = vxp.Verifier(metadata, jwks)
@@ -213,3 +211,29 @@ def test_a_verifier_keeps_the_material_it_was_built_from() -> None:
     metadata["vxp_proof"]["keys"].clear()  # the caller's objects change afterwards
     jwks["keys"].clear()
     assert verifier.verify(op.package, now=op.now) == before
+
+
+# module state: tables are read-only, schemas are copies
+
+
+def test_kind_signer_table_is_read_only() -> None:
+    with pytest.raises(TypeError):
+        vxp.statements.KIND_SIGNER["outcome"] = "operator"  # type: ignore[index]
+    assert vxp.statements.KIND_SIGNER["outcome"] == "company"
+
+
+def test_load_schema_returns_a_copy_the_caller_may_change() -> None:
+    name = vxp.schema_names()[0]
+    first = vxp.load_schema(name)
+    expected = copy.deepcopy(first)
+    first.clear()
+    first["type"] = "string"
+    assert vxp.load_schema(name) == expected
+    assert vxp.load_schema(name) is not vxp.load_schema(name)
+
+
+@pytest.mark.parametrize("name", [["x"], None, 3, b"card.json", {"a": 1}])
+def test_load_schema_refuses_a_name_that_is_not_a_string(name: Any) -> None:
+    with pytest.raises(vxp.VxpError) as info:
+        vxp.load_schema(name)
+    assert info.value.code == "schema_unknown"

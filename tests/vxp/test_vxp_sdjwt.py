@@ -49,7 +49,7 @@ class Counter:
 
 
 def _issue(decoys: int = 1, holder: Any = HOLDER, **kw: Any) -> vxp.SdJwt:
-    claims = vxp.mark_disclosable(CLAIMS, PATHS)
+    claims = vxp.sdjwt.mark_disclosable(CLAIMS, PATHS)
     return vxp.issue_sd_jwt(
         claims, ISSUER, typ=TYP, rng=Counter(), decoys=decoys, holder_key=holder, **kw
     )
@@ -68,7 +68,7 @@ def _bound(disclose: list[list[str | int]] | None = None) -> str:
 
 
 def _payload(token: str) -> dict[str, Any]:
-    return json.loads(vxp.b64url_decode(token.split(".")[1], "payload"))
+    return json.loads(vxp.codec.b64url_decode(token.split(".")[1], "payload"))
 
 
 # ---------------------------------------------------------------------------- issuing
@@ -85,9 +85,9 @@ def test_roundtrip_all_disclosed() -> None:
 
 def test_header_payload_and_determinism() -> None:
     token = _issue()
-    header = json.loads(vxp.b64url_decode(token.jws.split(".")[0], "header"))
+    header = json.loads(vxp.codec.b64url_decode(token.jws.split(".")[0], "header"))
     assert header == {"alg": "ES256", "kid": ISSUER.thumbprint(), "typ": TYP}
-    payload_bytes = vxp.b64url_decode(token.jws.split(".")[1], "payload")
+    payload_bytes = vxp.codec.b64url_decode(token.jws.split(".")[1], "payload")
     assert rfc8785.dumps(json.loads(payload_bytes)) == payload_bytes
     payload = json.loads(payload_bytes)
     assert payload["_sd_alg"] == "sha-256"
@@ -108,13 +108,13 @@ def test_header_payload_and_determinism() -> None:
 def test_random_source_order_and_salts() -> None:
     rng = Counter()
     token = vxp.issue_sd_jwt(
-        vxp.mark_disclosable(CLAIMS, PATHS), ISSUER, typ=TYP, rng=rng, decoys=2
+        vxp.sdjwt.mark_disclosable(CLAIMS, PATHS), ISSUER, typ=TYP, rng=rng, decoys=2
     )
     # 4 salts + 2 decoys for the top object, 2 for address's _sd, 2 for the array.
     assert rng.draws == [16] * 10
     salts = {d.salt for d in token.disclosures}
     assert len(salts) == 4
-    assert all(len(vxp.b64url_decode(s, "salt")) == 16 for s in salts)
+    assert all(len(vxp.codec.b64url_decode(s, "salt")) == 16 for s in salts)
     names = [d.name for d in token.disclosures]
     # inner values before their containing claim; member names in JCS order
     assert names == ["street", "address", "given_name", None]
@@ -161,7 +161,7 @@ def test_issuer_refuses_bad_parameters() -> None:
         vxp.issue_sd_jwt({"cnf": {}}, ISSUER, typ=TYP, holder_key=HOLDER)
     for paths in ([["nope"]], [[]], [["address"], ["address"]], [["nationalities", 5]]):
         with pytest.raises(vxp.VxpError, match="sd_path_invalid"):
-            vxp.mark_disclosable(CLAIMS, paths)
+            vxp.sdjwt.mark_disclosable(CLAIMS, paths)
 
 
 # ---------------------------------------------------------------------------- presenting
@@ -191,7 +191,7 @@ def test_key_binding_roundtrip() -> None:
     assert result.claims["given_name"] == "Ada"
     assert result.key_binding is not None
     assert set(result.key_binding) == {"iat", "aud", "nonce", "sd_hash"}
-    kb_header = json.loads(vxp.b64url_decode(token.split("~")[-1].split(".")[0], "kb header"))
+    kb_header = json.loads(vxp.codec.b64url_decode(token.split("~")[-1].split(".")[0], "kb header"))
     assert kb_header == {"alg": "ES256", "typ": "kb+jwt"}
     # joserfc verifies the KB-JWT with the cnf key.
     jws.deserialize_compact(token.split("~")[-1], HOLDER, algorithms=["ES256"])
@@ -245,7 +245,7 @@ def test_key_binding_policy(policy: vxp.KeyBinding | None, now: int, code: str |
 
 def _kb(header: dict[str, Any] | None = None, key: Any = HOLDER, **payload: Any) -> str:
     body = vxp.present_sd_jwt(_issue(), disclose=[])
-    sd_hash = vxp.b64url_encode(hashlib.sha256(body.encode()).digest())
+    sd_hash = vxp.codec.b64url_encode(hashlib.sha256(body.encode()).digest())
     claims = {"aud": POLICY.aud, "nonce": POLICY.nonce, "iat": NOW, "sd_hash": sd_hash, **payload}
     hdr = {"alg": "ES256", "typ": "kb+jwt", **(header or {})}
     return body + sign_compact(hdr, claims, resolve_key(key), deterministic=True)
@@ -349,11 +349,11 @@ def test_bad_keys_raise_only_vxp_error(keys: Any) -> None:
 
 
 def test_disclosure_parsing_is_strict() -> None:
-    good = vxp.Disclosure.create("c2FsdA", "name", "Ada")
-    assert vxp.Disclosure.parse(good.encoded) == good
+    good = vxp.sdjwt.Disclosure.create("c2FsdA", "name", "Ada")
+    assert vxp.sdjwt.Disclosure.parse(good.encoded) == good
     for bad in (good.encoded + "=", good.encoded + " ", "+" + good.encoded[1:], "", "A"):
         with pytest.raises(vxp.VxpError, match="disclosure_malformed"):
-            vxp.Disclosure.parse(bad)
+            vxp.sdjwt.Disclosure.parse(bad)
     # the same JSON text with non-zero trailing bits in its last character
     last = good.encoded[-1]
     alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -361,7 +361,7 @@ def test_disclosure_parsing_is_strict() -> None:
         twin = good.encoded[:-1] + alphabet[alphabet.index(last) | 1]
         if twin != good.encoded:
             with pytest.raises(vxp.VxpError, match="disclosure_malformed"):
-                vxp.Disclosure.parse(twin)
+                vxp.sdjwt.Disclosure.parse(twin)
 
 
 # ---------------------------------------------------------------------------- properties
@@ -438,7 +438,7 @@ def _has_reserved(value: Any) -> bool:
 )
 def test_random_claims_roundtrip(claims: dict[str, Any], data: st.DataObject) -> None:
     hide = data.draw(st.lists(st.sampled_from(sorted(claims)), unique=True))
-    marked = vxp.mark_disclosable(claims, [[k] for k in hide])
+    marked = vxp.sdjwt.mark_disclosable(claims, [[k] for k in hide])
     if any(_has_reserved(claims[k]) for k in claims):
         with pytest.raises(vxp.VxpError, match="claim_name_reserved"):
             vxp.issue_sd_jwt(marked, ISSUER, typ=TYP, rng=Counter(), decoys=1)
@@ -480,7 +480,7 @@ def test_depth_and_parameter_limits() -> None:
 @pytest.mark.parametrize("paths", [5, "given_name", [5], [["a", None]], [[True]], {"a": 1}])
 def test_bad_paths_raise_only_vxp_error(paths: Any) -> None:
     with pytest.raises(vxp.VxpError, match="sd_path_invalid"):
-        vxp.mark_disclosable(CLAIMS, paths)
+        vxp.sdjwt.mark_disclosable(CLAIMS, paths)
     with pytest.raises(vxp.VxpError, match="sd_path_invalid"):
         vxp.present_sd_jwt(_issue(), disclose=paths)
 
@@ -488,14 +488,14 @@ def test_bad_paths_raise_only_vxp_error(paths: Any) -> None:
 @settings(max_examples=300)
 @given(st.binary(max_size=40), st.text(max_size=12))
 def test_base64url_is_one_to_one(data: bytes, noise: str) -> None:
-    text = vxp.b64url_encode(data)
-    assert vxp.b64url_decode(text, "x") == data
+    text = vxp.codec.b64url_encode(data)
+    assert vxp.codec.b64url_decode(text, "x") == data
     for candidate in (text + noise, noise + text, text + "=", text.replace("-", "+")):
         if candidate == text:
             continue
         try:
-            decoded = vxp.b64url_decode(candidate, "x")
+            decoded = vxp.codec.b64url_decode(candidate, "x")
         except vxp.VxpError:
             continue
         # anything else that decodes is itself the canonical text of what it decodes to
-        assert vxp.b64url_encode(decoded) == candidate
+        assert vxp.codec.b64url_encode(decoded) == candidate

@@ -69,7 +69,9 @@ def test_peer_presentation_with_key_binding_verifies_with_ours() -> None:
         {"given_name": True, "address": {"street": True}}, nonce="n-1", aud="v", holder_key=holder
     )
     presentation = peer.sd_jwt_presentation
-    kb_payload = json.loads(vxp.b64url_decode(presentation.split("~")[-1].split(".")[1], "kb"))
+    kb_payload = json.loads(
+        vxp.codec.b64url_decode(presentation.split("~")[-1].split(".")[1], "kb")
+    )
     result = vxp.verify_sd_jwt(
         presentation,
         public,
@@ -92,7 +94,7 @@ def test_peer_presentation_with_key_binding_verifies_with_ours() -> None:
 def _ours() -> tuple[ECKey, ECKey, vxp.SdJwt]:
     issuer = ECKey.generate_key("P-256")
     holder = ECKey.generate_key("P-256")
-    claims = vxp.mark_disclosable(
+    claims = vxp.sdjwt.mark_disclosable(
         {k if isinstance(k, str) else k.value: v for k, v in EXPECTED.items()},
         [["given_name"], ["address"], ["address", "street"], ["nationalities", 0]],
     )
@@ -127,7 +129,7 @@ def test_our_key_bound_presentation_verifies_with_peer() -> None:
 def test_where_the_peer_is_laxer_ours_rejects() -> None:
     """The draft-07 verifier accepts these; RFC 9901 §7.1 (and we) reject them."""
     issuer, _holder, token = _ours()
-    stray = vxp.Disclosure.create("c2FsdA", "nickname", "Eve").encoded
+    stray = vxp.sdjwt.Disclosure.create("c2FsdA", "nickname", "Eve").encoded
     unreferenced = token.serialize() + stray + "~"
     expired = token.serialize()
     _peer_verifier(unreferenced, issuer)  # accepted by the peer

@@ -40,18 +40,21 @@ def test_a_log_behind_any_url_keeps_the_rfc9162_tree(url: str) -> None:
     entries = [f"entry {n}".encode() for n in range(21)]
     assert log.append(entries[0]) == 0
     assert log.extend(entries[1:]) == range(1, 21)
-    leaves = [vxp.leaf_hash(e) for e in entries]
+    leaves = [vxp.merkle.leaf_hash(e) for e in entries]
     assert log.size == 21
-    assert log.root() == vxp.tree_hash(leaves)
+    assert log.root() == vxp.merkle.tree_hash(leaves)
     for size in (1, 7, 16, 21):
-        assert log.root(size) == vxp.tree_hash(leaves[:size])
-        vxp.verify_inclusion(leaves[3 % size], 3 % size, size, log.inclusion_proof(3 % size, size),
-                             log.root(size))  # fmt: skip
-        vxp.verify_consistency(size, 21, log.root(size), log.root(), log.consistency_proof(size))
+        assert log.root(size) == vxp.merkle.tree_hash(leaves[:size])
+        i = 3 % size
+        proof = log.inclusion_proof(i, size)
+        vxp.merkle.verify_inclusion(leaves[i], i, size, proof, log.root(size))
+        vxp.merkle.verify_consistency(
+            size, 21, log.root(size), log.root(), log.consistency_proof(size)
+        )
     assert log.entry(20) == entries[20]
     # a writer whose view is stale changes nothing
     with pytest.raises(vxp.VxpError) as caught:
-        log.store.append(20, [b"late"], [(0, 20, vxp.leaf_hash(b"late"))])
+        log.store.append(20, [b"late"], [(0, 20, vxp.merkle.leaf_hash(b"late"))])
     assert caught.value.code == "log_conflict"
     assert log.size == 21
     if url != ":memory:":  # durable: another handle sees the same log
@@ -67,12 +70,12 @@ def test_bad_urls_are_the_packages_own_errors() -> None:
             vxp.open_log_store(bad, "o")
         assert caught.value.code == "log_store_error"
         with pytest.raises(vxp.VxpError) as replay:
-            vxp.open_replay_cache(bad)
+            vxp.stores.open_replay_cache(bad)
         assert replay.value.code == "replay_store_unavailable"
 
 
 def test_replay_cache_behind_any_url(url: str) -> None:
-    cache = vxp.open_replay_cache(url)
+    cache = vxp.stores.open_replay_cache(url)
     assert cache.check_and_store("kid:jti-1", 1_000, 900) is True
     assert cache.check_and_store("kid:jti-1", 1_000, 950) is False  # a replay
     # expired (by more than the replicas' clock skew the PostgreSQL cache allows): forgotten
@@ -81,11 +84,11 @@ def test_replay_cache_behind_any_url(url: str) -> None:
         assert cache.check_and_store(odd, 2_000, 1_001) is True
         assert cache.check_and_store(odd, 2_000, 1_001) is False
     if url != ":memory:":
-        other = vxp.open_replay_cache(url)
+        other = vxp.stores.open_replay_cache(url)
         assert other.check_and_store("kid:jti-2", 2_000, 1_001) is True
         assert cache.check_and_store("kid:jti-2", 2_000, 1_001) is False
         threads_see: list[bool] = []
-        handles = [vxp.open_replay_cache(url) for _ in range(8)]
+        handles = [vxp.stores.open_replay_cache(url) for _ in range(8)]
         start = threading.Barrier(8)
 
         def race(n: int) -> None:
@@ -134,7 +137,7 @@ def test_postgres_log_history_cannot_be_rewritten_in_the_database(postgres_url: 
             with pytest.raises(psycopg.Error):
                 conn.execute(statement)
     assert (log.size, other.size) == (3, 1)
-    assert log.root() == vxp.tree_hash([vxp.leaf_hash(e) for e in (b"a", b"b", b"c")])
+    assert log.root() == vxp.merkle.tree_hash([vxp.merkle.leaf_hash(e) for e in (b"a", b"b", b"c")])
     log.close()
     other.close()
     with _raw(postgres_url) as conn:  # the tables' owner can turn the guards off...
@@ -155,18 +158,21 @@ def test_an_append_cut_by_a_dropped_connection_is_no_conflict(postgres_url: str)
     with _raw(postgres_url) as conn:
         conn.execute("SELECT pg_terminate_backend(%s)", (backend,))
     with pytest.raises(vxp.VxpError) as caught:
-        store.append(1, [b"b"], [(0, 1, vxp.leaf_hash(b"b"))])
+        store.append(1, [b"b"], [(0, 1, vxp.merkle.leaf_hash(b"b"))])
     assert caught.value.code == "log_store_error"
     assert log.size == 1  # reconnected; nothing landed
     with pytest.raises(vxp.VxpError) as stale:  # a real conflict is still log_conflict
-        store.append(0, [b"x"], [(0, 0, vxp.leaf_hash(b"x"))])
+        store.append(0, [b"x"], [(0, 0, vxp.merkle.leaf_hash(b"x"))])
     assert stale.value.code == "log_conflict"
     log.close()
 
 
 def test_a_fast_replica_clock_does_not_forget_a_key_a_slow_one_accepts(postgres_url: str) -> None:
     """Review #8: purges wait out the replicas' clock skew."""
-    fast, slow = vxp.open_replay_cache(postgres_url), vxp.open_replay_cache(postgres_url)
+    fast, slow = (
+        vxp.stores.open_replay_cache(postgres_url),
+        vxp.stores.open_replay_cache(postgres_url),
+    )
     assert slow.check_and_store("kid:J", 1_000, 700) is True
     assert fast.check_and_store("kid:other", 1_300, 1_005) is True  # 5 s past J's until
     assert slow.check_and_store("kid:J", 1_000, 999) is False  # still remembered
@@ -222,12 +228,12 @@ def test_two_writer_processes_never_fork_the_log(postgres_url: str) -> None:
         mine = [e for e in entries if e.startswith(name.encode())]
         assert mine == [f"{name}-{n}".encode() for n in range(40)]
     final = log.root()
-    assert final == vxp.tree_hash([vxp.leaf_hash(e) for e in entries])
+    assert final == vxp.merkle.tree_hash([vxp.merkle.leaf_hash(e) for e in entries])
     for report in reports:  # every tree head either writer saw is a prefix of the one log
         for index, size, root in report["seen"]:
             assert entries[index] is not None
             assert bytes.fromhex(root) == log.root(size)
-            vxp.verify_consistency(size, 80, bytes.fromhex(root), final,
+            vxp.merkle.verify_consistency(size, 80, bytes.fromhex(root), final,
                                    log.consistency_proof(size))  # fmt: skip
     log.close()
 
@@ -245,26 +251,28 @@ def test_a_log_file_of_the_previous_version_is_adopted(tmp_path: Path) -> None:
     old.execute("INSERT INTO vxp_log_meta (key, value) VALUES ('origin', 'o')")
     old.execute("INSERT INTO vxp_log_entries (idx, data) VALUES (0, x'61')")
     old.execute("INSERT INTO vxp_log_nodes (level, idx, hash) VALUES (0, 0, ?)",
-                (vxp.leaf_hash(b"a"),))  # fmt: skip
+                (vxp.merkle.leaf_hash(b"a"),))  # fmt: skip
     assert old.execute("PRAGMA user_version").fetchone() == (0,)
     old.close()
-    log = vxp.MerkleLog("o", vxp.SqliteLogStore(path, "o"))
+    log = vxp.MerkleLog("o", vxp.stores.SqliteLogStore(path, "o"))
     assert log.entry(0) == b"a"
     log.append(b"b")
-    assert log.root() == vxp.tree_hash([vxp.leaf_hash(b"a"), vxp.leaf_hash(b"b")])
+    assert log.root() == vxp.merkle.tree_hash(
+        [vxp.merkle.leaf_hash(b"a"), vxp.merkle.leaf_hash(b"b")]
+    )
     log.close()
     check = sqlite3.connect(path)
     assert check.execute("PRAGMA user_version").fetchone() == (len(SQLITE_MIGRATIONS),)
     assert check.execute("PRAGMA application_id").fetchone() == (application_id("vxp"),)
     check.close()
-    cache = vxp.SqliteReplayCache(str(path))  # the log and the replay cache share a file
+    cache = vxp.stores.SqliteReplayCache(str(path))  # the log and the replay cache share a file
     assert cache.check_and_store("kid:j", 5000, 1000) is True
     cache.close()
     import pxp
 
     pxp.SqliteRoomStore(tmp_path / "rooms.sqlite").close()
     with pytest.raises(vxp.VxpError) as caught:  # a file of another store is refused, saying so
-        vxp.SqliteReplayCache(str(tmp_path / "rooms.sqlite"))
+        vxp.stores.SqliteReplayCache(str(tmp_path / "rooms.sqlite"))
     assert caught.value.code == "replay_store_unavailable"
     assert "not a vxp store" in str(caught.value)
 
@@ -279,7 +287,7 @@ def test_a_replay_file_of_the_previous_version_is_adopted(tmp_path: Path) -> Non
     )
     old.execute("INSERT INTO dpop_jti (key, until) VALUES ('kid:old', 5000)")
     old.close()
-    cache = vxp.SqliteReplayCache(str(path))
+    cache = vxp.stores.SqliteReplayCache(str(path))
     assert cache.check_and_store("kid:old", 5000, 1000) is False  # remembered across versions
     assert cache.check_and_store("kid:new", 5000, 1000) is True
     cache.close()
@@ -289,5 +297,5 @@ def test_a_replay_file_of_the_previous_version_is_adopted(tmp_path: Path) -> Non
     check.commit()
     check.close()
     with pytest.raises(vxp.VxpError) as caught:
-        vxp.SqliteReplayCache(str(path))
+        vxp.stores.SqliteReplayCache(str(path))
     assert caught.value.code == "replay_store_unavailable"

@@ -36,7 +36,7 @@ def test_inclusion_probe(path: Path) -> None:
     probe: dict[str, Any] = json.loads(path.read_text())
     proof = [_b(p) for p in probe["proof"] or []]
     try:
-        vxp.verify_inclusion(
+        vxp.merkle.verify_inclusion(
             _b(probe["leafHash"]), probe["leafIdx"], probe["treeSize"], proof, _b(probe["root"])
         )
     except vxp.VxpError:
@@ -50,7 +50,7 @@ def test_consistency_probe(path: Path) -> None:
     probe: dict[str, Any] = json.loads(path.read_text())
     proof = [_b(p) for p in probe["proof"] or []]
     try:
-        vxp.verify_consistency(
+        vxp.merkle.verify_consistency(
             probe["size1"], probe["size2"], _b(probe["root1"]), _b(probe["root2"]), proof
         )
     except vxp.VxpError:
@@ -61,7 +61,7 @@ def test_consistency_probe(path: Path) -> None:
 
 def test_happy_path_proofs_are_the_ones_we_generate() -> None:
     """Our generator reproduces every happy-path proof of the 8-leaf test tree."""
-    leaves = [vxp.leaf_hash(bytes.fromhex(x)) for x in CONSTANTS["leaf_inputs_hex"]]
+    leaves = [vxp.merkle.leaf_hash(bytes.fromhex(x)) for x in CONSTANTS["leaf_inputs_hex"]]
     checked = 0
     for path in INCLUSION:
         probe = json.loads(path.read_text())
@@ -69,41 +69,43 @@ def test_happy_path_proofs_are_the_ones_we_generate() -> None:
             continue
         size, index = probe["treeSize"], probe["leafIdx"]
         if size <= len(leaves) and _b(probe["leafHash"]) == leaves[index]:
-            assert vxp.inclusion_proof(leaves, index, size) == [_b(p) for p in probe["proof"] or []]
+            assert vxp.merkle.inclusion_proof(leaves, index, size) == [
+                _b(p) for p in probe["proof"] or []
+            ]
             checked += 1
     for path in CONSISTENCY:
         probe = json.loads(path.read_text())
         if path.name != "happy-path.json" or probe["size2"] > len(leaves):
             continue
-        if _b(probe["root2"]) != vxp.tree_hash(leaves[: probe["size2"]]):
+        if _b(probe["root2"]) != vxp.merkle.tree_hash(leaves[: probe["size2"]]):
             continue
         expected = [_b(p) for p in probe["proof"] or []]
-        assert vxp.consistency_proof(leaves, probe["size1"], probe["size2"]) == expected
+        assert vxp.merkle.consistency_proof(leaves, probe["size1"], probe["size2"]) == expected
         checked += 1
     assert checked >= 4
 
 
 def test_roots_by_tree_size() -> None:
-    leaves = [vxp.leaf_hash(bytes.fromhex(x)) for x in CONSTANTS["leaf_inputs_hex"]]
+    leaves = [vxp.merkle.leaf_hash(bytes.fromhex(x)) for x in CONSTANTS["leaf_inputs_hex"]]
     for size, want in enumerate(CONSTANTS["root_hashes_hex_by_tree_size"]):
-        assert vxp.tree_hash(leaves[:size]).hex() == want
+        assert vxp.merkle.tree_hash(leaves[:size]).hex() == want
 
 
 def test_node_hashes_by_level() -> None:
-    level = [vxp.leaf_hash(bytes.fromhex(x)) for x in CONSTANTS["leaf_inputs_hex"]]
+    level = [vxp.merkle.leaf_hash(bytes.fromhex(x)) for x in CONSTANTS["leaf_inputs_hex"]]
     for want in CONSTANTS["node_hashes_hex_by_level"]:
         assert [h.hex() for h in level] == want
-        level = [vxp.node_hash(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        level = [vxp.merkle.node_hash(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
 
 
 def test_hasher_known_answers() -> None:
     for case in CONSTANTS["hasher_cases"]:
         if "left_ascii" in case:
-            got = vxp.node_hash(case["left_ascii"].encode(), case["right_ascii"].encode())
+            got = vxp.merkle.node_hash(case["left_ascii"].encode(), case["right_ascii"].encode())
         elif "leaf_ascii" in case:
-            got = vxp.leaf_hash(case["leaf_ascii"].encode())
+            got = vxp.merkle.leaf_hash(case["leaf_ascii"].encode())
         elif "leaf_hex" in case:
-            got = vxp.leaf_hash(bytes.fromhex(case["leaf_hex"]))
+            got = vxp.merkle.leaf_hash(bytes.fromhex(case["leaf_hex"]))
         else:
-            got = vxp.EMPTY_ROOT
+            got = vxp.merkle.EMPTY_ROOT
         assert got.hex() == case["want"], case["desc"]

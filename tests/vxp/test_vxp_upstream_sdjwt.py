@@ -171,6 +171,6 @@ def test_draft22_regenerated_example(case: Path) -> None:
     presentation = "".join((case / "sd_jwt_presentation.txt").read_text().split())
     expected = json.loads((case / "verified_contents.json").read_text())
     policy, now = _kb_of(case)
-    typ = json.loads(vxp.b64url_decode(presentation.split(".")[0], "header"))["typ"]
+    typ = json.loads(vxp.codec.b64url_decode(presentation.split(".")[0], "header"))["typ"]
     result = vxp.verify_sd_jwt(presentation, ISSUER, typ=typ, now=now, key_binding=policy)
     assert result.claims == expected

@@ -14,24 +14,15 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 import vxp
 from vectorlib import Case, Mutation, derive, flip_char, suite
+from vxp import DemoOperation, demo_key, demo_operation
 from vxp._chain import format_time
 from vxp._chain import parse_time as vxp_parse_time
-from vxp._checkpoint import Checkpoint, SignedCheckpoint, cosign_checkpoint, sign_checkpoint
 from vxp._codec import encode_hash as vxp_hash
 from vxp._jws import sign_compact
 from vxp._keys import resolve_key
-from vxp._proof_demo import (
-    CAPABILITY,
-    COMPANY,
-    LOG_ORIGIN,
-    T0,
-    DemoOperation,
-    demo_key,
-    demo_operation,
-    extend_log,
-    seeded_rng,
-)
+from vxp._proof_demo import CAPABILITY, COMPANY, LOG_ORIGIN, T0, extend_log, seeded_rng
 from vxp._statements import jwt_digest, sign_user_approval
+from vxp.checkpoints import Checkpoint, SignedCheckpoint, cosign_checkpoint, sign_checkpoint
 
 DRAFT_STATES = ("succeeded", "failed", "cancelled", "expired", "unknown", "corrected", "revoked")
 
@@ -340,7 +331,9 @@ def _detached_approval_cases(steps: list[dict[str, Any]]) -> Iterator[Case]:
     )
     user = resolve_key(_user_ed25519())
     payload = builder.approval_payload()
-    signature = user.sign(vxp.approval_signing_input(user.public_jwk, payload), deterministic=True)
+    signature = user.sign(
+        vxp.statements.approval_signing_input(user.public_jwk, payload), deterministic=True
+    )
     encoded = base64.urlsafe_b64encode(signature).rstrip(b"=").decode()
     approval = {
         "step": "approve_with_signature",
@@ -472,7 +465,7 @@ def _outcome_body(b: vxp.OperationBuilder, **changes: Any) -> dict[str, Any]:
     assert latest is not None
     body: dict[str, Any] = {
         "claimed_assurance": ["issuer_key_attested"],
-        "result_summary_digest": vxp.digest_of({"x": 1}),
+        "result_summary_digest": vxp.statements.digest_of({"x": 1}),
         "revision": latest.revision,
         "state": "succeeded",
         "terms_digest": latest.terms_digest,
@@ -488,7 +481,7 @@ def _exec_body(b: vxp.OperationBuilder, **changes: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "attempt": 1,
         "capability": CAPABILITY,
-        "release": vxp.digest_of({"r": 1}),
+        "release": vxp.statements.digest_of({"r": 1}),
         "revision": latest.revision,
         "terms_digest": latest.terms_digest,
     }
@@ -508,7 +501,9 @@ def _rule_cases() -> Iterator[Case]:
 
     def p1(b: vxp.OperationBuilder) -> None:
         b.unsafe_append(
-            "execution", _exec_body(b, terms_digest=vxp.digest_of("other")), now=T0 + 2 * s
+            "execution",
+            _exec_body(b, terms_digest=vxp.statements.digest_of("other")),
+            now=T0 + 2 * s,
         )
         b.unsafe_append("outcome", _outcome_body(b, state="unknown"), now=T0 + 4 * s)
 
@@ -582,7 +577,7 @@ def _rule_cases() -> Iterator[Case]:
             "expires_at": _t(900),
             "read_back_terms": ["pedido"],
             "revision": 3,
-            "terms_digest": vxp.digest_of({"v": 3}),
+            "terms_digest": vxp.statements.digest_of({"v": 3}),
             "user_approval_required": True,
         }
         b.unsafe_append("terms", body, now=T0 + 2 * s)
@@ -635,7 +630,7 @@ def _rule_cases() -> Iterator[Case]:
         b.unsafe_append("execution", _exec_body(b), now=T0 - 5 * s)
 
     def relax(b: vxp.OperationBuilder) -> None:
-        relaxed = vxp.digest_of({**TERMS, "despacho_nuevo": "2030-01-01"})
+        relaxed = vxp.statements.digest_of({**TERMS, "despacho_nuevo": "2030-01-01"})
         body = {
             "capability": CAPABILITY,
             "commitment": {"mode": "firm", "requires": []},
@@ -662,7 +657,7 @@ def _rule_cases() -> Iterator[Case]:
         assert latest is not None
         body = {
             "corrects": 3,
-            "fact_digest": vxp.digest_of({"f": 1}),
+            "fact_digest": vxp.statements.digest_of({"f": 1}),
             "revision": 1,
             "state": "expired",
             "terms_digest": latest.terms_digest,
@@ -709,7 +704,7 @@ def _rule_cases() -> Iterator[Case]:
 
     def release_not_canonical(b: vxp.OperationBuilder) -> None:
         # the same 32 bytes, its last character's two unused bits set: not the one spelling
-        release = vxp.digest_of({"r": 1})
+        release = vxp.statements.digest_of({"r": 1})
         last = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
         respelled = release[:-1] + last[last.index(release[-1]) | 1]
         b.unsafe_append("execution", _exec_body(b, release=respelled), now=T0 + 2 * s)
@@ -728,7 +723,7 @@ def _rule_cases() -> Iterator[Case]:
         assert latest is not None
         body = {
             "corrects": 3,  # the execution, not the outcome (seq 4)
-            "fact_digest": vxp.digest_of({"f": 1}),
+            "fact_digest": vxp.statements.digest_of({"f": 1}),
             "revision": 1,
             "state": "failed",
             "terms_digest": latest.terms_digest,
@@ -737,7 +732,7 @@ def _rule_cases() -> Iterator[Case]:
 
     def revocation_target(b: vxp.OperationBuilder) -> None:
         _after_unknown_outcome(b)
-        body = {"reason_digest": vxp.digest_of({"r": 1}), "revokes": 3}
+        body = {"reason_digest": vxp.statements.digest_of({"r": 1}), "revokes": 3}
         b.unsafe_append("revocation", body, now=T0 + 5 * s)
 
     def failed_unexecuted(b: vxp.OperationBuilder) -> None:
@@ -1113,7 +1108,7 @@ def _rotation_cases() -> Iterator[Case]:
     op = demo_operation("rotated")
     base = _input(op)
     old_kid = _kid("company")
-    unpublished = vxp.unpublish_key(op.metadata, old_kid)
+    unpublished = vxp.trust.unpublish_key(op.metadata, old_kid)
     live_jwks = {"keys": [k for k in op.jwks["keys"] if k["kid"] != old_kid]}
     both = _verdict(op)
     saved_verdict = {**both, "key_source": "issuer_metadata_saved"}
@@ -1237,7 +1232,7 @@ def _trust_and_log_cases() -> Iterator[Case]:
     for i in (0, 1, 3, 2, 4, 5):
         jws = package["statements"][i].split("~", 1)[0]
         logged_at = package["log"]["entries"][i]["logged_at"]
-        index[i] = log.append(vxp.leaf_data(jwt_digest(jws), logged_at))
+        index[i] = log.append(vxp.statements.leaf_data(jwt_digest(jws), logged_at))
     package["log"]["checkpoint"] = sign_checkpoint(
         Checkpoint(LOG_ORIGIN, log.size, log.root()), demo_key("log")
     ).to_json()
@@ -1598,7 +1593,7 @@ def _req(
     ath_token: str | None = None,
     auth: str | None = None,
 ) -> dict[str, Any]:
-    proof = vxp.make_dpop_proof(
+    proof = vxp.fetch.make_dpop_proof(
         demo_key(key), method=htm, url=htu or url, iat=iat, jti=jti, access_token=ath_token or token
     )
     return {
@@ -1670,7 +1665,7 @@ def fetch_proof_cases() -> Iterator[Case]:
             "htu": "HTTPS://Store.Example:443/v1/requests/req_01JB7Q2X9M/proof",
             "iat": NOW,
             "jti": "j-norm",
-            "ath": vxp.b64url_encode(hashlib.sha256(b"at-agent").digest()),
+            "ath": vxp.codec.b64url_encode(hashlib.sha256(b"at-agent").digest()),
         },
         raw_key,
         deterministic=True,

@@ -42,42 +42,42 @@ def _leaves(input_: dict[str, Any]) -> list[bytes]:
 def _hashes(values: Any, what: str) -> list[bytes]:
     if not isinstance(values, list):
         raise _fail(f"{what} is not a list")
-    return [vxp.decode_hash(v, f"{what}[{i}]") for i, v in enumerate(values)]
+    return [vxp.codec.decode_hash(v, f"{what}[{i}]") for i, v in enumerate(values)]
 
 
 @handler("vxp.merkle_tree_hash")
 def merkle_tree_hash(input_: dict[str, Any]) -> dict[str, Any]:
     """``{leaves: [hex]}`` -> ``{root, leaf_hashes}``."""
-    hashes = [vxp.leaf_hash(leaf) for leaf in _leaves(input_)]
+    hashes = [vxp.merkle.leaf_hash(leaf) for leaf in _leaves(input_)]
     return {
-        "root": vxp.encode_hash(vxp.tree_hash(hashes)),
-        "leaf_hashes": [vxp.encode_hash(h) for h in hashes],
+        "root": vxp.codec.encode_hash(vxp.merkle.tree_hash(hashes)),
+        "leaf_hashes": [vxp.codec.encode_hash(h) for h in hashes],
     }
 
 
 @handler("vxp.merkle_inclusion_proof")
 def merkle_inclusion_proof(input_: dict[str, Any]) -> dict[str, Any]:
     """``{leaves, index, tree_size}`` -> ``{leaf_hash, proof, root}``."""
-    hashes = [vxp.leaf_hash(leaf) for leaf in _leaves(input_)]
+    hashes = [vxp.merkle.leaf_hash(leaf) for leaf in _leaves(input_)]
     index = _get(input_, "index", int)
     size = _get(input_, "tree_size", int)
-    proof = vxp.inclusion_proof(hashes, index, size)
+    proof = vxp.merkle.inclusion_proof(hashes, index, size)
     return {
-        "leaf_hash": vxp.encode_hash(hashes[index]),
-        "proof": [vxp.encode_hash(p) for p in proof],
-        "root": vxp.encode_hash(vxp.tree_hash(hashes[:size])),
+        "leaf_hash": vxp.codec.encode_hash(hashes[index]),
+        "proof": [vxp.codec.encode_hash(p) for p in proof],
+        "root": vxp.codec.encode_hash(vxp.merkle.tree_hash(hashes[:size])),
     }
 
 
 @handler("vxp.merkle_verify_inclusion")
 def merkle_verify_inclusion(input_: dict[str, Any]) -> dict[str, Any]:
     """``{leaf_hash, index, tree_size, proof, root}`` -> ``{valid: true}`` or an error."""
-    vxp.verify_inclusion(
-        vxp.decode_hash(input_.get("leaf_hash"), "leaf_hash"),
+    vxp.merkle.verify_inclusion(
+        vxp.codec.decode_hash(input_.get("leaf_hash"), "leaf_hash"),
         _get(input_, "index", int),
         _get(input_, "tree_size", int),
         _hashes(input_.get("proof"), "proof"),
-        vxp.decode_hash(input_.get("root"), "root"),
+        vxp.codec.decode_hash(input_.get("root"), "root"),
     )
     return {"valid": True}
 
@@ -85,25 +85,25 @@ def merkle_verify_inclusion(input_: dict[str, Any]) -> dict[str, Any]:
 @handler("vxp.merkle_consistency_proof")
 def merkle_consistency_proof(input_: dict[str, Any]) -> dict[str, Any]:
     """``{leaves, size1, size2}`` -> ``{proof, root1, root2}``."""
-    hashes = [vxp.leaf_hash(leaf) for leaf in _leaves(input_)]
+    hashes = [vxp.merkle.leaf_hash(leaf) for leaf in _leaves(input_)]
     size1 = _get(input_, "size1", int)
     size2 = _get(input_, "size2", int)
-    proof = vxp.consistency_proof(hashes, size1, size2)
+    proof = vxp.merkle.consistency_proof(hashes, size1, size2)
     return {
-        "proof": [vxp.encode_hash(p) for p in proof],
-        "root1": vxp.encode_hash(vxp.tree_hash(hashes[:size1])),
-        "root2": vxp.encode_hash(vxp.tree_hash(hashes[:size2])),
+        "proof": [vxp.codec.encode_hash(p) for p in proof],
+        "root1": vxp.codec.encode_hash(vxp.merkle.tree_hash(hashes[:size1])),
+        "root2": vxp.codec.encode_hash(vxp.merkle.tree_hash(hashes[:size2])),
     }
 
 
 @handler("vxp.merkle_verify_consistency")
 def merkle_verify_consistency(input_: dict[str, Any]) -> dict[str, Any]:
     """``{size1, size2, root1, root2, proof}`` -> ``{valid: true}`` or an error."""
-    vxp.verify_consistency(
+    vxp.merkle.verify_consistency(
         _get(input_, "size1", int),
         _get(input_, "size2", int),
-        vxp.decode_hash(input_.get("root1"), "root1"),
-        vxp.decode_hash(input_.get("root2"), "root2"),
+        vxp.codec.decode_hash(input_.get("root1"), "root1"),
+        vxp.codec.decode_hash(input_.get("root2"), "root2"),
         _hashes(input_.get("proof"), "proof"),
     )
     return {"valid": True}
@@ -118,7 +118,9 @@ def checkpoint_sign(input_: dict[str, Any]) -> dict[str, Any]:
     for i, w in enumerate(_get(input_, "witnesses", list)):
         if not isinstance(w, dict):
             raise _fail(f"witness {i} is not an object")
-        signed = vxp.cosign_checkpoint(signed, _get(w, "key", dict), time=_get(w, "time", int))
+        signed = vxp.checkpoints.cosign_checkpoint(
+            signed, _get(w, "key", dict), time=_get(w, "time", int)
+        )
     return {"signed_checkpoint": signed.to_json()}
 
 
@@ -126,8 +128,8 @@ def checkpoint_sign(input_: dict[str, Any]) -> dict[str, Any]:
 def checkpoint_verify(input_: dict[str, Any]) -> dict[str, Any]:
     """``{signed_checkpoint, log_key, witness_keys, quorum}`` -> ``{checkpoint, witnesses}``."""
     signed = _get(input_, "signed_checkpoint", dict)
-    checkpoint = vxp.verify_checkpoint(signed, _get(input_, "log_key", dict))
-    witnesses = vxp.verify_cosignatures(
+    checkpoint = vxp.checkpoints.verify_checkpoint(signed, _get(input_, "log_key", dict))
+    witnesses = vxp.checkpoints.verify_cosignatures(
         signed, _get(input_, "witness_keys", list), quorum=_get(input_, "quorum", int)
     )
     return {"checkpoint": checkpoint.to_json(), "witnesses": list(witnesses)}
@@ -153,7 +155,9 @@ class _HexRandom:
 def sd_jwt_issue(input_: dict[str, Any]) -> dict[str, Any]:
     """``{claims, disclosable, typ, issuer_key, random_hex, decoys, holder_key?}`` ->
     ``{sd_jwt, payload, disclosures}``."""
-    claims = vxp.mark_disclosable(_get(input_, "claims", dict), _get(input_, "disclosable", list))
+    claims = vxp.sdjwt.mark_disclosable(
+        _get(input_, "claims", dict), _get(input_, "disclosable", list)
+    )
     holder = input_.get("holder_key")
     token = vxp.issue_sd_jwt(
         claims,
@@ -163,7 +167,7 @@ def sd_jwt_issue(input_: dict[str, Any]) -> dict[str, Any]:
         decoys=_get(input_, "decoys", int),
         holder_key=holder if isinstance(holder, dict) else None,
     )
-    payload = vxp.b64url_decode(token.jws.split(".")[1], "payload")
+    payload = vxp.codec.b64url_decode(token.jws.split(".")[1], "payload")
     return {
         "sd_jwt": token.serialize(),
         "payload": json.loads(payload),

@@ -58,7 +58,9 @@ def _call(builder: vxp.OperationBuilder, step: dict[str, Any]) -> None:
     elif name == "approve_signed":
         builder.approve_signed(user_key=args["user_key"], now=now)
     elif name == "approve_with_signature":
-        signature = vxp.b64url_decode(args["signature"], "step approve_with_signature signature")
+        signature = vxp.codec.b64url_decode(
+            args["signature"], "step approve_with_signature signature"
+        )
         builder.approve_with_signature(user_key=args["user_key"], signature=signature, now=now)
     elif name == "review":
         builder.review(decision=args["decision"], reviewer=args["reviewer"], now=now)
@@ -104,7 +106,7 @@ def verify_proof(input_: dict[str, Any]) -> dict[str, Any]:
         now=_time(input_["now"], "now"),
         request_id=input_.get("request_id"),
         request=input_.get("request"),
-        max_statements=input_.get("max_statements", vxp.MAX_STATEMENTS),
+        max_statements=input_.get("max_statements", vxp.statements.MAX_STATEMENTS),
     )
     out = verdict.to_json()
     if "failure" in out:
@@ -117,11 +119,11 @@ def fetch_proof(input_: dict[str, Any]) -> dict[str, Any]:
     """Run a sequence of requests against one proof endpoint; answer every response."""
     endpoint = input_["endpoint"]
     tokens = {
-        token: vxp.AccessToken(t["client_id"], t["jkt"], t["exp"])
+        token: vxp.fetch.AccessToken(t["client_id"], t["jkt"], t["exp"])
         for token, t in endpoint["tokens"].items()
     }
     packages = {rid: (p["owner"], p["package"]) for rid, p in endpoint["packages"].items()}
-    server = vxp.ProofEndpoint(
+    server = vxp.fetch.ProofEndpoint(
         base_url=endpoint["base_url"], tokens=tokens, packages=packages, window=endpoint["window"]
     )
     responses = []
