@@ -16,9 +16,9 @@ from typing import Any
 
 from ._canonical import canonical
 from ._config import Extension, ExtensionRegistry, Roles
-from ._errors import HandoffError
 from ._json import MAX_RECORD_CHARS, MAX_SAFE_INTEGER, check_json_value, parse_line
 from ._validate import compiled_validator, ecma_pattern
+from .errors import HandoffError
 
 __all__ = ["PH_VERSION", "Verdict", "admit", "admit_fast", "admit_line", "check_record"]
 
@@ -40,6 +40,10 @@ class Verdict:
     status: str
     why: str | None = None
     extension: Extension | None = None
+
+    def __bool__(self) -> bool:
+        """Refused: a verdict is a report (``ignored`` is not ``accepted``); read ``.status``."""
+        raise TypeError("a handoff Verdict is a report; read .status")
 
     def to_json(self) -> dict[str, Any]:
         """Return ``{"status", "why"?}``."""

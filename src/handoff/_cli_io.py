@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from ._canonical import canonical
 from ._config import Extension, ExtensionRegistry, Roles
-from ._errors import HandoffError
 from ._fold import Registry
 from ._json import parse_line
 from ._store import SQLiteStore
+from .errors import HandoffError
 
 if TYPE_CHECKING:
     from ._postgres import PostgresStore

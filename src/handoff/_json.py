@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._errors import HandoffError
+from .errors import HandoffError
 
 __all__ = ["MAX_SAFE_INTEGER", "check_json_value", "copy_json", "parse_line"]
 

@@ -7,6 +7,7 @@ an editable install or a plain checkout has no such folder, so the repository's
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from importlib import resources
@@ -16,7 +17,7 @@ from typing import Any
 
 from referencing import Registry, Resource
 
-from ._errors import HandoffError
+from .errors import HandoffError
 
 __all__ = ["load_schema", "schema_names", "validator"]
 
@@ -49,10 +50,20 @@ def schema_names() -> tuple[str, ...]:
     return tuple(sorted(_walk(_root())))
 
 
-@functools.cache
 def load_schema(name: str) -> dict[str, Any]:
-    """Return the parsed schema ``name`` (a relative path such as ``"card.json"``)."""
-    if name not in schema_names():
+    """Return a fresh copy of the parsed schema ``name`` (a relative path such as
+    ``"record.json"``; :func:`schema_names` lists them).
+
+    A name that is not one raises :class:`~handoff.HandoffUsageError` ``schema_unknown``.
+    The copy is the caller's to change: the package keeps its own.
+    """
+    return copy.deepcopy(own_schema(name))
+
+
+@functools.cache
+def own_schema(name: str) -> dict[str, Any]:
+    """The parsed schema ``name``, read once and shared inside the package (never changed)."""
+    if not isinstance(name, str) or name not in schema_names():
         raise HandoffError("schema_unknown", f"no handoff schema is named {name!r}")
     node = _root()
     for part in name.split("/"):
@@ -65,7 +76,7 @@ def load_schema(name: str) -> dict[str, Any]:
 def _registry() -> Registry[Any]:
     pairs: list[tuple[str, Resource[Any]]] = []
     for n in schema_names():
-        contents = load_schema(n)
+        contents = own_schema(n)
         resource = Resource.from_contents(contents)
         pairs.append((n, resource))
         own_id = contents.get("$id")

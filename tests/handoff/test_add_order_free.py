@@ -45,7 +45,7 @@ def test_add_equals_add_lines_and_a_fresh_fold(picks: list[int]) -> None:
     bulk = registry()
     bulk.add_lines([json.dumps(r) for r in records])
     fresh = registry()
-    for record in sorted(records, key=handoff.digest):
+    for record in sorted(records, key=handoff.digests.digest):
         fresh.add(record)
     assert one.state(ITEM) == bulk.state(ITEM) == fresh.state(ITEM)
     assert one.records(ITEM) == bulk.records(ITEM) == fresh.records(ITEM)

@@ -14,13 +14,13 @@ from .ext_fixtures import ROLES, ed_key, raised, rec, registry, settlement
 
 
 def test_extension_tables_only_restrict_the_core() -> None:
-    for ext in (handoff.ACTS, handoff.DECISIONS):
+    for ext in (handoff.acts.ACTS, handoff.decisions.DECISIONS):
         for type_, origin in ext.pairs:
-            assert (type_, origin) in handoff.CORE_PAIRS or origin in ext.roles
+            assert (type_, origin) in handoff.records.CORE_PAIRS or origin in ext.roles
             assert ext.pairs[(type_, origin)] in handoff.schema_names()
-    assert handoff.ACTS.policy == "keep"
-    assert handoff.DECISIONS.policy == "stop"
-    assert ("settled", "registrar") not in handoff.ACTS.pairs
+    assert handoff.acts.ACTS.policy == "keep"
+    assert handoff.decisions.DECISIONS.policy == "stop"
+    assert ("settled", "registrar") not in handoff.acts.ACTS.pairs
 
 
 def _keywords(node: object) -> set[str]:
@@ -41,31 +41,38 @@ def test_extension_schemas_use_only_the_allowed_keywords() -> None:
     assert len(names) >= 28
     annotations = {"$schema", "title", "description"}
     for name in names:
-        assert _keywords(handoff.load_schema(name)) <= handoff.ALLOWED_KEYWORDS | annotations
+        assert (
+            _keywords(handoff.load_schema(name)) <= handoff.schemas.ALLOWED_KEYWORDS | annotations
+        )
 
 
 @pytest.mark.parametrize("fast", [True, False])
 def test_both_validators_agree_on_act_terms(fast: bool) -> None:
     good = raised()
-    handoff.check_schema("acts/raised.requester.json", good, fast=fast)
+    handoff.schemas.check_schema("acts/raised.requester.json", good, fast=fast)
     bad = {**good, "terms": {**good["terms"], "amount": 1.0}}
     with pytest.raises(handoff.HandoffError):
-        handoff.check_schema("acts/raised.requester.json", bad, fast=fast)
+        handoff.schemas.check_schema("acts/raised.requester.json", bad, fast=fast)
 
 
 def test_option_status() -> None:
     old = {"options": [{"id": "a", "text": "A"}, {"id": "b", "text": "B"}]}
-    assert handoff.option_status("a", old, old) == "current"
-    assert handoff.option_status("a", old, {"options": [{"id": "a", "text": "A2"}]}) == "changed"
-    assert handoff.option_status("a", old, {"options": [{"id": "b", "text": "B"}]}) == "gone"
-    assert handoff.option_status("a", None, old) == "unknown"
-    assert handoff.option_status("free", None, None) == "current"
+    assert handoff.decisions.option_status("a", old, old) == "current"
+    assert (
+        handoff.decisions.option_status("a", old, {"options": [{"id": "a", "text": "A2"}]})
+        == "changed"
+    )
+    assert (
+        handoff.decisions.option_status("a", old, {"options": [{"id": "b", "text": "B"}]}) == "gone"
+    )
+    assert handoff.decisions.option_status("a", None, old) == "unknown"
+    assert handoff.decisions.option_status("free", None, None) == "current"
 
 
 def test_decision_outcome_against_terms() -> None:
     terms = {"options": [{"id": "a", "text": "A"}], "free_answer": False}
-    handoff.check_decision_outcome({"outcome": "a"}, terms)
-    handoff.check_decision_outcome({"outcome": "declined"}, terms)
+    handoff.decisions.check_decision_outcome({"outcome": "a"}, terms)
+    handoff.decisions.check_decision_outcome({"outcome": "declined"}, terms)
     for record, reason in [
         ({"outcome": "b"}, "outcome_not_offered"),
         ({"outcome": "free", "answer": "x"}, "free_answer_not_allowed"),
@@ -73,7 +80,7 @@ def test_decision_outcome_against_terms() -> None:
         ({"outcome": "a", "answer": "x"}, "answer_unexpected"),
     ]:
         with pytest.raises(handoff.HandoffError) as info:
-            handoff.check_decision_outcome(record, terms)
+            handoff.decisions.check_decision_outcome(record, terms)
         assert info.value.reason == reason
 
 

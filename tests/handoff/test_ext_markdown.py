@@ -16,8 +16,8 @@ NOW = "2026-11-30T12:00:00Z"
 KW = {"project": "web", "registrar": "registrar"}
 
 
-def sync(text: str, reg: handoff.Registry) -> handoff.SyncResult:
-    return handoff.sync_state_document(text, reg, now=NOW, **KW)
+def sync(text: str, reg: handoff.Registry) -> handoff.markdown.SyncResult:
+    return handoff.markdown.sync_state_document(text, reg, now=NOW, **KW)
 
 
 DOC = """# Relaunch
@@ -103,9 +103,9 @@ def test_a_rejected_record_leaves_the_registry_unchanged() -> None:
 
 def test_not_text_is_an_error() -> None:
     with pytest.raises(handoff.HandoffError):
-        handoff.parse_state_document(b"## Acts")  # type: ignore[arg-type]
+        handoff.markdown.parse_state_document(b"## Acts")  # type: ignore[arg-type]
     with pytest.raises(handoff.HandoffError):
-        handoff.parse_state_document("a\x00b")
+        handoff.markdown.parse_state_document("a\x00b")
 
 
 def test_crlf_lines_keep_their_endings() -> None:
@@ -155,7 +155,7 @@ def test_rewriting_from_its_own_records_is_a_fixed_point(
     second = sync(first.document, reg)
     assert second.records == ()
     assert second.document == first.document
-    assert handoff.write_state_document(first.document, reg, **KW) == first.document
+    assert handoff.markdown.write_state_document(first.document, reg, **KW) == first.document
 
 
 @settings(max_examples=60, deadline=None)
@@ -179,7 +179,7 @@ def test_a_hand_written_line_always_survives(
     for index, (key, do) in enumerate(zip(keys, settle, strict=False)):
         if do:
             reg.add(settlement(reg, key=key, rid=f"s{index}"))
-    out = handoff.write_state_document(first.document, reg, **KW)
+    out = handoff.markdown.write_state_document(first.document, reg, **KW)
     got = Counter(out.split("\n"))
     for line, count in hand.items():
         assert got[line] >= count, line
@@ -191,7 +191,7 @@ def test_acts_with_keys_unsafe_for_a_document_are_not_bound() -> None:
         rec("n1", "raised", "requester", "agent-1", "ключ/1", terms={"text": "Pay"}, terms_rev=1)
     )
     doc = "## Acts\n"
-    out = handoff.write_state_document(doc, reg, **KW)
+    out = handoff.markdown.write_state_document(doc, reg, **KW)
     assert out == doc
     assert sync(out, reg).records == ()
 

@@ -82,12 +82,12 @@ def test_verify_proof_on_any_json(jwks: Any, record: Any) -> None:
 def test_any_text_is_a_state_document(text: str) -> None:
     doc = "## Acts\n" + text
     try:
-        result = handoff.sync_state_document(
+        result = handoff.markdown.sync_state_document(
             doc, registry(), project="web", registrar="registrar", now="2026-11-30T10:00:00Z"
         )
     except handoff.HandoffError:
         return
-    again = handoff.sync_state_document(
+    again = handoff.markdown.sync_state_document(
         result.document,
         registry(),
         project="web",
@@ -101,9 +101,9 @@ def test_any_text_is_a_state_document(text: str) -> None:
 @given(ext=JSON, key=JSON, rev=JSON, terms=JSON, proposal=JSON)
 def test_presentation_on_any_json(ext: Any, key: Any, rev: Any, terms: Any, proposal: Any) -> None:
     try:
-        shown = handoff.presentation(
+        shown = handoff.evidence.presentation(
             ext=ext, project="web", key=key, terms_rev=rev, terms=terms, proposal=proposal
         )
     except handoff.HandoffError:
         return
-    assert handoff.presented_digest(shown).startswith("sha-256:")
+    assert handoff.digests.presented_digest(shown).startswith("sha-256:")

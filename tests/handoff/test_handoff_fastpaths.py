@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handoff._errors import HandoffError
+from handoff import HandoffError
 from handoff._json import _DECODER, _RefusedError, parse_line
 
 _values = st.recursive(

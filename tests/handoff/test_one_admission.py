@@ -45,7 +45,7 @@ def test_every_path_agrees_on_nesting(tmp_path: Path, levels: int, admitted: boo
         lambda: handoff.check_record(record, roles=ROLES, extensions=handoff.EXTENSIONS),
         lambda: handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS).add_lines([line]),
         lambda: handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS).add(line),
-        lambda: handoff.SQLiteStore(
+        lambda: handoff.stores.SQLiteStore(
             tmp_path / f"h{levels}.sqlite", roles=ROLES, extensions=handoff.EXTENSIONS
         ).append(line),
     ):

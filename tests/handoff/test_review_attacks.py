@@ -32,8 +32,8 @@ ITEM = handoff.ItemId("demo-keep", "house", "k1")
 
 def _lower_than(record: dict[str, Any], make: Any) -> dict[str, Any]:
     """A record from ``make(n)`` whose digest is below ``record``'s (ground, as an attacker)."""
-    target = handoff.digest(record)
-    return next(r for r in (make(n) for n in range(10_000)) if handoff.digest(r) < target)
+    target = handoff.digests.digest(record)
+    return next(r for r in (make(n) for n in range(10_000)) if handoff.digests.digest(r) < target)
 
 
 def _spoofs() -> list[dict[str, Any]]:
@@ -70,9 +70,9 @@ def test_reused_id_never_displaces_the_settlement(index: int, first: bool) -> No
 def test_reused_id_in_stores(tmp_path: Path, kind: str) -> None:
     store: Any
     if kind == "memory":
-        store = handoff.MemoryStore(roles=ROLES, extensions=EXTS)
+        store = handoff.stores.MemoryStore(roles=ROLES, extensions=EXTS)
     else:
-        store = handoff.SQLiteStore(tmp_path / "h.sqlite", roles=ROLES, extensions=EXTS)
+        store = handoff.stores.SQLiteStore(tmp_path / "h.sqlite", roles=ROLES, extensions=EXTS)
     store.append(raised())
     store.append(settled("s1"))
     store.append(_spoofs()[0])
@@ -165,7 +165,9 @@ def test_small_order_ed25519_key_is_refused(point: str) -> None:
     record = settled("s1")
     members = json.dumps(jwk, separators=(",", ":"), sort_keys=True).encode()
     kid = _b64(hashlib.sha256(members).digest())  # RFC 7638 thumbprint
-    header = _b64(json.dumps({"alg": "Ed25519", "kid": kid, "typ": handoff.PROOF_TYP}).encode())
+    header = _b64(
+        json.dumps({"alg": "Ed25519", "kid": kid, "typ": handoff.evidence.PROOF_TYP}).encode()
+    )
     record["evidence"] = {"proof": f"{header}..{_b64(bytes.fromhex(point) + bytes(32))}"}
     with pytest.raises(handoff.HandoffError) as caught:
         handoff.verify_proof(record, {"keys": [jwk]})
@@ -217,11 +219,13 @@ def _acts_registry() -> handoff.Registry:
 def test_state_document_with_a_byte_order_mark() -> None:
     reg = _acts_registry()
     doc = "\ufeff## Acts\n- [ ] Pay rent\nmy own note\n"
-    first = handoff.sync_state_document(doc, reg, project="web", registrar="registrar", now=TS)
+    first = handoff.markdown.sync_state_document(
+        doc, reg, project="web", registrar="registrar", now=TS
+    )
     assert [r["type"] for r in first.records] == ["raised"]
     assert first.document.startswith("\ufeff## Acts\n- [ ] Pay rent <!-- act:")
     assert "my own note\n" in first.document
-    again = handoff.sync_state_document(
+    again = handoff.markdown.sync_state_document(
         first.document, reg, project="web", registrar="registrar", now=TS
     )
     assert again.records == ()
@@ -231,7 +235,9 @@ def test_state_document_with_a_byte_order_mark() -> None:
 def test_crlf_state_document_stays_crlf() -> None:
     reg = _acts_registry()
     doc = "# P\r\n\r\n## Acts\r\n- [ ] Pay rent\r\nmine\r\n"
-    out = handoff.sync_state_document(doc, reg, project="web", registrar="registrar", now=TS)
+    out = handoff.markdown.sync_state_document(
+        doc, reg, project="web", registrar="registrar", now=TS
+    )
     assert out.document.count("\r\n") == out.document.count("\n")
 
 
@@ -250,7 +256,7 @@ def test_act_text_that_would_poison_the_document_is_refused(text: str) -> None:
 
 def test_insert_or_replace_cannot_remove_a_record(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
-    with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
         store.append(raised())
         store.append(settled("s1"))
     db = sqlite3.connect(path)
@@ -262,7 +268,7 @@ def test_insert_or_replace_cannot_remove_a_record(tmp_path: Path) -> None:
         db.execute(
             "INSERT OR REPLACE INTO handoff_records (seq, id, digest, ext, project, key, body)"
             " VALUES (?, ?, ?, 'demo-keep', 'house', 'k9', ?)",
-            (seq, "zz", handoff.digest(other), handoff.canonical(other).decode()),
+            (seq, "zz", handoff.digests.digest(other), handoff.digests.canonical(other).decode()),
         )
     db.execute(
         "REPLACE INTO handoff_records (id, digest, ext, project, key, body, roles_version)"
@@ -272,7 +278,7 @@ def test_insert_or_replace_cannot_remove_a_record(tmp_path: Path) -> None:
     db.commit()
     assert db.execute("SELECT seq FROM handoff_records WHERE id = 's1'").fetchall() == [(seq,)]
     db.close()
-    with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
         assert store.state(ITEM).state == "settled"
         assert store.append(settled("s1")) == "duplicate"
         assert len(store) == 2
@@ -280,18 +286,19 @@ def test_insert_or_replace_cannot_remove_a_record(tmp_path: Path) -> None:
 
 def test_a_body_changed_behind_the_store_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
-    with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
         store.append(raised())
         store.append(settled("s1"))
     db = sqlite3.connect(path)
     db.execute("DROP TRIGGER handoff_records_no_update")
     forged = settled("s1", outcome="declined")
     db.execute(
-        "UPDATE handoff_records SET body = ? WHERE id = 's1'", (handoff.canonical(forged).decode(),)
+        "UPDATE handoff_records SET body = ? WHERE id = 's1'",
+        (handoff.digests.canonical(forged).decode(),),
     )
     db.commit()
     db.close()
-    with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
         with pytest.raises(handoff.HandoffError) as caught:
             store.state(ITEM)
         assert caught.value.reason == "store_tampered"
@@ -322,7 +329,7 @@ def test_fold_with_reused_ids_is_order_free(order: list[dict[str, Any]], again: 
     assert reg.states() == reference.states()
     assert reg.conflicts() == reference.conflicts()
     lines = registry()
-    lines.add_lines([handoff.canonical(r) for r in [*again, *order]])
+    lines.add_lines([handoff.digests.canonical(r) for r in [*again, *order]])
     assert lines.states() == reference.states()
 
 
@@ -378,7 +385,7 @@ def _forked() -> tuple[handoff.Registry, handoff.ItemId]:
     honest = next(
         r
         for r in (amend(f"b{n}", f"Pay 10 EUR ({n})") for n in range(1000))
-        if handoff.digest(r) < handoff.digest(mallory)
+        if handoff.digests.digest(r) < handoff.digests.digest(mallory)
     )
     reg.add(mallory)
     reg.add(honest)
@@ -390,10 +397,10 @@ def test_presented_digest_is_over_the_terms_shown() -> None:
     state = reg.state(item)
     assert str(state.terms["text"]).startswith("Pay 10 EUR")  # type: ignore[index]
     record = handoff.make_settlement(reg, item, "done", by="alice-desk", ts=TS)
-    shown = handoff.presentation_for(reg, record)
+    shown = handoff.evidence.presentation_for(reg, record)
     assert shown is not None
     assert shown["terms"] == dict(state.terms)  # type: ignore[arg-type]
-    assert handoff.terms_at(reg, item, 2) == state.terms
+    assert handoff.evidence.terms_at(reg, item, 2) == state.terms
     handoff.check_principal_side_record(record, reg, handoff.PrincipalSide())
 
 
@@ -424,7 +431,9 @@ def test_settle_prompt_shows_what_is_digested(
     assert "several heads" in out
     settled_line = json.loads(records.read_text(encoding="utf-8").splitlines()[-1])
     shown = out.split("digested):\n", 1)[1].split("\n", 1)[0]
-    assert handoff.presented_digest(json.loads(shown)) == settled_line["evidence"]["presented"]
+    assert (
+        handoff.digests.presented_digest(json.loads(shown)) == settled_line["evidence"]["presented"]
+    )
 
 
 # --- malformed input of any shape raises HandoffError only --------------------------------------
@@ -464,7 +473,7 @@ def test_malformed_input_raises_only_handoff_error(
         lambda: registry().add(record),
         lambda: handoff.Record.from_json(record),
         lambda: handoff.verify_proof(record, other),
-        lambda: handoff.presentation_for(reg, record),
+        lambda: handoff.evidence.presentation_for(reg, record),
         lambda: handoff.check_principal_side_record(record, reg, handoff.PrincipalSide()),
         lambda: handoff.Roles.from_json(other),
         lambda: handoff.ExtensionRegistry.from_json(other),

@@ -86,9 +86,9 @@ def test_store_refuses_an_amended_that_does_not_raise_the_revision(
 ) -> None:
     store: Any
     if kind == "memory":
-        store = handoff.MemoryStore(roles=ROLES, extensions=handoff.EXTENSIONS)
+        store = handoff.stores.MemoryStore(roles=ROLES, extensions=handoff.EXTENSIONS)
     else:
-        store = handoff.SQLiteStore(
+        store = handoff.stores.SQLiteStore(
             tmp_path / "db.sqlite", roles=ROLES, extensions=handoff.EXTENSIONS
         )
     for record in (N1, N2, _settlement()):
