@@ -26,7 +26,7 @@ PROFILE = "pp-bind/1"
 
 def record_digest(record: Any) -> str:
     """``D_ph``: Handoff's digest of a record (``sha-256:`` + hex of its JCS bytes)."""
-    return handoff.digest(record)
+    return handoff.digests.digest(record)
 
 
 def jwt_of(statement: object) -> str:
