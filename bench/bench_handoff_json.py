@@ -29,8 +29,8 @@ from handoff import _json
 ROLES = handoff.Roles.from_json(
     {"principal": "alice", "principal_side": ["alice-pa"], "requesters": {"*": ["bot-1"]}}
 )
-ROUNDS = 15
-LINES = 40_000
+ROUNDS = 40
+LINES = 2_000
 
 
 def make_lines(total: int) -> list[str]:
@@ -47,7 +47,11 @@ def make_lines(total: int) -> list[str]:
             "project": f"proj-{n % 13}",
             "key": f"item-{n:08d}",
             "ts": "2026-10-27T10:00:00Z",
-            "terms": {"text": f"Pay invoice {n} of {n * 7 % 1000} EUR", "amount": str(n % 9999), "currency": "EUR"},
+            "terms": {
+                "text": f"Pay invoice {n} of {n * 7 % 1000} EUR",
+                "amount": str(n % 9999),
+                "currency": "EUR",
+            },
             "terms_rev": 1,
         }
         out.append(json.dumps(record, separators=(",", ":")))
@@ -68,6 +72,17 @@ def scan_once(text: str) -> Any:
     return value
 
 
+def raw_decode(text: str) -> Any:
+    """The documented ``JSONDecoder.raw_decode``, ``decode`` only when it stops short."""
+    try:
+        value, end = _json._DECODER.raw_decode(text)
+    except ValueError:
+        end = -1
+    if end != len(text):
+        value = _json._DECODER.decode(text)
+    return value
+
+
 def decode(text: str) -> Any:
     """The documented call: ``JSONDecoder.decode``."""
     return _json._DECODER.decode(text)
@@ -80,62 +95,70 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def ratios(paths: dict[str, Callable[[], object]], base: Callable[[], object]) -> None:
-    """Time the baseline and every path in each round (order rotating); print best and
-    median ratios to the baseline of the same round, and the best time per line."""
-    got: dict[str, list[float]] = {name: [] for name in paths}
-    best: dict[str, float] = {name: float("inf") for name in ("json.loads", *paths)}
-    names = list(paths)
+def ratios(paths: dict[str, Callable[[list[str]], object]], fresh: bool) -> None:
+    """Time ``json.loads`` and every path on the same lines in each round (order rotating);
+    print the best time per line and best and median ratios to the same round's baseline.
+
+    ``fresh``: every round parses lines no round parsed before (cold); otherwise one line
+    repeated (warm).
+    """
+    every = {"json.loads": _loads, **paths}
+    names = list(every)
+    times: dict[str, list[float]] = {name: [] for name in names}
     for round_ in range(ROUNDS):
-        order = names[round_ % len(names) :] + names[: round_ % len(names)]
-        b = timed(base)
-        best["json.loads"] = min(best["json.loads"], b)
-        for name in order:
-            t = timed(paths[name])
-            best[name] = min(best[name], t)
-            got[name].append(t / b)
-    print(f"  {'json.loads':44s} {best['json.loads'] / LINES * 1e6:6.2f} us/line")
-    for name, values in got.items():
+        feed = FEED[round_ * LINES : (round_ + 1) * LINES] if fresh else [FEED[0]] * LINES
+        for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+            times[name].append(timed(lambda n=name, f=feed: every[n](f)) / LINES * 1e6)
+    base = times["json.loads"]
+    print(f"  {'json.loads':16s} {min(base):6.2f} us/line (best)")
+    for name in paths:
+        rel = [t / b for t, b in zip(times[name], base, strict=True)]
         print(
-            f"  {name:44s} {best[name] / LINES * 1e6:6.2f} us/line"
-            f"  best {min(values):5.2f}x  median {statistics.median(values):5.2f}x"
+            f"  {name:16s} {min(times[name]):6.2f} us/line (best)"
+            f"  ratio best {min(rel):5.2f}x  median {statistics.median(rel):5.2f}x"
         )
+
+
+def _loads(feed: list[str]) -> None:
+    for line in feed:
+        json.loads(line)
+
+
+def _over(decoder: Callable[[str], Any]) -> Callable[[list[str]], None]:
+    def run(feed: list[str]) -> None:
+        for line in feed:
+            decoder(line)
+
+    return run
+
+
+FEED: list[str] = []
 
 
 def main() -> None:
     """Print the ratios (the report quotes them)."""
-    lines = make_lines(LINES)
-    one = lines[0]
-    print(f"handoff strict parse: {LINES:,} lines, {ROUNDS} interleaved rounds, ratio to json.loads")
-    for name, decoder in (("scan_once", scan_once), ("decode", decode)):
+    FEED.extend(make_lines(LINES * ROUNDS))
+    one = FEED[0]
+    for name, decoder in (("scan_once", scan_once), ("raw_decode", raw_decode), ("decode", decode)):
         assert decoder(one) == json.loads(one), name
-
-    def cold(decoder: Callable[[str], Any]) -> Callable[[], None]:
-        def run() -> None:
-            for line in lines:
-                decoder(line)
-
-        return run
-
-    def warm(decoder: Callable[[str], Any]) -> Callable[[], None]:
-        def run() -> None:
-            for _ in range(LINES):
-                decoder(one)
-
-        return run
-
+    print(f"handoff strict parse: {LINES:,} lines a round, {ROUNDS} interleaved rounds")
+    decoders = {
+        "scan_once": _over(scan_once),
+        "raw_decode": _over(raw_decode),
+        "decode": _over(decode),
+    }
     print("cold (every line new)")
-    ratios({"scan_once": cold(scan_once), "decode": cold(decode)}, cold(json.loads))
+    ratios(decoders, fresh=True)
     print("warm (one line again and again)")
-    ratios({"scan_once": warm(scan_once), "decode": warm(decode)}, warm(json.loads))
+    ratios(decoders, fresh=False)
     print("handoff.parse_record as shipped (cold)")
-    ratios({"parse_record": cold(handoff.parse_record)}, cold(json.loads))
+    ratios({"parse_record": _over(handoff.parse_record)}, fresh=True)
 
-    def add_lines() -> None:
-        handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS).add_lines(lines)
+    def add_lines(feed: list[str]) -> None:
+        handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS).add_lines(feed)
 
     print("end to end: Registry.add_lines (cold)")
-    ratios({"add_lines": add_lines}, cold(json.loads))
+    ratios({"add_lines": add_lines}, fresh=True)
 
 
 if __name__ == "__main__":
