@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import handoff
 
-from .ext_fixtures import ROLES, ed_key, raised, rec, registry, settlement
+from .ext_fixtures import ROLES, TS, ed_key, raised, rec, registry, settlement
 
 
 def test_extension_tables_only_restrict_the_core() -> None:
@@ -199,3 +199,27 @@ def test_make_settlement_refuses(item: handoff.ItemId, kind: str) -> None:
             reg, item, "done", by="alice-desk", ts="2026-11-30T10:00:00Z", kind=kind
         )
     assert info.value.code == "settle"
+
+
+def test_a_confirmed_settlement_agrees_with_one_of_the_claims_its_proposal_names() -> None:
+    from .ext_fixtures import ROLES as EXT_ROLES
+    from .ext_fixtures import raised as act_raised
+    from .ext_fixtures import rec as act_rec
+
+    reg = handoff.Registry(roles=EXT_ROLES, extensions=handoff.EXTENSIONS)
+    reg.add(act_raised())
+    honest = act_rec("c1", "claimed", "agent", "helper-1", outcome="done")
+    rival = act_rec("c1", "claimed", "agent", "helper-2", outcome="declined")
+    reg.add(honest)
+    reg.add(rival)
+    item = handoff.ItemId("acts", "web", "k1")
+    record = handoff.make_settlement(
+        reg, item, "done", by="alice-desk", ts=TS, kind="confirmed", proposal="c1"
+    )
+    handoff.check_principal_side_record(record, reg, handoff.PrincipalSide())
+    wrong = handoff.make_settlement(
+        reg, item, "failed", by="alice-desk", ts=TS, kind="confirmed", proposal="c1"
+    )
+    with pytest.raises(handoff.HandoffError) as caught:
+        handoff.check_principal_side_record(wrong, reg, handoff.PrincipalSide())
+    assert caught.value.reason == "proposal_mismatch"

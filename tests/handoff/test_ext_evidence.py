@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 import json
 from typing import Any
 
@@ -185,3 +186,43 @@ def test_any_change_to_the_settled_record_breaks_the_proof(
     with pytest.raises(handoff.HandoffError) as info:
         handoff.verify_proof(mutated, JWKS)
     assert info.value.code == "proof"
+
+
+SMALL_ORDER = [
+    "0000000000000000000000000000000000000000000000000000000000000000",
+    "0100000000000000000000000000000000000000000000000000000000000000",
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+    "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+    "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    "0000000000000000000000000000000000000000000000000000000000000080",
+    "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+@pytest.mark.parametrize("point", SMALL_ORDER)
+def test_a_jwks_with_a_small_order_ed25519_key_is_refused(point: str) -> None:
+    jwk = {"kty": "OKP", "crv": "Ed25519", "x": _b64(bytes.fromhex(point))}
+    record = raised()
+    members = json.dumps(jwk, separators=(",", ":"), sort_keys=True).encode()
+    kid = _b64(hashlib.sha256(members).digest())  # RFC 7638 thumbprint
+    header = _b64(
+        json.dumps({"alg": "Ed25519", "kid": kid, "typ": handoff.evidence.PROOF_TYP}).encode()
+    )
+    record["evidence"] = {"proof": f"{header}..{_b64(bytes.fromhex(point) + bytes(32))}"}
+    with pytest.raises(handoff.HandoffError) as caught:
+        handoff.verify_proof(record, {"keys": [jwk]})
+    assert caught.value.reason == "jwks_invalid"
+
+
+def test_ordinary_ed25519_keys_still_verify_proofs() -> None:
+    from .ext_fixtures import ed_key
+
+    for seed in range(1, 40):
+        key = ed_key(seed)
+        signed = handoff.attach_proof(raised(), key)
+        handoff.verify_proof(signed, handoff.public_jwks(key))

@@ -158,3 +158,53 @@ def test_sqlite_tampering_is_caught_on_read(tmp_path: Path) -> None:
         reg = store.registry(ITEM)
         assert reg.state(ITEM).state == "open"
         assert [(r["at"], r["code"]) for r in reg.rejected()] == [("s9", "ownership")]
+
+
+def test_sqlite_insert_or_replace_cannot_remove_a_record(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+        store.append(raised())
+        store.append(settled("s1"))
+    db = sqlite3.connect(path)
+    seq, rid, dig, body = db.execute(
+        "SELECT seq, id, digest, body FROM handoff_records WHERE id = 's1'"
+    ).fetchone()
+    other = raised("zz", key="k9")
+    with pytest.raises(sqlite3.DatabaseError):
+        db.execute(
+            "INSERT OR REPLACE INTO handoff_records (seq, id, digest, ext, project, key, body)"
+            " VALUES (?, ?, ?, 'demo-keep', 'house', 'k9', ?)",
+            (seq, "zz", handoff.digests.digest(other), handoff.digests.canonical(other).decode()),
+        )
+    db.execute(
+        "REPLACE INTO handoff_records (id, digest, ext, project, key, body, roles_version)"
+        " VALUES (?, ?, 'demo-keep', 'house', 'k1', ?, 1)",
+        (rid, dig, body),
+    )
+    db.commit()
+    assert db.execute("SELECT seq FROM handoff_records WHERE id = 's1'").fetchall() == [(seq,)]
+    db.close()
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+        assert store.state(ITEM).state == "settled"
+        assert store.append(settled("s1")) == "duplicate"
+        assert len(store) == 2
+
+
+def test_a_sqlite_body_changed_behind_the_store_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+        store.append(raised())
+        store.append(settled("s1"))
+    db = sqlite3.connect(path)
+    db.execute("DROP TRIGGER handoff_records_no_update")
+    forged = settled("s1", outcome="declined")
+    db.execute(
+        "UPDATE handoff_records SET body = ? WHERE id = 's1'",
+        (handoff.digests.canonical(forged).decode(),),
+    )
+    db.commit()
+    db.close()
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+        with pytest.raises(handoff.HandoffError) as caught:
+            store.state(ITEM)
+        assert caught.value.reason == "store_tampered"

@@ -70,3 +70,10 @@ def test_an_oversized_record_is_refused_before_parsing() -> None:
     with pytest.raises(handoff.HandoffError) as caught:
         reg.add_lines([line])
     assert (caught.value.code, caught.value.reason) == ("parse", "too_large")
+
+
+@pytest.mark.parametrize("value", [[1], "x", 3, None, ["ph", "0.3"]])
+def test_admission_refuses_a_non_object_at_the_parse_stage(value: Any) -> None:
+    with pytest.raises(handoff.HandoffError) as caught:
+        handoff.check_record(value, roles=ROLES, extensions=handoff.EXTENSIONS)
+    assert caught.value.code == "parse"
