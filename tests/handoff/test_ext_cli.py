@@ -169,8 +169,6 @@ def test_settle_a_decision_with_an_es256_key(tmp_path: Path) -> None:
 def test_settle_prompt_escapes_what_a_terminal_would_not_show(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from handoff._cli import main
-
     from .ext_fixtures import ROLES_JSON, ed_key
     from .ext_fixtures import raised as act_raised
 
@@ -234,8 +232,6 @@ def test_the_presented_digest_is_over_the_terms_shown_with_a_forked_need() -> No
 def test_settle_prompt_shows_what_is_digested(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from handoff._cli import main
-
     from .ext_fixtures import ROLES_JSON, ed_key
 
     reg, item = _forked()
