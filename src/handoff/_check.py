@@ -60,10 +60,14 @@ def _reject(code: str, reason: str, message: str) -> HandoffError:
 def check_record(
     record: Mapping[str, Any], *, roles: Roles, extensions: ExtensionRegistry
 ) -> Verdict:
-    """Admit one record given as its parsed JSON object; raise :class:`HandoffError`.
+    """Admit one record given as its parsed JSON object.
 
-    The object is first checked to be I-JSON (no lone surrogates, safe integers, only
-    JSON types), as :func:`handoff.parse_record` guarantees for text.
+    Returns a :class:`Verdict` (``accepted`` or ``ignored``; a report, so ``bool()`` of it
+    raises) or raises :class:`~handoff.HandoffProtocolError` naming the first stage that
+    fails (docs/spec/handoff.md, "Admission"); anything that is not an object, of any
+    Python type, is ``parse``/``not_object``. The object is first checked to be I-JSON (no
+    lone surrogates, safe integers, only JSON types), as :func:`handoff.parse_record`
+    guarantees for text.
     """
     if not isinstance(record, Mapping):
         raise _reject("parse", "not_object", "a record must be a JSON object")
