@@ -106,7 +106,7 @@ def ecma_pattern(pattern: str) -> re.Pattern[str]:
         ) from None
 
 
-_own_pattern = functools.cache(ecma_pattern)
+own_pattern = functools.cache(ecma_pattern)
 """:func:`ecma_pattern` remembered for the patterns of this package's own schemas only."""
 
 
@@ -158,7 +158,7 @@ def _is_integer(checker: Any, instance: Any) -> bool:
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
-    if isinstance(instance, str) and not _own_pattern(pattern).search(instance):
+    if isinstance(instance, str) and not own_pattern(pattern).search(instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
@@ -317,7 +317,7 @@ class _CodeGen:
             out.append(f"{pad}if not ({test}):")
             out.append(f"{pad}    return {at} + ' is not an allowed value'")
         if "pattern" in schema:
-            search = self.const(_own_pattern(schema["pattern"]).search)
+            search = self.const(own_pattern(schema["pattern"]).search)
             guard = "" if kind == {"string"} else f"isinstance({var}, str) and "
             shortcut = _SHORTCUTS.get(schema["pattern"])
             if shortcut is not None:

@@ -95,3 +95,12 @@ def test_sync_state_document_takes_an_aware_now() -> None:
         handoff.markdown.sync_state_document(
             "# Acts\n", _registry(False), project="p", registrar="registrar", now=NAIVE
         )
+
+
+@pytest.mark.parametrize("name", sorted(_calls()))
+@pytest.mark.parametrize("bad", ["yesterday", "2026-10-27", "2026-10-27T10:00:00", ""])
+def test_text_that_is_not_rfc_3339_is_the_callers_error(name: str, bad: str) -> None:
+    """``now`` is the caller's argument: bad text is a usage error, never the record's fault."""
+    with pytest.raises(handoff.HandoffUsageError) as caught:
+        _calls()[name](bad)
+    assert (caught.value.code, caught.value.reason) == ("usage", "time")
