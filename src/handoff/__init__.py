@@ -1,9 +1,5 @@
 """Principal Handoff: items only the principal may settle leave the agents and come back settled.
 
-Acts (work only the principal can do) and Decisions (choices only the principal may make)
-are carried as append-only, attributable records in two registers per item, folded into
-a current state regardless of arrival order.
-
 The five things you most likely want:
 
 1. :class:`Registry` (with :class:`Roles` and :data:`EXTENSIONS`): admit records and read
@@ -17,7 +13,10 @@ The five things you most likely want:
    your own mistake (both are :class:`HandoffError`, a :class:`ValueError`, with a ``code``
    from ``handoff.errors.CODES``).
 
-Time (``ts``, ``now``) is RFC 3339 text or an aware :class:`datetime.datetime`.
+Acts (work only the principal can do) and Decisions (choices only the principal may make)
+are carried as append-only, attributable records in two registers per item, folded into
+a current state regardless of arrival order. Time (``ts``, ``now``) is RFC 3339 text or an
+aware :class:`datetime.datetime`.
 
 Quick start::
 
