@@ -104,10 +104,17 @@ def parse_line(line: str | bytes, *, where: str = "the record") -> dict[str, Any
             reason="too_large",
         )
     try:
-        # the documented ``decode``: calling the C scanner (``scan_once``) directly bought
-        # no more than 10-15% of the parse and about 1% of admission
-        # (bench/bench_handoff_json.py), below the 20% a CPython internal must earn
-        value = _DECODER.decode(text)
+        # the documented ``raw_decode`` reads a record that is exactly one value without
+        # ``decode``'s two whitespace scans; anything else (surrounding whitespace, junk,
+        # a syntax error) goes through ``decode`` for its answer. The undocumented C
+        # scanner (``scan_once``) bought no more over this than noise, and about 3% of
+        # admission (bench/bench_handoff_json.py): below the 20% an internal must earn.
+        try:
+            value, end = _DECODER.raw_decode(text)
+        except json.JSONDecodeError:
+            end = -1
+        if end != len(text):
+            value = _DECODER.decode(text)
     except _RefusedError as exc:
         raise HandoffError("parse", f"{where}: {exc}", reason=exc.reason) from None
     except (ValueError, RecursionError) as exc:
