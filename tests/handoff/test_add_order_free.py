@@ -1,4 +1,5 @@
-"""Second review, L1: ``Registry.add`` answers the same as ``add_lines``, in any order.
+"""§10 ordering (second review L1): ``Registry.add`` answers the same as ``add_lines``, in any
+order.
 
 A repeat (an unsigned record at another ts, a signed one with other signature bytes) can
 replace the held record by its lower-digest twin; ``add`` used to keep the state it had

@@ -1,4 +1,4 @@
-"""Issue 19, finding 1: a record id, once admitted, names one content forever.
+"""§10 identifiers (issue 19 #1): a record id, once admitted, names one content forever.
 
 The attack: the owner of the need register re-sends ``raised n1`` with "8000" instead of
 "800" after the principal settled against "800". Through the library, a store and the

@@ -1,4 +1,5 @@
-"""Issue 19, finding 9: claims' ``evidence.basis`` is reported; ``handoff observe`` exists."""
+"""§12 observer (issue 19 #9): claims' ``evidence.basis`` is reported; ``handoff observe``
+exists."""
 
 from __future__ import annotations
 

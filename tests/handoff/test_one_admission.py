@@ -1,4 +1,4 @@
-"""Issue 19, findings 4 and 8: one admission rule on every path (file, SQLite, library).
+"""§4 admission (issue 19 #4, #8): one admission rule on every path (file, SQLite, library).
 
 ``validate`` refused a record nested deeper than 64 levels that ``state`` folded; a 200 MB
 record was parsed. Each path now gives the same verdict, from the same parse.

@@ -1,4 +1,4 @@
-"""Issue 19, finding 5: a role change never makes history unreadable.
+"""§3 ownership over time (issue 19 #5): a role change never makes history unreadable.
 
 A store stamps each record with the version of the roles it was admitted under and checks
 it under those roles, never under the current ones (a record's ``ts`` is the sender's word

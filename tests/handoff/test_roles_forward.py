@@ -1,4 +1,5 @@
-"""Second review, M2: a stale device cannot re-admit a revoked party into a store.
+"""§3 ownership in stores (second review M2): a stale device cannot re-admit a revoked party
+into a store.
 
 Roles versions move forward only: once a store holds records stamped with newer roles,
 an append under older roles is refused (``store``/``roles_stale``); a row stamped with

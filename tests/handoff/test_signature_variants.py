@@ -1,4 +1,5 @@
-"""Second review, M1: a relay cannot downgrade or pre-empt a genuine signed settlement.
+"""§10 signature variants (second review M1): a relay cannot downgrade or pre-empt a genuine
+signed settlement.
 
 A copy of a signed settlement with junk signature bytes is a *signature variant*: the
 fold holds every variant and the evidence verdict is the best over them, so a junk copy

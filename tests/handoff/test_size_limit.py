@@ -1,4 +1,4 @@
-"""Second review, H2: the size limit holds on the canonical form every store writes.
+"""§13 size limit (second review H2): the size limit holds on the canonical form every store writes.
 
 A 300 KB line of ``1e20`` numbers is 1.3 MB in JCS (``100000000000000000000``); an object
 given directly (``check_record``, ``Registry.add``, a store's ``append``) had no limit at

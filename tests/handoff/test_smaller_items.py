@@ -1,4 +1,4 @@
-"""Issue 19, finding 8: the smaller items, each on its real path."""
+"""Several rules (issue 19 #8): the smaller items, each on its real path."""
 
 from __future__ import annotations
 

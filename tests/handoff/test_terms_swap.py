@@ -1,4 +1,5 @@
-"""Second review, H1: terms swapped under a standing settlement at the same revision.
+"""§9 presented terms (ext. §2; second review H1): terms swapped under a standing settlement at
+the same revision.
 
 The requester raises 800 EUR, amends to revision 2 with the same text, the principal
 settles revision 2, then the requester sends a NEW amended record at revision 2 with
