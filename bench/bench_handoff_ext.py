@@ -66,7 +66,7 @@ def bench_proofs() -> None:
     for alg, jwk in keys.items():
         signed = handoff.attach_proof(record, jwk)
         head, _, sig = signed["evidence"]["proof"].split(".")
-        payload = base64.urlsafe_b64encode(handoff.signing_input(signed)).rstrip(b"=")
+        payload = base64.urlsafe_b64encode(handoff.digests.signing_input(signed)).rstrip(b"=")
         message = head.encode() + b"." + payload
         raw = _unb64(sig)
         if alg == "Ed25519":
@@ -105,12 +105,12 @@ def bench_markdown(acts: int = 500) -> None:
 
     def sync() -> None:
         registry = handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS)
-        handoff.sync_state_document(
+        handoff.markdown.sync_state_document(
             document, registry, project="web", registrar="registrar", now=NOW
         )
 
     registry = handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS)
-    records = handoff.read_state_document(
+    records = handoff.markdown.read_state_document(
         document, registry, project="web", registrar="registrar", now=NOW
     )
 

@@ -149,7 +149,7 @@ def timed(fn: Callable[[], object]) -> float:
 
 def store_bodies(lines: list[str]) -> list[str]:
     """Each record again, re-serialised the way a store writes it (JCS): delivered twice."""
-    return [handoff.canonical(json.loads(line)).decode("utf-8") for line in lines]
+    return [handoff.digests.canonical(json.loads(line)).decode("utf-8") for line in lines]
 
 
 def signed_feed(items: int) -> tuple[handoff.Registry, Any, list[dict[str, Any]]]:
@@ -243,7 +243,7 @@ def main() -> None:
     inputs = []
     for record in settlements:
         head, _, signature = record["evidence"]["proof"].split(".")
-        payload = base64.urlsafe_b64encode(handoff.signing_input(record)).rstrip(b"=")
+        payload = base64.urlsafe_b64encode(handoff.digests.signing_input(record)).rstrip(b"=")
         inputs.append((f"{head}.".encode() + payload, _unb64(signature)))
 
     def raw() -> None:
@@ -254,7 +254,7 @@ def main() -> None:
         for item in registry.items():
             checked = handoff.settlement_evidence(registry, item, side)
             assert checked is not None
-            assert checked["verdict"] == "verified"
+            assert checked.verdict == "verified"
 
     pairs = []
     for _ in range(runs):

@@ -112,14 +112,14 @@ def main() -> None:
     print("\n5. A durable SQLite store survives a restart and folds on read.")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "handoff.sqlite"
-        with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+        with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
             for r in (raised, claim, settled, amended, amended):
                 print(f"  append {r['id']}: {store.append(r)}")
             try:
                 store.append(other)
             except handoff.HandoffError as exc:
                 print(f"  the store keeps the first content: {exc.code}/{exc.reason}")
-        with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+        with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
             item = handoff.ItemId("demo-acts", "house", "pay-roofer")
             show("after reopening the store", store.state(item))
 

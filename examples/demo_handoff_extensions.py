@@ -43,14 +43,14 @@ def settle(
     state = registry.state(item)
     assert state.terms is not None
     assert state.terms_rev is not None
-    shown = handoff.presentation(
+    shown = handoff.evidence.presentation(
         ext=f"{item.ext}/0.3",
         project=item.project,
         key=item.key,
         terms_rev=state.terms_rev,
         terms=state.terms,
     )
-    print(f"  shown to alice: {handoff.canonical(shown).decode()[:88]}...")
+    print(f"  shown to alice: {handoff.digests.canonical(shown).decode()[:88]}...")
     record = handoff.make_settlement(registry, item, outcome, by="alice-desk", ts=TS, record_id=rid)
     signed = handoff.attach_proof(record, key)
     side = handoff.PrincipalSide(jwks=handoff.public_jwks(key), verifiable=True)
@@ -67,7 +67,7 @@ def main() -> None:
 
     print("1. The agent adds a line to STATE.md; the registrar raises an act.")
     document = "# Website\n\n## Acts\n\n- [ ] Pay the hosting invoice (120 EUR)\n"
-    result = handoff.sync_state_document(
+    result = handoff.markdown.sync_state_document(
         document, registry, now=TS, project="web", registrar="registrar"
     )
     act_key = result.records[0]["key"]
@@ -101,7 +101,7 @@ def main() -> None:
     settle(registry, handoff.ItemId("decisions", "web", "plan"), "large", key, "s2")
 
     print("4. Back at the project: the registrar rewrites STATE.md from state.")
-    result = handoff.sync_state_document(
+    result = handoff.markdown.sync_state_document(
         result.document, registry, now=TS, project="web", registrar="registrar"
     )
     print("  " + result.document.strip().split("\n")[-2])

@@ -362,13 +362,13 @@ async def errand(work: Path, pxp_base: str, shop: dict[str, Any], late_by: int) 
     registry, _ = _registry(work)
     state_md = work / "STATE.md"
     state_md.write_text(
-        handoff.write_state_document(
+        handoff.markdown.write_state_document(
             "# Errand: a used bike\n\n## Acts\n", registry, project=PROJECT, registrar="registrar"
         ),
         encoding="utf-8",
     )
     desk(work, "tick")
-    synced = handoff.sync_state_document(
+    synced = handoff.markdown.sync_state_document(
         state_md.read_text(encoding="utf-8"),
         registry,
         project=PROJECT,

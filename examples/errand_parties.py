@@ -198,7 +198,7 @@ def _settle(
     state = registry.state(item)
     assert state.terms is not None
     assert state.terms_rev is not None
-    shown = handoff.presentation(
+    shown = handoff.evidence.presentation(
         ext=f"{item.ext}/0.3",
         project=item.project,
         key=item.key,
@@ -253,7 +253,7 @@ def desk(folder: Path, command: str, answer: str, late_by: int, agent: str) -> i
         state = registry.state(DECISION)
         rid = f"d-settled-{state.terms_rev}"
         settlement = _settle(folder, registry, DECISION, answer, rid)
-        terms = handoff.terms_at(registry, DECISION, settlement["terms_rev"])
+        terms = handoff.evidence.terms_at(registry, DECISION, settlement["terms_rev"])
         out: dict[str, Any] = {"settlement": settlement["id"]}
         if answer == "approve":
             assert terms is not None

@@ -483,7 +483,7 @@ def _act_amended(bundle: dict[str, Any], change: Any) -> dict[str, Any]:
     registry = handoff.Registry(roles=roles, extensions=handoff.EXTENSIONS)
     registry.add_many(h["records"])
     act = handoff.ItemId("acts", h["act"]["project"], h["act"]["key"])
-    terms = json.loads(json.dumps(handoff.terms_at(registry, act, 1), default=dict))
+    terms = json.loads(json.dumps(handoff.evidence.terms_at(registry, act, 1), default=dict))
     change(bundle, terms)
     amended = handoff.make_amended(
         registry, act, terms, by="ana-agent", ts="2026-12-02T10:30:00Z", record_id="a2"

@@ -1,8 +1,8 @@
 """Typed wire objects (issue 24 #9): the declarations are what the library returns, the
 ``Result`` accessors read them safely, and ``mypy --strict`` refuses code that misreads them.
 
-``parley.Reply`` and friends, ``pxp.Brief``/``pxp.Agreement`` and ``handoff.SettledRecord``/
-``handoff.ObservedItem`` are ``TypedDict`` annotations: nothing checks them at run time, so
+``parley.Reply`` and friends, ``pxp.Brief``/``pxp.Agreement`` and ``handoff.wire.SettledRecord``/
+``handoff.wire.ObservedItem`` are ``TypedDict`` annotations: nothing checks them at run time, so
 these tests hold them to real outputs (every runtime, brief, observer and grant-inspect
 vector, and live calls) and to the JSON schemas where one exists.
 """
@@ -319,7 +319,7 @@ def test_every_observer_vector_item_has_the_declared_shape() -> None:
     seen: set[str] = set()
     for case in cases:
         for item in case["output"]["items"]:
-            assert problems(item, handoff.ObservedItem) == [], case["id"]
+            assert problems(item, handoff.wire.ObservedItem) == [], case["id"]
             seen.update(item)
     # the optional reports are all exercised somewhere
     assert {"claim_evidence", "evidence", "presented_terms", "option_status"} <= seen
@@ -340,16 +340,16 @@ def test_make_settlement_and_observe_have_the_declared_shape() -> None:
         proposal="c1",
         answer="yes",
     )
-    assert problems(record, handoff.SettledRecord) == []
+    assert problems(record, handoff.wire.SettledRecord) == []
     signed = handoff.attach_proof(record, ed_key())
     reg.add(signed)
     again = handoff.make_settlement(reg, item, "failed", by="alice-desk", ts="2026-11-30T11:00:00Z")
-    assert problems(again, handoff.SettledRecord) == []
+    assert problems(again, handoff.wire.SettledRecord) == []
     assert again["supersedes"] == [record["id"]]
     fresh = handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS)
     jwks = handoff.public_jwks(ed_key())
     observed = handoff.observe(reg.records(item), fresh, jwks=jwks)
-    assert [problems(entry, handoff.ObservedItem) for entry in observed] == [[]]
+    assert [problems(entry, handoff.wire.ObservedItem) for entry in observed] == [[]]
     assert observed[0]["evidence"] == {"presented": "match", "proof": "valid"}
 
 
@@ -397,11 +397,11 @@ def agreement_member_misnamed(room: pxp.Room) -> object:
     return agreement["term"]  # error
 
 
-def evidence_member_misnamed(record: handoff.SettledRecord) -> object:
+def evidence_member_misnamed(record: handoff.wire.SettledRecord) -> object:
     return record["evidence"]["presnted"]  # error
 
 
-def state_misspelt(items: list[handoff.ObservedItem]) -> bool:
+def state_misspelt(items: list[handoff.wire.ObservedItem]) -> bool:
     return items[0]["state"] == "setled"  # error
 
 
@@ -452,11 +452,11 @@ def terms(room: pxp.Room) -> list[str]:
     return [] if agreement is None else agreement["terms"]
 
 
-def presented(record: handoff.SettledRecord) -> str:
+def presented(record: handoff.wire.SettledRecord) -> str:
     return record["evidence"]["presented"]
 
 
-def settled(items: list[handoff.ObservedItem]) -> bool:
+def settled(items: list[handoff.wire.ObservedItem]) -> bool:
     return items[0]["state"] == "settled"
 
 

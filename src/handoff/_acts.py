@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ._config import Extension
-from ._errors import HandoffError
+from .errors import HandoffError
 
 __all__ = [
     "ACTS",
@@ -61,14 +61,18 @@ def check_due(value: Any, where: str) -> None:
         raise _bad_terms(where, "terms.due is not a valid date", "due_invalid") from None
 
 
-def check_act_terms(terms: Mapping[str, Any], where: str = "the act") -> None:
-    """Apply the Acts rules the schema cannot express to ``terms``.
+def check_act_terms(terms: Mapping[str, Any], where: str = "the act") -> Mapping[str, Any]:
+    """Apply the Acts rules the schema cannot express to ``terms``; return ``terms``.
 
     ``text`` has no surrounding whitespace, no ``<!--`` (the Markdown binding's
     marker), no ``<`` at all (raw HTML) and no control or bidirectional formatting
     character (tab aside);
-    ``amount`` and ``currency`` come together; ``due`` is a real date.
+    ``amount`` and ``currency`` come together; ``due`` is a real date. Anything else
+    raises :class:`~handoff.HandoffProtocolError` ``record`` (``terms_invalid`` when
+    ``terms`` is not an object at all).
     """
+    if not isinstance(terms, Mapping):
+        raise _bad_terms(where, "terms is not an object", "terms_invalid")
     text = terms.get("text")
     if not isinstance(text, str) or text != text.strip() or not text:
         raise _bad_terms(where, "terms.text is empty or has surrounding spaces", "text_invalid")
@@ -90,6 +94,7 @@ def check_act_terms(terms: Mapping[str, Any], where: str = "the act") -> None:
         raise _bad_terms(where, "terms.amount and terms.currency come together", "amount_currency")
     if "due" in terms:
         check_due(terms["due"], where)
+    return terms
 
 
 def _hook(record: Mapping[str, Any]) -> None:

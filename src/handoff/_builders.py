@@ -17,14 +17,17 @@ from ._canonical import canonical
 from ._check import check_record
 from ._config import Extension
 from ._conformance import check_requester_record
-from ._errors import HandoffError
 from ._fold import Registry
 from ._records import ItemId
+from ._time import Time, rfc3339
+from .errors import HandoffError
 
 __all__ = ["make_amended", "make_note", "make_raised"]
 
 
 def _extension(registry: Registry, item: ItemId) -> Extension:
+    if not isinstance(item, ItemId) or not isinstance(registry, Registry):
+        raise HandoffError("usage", "a builder needs a Registry and an ItemId", reason="type")
     found = [e for e in registry.extensions if e.name == item.ext]
     if not found:
         raise HandoffError(
@@ -40,7 +43,7 @@ def _extension(registry: Registry, item: ItemId) -> Extension:
 
 
 def _base(
-    registry: Registry, item: ItemId, type_: str, origin: str, by: str, ts: str
+    registry: Registry, item: ItemId, type_: str, origin: str, by: str, ts: Time
 ) -> dict[str, Any]:
     return {
         "ph": "0.3",
@@ -50,7 +53,7 @@ def _base(
         "by": by,
         "key": item.key,
         "project": item.project,
-        "ts": ts,
+        "ts": rfc3339(ts, "ts"),
     }
 
 
@@ -74,14 +77,16 @@ def make_raised(
     terms: Mapping[str, Any],
     *,
     by: str,
-    ts: str,
+    ts: Time,
     record_id: str | None = None,
 ) -> dict[str, Any]:
     """Build the ``raised`` record that opens ``item`` with ``terms`` (``terms_rev`` 1).
 
     Raises :class:`HandoffError` when the record would not be admitted (terms the
     extension refuses, ``by`` not a requester of the project) or the key is already
-    raised (``conformance``/``key_reused``: amend instead).
+    raised (``conformance``/``key_reused``: amend instead). ``ts`` is RFC 3339 text or an
+    aware :class:`datetime.datetime` (written as UTC); a naive datetime raises
+    :class:`~handoff.HandoffUsageError` ``usage``/``time``.
     """
     record = _base(registry, item, "raised", "requester", by, ts)
     record.update(terms=_terms(terms), terms_rev=1)
@@ -96,14 +101,16 @@ def make_amended(
     terms: Mapping[str, Any],
     *,
     by: str,
-    ts: str,
+    ts: Time,
     record_id: str | None = None,
 ) -> dict[str, Any]:
     """Build the ``amended`` record that replaces ``item``'s current terms with ``terms``.
 
     ``terms_rev`` is one above the highest held and ``supersedes`` names the current need,
     as a conforming requester must; refused for an item not raised, withdrawn or
-    ``conflicted``.
+    ``conflicted``. ``ts`` is RFC 3339 text or an aware :class:`datetime.datetime`
+    (written as UTC); a naive datetime raises :class:`~handoff.HandoffUsageError`
+    ``usage``/``time``.
     """
     state = registry.state(item)
     if state.state == "conflicted":
@@ -129,7 +136,7 @@ def make_note(
     text: str,
     *,
     by: str,
-    ts: str,
+    ts: Time,
     origin: str = "requester",
     record_id: str | None = None,
 ) -> dict[str, Any]:
@@ -137,6 +144,8 @@ def make_note(
 
     ``origin`` is the role ``by`` holds (``requester``, ``principal``, ``agent`` or an
     extension role such as ``registrar``); the record is checked for admission.
+    ``ts`` is RFC 3339 text or an aware :class:`datetime.datetime` (written as UTC); a naive
+    datetime raises :class:`~handoff.HandoffUsageError` ``usage``/``time``.
     """
     if not isinstance(text, str) or not text:
         raise HandoffError("build", "a note needs its text", reason="note")

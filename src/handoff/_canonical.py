@@ -8,7 +8,7 @@ from typing import Any
 
 import rfc8785
 
-from ._errors import HandoffError
+from .errors import HandoffError
 
 __all__ = ["canonical", "digest", "identity", "presented_digest", "signing_input"]
 
@@ -26,6 +26,12 @@ def canonical(value: Any) -> bytes:
         raise HandoffError(
             "parse", f"the value cannot be canonicalised with JCS ({exc})", reason="not_jcs"
         ) from None
+
+
+def _object(record: Any) -> dict[str, Any]:
+    if not isinstance(record, Mapping):
+        raise HandoffError("parse", "a record must be a JSON object", reason="not_object")
+    return dict(record)
 
 
 def digest(value: Any) -> str:
@@ -49,7 +55,7 @@ def identity(record: Mapping[str, Any]) -> str:
     turns an ES256 proof into a second valid one, or swaps in junk bytes, never rewrites
     or displaces the record.
     """
-    copy = dict(record)
+    copy = _object(record)
     evidence = copy.get("evidence")
     if isinstance(evidence, Mapping) and isinstance(evidence.get("proof"), str):
         copy["evidence"] = {**evidence, "proof": evidence["proof"].partition(".")[0]}
@@ -69,7 +75,7 @@ def signing_input(record: Mapping[str, Any]) -> bytes:
     ``record`` is the record's JSON object; only ``evidence.proof`` is removed (an
     ``evidence`` object left empty stays, as an empty object).
     """
-    copy = dict(record)
+    copy = _object(record)
     evidence = copy.get("evidence")
     if isinstance(evidence, Mapping) and "proof" in evidence:
         copy["evidence"] = {k: v for k, v in evidence.items() if k != "proof"}

@@ -16,9 +16,9 @@ from typing import Any
 
 from ._canonical import canonical
 from ._config import Extension, ExtensionRegistry, Roles
-from ._errors import HandoffError
 from ._json import MAX_RECORD_CHARS, MAX_SAFE_INTEGER, check_json_value, parse_line
 from ._validate import compiled_validator, ecma_pattern
+from .errors import HandoffError
 
 __all__ = ["PH_VERSION", "Verdict", "admit", "admit_fast", "admit_line", "check_record"]
 
@@ -41,6 +41,10 @@ class Verdict:
     why: str | None = None
     extension: Extension | None = None
 
+    def __bool__(self) -> bool:
+        """Refused: a verdict is a report (``ignored`` is not ``accepted``); read ``.status``."""
+        raise TypeError("a handoff Verdict is a report; read .status")
+
     def to_json(self) -> dict[str, Any]:
         """Return ``{"status", "why"?}``."""
         out: dict[str, Any] = {"status": self.status}
@@ -56,10 +60,14 @@ def _reject(code: str, reason: str, message: str) -> HandoffError:
 def check_record(
     record: Mapping[str, Any], *, roles: Roles, extensions: ExtensionRegistry
 ) -> Verdict:
-    """Admit one record given as its parsed JSON object; raise :class:`HandoffError`.
+    """Admit one record given as its parsed JSON object.
 
-    The object is first checked to be I-JSON (no lone surrogates, safe integers, only
-    JSON types), as :func:`handoff.parse_record` guarantees for text.
+    Returns a :class:`Verdict` (``accepted`` or ``ignored``; a report, so ``bool()`` of it
+    raises) or raises :class:`~handoff.HandoffProtocolError` naming the first stage that
+    fails (docs/spec/handoff.md, "Admission"); anything that is not an object, of any
+    Python type, is ``parse``/``not_object``. The object is first checked to be I-JSON (no
+    lone surrogates, safe integers, only JSON types), as :func:`handoff.parse_record`
+    guarantees for text.
     """
     if not isinstance(record, Mapping):
         raise _reject("parse", "not_object", "a record must be a JSON object")

@@ -19,9 +19,9 @@ from ._check import admit_line
 from ._cli_ext import add_extension_commands, settlement_checks, terms_mismatched
 from ._cli_io import Target, describe, load_config, read_lines, target
 from ._conformance import evidence_verdict
-from ._errors import HandoffError
 from ._fold import ItemState, Registry
 from ._json import parse_line
+from .errors import HandoffError
 
 __all__ = ["build_parser", "main"]
 
@@ -97,10 +97,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     for number, record in settlements:
         # where the configuration names keys, a settlement's evidence is checked too
         check = evidence_verdict(record, registry, config.side)
-        forged += check["verdict"] == "forged"
+        forged += check.verdict == "forged"
         print(
-            f"{args.file}:{number}: {check['verdict']} "
-            f"(presented {check['presented']}, proof {check['proof']})"
+            f"{args.file}:{number}: {check.verdict} "
+            f"(presented {check.presented}, proof {check.proof})"
         )
     print(
         ", ".join(f"{n} {k}" for k, n in counts.items())

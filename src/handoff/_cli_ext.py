@@ -31,12 +31,12 @@ from ._conformance import (
     settlement_evidence,
 )
 from ._decisions import DECISIONS
-from ._errors import HandoffError
 from ._evidence import attach_proof
 from ._fold import Registry
 from ._json import parse_line
 from ._markdown import sync_state_document
 from ._records import ItemId
+from .errors import HandoffError
 
 __all__ = ["add_extension_commands", "settlement_checks"]
 
@@ -140,7 +140,7 @@ def settlement_checks(registry: Registry, config: Config) -> dict[ItemId, dict[s
     for item in registry.items():
         checked = settlement_evidence(registry, item, config.side)
         if checked is not None:
-            found[item] = checked
+            found[item] = checked.to_json()
     return found
 
 

@@ -19,10 +19,10 @@ from _ppcli.rules import InputTooLargeError, read_input
 
 from ._canonical import canonical
 from ._config import Extension, ExtensionRegistry, Roles
-from ._errors import HandoffError
 from ._fold import Registry
 from ._json import parse_line
 from ._store import SQLiteStore
+from .errors import HandoffError
 
 if TYPE_CHECKING:
     from ._postgres import PostgresStore

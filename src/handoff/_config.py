@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ._errors import HandoffError
+from .errors import HandoffError
 
 __all__ = [
     "CORE_PAIRS",

@@ -19,14 +19,16 @@ from ._canonical import canonical, digest, presented_digest
 from ._check import check_record
 from ._config import ExtensionRegistry
 from ._decisions import DECISIONS, check_decision_outcome, option_status
-from ._errors import HandoffError
 from ._evidence import KeySet, presentation, verify_proof
 from ._fold import ItemState, Registry
 from ._records import ItemId
+from ._time import Time, rfc3339
 from ._wire import ObservedItem, SettledRecord
+from .errors import HandoffError, HandoffProtocolError
 
 __all__ = [
     "EXTENSIONS",
+    "EvidenceCheck",
     "Mandate",
     "PrincipalSide",
     "check_principal_side_record",
@@ -224,7 +226,7 @@ def make_settlement(
     outcome: str,
     *,
     by: str,
-    ts: str,
+    ts: Time,
     kind: str = "principal",
     proposal: str | None = None,
     answer: str | None = None,
@@ -237,9 +239,13 @@ def make_settlement(
     ``evidence.proposal`` (adopted when it is a held claim), and supersedes the current
     settlement. The id defaults to ``s-`` + 24 hex digits of the record's digest. Sign it
     with :func:`handoff.attach_proof`; check it with :func:`check_principal_side_record`.
+    ``ts`` is RFC 3339 text or an aware :class:`datetime.datetime` (written as UTC); a naive
+    datetime raises :class:`~handoff.HandoffUsageError` ``usage``/``time``.
     """
     if kind not in ("principal", "confirmed"):
         raise HandoffError("settle", "only principal or confirmed are built here", reason="kind")
+    if not isinstance(item, ItemId) or not isinstance(registry, Registry):
+        raise HandoffError("usage", "make_settlement needs a Registry and an ItemId", reason="type")
     state = registry.state(item)
     extension = next((e for e in registry.extensions if e.name == item.ext), None)
     if state.state == "conflicted":
@@ -258,7 +264,7 @@ def make_settlement(
         "by": by,
         "key": item.key,
         "project": item.project,
-        "ts": ts,
+        "ts": rfc3339(ts, "ts"),
         "terms_rev": state.terms_rev,
         "outcome": outcome,
         "authority": {"kind": kind, "decider": registry.roles.principal},
@@ -273,7 +279,7 @@ def make_settlement(
         why = extension.offered(record, state.terms)
         if why is not None:
             raise HandoffError(
-                "record",
+                "settle",
                 f"{outcome!r} is not an outcome the terms of {item.key!r} offer",
                 reason=why,
             )
@@ -291,8 +297,11 @@ def _fail(code: str, reason: str, message: str) -> HandoffError:
     return HandoffError(code, message, reason=reason)
 
 
-def check_requester_record(record: Mapping[str, Any], registry: Registry) -> None:
+def check_requester_record(record: Mapping[str, Any], registry: Registry) -> Mapping[str, Any]:
     """Check one record a requester emits against what ``registry`` holds (§12 requester).
+
+    Returns ``record`` when it conforms; otherwise raises
+    :class:`~handoff.HandoffProtocolError` naming the first rule broken.
 
     A requester emits only need records, claims, ``derived_from`` relations and notes, with
     origin ``requester`` (or, for an Acts registrar's claims and notes, ``registrar``);
@@ -310,9 +319,9 @@ def check_requester_record(record: Mapping[str, Any], registry: Registry) -> Non
     if type_ == "raised":
         if state.need is not None:
             raise _fail("conformance", "key_reused", "the key is already raised; amend instead")
-        return
+        return record
     if type_ not in ("amended", "withdrawn"):
-        return
+        return record
     if state.need is None:
         raise _fail("conformance", "need_missing", f"a requester cannot {type_} an unraised item")
     if state.need_withdrawn:
@@ -325,12 +334,17 @@ def check_requester_record(record: Mapping[str, Any], registry: Registry) -> Non
         raise _fail(
             "conformance", "terms_rev_step", "an amendment must raise terms_rev by exactly one"
         )
+    return record
 
 
 def check_principal_side_record(
     record: Mapping[str, Any], registry: Registry, side: PrincipalSide
-) -> None:
+) -> Mapping[str, Any]:
     """Check one record a principal side emits (§12 principal side, verifiable principal side).
+
+    Returns ``record`` when it conforms; otherwise raises
+    :class:`~handoff.HandoffProtocolError` naming the first rule broken (a JWKS in ``side``
+    that cannot be used raises :class:`~handoff.HandoffUsageError` ``key``).
 
     Beyond core admission: a settlement that replaces one, and every reopening, lists the
     current settlement; ``principal``/``confirmed`` carry ``evidence.presented`` equal to
@@ -346,7 +360,7 @@ def check_principal_side_record(
     if record["origin"] != "principal":
         raise _fail("conformance", "not_principal_record", "a principal side emits no such record")
     if type_ not in ("settled", "reopened"):
-        return
+        return record
     item = _item(record)
     state = registry.state(item)
     if state.settlement is not None and state.settlement not in record.get("supersedes", ()):
@@ -355,9 +369,9 @@ def check_principal_side_record(
             "supersedes_current",
             f"a {type_} record must list the current settlement in supersedes",
         )
-    if type_ == "reopened":
-        return
-    _check_settlement(record, registry, side, item)
+    if type_ != "reopened":
+        _check_settlement(record, registry, side, item)
+    return record
 
 
 def _check_settlement(
@@ -395,7 +409,7 @@ def _check_settlement(
         check_decision_outcome(record, terms, f"record {record['id']!r}")
     if "proof" in evidence:
         if side.jwks is None:
-            raise _fail("proof", "jwks_missing", "a proof cannot be checked without the JWKS")
+            raise _fail("key", "jwks_missing", "a proof cannot be checked without the JWKS")
         verify_proof(record, side.key_set() or side.jwks)
     elif side.verifiable and kind in ("principal", "confirmed"):
         raise _fail("proof", "proof_missing", f"a verifiable side requires a proof on {kind}")
@@ -443,9 +457,38 @@ def _evidence_report(
         try:
             verify_proof(record, jwks)
             report["proof"] = "valid"
-        except HandoffError as exc:
+        except HandoffProtocolError as exc:  # an unusable JWKS is the caller's: it propagates
             report["proof"] = f"invalid:{exc.reason}"
     return report
+
+
+@dataclass(frozen=True)
+class EvidenceCheck:
+    """What a settlement's evidence is worth: a report, never read as success.
+
+    ``verdict`` is ``verified``, ``unverified`` or ``forged`` (see
+    :func:`settlement_evidence`); ``presented`` (``match``, ``mismatch``, ``absent``,
+    ``unverifiable``) and ``proof`` (``valid``, ``invalid:<reason>``, ``absent``,
+    ``unverifiable``) say why. ``bool()`` of it raises :class:`TypeError`: a forged
+    settlement must not pass an ``if``; compare ``.verdict`` (or use :attr:`verified`).
+    """
+
+    verdict: str
+    presented: str
+    proof: str
+
+    @property
+    def verified(self) -> bool:
+        """Whether the verdict is ``verified``."""
+        return self.verdict == "verified"
+
+    def __bool__(self) -> bool:
+        """Refused: an evidence check is a report; read ``.verdict``."""
+        raise TypeError("handoff EvidenceCheck is a report; read .verdict")
+
+    def to_json(self) -> dict[str, str]:
+        """Return ``{"verdict", "presented", "proof"}``."""
+        return {"verdict": self.verdict, "presented": self.presented, "proof": self.proof}
 
 
 def current_settlement(registry: Registry, item: ItemId) -> dict[str, Any] | None:
@@ -460,10 +503,11 @@ def current_settlement(registry: Registry, item: ItemId) -> dict[str, Any] | Non
 
 def settlement_evidence(
     registry: Registry, item: ItemId, side: PrincipalSide
-) -> dict[str, str] | None:
+) -> EvidenceCheck | None:
     """Check the evidence of ``item``'s current settlement; ``None`` when it has none.
 
-    Returns ``{"verdict", "presented", "proof"}``: ``presented`` and ``proof`` as an
+    Returns an :class:`EvidenceCheck` (a report: its ``bool()`` raises): ``presented``
+    and ``proof`` as an
     observer reports them, and ``verdict`` ``forged`` (the presented digest names no terms
     held at that revision, a proof does not verify, or a verifiable side lacks a proof or a
     digest a person's settlement must carry), ``verified`` (a valid proof with the key of
@@ -475,7 +519,7 @@ def settlement_evidence(
         return _reopening_evidence(registry, item, side)
     # every signature variant held counts: the best verdict among them (§10, ours)
     checks = [evidence_verdict(v, registry, side) for v in registry.signature_variants(record)]
-    return min(checks, key=lambda c: _VERDICT_RANK[c["verdict"]])
+    return min(checks, key=lambda c: _VERDICT_RANK[c.verdict])
 
 
 _VERDICT_RANK = {"verified": 0, "unverified": 1, "forged": 2}
@@ -483,7 +527,7 @@ _VERDICT_RANK = {"verified": 0, "unverified": 1, "forged": 2}
 
 def _reopening_evidence(
     registry: Registry, item: ItemId, side: PrincipalSide
-) -> dict[str, str] | None:
+) -> EvidenceCheck | None:
     """On a verifiable side, the evidence of a current ``reopened`` record (ours).
 
     A reopening undoes a settlement: whoever can write one unsigned can undo a verified
@@ -509,7 +553,7 @@ def _reopening_evidence(
             try:
                 verify_proof(variant, keys)
                 report = {"verdict": "verified", "presented": "absent", "proof": "valid"}
-            except HandoffError as exc:
+            except HandoffProtocolError as exc:  # an unusable JWKS is the caller's: it propagates
                 report = {
                     "verdict": "forged",
                     "presented": "absent",
@@ -517,16 +561,23 @@ def _reopening_evidence(
                 }
         if best is None or _VERDICT_RANK[report["verdict"]] < _VERDICT_RANK[best["verdict"]]:
             best = report
-    return best
+    return None if best is None else EvidenceCheck(**best)
 
 
 def evidence_verdict(
     record: Mapping[str, Any], registry: Registry, side: PrincipalSide
-) -> dict[str, str]:
+) -> EvidenceCheck:
     """Check one ``settled`` record's evidence against what ``registry`` holds.
 
-    See :func:`settlement_evidence` for ``{"verdict", "presented", "proof"}``.
+    Returns an :class:`EvidenceCheck` (see :func:`settlement_evidence`). A record
+    that is not settlement-shaped raises :class:`~handoff.HandoffProtocolError` ``evidence``.
     """
+    authority = record.get("authority") if isinstance(record, Mapping) else None
+    if not isinstance(authority, Mapping) or record.get("type") != "settled":
+        raise HandoffError(
+            "evidence", "evidence is checked on a settled record only", reason="presentation"
+        )
+    _settled_rev(record)
     report = _evidence_report(record, registry, side.key_set())
     presented, proof = report["presented"], report["proof"]
     person = record["authority"]["kind"] in ("principal", "confirmed")
@@ -540,7 +591,7 @@ def evidence_verdict(
         verdict = "verified"
     else:
         verdict = "unverified"
-    return {"verdict": verdict, **report}
+    return EvidenceCheck(verdict, report["presented"], report["proof"])
 
 
 def claim_evidence(registry: Registry, item: ItemId) -> list[dict[str, Any]]:

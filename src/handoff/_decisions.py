@@ -17,7 +17,7 @@ from typing import Any
 
 from ._acts import check_due
 from ._config import Extension
-from ._errors import HandoffError
+from .errors import HandoffError
 
 __all__ = [
     "DECISIONS",
@@ -40,12 +40,17 @@ def _bad(where: str, message: str, reason: str) -> HandoffError:
     return HandoffError("record", f"{where}: {message}", reason=reason)
 
 
-def check_decision_terms(terms: Mapping[str, Any], where: str = "the decision") -> None:
-    """Apply the Decisions rules the schema cannot express to ``terms``.
+def check_decision_terms(
+    terms: Mapping[str, Any], where: str = "the decision"
+) -> Mapping[str, Any]:
+    """Apply the Decisions rules the schema cannot express to ``terms``; return ``terms``.
 
     Option ids are unique and not reserved; there is at least one option unless a free
-    answer is allowed; ``assumed_option`` names an option; ``due`` is a real date.
+    answer is allowed; ``assumed_option`` names an option; ``due`` is a real date. Anything
+    else raises :class:`~handoff.HandoffProtocolError` ``record``.
     """
+    if not isinstance(terms, Mapping):
+        raise _bad(where, "terms is not an object", "terms_invalid")
     options = terms.get("options")
     if not isinstance(options, list):
         raise _bad(where, "terms.options is not an array", "options_invalid")
@@ -61,17 +66,24 @@ def check_decision_terms(terms: Mapping[str, Any], where: str = "the decision") 
         raise _bad(where, "terms.assumed_option names no option", "options_invalid")
     if "due" in terms:
         check_due(terms["due"], where)
+    return terms
 
 
 def check_decision_outcome(
     record: Mapping[str, Any], terms: Mapping[str, Any] | None, where: str = "the settlement"
-) -> None:
-    """Check a settlement's or claim's outcome against the ``terms`` it was made against.
+) -> Mapping[str, Any]:
+    """Check a settlement's or claim's outcome against the ``terms`` it was made against;
+    return ``record``.
 
     ``terms`` is ``None`` when the receiver does not hold the need at that revision; then
     only the form is checked. ``free`` needs ``answer`` and terms that allow it; any
-    other outcome forbids ``answer``.
+    other outcome forbids ``answer``. Anything else raises
+    :class:`~handoff.HandoffProtocolError` ``record``.
     """
+    if not isinstance(record, Mapping):
+        raise _bad(where, "the record is not an object", "record_invalid")
+    if terms is not None and not isinstance(terms, Mapping):
+        raise _bad(where, "terms is not an object", "terms_invalid")
     outcome = record.get("outcome")
     has_answer = "answer" in record
     if outcome == "free":
@@ -79,11 +91,11 @@ def check_decision_outcome(
             raise _bad(where, "a free outcome must carry answer", "answer_missing")
         if terms is not None and terms.get("free_answer") is not True:
             raise _bad(where, "the terms do not allow a free answer", "free_answer_not_allowed")
-        return
+        return record
     if has_answer:
         raise _bad(where, "answer is allowed only with the outcome free", "answer_unexpected")
     if outcome == "declined" or terms is None:
-        return
+        return record
     options = terms.get("options")
     ids = (
         {o.get("id") for o in options if isinstance(o, Mapping)}
@@ -96,6 +108,7 @@ def check_decision_outcome(
             "the outcome is no option of the terms it was made against",
             "outcome_not_offered",
         )
+    return record
 
 
 def option_status(

@@ -31,7 +31,7 @@ from joserfc.jwk import ECKey, OKPKey, import_key
 from joserfc.jws import JWSRegistry
 
 from ._canonical import canonical, signing_input
-from ._errors import HandoffError
+from .errors import HandoffError
 
 __all__ = [
     "PROOF_ALGORITHMS",
@@ -141,20 +141,20 @@ class _SigningRegistry(JWSRegistry):
 
 def _import_jwk(jwk: Mapping[str, Any], where: str) -> ECKey | OKPKey:
     if not isinstance(jwk, Mapping):
-        raise HandoffError("proof", f"{where} is not a JWK object", reason="key_invalid")
+        raise HandoffError("key", f"{where} is not a JWK object", reason="key_invalid")
     kty, crv = jwk.get("kty"), jwk.get("crv")
     if (kty, crv) not in (("OKP", "Ed25519"), ("EC", "P-256")):
         raise HandoffError(
-            "proof", f"{where} is neither an Ed25519 nor a P-256 key", reason="key_unsupported"
+            "key", f"{where} is neither an Ed25519 nor a P-256 key", reason="key_unsupported"
         )
     try:
         key = import_key(dict(jwk))
     except (JoseError, ValueError, TypeError, KeyError) as exc:
         raise HandoffError(
-            "proof", f"{where} is not a usable JWK ({type(exc).__name__})", reason="key_invalid"
+            "key", f"{where} is not a usable JWK ({type(exc).__name__})", reason="key_invalid"
         ) from None
     if not isinstance(key, ECKey | OKPKey):  # pragma: no cover - excluded by the kty check
-        raise HandoffError("proof", f"{where} is not an EC or OKP key", reason="key_unsupported")
+        raise HandoffError("key", f"{where} is not an EC or OKP key", reason="key_unsupported")
     return key
 
 
@@ -212,7 +212,7 @@ def sign_proof(record: Mapping[str, Any], private_jwk: Mapping[str, Any]) -> str
     """
     key = _import_jwk(private_jwk, "the signing key")
     if not key.is_private:
-        raise HandoffError("proof", "the signing key has no private part", reason="key_not_private")
+        raise HandoffError("key", "the signing key has no private part", reason="key_not_private")
     alg = _alg_for(key)
     header = {"alg": alg, "kid": key.thumbprint(), "typ": PROOF_TYP}
     payload = _payload(record)
@@ -263,7 +263,13 @@ class ProofCheck:
 
 
 def _fail(reason: str, message: str) -> HandoffError:
+    """A ``proof`` error: the proof (data from the settlement's author) does not verify."""
     return HandoffError("proof", message, reason=reason)
+
+
+def _bad_jwks(message: str) -> HandoffError:
+    """A ``key`` error: the principal side's JWKS (the verifier's own trust) is unusable."""
+    return HandoffError("key", message, reason="jwks_invalid")
 
 
 class KeySet:
@@ -272,7 +278,7 @@ class KeySet:
     Build it from the principal side's JWKS and pass it to :func:`verify_proof` instead of
     the JWKS, so that many proofs are checked without parsing the keys again; the caller
     owns it (no memory is kept anywhere else). A JWKS that is invalid gives a set whose
-    every use raises the same ``proof``/``jwks_invalid`` error.
+    every use raises the same ``key``/``jwks_invalid`` usage error.
     """
 
     __slots__ = ("_error", "_keys")
@@ -295,21 +301,21 @@ class KeySet:
 
 def _keys_by_thumbprint(jwks: Mapping[str, Any]) -> dict[str, ECKey | OKPKey]:
     if not isinstance(jwks, Mapping):
-        raise _fail("jwks_invalid", "the principal side's JWKS must be an object with a keys array")
+        raise _bad_jwks("the principal side's JWKS must be an object with a keys array")
     try:
         plain = json.loads(canonical(dict(jwks)))
     except HandoffError:
-        raise _fail("jwks_invalid", "the principal side's JWKS is not JSON") from None
+        raise _bad_jwks("the principal side's JWKS is not JSON") from None
     return _parse_jwks(plain)
 
 
 def _parse_jwks(jwks: Mapping[str, Any]) -> dict[str, ECKey | OKPKey]:
     if not isinstance(jwks.get("keys"), list):
-        raise _fail("jwks_invalid", "the principal side's JWKS must be an object with a keys array")
+        raise _bad_jwks("the principal side's JWKS must be an object with a keys array")
     found: dict[str, ECKey | OKPKey] = {}
     for index, jwk in enumerate(jwks["keys"]):
         if isinstance(jwk, Mapping) and _PRIVATE_MEMBERS & set(jwk):
-            raise _fail("jwks_invalid", f"key {index} of the JWKS carries private key material")
+            raise _bad_jwks(f"key {index} of the JWKS carries private key material")
         if not isinstance(jwk, Mapping) or (jwk.get("kty"), jwk.get("crv")) not in (
             ("OKP", "Ed25519"),
             ("EC", "P-256"),
@@ -318,18 +324,16 @@ def _parse_jwks(jwks: Mapping[str, Any]) -> dict[str, ECKey | OKPKey]:
         try:
             key = _import_jwk(jwk, f"key {index} of the JWKS")
         except HandoffError:
-            raise _fail("jwks_invalid", f"key {index} of the JWKS is not a usable key") from None
+            raise _bad_jwks(f"key {index} of the JWKS is not a usable key") from None
         if isinstance(key, OKPKey) and _ed25519_weak(str(jwk.get("x", ""))):
-            raise _fail("jwks_invalid", f"key {index} of the JWKS is a small-order Ed25519 point")
+            raise _bad_jwks(f"key {index} of the JWKS is a small-order Ed25519 point")
         thumb = key.thumbprint()
         declared = jwk.get("kid")
         if declared is not None and declared != thumb:
-            raise _fail(
-                "jwks_invalid", f"key {index} of the JWKS has a kid that is not its thumbprint"
-            )
+            raise _bad_jwks(f"key {index} of the JWKS has a kid that is not its thumbprint")
         declared_alg = jwk.get("alg")
         if declared_alg is not None and declared_alg != _alg_for(key):
-            raise _fail("jwks_invalid", f"key {index} of the JWKS declares an alg it cannot use")
+            raise _bad_jwks(f"key {index} of the JWKS declares an alg it cannot use")
         found[thumb] = key
     return found
 
@@ -344,9 +348,12 @@ def verify_proof(
 
     ``jwks`` is the JWKS object, or a :class:`KeySet` built from it once for many proofs.
 
-    Fail-closed: raises :class:`HandoffError` with code ``proof`` and a reason
+    Returns the :class:`ProofCheck` of a proof that verified. Fail-closed: raises
+    :class:`~handoff.HandoffProtocolError` with code ``proof`` and a reason
     (``proof_missing``, ``proof_malformed``, ``header_invalid``, ``alg_not_allowed``,
-    ``kid_unknown``, ``key_mismatch``, ``bad_signature``, ``jwks_invalid``) on any problem.
+    ``kid_unknown``, ``key_mismatch``, ``bad_signature``) on any problem with the proof,
+    and :class:`~handoff.HandoffUsageError` ``key``/``jwks_invalid`` when ``jwks`` itself
+    is unusable.
     """
     if not isinstance(record, Mapping):
         raise _fail("record", "the record must be an object")

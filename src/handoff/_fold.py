@@ -17,9 +17,9 @@ from typing import Any
 from ._canonical import canonical, digest, identity
 from ._check import admit_fast, check_record
 from ._config import Extension, ExtensionRegistry, Roles
-from ._errors import HandoffError
 from ._json import copy_json, parse_line
 from ._records import ItemId, Record
+from .errors import HandoffError
 
 __all__ = ["Added", "Conflict", "ItemState", "Registry", "RelationState", "fold"]
 
@@ -147,6 +147,10 @@ class Added:
     state: ItemState | None
     conflicts: tuple[Conflict, ...] = ()
     why: str | None = None
+
+    def __bool__(self) -> bool:
+        """Refused: what :meth:`Registry.add` did is a report, not a success; read ``.status``."""
+        raise TypeError("handoff Added is a report; read .status")
 
 
 # --- per-item storage ---------------------------------------------------------------------

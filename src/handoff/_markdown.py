@@ -24,9 +24,10 @@ from typing import Any
 from ._acts import ACTS, check_act_terms
 from ._canonical import canonical
 from ._check import check_record
-from ._errors import HandoffError
 from ._fold import ItemState, Registry
 from ._records import ItemId
+from ._time import Time, rfc3339
+from .errors import HandoffError
 
 __all__ = [
     "ActLine",
@@ -227,14 +228,14 @@ def _assign_keys(
     return assigned
 
 
-def _base(project: str, registrar: str, now: str, key: str) -> dict[str, Any]:
+def _base(project: str, registrar: str, now: Time, key: str) -> dict[str, Any]:
     return {
         "ph": "0.3",
         "ext": ACTS.ext,
         "project": project,
         "key": key,
         "by": registrar,
-        "ts": now,
+        "ts": rfc3339(now),
         "context": "state-document",
     }
 
@@ -245,7 +246,7 @@ def read_state_document(
     *,
     project: str,
     registrar: str,
-    now: str,
+    now: Time,
     section: str = "Acts",
 ) -> list[dict[str, Any]]:
     """Return the records the document implies against what ``registry`` holds.
@@ -254,8 +255,11 @@ def read_state_document(
     of an act that is not settled, and a listed act whose line is gone, become
     ``claimed`` records (``done``, ``removed``) from the ``registrar`` role. Nothing is
     ever withdrawn or settled. Records are returned in document order, ids derived from
-    their content; they are not added to ``registry``.
+    their content; they are not added to ``registry``. ``now`` is RFC 3339 text or an
+    aware :class:`datetime.datetime` (written as UTC); a naive datetime raises
+    :class:`~handoff.HandoffUsageError` ``usage``/``time``.
     """
+    now = rfc3339(now)
     doc = parse_state_document(text, section=section)
     states = _act_states(registry, project)
     assigned = _assign_keys(doc, states, project)
@@ -459,7 +463,7 @@ def sync_state_document(
     *,
     project: str,
     registrar: str,
-    now: str,
+    now: Time,
     section: str = "Acts",
     distrusted: frozenset[str] = frozenset(),
 ) -> SyncResult:
@@ -467,6 +471,8 @@ def sync_state_document(
 
     Every record is checked (ownership, schemas, Acts rules) before any is added, so a
     rejected one raises :class:`HandoffError` and leaves ``registry`` unchanged.
+    ``now`` is RFC 3339 text or an aware :class:`datetime.datetime` (written as UTC); a
+    naive datetime raises :class:`~handoff.HandoffUsageError` ``usage``/``time``.
     """
     records = read_state_document(
         text, registry, project=project, registrar=registrar, now=now, section=section

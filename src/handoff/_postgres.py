@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._canonical import canonical, identity
 from ._config import ExtensionRegistry, Roles
-from ._errors import HandoffError
 from ._evidence import KeySet
 from ._fold import _slot
 from ._json import parse_line
 from ._records import ItemId, Record
 from ._store import _body_digest, _check_raised, _prepare, _rewrite, _Stamped
+from .errors import HandoffError
 
 if TYPE_CHECKING:
     import psycopg

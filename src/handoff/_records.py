@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from ._errors import HandoffError
+from .errors import HandoffError
 
 __all__ = [
     "NEED_TYPES",

@@ -13,9 +13,9 @@ from typing import Any
 
 from _ppschema import SchemaSet
 
-from ._errors import HandoffError
+from .errors import HandoffError
 
-__all__ = ["load_schema", "schema_names", "validator"]
+__all__ = ["load_schema", "own_schema", "schema_names", "validator"]
 
 _SET = SchemaSet(
     "handoff",
@@ -27,6 +27,7 @@ _SET = SchemaSet(
 
 schema_names = _SET.names
 load_schema = _SET.load
+own_schema = _SET.own
 
 
 def validator(name: object) -> Any:

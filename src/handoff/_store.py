@@ -24,11 +24,11 @@ from typing import Any, Protocol
 from ._canonical import canonical, digest, identity
 from ._check import check_record
 from ._config import ExtensionRegistry, Roles
-from ._errors import HandoffError
 from ._evidence import KeySet, verify_proof
 from ._fold import ItemState, Registry, _slot
 from ._json import parse_line
 from ._records import ItemId, Record
+from .errors import HandoffError
 
 __all__ = ["MemoryStore", "SQLiteStore", "Store", "open_store"]
 

@@ -28,8 +28,8 @@ from jsonschema.exceptions import ValidationError
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from ._errors import HandoffError
-from ._schemas import load_schema, schema_names
+from ._schemas import own_schema, schema_names
+from .errors import HandoffError
 
 __all__ = [
     "ALLOWED_KEYWORDS",
@@ -60,7 +60,6 @@ _ECMA_SPACE = (
 _POSITIVE = {"d": "0-9", "w": "A-Za-z0-9_", "s": _ECMA_SPACE}
 
 
-@functools.cache
 def ecma_pattern(pattern: str) -> re.Pattern[str]:
     """Compile an ECMA-262 ``pattern`` (``u`` flag semantics) into an equivalent Python regex.
 
@@ -69,8 +68,12 @@ def ecma_pattern(pattern: str) -> re.Pattern[str]:
     newline), the shorthand classes ``\\d``, ``\\w`` and ``\\s`` (and their negations) are
     spelled out with ECMA-262's definitions (Python's are Unicode-wide), and ``\\b`` uses
     ASCII word characters. A negated shorthand inside a bracket class is accepted only as
-    the "any character" idiom (``[\\s\\S]`` and the like); otherwise the pattern is refused.
+    the "any character" idiom (``[\\s\\S]`` and the like); otherwise the pattern is refused
+    (:class:`~handoff.HandoffUsageError` ``schema_invalid``). Nothing is remembered
+    between calls.
     """
+    if not isinstance(pattern, str):
+        raise HandoffError("schema_invalid", "a pattern must be a string")
     out: list[str] = []
     index = 0
     length = len(pattern)
@@ -101,6 +104,10 @@ def ecma_pattern(pattern: str) -> re.Pattern[str]:
         raise HandoffError(
             "schema_invalid", f"pattern {pattern!r} does not compile: {exc}"
         ) from None
+
+
+own_pattern = functools.cache(ecma_pattern)
+""":func:`ecma_pattern` remembered for the patterns of this package's own schemas only."""
 
 
 def _translate_class(pattern: str, start: int, out: list[str]) -> int:
@@ -151,7 +158,7 @@ def _is_integer(checker: Any, instance: Any) -> bool:
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
-    if isinstance(instance, str) and not ecma_pattern(pattern).search(instance):
+    if isinstance(instance, str) and not own_pattern(pattern).search(instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
@@ -171,14 +178,14 @@ def _without_dialect(contents: dict[str, Any]) -> dict[str, Any]:
 @functools.cache
 def _strict_registry() -> Registry[Any]:
     return Registry().with_resources(
-        (n, DRAFT202012.create_resource(_without_dialect(load_schema(n)))) for n in schema_names()
+        (n, DRAFT202012.create_resource(_without_dialect(own_schema(n)))) for n in schema_names()
     )
 
 
 @functools.cache
 def boundary_validator(name: str) -> Any:
     """Return the strict ``jsonschema`` validator for schema ``name`` (see module doc)."""
-    base = _without_dialect(load_schema(name))
+    base = _without_dialect(own_schema(name))
     base.setdefault("$id", name)
     return _StrictValidator(base, registry=_strict_registry())
 
@@ -218,7 +225,7 @@ def _resolve(base: str, ref: str) -> tuple[str, dict[str, Any]]:
     path, _, fragment = ref.partition("#")
     folder = base.rsplit("/", 1)[0] + "/" if "/" in base else ""
     name = base if not path else _normalise(folder + path)
-    node: Any = load_schema(name)
+    node: Any = own_schema(name)
     for part in [p for p in fragment.split("/") if p]:
         node = node[part.replace("~1", "/").replace("~0", "~")]
     return name, node
@@ -310,7 +317,7 @@ class _CodeGen:
             out.append(f"{pad}if not ({test}):")
             out.append(f"{pad}    return {at} + ' is not an allowed value'")
         if "pattern" in schema:
-            search = self.const(ecma_pattern(schema["pattern"]).search)
+            search = self.const(own_pattern(schema["pattern"]).search)
             guard = "" if kind == {"string"} else f"isinstance({var}, str) and "
             shortcut = _SHORTCUTS.get(schema["pattern"])
             if shortcut is not None:
@@ -393,7 +400,7 @@ _TYPE_TESTS = {
 
 def _generate(name: str) -> Check:
     gen = _CodeGen()
-    entry = gen.function(name, "", load_schema(name))
+    entry = gen.function(name, "", own_schema(name))
     namespace: dict[str, Any] = {**gen.consts, "_MISSING": _MISSING}
     exec(compile("\n".join(gen.sources), f"<handoff schema {name}>", "exec"), namespace)  # noqa: S102
     check: Check = namespace[entry]
@@ -443,7 +450,7 @@ def _walk_schema(node: Any, where: str) -> Iterator[str]:
 
 def check_restricted(name: str) -> None:
     """Raise :class:`HandoffError` unless schema ``name`` uses only the allowed subset."""
-    problems = list(_walk_schema(load_schema(name), name))
+    problems = list(_walk_schema(own_schema(name), name))
     if problems:
         raise HandoffError("schema_invalid", "; ".join(problems))
 
@@ -453,12 +460,17 @@ def record_schema_names() -> tuple[str, ...]:
     return tuple(n for n in schema_names() if not n.startswith("vectors/"))
 
 
-def check_schema(name: str, instance: Any, *, fast: bool = False) -> None:
-    """Validate ``instance`` against schema ``name``; raise :class:`HandoffError` if invalid.
+def check_schema(name: str, instance: Any, *, fast: bool = False) -> Any:
+    """Validate ``instance`` against schema ``name`` and return ``instance``.
 
-    ``fast`` selects the compiled validator; otherwise the strict ``jsonschema`` one is
-    used. Both accept exactly the same instances.
+    An invalid instance raises :class:`~handoff.HandoffProtocolError` ``schema``
+    (``schema_invalid``); a ``name`` that is no schema raises
+    :class:`~handoff.HandoffUsageError` ``schema_unknown``. ``fast`` selects the compiled
+    validator; otherwise the strict ``jsonschema`` one is used. Both accept exactly the
+    same instances.
     """
+    if not isinstance(name, str) or name not in schema_names():
+        raise HandoffError("schema_unknown", f"no handoff schema is named {str(name)[:80]!r}")
     if fast:
         problem = compiled_validator(name)(instance)
     else:
@@ -469,3 +481,4 @@ def check_schema(name: str, instance: Any, *, fast: bool = False) -> None:
             problem = f"at {path or 'the top'}: {error.message}"
     if problem is not None:
         raise HandoffError("schema", f"{name}: {problem}", reason="schema_invalid")
+    return instance

@@ -193,11 +193,11 @@ class _Audit:
                 record = held[0] if held else None
             if record is not None:
                 try:
-                    verdict = handoff.evidence_verdict(record, registry, side)
+                    verdict = handoff.evidence.evidence_verdict(record, registry, side)
                 except handoff.HandoffError as exc:
                     _protocol("handoff_invalid", exc)
-                if verdict.get("verdict") != "verified":
-                    reason = "evidence_" + str(verdict.get("verdict"))
+                if verdict.verdict != "verified":
+                    reason = "evidence_" + verdict.verdict
                     _fail(
                         "handoff_invalid",
                         f"the {name} settlement's evidence is not verified",
@@ -324,7 +324,7 @@ class _Audit:
         jwks = b["handoff"]["jwks"]
         if not _signed_by(settlement, jwks, self.p):
             _fail("binding_wrong_key", "the decision was not signed by the errand principal's key")
-        decided = handoff.terms_at(self.registry, self.decision, settled_rev)
+        decided = handoff.evidence.terms_at(self.registry, self.decision, settled_rev)
         x = _get(decided, "x_binding")
         if not isinstance(x, Mapping) or x.get("profile") != PROFILE:
             _fail(
@@ -662,7 +662,7 @@ class _Audit:
                     f"the act changed after the principal confirmed it: she confirmed "
                     f"revision {rev}, the act is at revision {current}",
                 )
-            terms = handoff.terms_at(self.registry, self.act, rev)
+            terms = handoff.evidence.terms_at(self.registry, self.act, rev)
         x = _get(terms, "x_binding")
         if terms is None or not isinstance(x, Mapping) or x.get("profile") != PROFILE:
             _fail("binding_act_item", "there is no act for the item bought", "missing")

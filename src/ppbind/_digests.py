@@ -31,7 +31,7 @@ def record_digest(record: Any) -> str:
     lone surrogate) is ``binding_input_invalid`` with Handoff's code as ``reason``.
     """
     try:
-        return handoff.digest(record)
+        return handoff.digests.digest(record)
     except handoff.HandoffError as exc:
         raise BindingError(
             "binding_input_invalid",

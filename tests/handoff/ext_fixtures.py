@@ -80,9 +80,9 @@ def settlement(
         outcome=outcome,
         authority={"kind": "principal", "decider": "alice"},
     )
-    shown = handoff.presentation_for(reg, record)
+    shown = handoff.evidence.presentation_for(reg, record)
     assert shown is not None
-    record["evidence"] = {"presented": handoff.presented_digest(shown)}
+    record["evidence"] = {"presented": handoff.digests.presented_digest(shown)}
     return record
 
 

@@ -1,4 +1,4 @@
-"""Second review, I1: an act's text never carries raw HTML into the state document.
+"""Acts §4 (ext.; second review I1): an act's text never carries raw HTML into the state document.
 
 A requester's act text ``Pay <img src=x onerror=...>`` was admitted and written into
 STATE.md verbatim, where a Markdown viewer renders it. ``<`` is now refused in an act's

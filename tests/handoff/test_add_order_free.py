@@ -1,4 +1,5 @@
-"""Second review, L1: ``Registry.add`` answers the same as ``add_lines``, in any order.
+"""§10 ordering (second review L1): ``Registry.add`` answers the same as ``add_lines``, in any
+order.
 
 A repeat (an unsigned record at another ts, a signed one with other signature bytes) can
 replace the held record by its lower-digest twin; ``add`` used to keep the state it had
@@ -45,7 +46,7 @@ def test_add_equals_add_lines_and_a_fresh_fold(picks: list[int]) -> None:
     bulk = registry()
     bulk.add_lines([json.dumps(r) for r in records])
     fresh = registry()
-    for record in sorted(records, key=handoff.digest):
+    for record in sorted(records, key=handoff.digests.digest):
         fresh.add(record)
     assert one.state(ITEM) == bulk.state(ITEM) == fresh.state(ITEM)
     assert one.records(ITEM) == bulk.records(ITEM) == fresh.records(ITEM)

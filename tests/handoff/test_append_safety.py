@@ -1,4 +1,4 @@
-"""Issue 19, finding 2: appends never damage a records file.
+"""§8 delivery (issue 19 #2): appends never damage a records file.
 
 A file whose last line lacks its newline gets one before the new record (``settle``,
 ``md sync``); a torn last line (a write cut off by a crash) is reported and never

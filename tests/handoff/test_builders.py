@@ -1,4 +1,5 @@
-"""Issue 19, finding 11: requester-side builders and ``ItemId`` with a versioned ext."""
+"""§12 requester builders (issue 19 #11): requester-side builders and ``ItemId`` with a
+versioned ext."""
 
 from __future__ import annotations
 

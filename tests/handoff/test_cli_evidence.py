@@ -1,4 +1,5 @@
-"""Issue 19, finding 3: where the configuration names keys, every command checks evidence.
+"""Command line §7 (ext.; issue 19 #3): where the configuration names keys, every command
+checks evidence.
 
 A settlement with a forged ``presented`` digest and a junk proof, with ``side.jwks`` and
 ``verifiable: true`` configured, is reported ``forged`` (exit 1) by ``validate`` and

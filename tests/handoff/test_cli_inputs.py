@@ -1,4 +1,4 @@
-"""Second review, L3: a missing records file and an unusable JWKS are errors.
+"""Command line §7 (ext.; second review L3): a missing records file and an unusable JWKS are errors.
 
 ``handoff state nosuch.jsonl`` reported 0 items and exited 0; a config whose
 ``side.jwks`` is not a key set loaded, then every genuine settlement showed ``forged``.

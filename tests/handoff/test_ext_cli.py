@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import handoff
 from handoff._cli import main
 
-from .ext_fixtures import ROLES_JSON, ec_key, ed_key, raised
+from .ext_fixtures import ROLES_JSON, TS, ec_key, ed_key, raised, registry
 
 
 def _setup(tmp_path: Path, jwks_key: dict[str, object]) -> tuple[Path, Path, Path]:
@@ -163,3 +164,96 @@ def test_settle_a_decision_with_an_es256_key(tmp_path: Path) -> None:
     settled = json.loads(records.read_text(encoding="utf-8").splitlines()[-1])
     assert settled["outcome"] == "small"
     assert handoff.verify_proof(settled, handoff.public_jwks(principal)).alg == "ES256"
+
+
+def test_settle_prompt_escapes_what_a_terminal_would_not_show(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from .ext_fixtures import ROLES_JSON, ed_key
+    from .ext_fixtures import raised as act_raised
+
+    principal = ed_key()
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps({"roles": ROLES_JSON, "side": {"jwks": handoff.public_jwks(principal)}}),
+        encoding="utf-8",
+    )
+    terms = {"text": "Pay the invoice", "how_to": "Card \u202e4242\x9b2J ok"}
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps(act_raised(terms=terms)) + "\n", encoding="utf-8")
+    key = tmp_path / "alice.jwk"
+    key.write_text(json.dumps(principal), encoding="utf-8")
+    argv = ["settle", str(records), "--config", str(config), "--ext", "acts"]
+    argv += ["--project", "web", "--key", "k1", "--outcome", "done", "--yes"]
+    argv += ["--principal-key", str(key), "--now", "2026-11-30T10:00:00Z"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "\u202e" not in out
+    assert "\x9b" not in out
+    assert "\\u202e4242\\u009b2J" in out
+
+
+def _forked() -> tuple[handoff.Registry, handoff.ItemId]:
+    from .ext_fixtures import raised as act_raised
+    from .ext_fixtures import rec as act_rec
+
+    reg = registry()
+    reg.add(act_raised())
+
+    def amend(rid: str, text: str) -> dict[str, Any]:
+        terms = {"text": text}
+        return act_rec(
+            rid, "amended", "requester", "agent-1", terms=terms, terms_rev=2, supersedes=["n1"]
+        )
+
+    mallory = amend("a-first-by-id", "Pay 1000 EUR to mallory")
+    honest = next(
+        r
+        for r in (amend(f"b{n}", f"Pay 10 EUR ({n})") for n in range(1000))
+        if handoff.digests.digest(r) < handoff.digests.digest(mallory)
+    )
+    reg.add(mallory)
+    reg.add(honest)
+    return reg, handoff.ItemId("acts", "web", "k1")
+
+
+def test_the_presented_digest_is_over_the_terms_shown_with_a_forked_need() -> None:
+    reg, item = _forked()
+    state = reg.state(item)
+    assert str(state.terms["text"]).startswith("Pay 10 EUR")  # type: ignore[index]
+    record = handoff.make_settlement(reg, item, "done", by="alice-desk", ts=TS)
+    shown = handoff.evidence.presentation_for(reg, record)
+    assert shown is not None
+    assert shown["terms"] == dict(state.terms)  # type: ignore[arg-type]
+    assert handoff.evidence.terms_at(reg, item, 2) == state.terms
+    handoff.check_principal_side_record(record, reg, handoff.PrincipalSide())
+
+
+def test_settle_prompt_shows_what_is_digested(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from .ext_fixtures import ROLES_JSON, ed_key
+
+    reg, item = _forked()
+    principal = ed_key()
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps({"roles": ROLES_JSON, "side": {"jwks": handoff.public_jwks(principal)}}),
+        encoding="utf-8",
+    )
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps(r) + "\n" for r in reg.records(item)), encoding="utf-8")
+    key = tmp_path / "alice.jwk"
+    key.write_text(json.dumps(principal), encoding="utf-8")
+    argv = ["settle", str(records), "--config", str(config), "--ext", "acts"]
+    argv += ["--project", "web", "--key", "k1", "--outcome", "done", "--yes"]
+    argv += ["--principal-key", str(key), "--now", "2026-11-30T10:00:00Z"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "mallory" not in out
+    assert "several heads" in out
+    settled_line = json.loads(records.read_text(encoding="utf-8").splitlines()[-1])
+    shown = out.split("digested):\n", 1)[1].split("\n", 1)[0]
+    assert (
+        handoff.digests.presented_digest(json.loads(shown)) == settled_line["evidence"]["presented"]
+    )

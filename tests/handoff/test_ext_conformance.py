@@ -10,17 +10,17 @@ from hypothesis import strategies as st
 
 import handoff
 
-from .ext_fixtures import ROLES, ed_key, raised, rec, registry, settlement
+from .ext_fixtures import ROLES, TS, ed_key, raised, rec, registry, settlement
 
 
 def test_extension_tables_only_restrict_the_core() -> None:
-    for ext in (handoff.ACTS, handoff.DECISIONS):
+    for ext in (handoff.acts.ACTS, handoff.decisions.DECISIONS):
         for type_, origin in ext.pairs:
-            assert (type_, origin) in handoff.CORE_PAIRS or origin in ext.roles
+            assert (type_, origin) in handoff.records.CORE_PAIRS or origin in ext.roles
             assert ext.pairs[(type_, origin)] in handoff.schema_names()
-    assert handoff.ACTS.policy == "keep"
-    assert handoff.DECISIONS.policy == "stop"
-    assert ("settled", "registrar") not in handoff.ACTS.pairs
+    assert handoff.acts.ACTS.policy == "keep"
+    assert handoff.decisions.DECISIONS.policy == "stop"
+    assert ("settled", "registrar") not in handoff.acts.ACTS.pairs
 
 
 def _keywords(node: object) -> set[str]:
@@ -41,31 +41,38 @@ def test_extension_schemas_use_only_the_allowed_keywords() -> None:
     assert len(names) >= 28
     annotations = {"$schema", "title", "description"}
     for name in names:
-        assert _keywords(handoff.load_schema(name)) <= handoff.ALLOWED_KEYWORDS | annotations
+        assert (
+            _keywords(handoff.load_schema(name)) <= handoff.schemas.ALLOWED_KEYWORDS | annotations
+        )
 
 
 @pytest.mark.parametrize("fast", [True, False])
 def test_both_validators_agree_on_act_terms(fast: bool) -> None:
     good = raised()
-    handoff.check_schema("acts/raised.requester.json", good, fast=fast)
+    handoff.schemas.check_schema("acts/raised.requester.json", good, fast=fast)
     bad = {**good, "terms": {**good["terms"], "amount": 1.0}}
     with pytest.raises(handoff.HandoffError):
-        handoff.check_schema("acts/raised.requester.json", bad, fast=fast)
+        handoff.schemas.check_schema("acts/raised.requester.json", bad, fast=fast)
 
 
 def test_option_status() -> None:
     old = {"options": [{"id": "a", "text": "A"}, {"id": "b", "text": "B"}]}
-    assert handoff.option_status("a", old, old) == "current"
-    assert handoff.option_status("a", old, {"options": [{"id": "a", "text": "A2"}]}) == "changed"
-    assert handoff.option_status("a", old, {"options": [{"id": "b", "text": "B"}]}) == "gone"
-    assert handoff.option_status("a", None, old) == "unknown"
-    assert handoff.option_status("free", None, None) == "current"
+    assert handoff.decisions.option_status("a", old, old) == "current"
+    assert (
+        handoff.decisions.option_status("a", old, {"options": [{"id": "a", "text": "A2"}]})
+        == "changed"
+    )
+    assert (
+        handoff.decisions.option_status("a", old, {"options": [{"id": "b", "text": "B"}]}) == "gone"
+    )
+    assert handoff.decisions.option_status("a", None, old) == "unknown"
+    assert handoff.decisions.option_status("free", None, None) == "current"
 
 
 def test_decision_outcome_against_terms() -> None:
     terms = {"options": [{"id": "a", "text": "A"}], "free_answer": False}
-    handoff.check_decision_outcome({"outcome": "a"}, terms)
-    handoff.check_decision_outcome({"outcome": "declined"}, terms)
+    handoff.decisions.check_decision_outcome({"outcome": "a"}, terms)
+    handoff.decisions.check_decision_outcome({"outcome": "declined"}, terms)
     for record, reason in [
         ({"outcome": "b"}, "outcome_not_offered"),
         ({"outcome": "free", "answer": "x"}, "free_answer_not_allowed"),
@@ -73,7 +80,7 @@ def test_decision_outcome_against_terms() -> None:
         ({"outcome": "a", "answer": "x"}, "answer_unexpected"),
     ]:
         with pytest.raises(handoff.HandoffError) as info:
-            handoff.check_decision_outcome(record, terms)
+            handoff.decisions.check_decision_outcome(record, terms)
         assert info.value.reason == reason
 
 
@@ -192,3 +199,27 @@ def test_make_settlement_refuses(item: handoff.ItemId, kind: str) -> None:
             reg, item, "done", by="alice-desk", ts="2026-11-30T10:00:00Z", kind=kind
         )
     assert info.value.code == "settle"
+
+
+def test_a_confirmed_settlement_agrees_with_one_of_the_claims_its_proposal_names() -> None:
+    from .ext_fixtures import ROLES as EXT_ROLES
+    from .ext_fixtures import raised as act_raised
+    from .ext_fixtures import rec as act_rec
+
+    reg = handoff.Registry(roles=EXT_ROLES, extensions=handoff.EXTENSIONS)
+    reg.add(act_raised())
+    honest = act_rec("c1", "claimed", "agent", "helper-1", outcome="done")
+    rival = act_rec("c1", "claimed", "agent", "helper-2", outcome="declined")
+    reg.add(honest)
+    reg.add(rival)
+    item = handoff.ItemId("acts", "web", "k1")
+    record = handoff.make_settlement(
+        reg, item, "done", by="alice-desk", ts=TS, kind="confirmed", proposal="c1"
+    )
+    handoff.check_principal_side_record(record, reg, handoff.PrincipalSide())
+    wrong = handoff.make_settlement(
+        reg, item, "failed", by="alice-desk", ts=TS, kind="confirmed", proposal="c1"
+    )
+    with pytest.raises(handoff.HandoffError) as caught:
+        handoff.check_principal_side_record(wrong, reg, handoff.PrincipalSide())
+    assert caught.value.reason == "proposal_mismatch"

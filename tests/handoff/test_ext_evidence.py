@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 import json
 from typing import Any
 
@@ -36,7 +37,7 @@ def test_sign_and_verify_both_algorithms(alg: str) -> None:
     head, payload, _ = record["evidence"]["proof"].split(".")
     assert payload == ""  # RFC 7515 Appendix F: detached
     header = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
-    assert header == {"alg": alg, "kid": check.kid, "typ": handoff.PROOF_TYP}
+    assert header == {"alg": alg, "kid": check.kid, "typ": handoff.evidence.PROOF_TYP}
 
 
 @pytest.mark.parametrize("alg", ["Ed25519", "ES256"])
@@ -47,9 +48,9 @@ def test_signatures_are_deterministic(alg: str) -> None:
 def test_a_randomised_es256_proof_made_by_joserfc_verifies() -> None:
     record, jwks = _signed("ES256")
     key = ECKey.import_key(KEYS["ES256"])
-    header = {"alg": "ES256", "kid": key.thumbprint(), "typ": handoff.PROOF_TYP}
+    header = {"alg": "ES256", "kid": key.thumbprint(), "typ": handoff.evidence.PROOF_TYP}
     compact = jws.serialize_compact(
-        header, handoff.signing_input(record), key, algorithms=["ES256"]
+        header, handoff.digests.signing_input(record), key, algorithms=["ES256"]
     )
     head, _, sig = compact.split(".")
     other = copy.deepcopy(record)
@@ -61,7 +62,7 @@ def test_proof_covers_jcs_of_record_without_proof() -> None:
     record, _ = _signed()
     key = OKPKey.import_key(handoff.public_jwks(KEYS["Ed25519"])["keys"][0])
     head, _, sig = record["evidence"]["proof"].split(".")
-    payload = handoff.signing_input(record)
+    payload = handoff.digests.signing_input(record)
     jws.deserialize_compact(f"{head}..{sig}", key, algorithms=["Ed25519"], payload=payload)
 
 
@@ -123,13 +124,16 @@ def test_presentation_binds_the_item_and_revision() -> None:
         "terms_rev": 1,
         "terms": {"text": "x"},
     }
-    digest = handoff.presented_digest(handoff.presentation(**base))
+    digest = handoff.digests.presented_digest(handoff.evidence.presentation(**base))
     assert digest.startswith("sha-256:")
     assert len(digest) == 8 + 64
     for change in ({"key": "k2"}, {"terms_rev": 2}, {"project": "p2"}, {"ext": "decisions/0.3"}):
-        assert handoff.presented_digest(handoff.presentation(**{**base, **change})) != digest
-    with_proposal = handoff.presentation(**base, proposal="c1")
-    assert handoff.presented_digest(with_proposal) != digest
+        assert (
+            handoff.digests.presented_digest(handoff.evidence.presentation(**{**base, **change}))
+            != digest
+        )
+    with_proposal = handoff.evidence.presentation(**base, proposal="c1")
+    assert handoff.digests.presented_digest(with_proposal) != digest
 
 
 @pytest.mark.parametrize("bad", [{"terms_rev": 0}, {"terms_rev": True}, {"key": ""}, {"terms": []}])
@@ -142,7 +146,7 @@ def test_presentation_rejects_bad_input(bad: dict[str, Any]) -> None:
         "terms": {"text": "x"},
     }
     with pytest.raises(handoff.HandoffError):
-        handoff.presentation(**{**base, **bad})
+        handoff.evidence.presentation(**{**base, **bad})
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -182,3 +186,43 @@ def test_any_change_to_the_settled_record_breaks_the_proof(
     with pytest.raises(handoff.HandoffError) as info:
         handoff.verify_proof(mutated, JWKS)
     assert info.value.code == "proof"
+
+
+SMALL_ORDER = [
+    "0000000000000000000000000000000000000000000000000000000000000000",
+    "0100000000000000000000000000000000000000000000000000000000000000",
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+    "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+    "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    "0000000000000000000000000000000000000000000000000000000000000080",
+    "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+@pytest.mark.parametrize("point", SMALL_ORDER)
+def test_a_jwks_with_a_small_order_ed25519_key_is_refused(point: str) -> None:
+    jwk = {"kty": "OKP", "crv": "Ed25519", "x": _b64(bytes.fromhex(point))}
+    record = raised()
+    members = json.dumps(jwk, separators=(",", ":"), sort_keys=True).encode()
+    kid = _b64(hashlib.sha256(members).digest())  # RFC 7638 thumbprint
+    header = _b64(
+        json.dumps({"alg": "Ed25519", "kid": kid, "typ": handoff.evidence.PROOF_TYP}).encode()
+    )
+    record["evidence"] = {"proof": f"{header}..{_b64(bytes.fromhex(point) + bytes(32))}"}
+    with pytest.raises(handoff.HandoffError) as caught:
+        handoff.verify_proof(record, {"keys": [jwk]})
+    assert caught.value.reason == "jwks_invalid"
+
+
+def test_ordinary_ed25519_keys_still_verify_proofs() -> None:
+    from .ext_fixtures import ed_key
+
+    for seed in range(1, 40):
+        key = ed_key(seed)
+        signed = handoff.attach_proof(raised(), key)
+        handoff.verify_proof(signed, handoff.public_jwks(key))

@@ -10,14 +10,14 @@ from hypothesis import strategies as st
 
 import handoff
 
-from .ext_fixtures import rec, registry, settlement
+from .ext_fixtures import TS, rec, registry, settlement
 
 NOW = "2026-11-30T12:00:00Z"
 KW = {"project": "web", "registrar": "registrar"}
 
 
-def sync(text: str, reg: handoff.Registry) -> handoff.SyncResult:
-    return handoff.sync_state_document(text, reg, now=NOW, **KW)
+def sync(text: str, reg: handoff.Registry) -> handoff.markdown.SyncResult:
+    return handoff.markdown.sync_state_document(text, reg, now=NOW, **KW)
 
 
 DOC = """# Relaunch
@@ -103,9 +103,9 @@ def test_a_rejected_record_leaves_the_registry_unchanged() -> None:
 
 def test_not_text_is_an_error() -> None:
     with pytest.raises(handoff.HandoffError):
-        handoff.parse_state_document(b"## Acts")  # type: ignore[arg-type]
+        handoff.markdown.parse_state_document(b"## Acts")  # type: ignore[arg-type]
     with pytest.raises(handoff.HandoffError):
-        handoff.parse_state_document("a\x00b")
+        handoff.markdown.parse_state_document("a\x00b")
 
 
 def test_crlf_lines_keep_their_endings() -> None:
@@ -155,7 +155,7 @@ def test_rewriting_from_its_own_records_is_a_fixed_point(
     second = sync(first.document, reg)
     assert second.records == ()
     assert second.document == first.document
-    assert handoff.write_state_document(first.document, reg, **KW) == first.document
+    assert handoff.markdown.write_state_document(first.document, reg, **KW) == first.document
 
 
 @settings(max_examples=60, deadline=None)
@@ -179,7 +179,7 @@ def test_a_hand_written_line_always_survives(
     for index, (key, do) in enumerate(zip(keys, settle, strict=False)):
         if do:
             reg.add(settlement(reg, key=key, rid=f"s{index}"))
-    out = handoff.write_state_document(first.document, reg, **KW)
+    out = handoff.markdown.write_state_document(first.document, reg, **KW)
     got = Counter(out.split("\n"))
     for line, count in hand.items():
         assert got[line] >= count, line
@@ -191,7 +191,7 @@ def test_acts_with_keys_unsafe_for_a_document_are_not_bound() -> None:
         rec("n1", "raised", "requester", "agent-1", "ключ/1", terms={"text": "Pay"}, terms_rev=1)
     )
     doc = "## Acts\n"
-    out = handoff.write_state_document(doc, reg, **KW)
+    out = handoff.markdown.write_state_document(doc, reg, **KW)
     assert out == doc
     assert sync(out, reg).records == ()
 
@@ -208,3 +208,44 @@ def test_a_keyed_line_unknown_to_the_records_is_raised_with_its_key() -> None:
     reg = registry()
     result = sync("## Acts\n- [ ] Sign the lease <!-- act:lease-2026 -->\n", reg)
     assert [(r["type"], r["key"]) for r in result.records] == [("raised", "lease-2026")]
+
+
+def _acts_registry() -> handoff.Registry:
+    from .ext_fixtures import registry as acts_registry
+
+    return acts_registry()
+
+
+def test_a_state_document_with_a_byte_order_mark_keeps_it() -> None:
+    reg = _acts_registry()
+    doc = "\ufeff## Acts\n- [ ] Pay rent\nmy own note\n"
+    first = handoff.markdown.sync_state_document(
+        doc, reg, project="web", registrar="registrar", now=TS
+    )
+    assert [r["type"] for r in first.records] == ["raised"]
+    assert first.document.startswith("\ufeff## Acts\n- [ ] Pay rent <!-- act:")
+    assert "my own note\n" in first.document
+    again = handoff.markdown.sync_state_document(
+        first.document, reg, project="web", registrar="registrar", now=TS
+    )
+    assert again.records == ()
+    assert again.document == first.document
+
+
+def test_a_crlf_state_document_stays_crlf() -> None:
+    reg = _acts_registry()
+    doc = "# P\r\n\r\n## Acts\r\n- [ ] Pay rent\r\nmine\r\n"
+    out = handoff.markdown.sync_state_document(
+        doc, reg, project="web", registrar="registrar", now=TS
+    )
+    assert out.document.count("\r\n") == out.document.count("\n")
+
+
+@pytest.mark.parametrize("text", ["Pay\x00now", "Pay \u202e00.021", "a\x1b[2Jb", "a\x85b"])
+def test_act_text_that_would_poison_the_document_is_refused(text: str) -> None:
+    from .ext_fixtures import raised as act_raised
+
+    reg = _acts_registry()
+    with pytest.raises(handoff.HandoffError) as caught:
+        reg.add(act_raised("n1", "k1", terms={"text": text}))
+    assert caught.value.reason == "text_invalid"

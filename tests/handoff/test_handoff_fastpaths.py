@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handoff._errors import HandoffError
+from handoff import HandoffError
 from handoff._json import _DECODER, _RefusedError, parse_line
 
 _values = st.recursive(
@@ -34,7 +34,7 @@ def _texts(draw: st.DrawFn) -> str:
 
 
 def _plain(text: str) -> dict[str, Any] | tuple[str, str | None]:
-    """parse_line as it was: ``JSONDecoder.decode`` (the reference for the fast path)."""
+    """The reference: the strict ``JSONDecoder.decode`` alone, errors mapped to reasons."""
     try:
         value = _DECODER.decode(text)
     except _RefusedError as exc:
@@ -48,7 +48,7 @@ def _plain(text: str) -> dict[str, Any] | tuple[str, str | None]:
 
 @settings(max_examples=400)
 @given(text=_texts() | st.text(max_size=12))
-def test_parse_line_fast_path_equals_decode(text: str) -> None:
+def test_parse_line_equals_the_strict_decoder(text: str) -> None:
     expected = _plain(text)
     try:
         got: Any = parse_line(text)

@@ -310,13 +310,15 @@ def test_record_round_trip() -> None:
 
 def test_signing_input_and_digest() -> None:
     record = settled("s1", evidence={"proof": "eyJ..sig", "presented": "sha-256:" + "00" * 32})
-    signed = handoff.signing_input(record)
+    signed = handoff.digests.signing_input(record)
     assert b"proof" not in signed
     assert b"presented" in signed
-    assert handoff.digest(record).startswith("sha-256:")
-    assert handoff.presented_digest({"text": "Pay"}) == handoff.digest({"text": "Pay"})
+    assert handoff.digests.digest(record).startswith("sha-256:")
+    assert handoff.digests.presented_digest({"text": "Pay"}) == handoff.digests.digest(
+        {"text": "Pay"}
+    )
     with pytest.raises(handoff.HandoffError):
-        handoff.canonical({"a": 2**60})
+        handoff.digests.canonical({"a": 2**60})
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ CORE_SCHEMAS = [
 
 def test_core_schemas_exist() -> None:
     assert "record.schema.json" in CORE_SCHEMAS
-    for schema in handoff.CORE_PAIRS.values():
+    for schema in handoff.records.CORE_PAIRS.values():
         assert schema in CORE_SCHEMAS
 
 
@@ -41,7 +41,7 @@ def test_record_schemas_use_only_the_allowed_keywords(name: str) -> None:
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
-                assert key in handoff.ALLOWED_KEYWORDS | {
+                assert key in handoff.schemas.ALLOWED_KEYWORDS | {
                     "$schema",
                     "$id",
                     "$comment",
@@ -93,9 +93,9 @@ def test_dollar_does_not_match_before_a_final_newline(fast: bool) -> None:
     value = "sha-256:" + "ab" * 32 + "\n"
     assert _plain("def.digest.json").is_valid(value), "plain jsonschema accepts it"
     with pytest.raises(handoff.HandoffError) as caught:
-        handoff.check_schema("def.digest.json", value, fast=fast)
+        handoff.schemas.check_schema("def.digest.json", value, fast=fast)
     assert caught.value.code == "schema"
-    handoff.check_schema("def.digest.json", value[:-1], fast=fast)
+    handoff.schemas.check_schema("def.digest.json", value[:-1], fast=fast)
 
 
 @pytest.mark.parametrize("fast", [False, True])
@@ -107,7 +107,7 @@ def test_dollar_is_strict_inside_referenced_schemas(fast: bool, member: str) -> 
     record[member] = record[member] + "\n"
     assert _plain("record.schema.json").is_valid(record), "plain jsonschema accepts it"
     with pytest.raises(handoff.HandoffError):
-        handoff.check_schema("record.schema.json", record, fast=fast)
+        handoff.schemas.check_schema("record.schema.json", record, fast=fast)
 
 
 @pytest.mark.parametrize("fast", [False, True])
@@ -117,9 +117,11 @@ def test_one_point_zero_is_not_an_integer(fast: bool) -> None:
     assert _plain("pair.raised.requester.json").is_valid(record)
     for name in ("record.schema.json", "pair.raised.requester.json"):
         with pytest.raises(handoff.HandoffError):
-            handoff.check_schema(name, record, fast=fast)
+            handoff.schemas.check_schema(name, record, fast=fast)
     with pytest.raises(handoff.HandoffError):
-        handoff.check_schema("record.schema.json", {**raised(), "terms_rev": True}, fast=fast)
+        handoff.schemas.check_schema(
+            "record.schema.json", {**raised(), "terms_rev": True}, fast=fast
+        )
 
 
 def test_ecma_pattern_translation() -> None:

@@ -21,8 +21,8 @@ ITEM = handoff.ItemId("demo-keep", "house", "k1")
 
 def _stores(tmp_path: Path) -> list[Any]:
     return [
-        handoff.MemoryStore(roles=ROLES, extensions=EXTS),
-        handoff.SQLiteStore(tmp_path / "h.sqlite", roles=ROLES, extensions=EXTS),
+        handoff.stores.MemoryStore(roles=ROLES, extensions=EXTS),
+        handoff.stores.SQLiteStore(tmp_path / "h.sqlite", roles=ROLES, extensions=EXTS),
     ]
 
 
@@ -57,10 +57,10 @@ def test_store_append_and_fold(tmp_path: Path, kind: int) -> None:
 
 def test_sqlite_survives_restart_and_is_append_only(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
-    with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
         store.append(raised())
         store.append(amended("n2", 2, ["n1"]))
-    with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
         assert store.append(raised()) == "duplicate"
         assert store.state(ITEM).need == "n2"
         assert len(store) == 2
@@ -74,7 +74,7 @@ def test_sqlite_survives_restart_and_is_append_only(tmp_path: Path) -> None:
 
 def test_sqlite_open_error(tmp_path: Path) -> None:
     with pytest.raises(handoff.HandoffError) as caught:
-        handoff.SQLiteStore(tmp_path / "missing" / "h.sqlite", roles=ROLES, extensions=EXTS)
+        handoff.stores.SQLiteStore(tmp_path / "missing" / "h.sqlite", roles=ROLES, extensions=EXTS)
     assert caught.value.code == "store"
 
 
@@ -85,7 +85,7 @@ _WRITER = textwrap.dedent(
     import handoff
     from handoff_helpers import EXTS, ROLES, claimed, raised
     who, path, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    store = handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS)
+    store = handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS)
     for i in range(count):
         # both writers also send the shared records: at-least-once from two sides
         store.append(raised("n-shared", key="shared"))
@@ -98,7 +98,7 @@ _WRITER = textwrap.dedent(
 @pytest.mark.slow
 def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
-    handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS).close()
+    handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS).close()
     script = tmp_path / "writer.py"
     script.write_text(_WRITER.format(tests=str(Path(__file__).parent)), encoding="utf-8")
     count = 400
@@ -108,7 +108,7 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     ]
     for proc in procs:
         assert proc.wait(timeout=120) == 0
-    with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
         records = store.records()
         assert len(records) == 2 * count + 1
         ids = {r["id"] for r in records}
@@ -118,7 +118,7 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
 
 
 def test_memory_store_copies(tmp_path: Path) -> None:
-    store = handoff.MemoryStore(roles=ROLES, extensions=EXTS)
+    store = handoff.stores.MemoryStore(roles=ROLES, extensions=EXTS)
     record = claimed("c1")
     store.append(record)
     record["outcome"] = "declined"
@@ -127,12 +127,19 @@ def test_memory_store_copies(tmp_path: Path) -> None:
 
 def test_sqlite_tampering_is_caught_on_read(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
-    with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
         store.append(raised())
     forged = settled("s9")
     forged["by"] = "bot-1"  # a requester settling: never admitted
     db = sqlite3.connect(path)
-    row = ("s9", handoff.digest(forged), "demo-keep", "house", "k1", handoff.canonical(forged))
+    row = (
+        "s9",
+        handoff.digests.digest(forged),
+        "demo-keep",
+        "house",
+        "k1",
+        handoff.digests.canonical(forged),
+    )
     with pytest.raises(sqlite3.IntegrityError):  # every row carries its roles stamp
         db.execute(
             "INSERT INTO handoff_records (id, digest, ext, project, key, body)"
@@ -146,8 +153,58 @@ def test_sqlite_tampering_is_caught_on_read(tmp_path: Path) -> None:
     )
     db.commit()
     db.close()
-    with handoff.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
         # the planted row is never folded, and reported; the rest stays readable
         reg = store.registry(ITEM)
         assert reg.state(ITEM).state == "open"
         assert [(r["at"], r["code"]) for r in reg.rejected()] == [("s9", "ownership")]
+
+
+def test_sqlite_insert_or_replace_cannot_remove_a_record(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+        store.append(raised())
+        store.append(settled("s1"))
+    db = sqlite3.connect(path)
+    seq, rid, dig, body = db.execute(
+        "SELECT seq, id, digest, body FROM handoff_records WHERE id = 's1'"
+    ).fetchone()
+    other = raised("zz", key="k9")
+    with pytest.raises(sqlite3.DatabaseError):
+        db.execute(
+            "INSERT OR REPLACE INTO handoff_records (seq, id, digest, ext, project, key, body)"
+            " VALUES (?, ?, ?, 'demo-keep', 'house', 'k9', ?)",
+            (seq, "zz", handoff.digests.digest(other), handoff.digests.canonical(other).decode()),
+        )
+    db.execute(
+        "REPLACE INTO handoff_records (id, digest, ext, project, key, body, roles_version)"
+        " VALUES (?, ?, 'demo-keep', 'house', 'k1', ?, 1)",
+        (rid, dig, body),
+    )
+    db.commit()
+    assert db.execute("SELECT seq FROM handoff_records WHERE id = 's1'").fetchall() == [(seq,)]
+    db.close()
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+        assert store.state(ITEM).state == "settled"
+        assert store.append(settled("s1")) == "duplicate"
+        assert len(store) == 2
+
+
+def test_a_sqlite_body_changed_behind_the_store_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+        store.append(raised())
+        store.append(settled("s1"))
+    db = sqlite3.connect(path)
+    db.execute("DROP TRIGGER handoff_records_no_update")
+    forged = settled("s1", outcome="declined")
+    db.execute(
+        "UPDATE handoff_records SET body = ? WHERE id = 's1'",
+        (handoff.digests.canonical(forged).decode(),),
+    )
+    db.commit()
+    db.close()
+    with handoff.stores.SQLiteStore(path, roles=ROLES, extensions=EXTS) as store:
+        with pytest.raises(handoff.HandoffError) as caught:
+            store.state(ITEM)
+        assert caught.value.reason == "store_tampered"

@@ -1,4 +1,4 @@
-"""Issue 19, finding 1: a record id, once admitted, names one content forever.
+"""§10 identifiers (issue 19 #1): a record id, once admitted, names one content forever.
 
 The attack: the owner of the need register re-sends ``raised n1`` with "8000" instead of
 "800" after the principal settled against "800". Through the library, a store and the
@@ -46,7 +46,7 @@ def _rewrite(need: dict[str, Any]) -> dict[str, Any]:
     """A rewrite of ``need`` (same id, 8000) whose digest is lower than the original's."""
     for n in range(10_000):
         candidate = {**_raised("8000"), "x_pad": n}
-        if handoff.digest(candidate) < handoff.digest(need):
+        if handoff.digests.digest(candidate) < handoff.digests.digest(need):
             return candidate
     raise AssertionError("no lower digest found")  # pragma: no cover
 
@@ -76,9 +76,9 @@ def test_terms_at_never_answers_with_a_rewritten_version() -> None:
     reg = registry()
     for record in (_rewrite(need), need, settlement):
         reg.add(record)
-    assert handoff.terms_at(reg, ITEM, 1) is None
+    assert handoff.evidence.terms_at(reg, ITEM, 1) is None
     # the settlement is checked against the version its digest names
-    assert handoff.presented_terms(reg, settlement) == TERMS
+    assert handoff.evidence.presented_terms(reg, settlement) == TERMS
     with pytest.raises(handoff.HandoffError) as caught:
         handoff.make_settlement(reg, ITEM, "done", by="alice-desk", ts=TS)
     assert caught.value.reason == "conflicted"
@@ -107,9 +107,9 @@ def test_a_store_keeps_the_first_admitted_content(tmp_path: Path, kind: str) -> 
     need, settlement = _genuine()
     store: Any
     if kind == "memory":
-        store = handoff.MemoryStore(roles=registry().roles, extensions=handoff.EXTENSIONS)
+        store = handoff.stores.MemoryStore(roles=registry().roles, extensions=handoff.EXTENSIONS)
     else:
-        store = handoff.SQLiteStore(
+        store = handoff.stores.SQLiteStore(
             tmp_path / "h.sqlite", roles=registry().roles, extensions=handoff.EXTENSIONS
         )
     assert store.append(need) == "accepted"

@@ -1,4 +1,5 @@
-"""Issue 19, finding 7: a legal person's settlement needs ``representative``; evidence is a SHOULD.
+"""§5 authority (issue 19 #7): a legal person's settlement needs ``representative``; evidence
+is a SHOULD.
 
 Seed §5: a settlement of kind principal or confirmed for a legal person MUST carry
 ``representative``; ``evidence.proof`` SHOULD show the power to represent. It is required

@@ -1,4 +1,5 @@
-"""Issue 19, finding 9: claims' ``evidence.basis`` is reported; ``handoff observe`` exists."""
+"""§12 observer (issue 19 #9): claims' ``evidence.basis`` is reported; ``handoff observe``
+exists."""
 
 from __future__ import annotations
 
@@ -53,3 +54,25 @@ def test_handoff_observe_command(tmp_path: Path) -> None:
     [item] = json.loads(done.stdout)["items"]
     assert item["evidence"] == {"presented": "match", "proof": "valid"}
     assert [c["basis"] for c in item["claim_evidence"]] == ["bank statement line 4", None]
+
+
+def test_an_observer_whose_own_jwks_is_unusable_is_told_not_shown_forgeries() -> None:
+    """§12 observer (ours, issue 25): a JWKS the observer cannot use is its own error
+    (``key``/``jwks_invalid``), never a verdict that the principal's genuine proof is invalid."""
+    import pytest
+
+    from .ext_fixtures import settlement
+
+    held = registry()
+    held.add(raised())
+    signed = handoff.attach_proof(settlement(held), ed_key())
+    broken = {"keys": [{"kty": "OKP", "crv": "Ed25519", "x": "AA", "d": "AA"}]}
+    with pytest.raises(handoff.HandoffUsageError) as caught:
+        handoff.observe([raised(), signed], registry(), jwks=broken)
+    assert (caught.value.code, caught.value.reason) == ("key", "jwks_invalid")
+    held.add(signed)
+    side = handoff.PrincipalSide(jwks=broken, verifiable=True)
+    with pytest.raises(handoff.HandoffUsageError):
+        handoff.settlement_evidence(held, ITEM, side)
+    good = handoff.observe([raised(), signed], registry(), jwks=handoff.public_jwks(ed_key()))
+    assert good[0]["evidence"]["proof"] == "valid"

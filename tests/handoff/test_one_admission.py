@@ -1,4 +1,4 @@
-"""Issue 19, findings 4 and 8: one admission rule on every path (file, SQLite, library).
+"""§4 admission (issue 19 #4, #8): one admission rule on every path (file, SQLite, library).
 
 ``validate`` refused a record nested deeper than 64 levels that ``state`` folded; a 200 MB
 record was parsed. Each path now gives the same verdict, from the same parse.
@@ -45,7 +45,7 @@ def test_every_path_agrees_on_nesting(tmp_path: Path, levels: int, admitted: boo
         lambda: handoff.check_record(record, roles=ROLES, extensions=handoff.EXTENSIONS),
         lambda: handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS).add_lines([line]),
         lambda: handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS).add(line),
-        lambda: handoff.SQLiteStore(
+        lambda: handoff.stores.SQLiteStore(
             tmp_path / f"h{levels}.sqlite", roles=ROLES, extensions=handoff.EXTENSIONS
         ).append(line),
     ):
@@ -70,3 +70,10 @@ def test_an_oversized_record_is_refused_before_parsing() -> None:
     with pytest.raises(handoff.HandoffError) as caught:
         reg.add_lines([line])
     assert (caught.value.code, caught.value.reason) == ("parse", "too_large")
+
+
+@pytest.mark.parametrize("value", [[1], "x", 3, None, ["ph", "0.3"]])
+def test_admission_refuses_a_non_object_at_the_parse_stage(value: Any) -> None:
+    with pytest.raises(handoff.HandoffError) as caught:
+        handoff.check_record(value, roles=ROLES, extensions=handoff.EXTENSIONS)
+    assert caught.value.code == "parse"

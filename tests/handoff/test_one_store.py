@@ -1,4 +1,4 @@
-"""Issue 19, finding 6: one store URL and one configuration form for every command.
+"""§8 stores (issue 19 #6): one store URL and one configuration form for every command.
 
 ``settle`` and ``md sync`` read and append a SQLite store by ``--state sqlite:PATH``
 (``--db`` stays an alias), and accept the configuration form handoff.md shows

@@ -1,4 +1,5 @@
-"""Issue 19, finding 10: a decision settled with an outcome never offered is not standing.
+"""Decisions §5 (ext.; issue 19 #10): a decision settled with an outcome never offered is not
+standing.
 
 Where the receiver holds the terms the settlement was made against, the fold refuses an
 outcome outside the offered options (reserved outcomes aside): the item is not

@@ -1,4 +1,4 @@
-"""Second review, M3: the offered check is never skipped.
+"""Decisions §5 (ext.; second review M3): the offered check is never skipped.
 
 A settlement at a revision above anything held (terms_rev 7 against terms of revision
 1) carried an outcome no terms offered and stood; and with a second, JSON-described

@@ -1,4 +1,4 @@
-"""Issue 19, finding 5: a role change never makes history unreadable.
+"""§3 ownership over time (issue 19 #5): a role change never makes history unreadable.
 
 A store stamps each record with the version of the roles it was admitted under and checks
 it under those roles, never under the current ones (a record's ``ts`` is the sender's word
@@ -49,10 +49,10 @@ def test_a_store_keeps_reading_records_admitted_under_old_roles(tmp_path: Path) 
     path = tmp_path / "h.sqlite"
     old = handoff.Roles.from_json(ROLES_JSON)
     new = handoff.Roles.from_json(NEW_ROLES_JSON)
-    with handoff.SQLiteStore(path, roles=old, extensions=handoff.EXTENSIONS) as store:
+    with handoff.stores.SQLiteStore(path, roles=old, extensions=handoff.EXTENSIONS) as store:
         for record in _records():
             assert store.append(record) == "accepted"
-    with handoff.SQLiteStore(path, roles=new, extensions=handoff.EXTENSIONS) as store:
+    with handoff.stores.SQLiteStore(path, roles=new, extensions=handoff.EXTENSIONS) as store:
         state = store.state(ITEM)
         assert (state.state, state.need, state.claims) == ("open", "n1", ("c1",))
         # the old registrar can add nothing now
@@ -103,12 +103,15 @@ def test_a_store_written_before_stamps_is_migrated(tmp_path: Path) -> None:
             db.execute(
                 "INSERT INTO handoff_records (id, digest, ext, project, key, body)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (record["id"], handoff.digest(record), "acts", "web", "k1",
-                 handoff.canonical(record).decode()),
+                (record["id"], handoff.digests.digest(record), "acts", "web", "k1",
+                 handoff.digests.canonical(record).decode()),
             )  # fmt: skip
     new = handoff.Roles.from_json(NEW_ROLES_JSON)
-    with handoff.SQLiteStore(path, roles=new, extensions=handoff.EXTENSIONS) as store:
+    with handoff.stores.SQLiteStore(path, roles=new, extensions=handoff.EXTENSIONS) as store:
         registry = store.registry()
         assert [r["at"] for r in registry.role_changed()] == ["n1", "c1"]
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == handoff.SQLiteStore.SCHEMA_VERSION
+        assert (
+            db.execute("PRAGMA user_version").fetchone()[0]
+            == handoff.stores.SQLiteStore.SCHEMA_VERSION
+        )

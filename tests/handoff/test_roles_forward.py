@@ -1,4 +1,5 @@
-"""Second review, M2: a stale device cannot re-admit a revoked party into a store.
+"""§3 ownership in stores (second review M2): a stale device cannot re-admit a revoked party
+into a store.
 
 Roles versions move forward only: once a store holds records stamped with newer roles,
 an append under older roles is refused (``store``/``roles_stale``); a row stamped with
@@ -35,11 +36,11 @@ WIRE = handoff.ItemId("acts", "web", "wire")
 
 def test_an_append_under_older_roles_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
-    with handoff.SQLiteStore(path, roles=OLD, extensions=handoff.EXTENSIONS) as store:
+    with handoff.stores.SQLiteStore(path, roles=OLD, extensions=handoff.EXTENSIONS) as store:
         assert store.append(N1) == "accepted"
-    with handoff.SQLiteStore(path, roles=NEW, extensions=handoff.EXTENSIONS) as store:
+    with handoff.stores.SQLiteStore(path, roles=NEW, extensions=handoff.EXTENSIONS) as store:
         assert store.append(N2) == "accepted"
-    with handoff.SQLiteStore(path, roles=OLD, extensions=handoff.EXTENSIONS) as stale:
+    with handoff.stores.SQLiteStore(path, roles=OLD, extensions=handoff.EXTENSIONS) as stale:
         with pytest.raises(handoff.HandoffError) as caught:
             stale.append(N9)
         assert (caught.value.code, caught.value.reason) == ("store", "roles_stale")
@@ -50,19 +51,19 @@ def test_an_append_under_older_roles_is_refused(tmp_path: Path) -> None:
 
 def test_a_row_stamped_with_older_roles_is_read_under_the_roles_in_force(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
-    with handoff.SQLiteStore(path, roles=OLD, extensions=handoff.EXTENSIONS) as store:
+    with handoff.stores.SQLiteStore(path, roles=OLD, extensions=handoff.EXTENSIONS) as store:
         store.append(N1)
-    with handoff.SQLiteStore(path, roles=NEW, extensions=handoff.EXTENSIONS) as store:
+    with handoff.stores.SQLiteStore(path, roles=NEW, extensions=handoff.EXTENSIONS) as store:
         store.append(N2)
     # what a stale device wrote before this rule: stamped 1, after a row stamped 2
-    body = handoff.canonical(N9).decode("utf-8")
+    body = handoff.digests.canonical(N9).decode("utf-8")
     with sqlite3.connect(path) as db:
         db.execute(
             "INSERT INTO handoff_records (id, digest, ext, project, key, body, roles_version)"
             " VALUES ('n9', ?, 'acts', 'web', 'wire', ?, 1)",
-            (handoff.digest(N9), body),
+            (handoff.digests.digest(N9), body),
         )
-    with handoff.SQLiteStore(path, roles=NEW, extensions=handoff.EXTENSIONS) as store:
+    with handoff.stores.SQLiteStore(path, roles=NEW, extensions=handoff.EXTENSIONS) as store:
         reg = store.registry()
         assert reg.state(WIRE).state == "unknown"
         assert [(r["at"], r["code"]) for r in reg.role_changed()] == [("n9", "ownership")]

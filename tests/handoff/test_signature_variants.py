@@ -1,4 +1,5 @@
-"""Second review, M1: a relay cannot downgrade or pre-empt a genuine signed settlement.
+"""§10 signature variants (second review M1): a relay cannot downgrade or pre-empt a genuine
+signed settlement.
 
 A copy of a signed settlement with junk signature bytes is a *signature variant*: the
 fold holds every variant and the evidence verdict is the best over them, so a junk copy
@@ -40,7 +41,7 @@ def _junk(genuine: dict[str, Any], lower: bool = True) -> dict[str, Any]:
     for n in range(10_000):
         copy = json.loads(json.dumps(genuine))
         copy["evidence"]["proof"] = f"{head}..junk{n}"
-        if (handoff.digest(copy) < handoff.digest(genuine)) == lower:
+        if (handoff.digests.digest(copy) < handoff.digests.digest(genuine)) == lower:
             return copy
     raise AssertionError("unreachable")
 
@@ -63,7 +64,7 @@ def test_fold_verdict_is_the_best_over_signature_variants(lower: bool) -> None:
         assert reg.state(ITEM).state == "settled"
         check = handoff.settlement_evidence(reg, ITEM, SIDE)
         assert check is not None
-        verdicts.add(check["verdict"])
+        verdicts.add(check.verdict)
         bulk = registry()
         bulk.add_lines([json.dumps(r) for r in order])
         assert handoff.settlement_evidence(bulk, ITEM, SIDE) == check
@@ -73,7 +74,7 @@ def test_fold_verdict_is_the_best_over_signature_variants(lower: bool) -> None:
 def test_ts_counts_in_a_signed_records_identity() -> None:
     genuine = _genuine()
     moved = dict(genuine, ts="2027-01-01T00:00:00Z")
-    assert handoff.identity(moved) != handoff.identity(genuine)
+    assert handoff.digests.identity(moved) != handoff.digests.identity(genuine)
     reg = registry()
     reg.add(N1)
     reg.add(genuine)
@@ -85,7 +86,7 @@ def test_ts_counts_in_a_signed_records_identity() -> None:
 
 def test_store_without_keys_keeps_every_signature_variant(tmp_path: Path) -> None:
     genuine = _genuine()
-    with handoff.SQLiteStore(
+    with handoff.stores.SQLiteStore(
         tmp_path / "db.sqlite", roles=ROLES, extensions=handoff.EXTENSIONS
     ) as store:
         store.append(N1)
@@ -94,7 +95,7 @@ def test_store_without_keys_keeps_every_signature_variant(tmp_path: Path) -> Non
         assert store.append(genuine) == "duplicate"
         check = handoff.settlement_evidence(store.registry(), ITEM, SIDE)
         assert check is not None
-        assert check["verdict"] == "verified"
+        assert check.verdict == "verified"
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
@@ -107,11 +108,11 @@ def test_store_with_keys_refuses_a_forged_first_arrival(
     store: Any
     keys = SIDE.key_set()
     if kind == "memory":
-        store = handoff.MemoryStore(
+        store = handoff.stores.MemoryStore(
             roles=ROLES, extensions=handoff.EXTENSIONS, keys=keys, verifiable=True
         )
     else:
-        store = handoff.SQLiteStore(
+        store = handoff.stores.SQLiteStore(
             tmp_path / "db.sqlite",
             roles=ROLES,
             extensions=handoff.EXTENSIONS,
@@ -170,6 +171,6 @@ def test_signature_variants_of_an_odd_record_are_just_its_own_copy(project: Any)
     reg.add(N1)
     reg.add(genuine)
     odd = dict(genuine, project=project)
-    assert reg.signature_variants(odd) == [json.loads(handoff.canonical(odd))]
+    assert reg.signature_variants(odd) == [json.loads(handoff.digests.canonical(odd))]
     # the held record's own variants are still found through its item
     assert len(reg.signature_variants(genuine)) == 1

@@ -1,4 +1,4 @@
-"""Second review, H2: the size limit holds on the canonical form every store writes.
+"""§13 size limit (second review H2): the size limit holds on the canonical form every store writes.
 
 A 300 KB line of ``1e20`` numbers is 1.3 MB in JCS (``100000000000000000000``); an object
 given directly (``check_record``, ``Registry.add``, a store's ``append``) had no limit at
@@ -53,7 +53,7 @@ def _refused(call: Any) -> None:
 
 def test_text_under_the_limit_whose_jcs_form_is_over_is_refused() -> None:
     line = _number_line()
-    assert len(line) < MAX_RECORD_CHARS < len(handoff.canonical(json.loads(line)))
+    assert len(line) < MAX_RECORD_CHARS < len(handoff.digests.canonical(json.loads(line)))
     _refused(lambda: admit_line(line, ROLES, handoff.EXTENSIONS))
     reg = handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS)
     _refused(lambda: reg.add(line))
@@ -66,9 +66,9 @@ def test_objects_have_the_limit_too(tmp_path: Path) -> None:
     _refused(lambda: handoff.check_record(big, roles=ROLES, extensions=handoff.EXTENSIONS))
     reg = handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS)
     _refused(lambda: reg.add(big))
-    memory = handoff.MemoryStore(roles=ROLES, extensions=handoff.EXTENSIONS)
+    memory = handoff.stores.MemoryStore(roles=ROLES, extensions=handoff.EXTENSIONS)
     _refused(lambda: memory.append(big))
-    with handoff.SQLiteStore(
+    with handoff.stores.SQLiteStore(
         tmp_path / "db.sqlite", roles=ROLES, extensions=handoff.EXTENSIONS
     ) as store:
         assert store.append(N1) == "accepted"
@@ -80,7 +80,7 @@ def test_objects_have_the_limit_too(tmp_path: Path) -> None:
 
 def _plant(db: Path) -> None:
     """Write an over-limit row straight into the table (as a store before the limit did)."""
-    body = handoff.canonical(json.loads(_number_line())).decode("utf-8")
+    body = handoff.digests.canonical(json.loads(_number_line())).decode("utf-8")
     digest = "sha-256:" + __import__("hashlib").sha256(body.encode()).hexdigest()
     with sqlite3.connect(db) as conn:
         conn.execute(
@@ -92,10 +92,10 @@ def _plant(db: Path) -> None:
 
 def test_one_over_limit_row_never_makes_the_store_unreadable(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite"
-    with handoff.SQLiteStore(db, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
+    with handoff.stores.SQLiteStore(db, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
         store.append(N1)
     _plant(db)
-    with handoff.SQLiteStore(db, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
+    with handoff.stores.SQLiteStore(db, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
         reg = store.registry()
         assert [s.state for s in reg.states().values()] == ["open"]
         [bad] = reg.rejected()

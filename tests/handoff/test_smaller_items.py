@@ -1,4 +1,4 @@
-"""Issue 19, finding 8: the smaller items, each on its real path."""
+"""Several rules (issue 19 #8): the smaller items, each on its real path."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_a_relayed_second_es256_signature_is_a_repeat(tmp_path: Path) -> None:
         assert (state.state, state.conflicts) == ("settled", ())
         states.append((state, fresh.records(ITEM)))
     assert states[0] == states[1]
-    with handoff.SQLiteStore(
+    with handoff.stores.SQLiteStore(
         tmp_path / "h.sqlite", roles=ROLES, extensions=handoff.EXTENSIONS
     ) as store:
         store.append(raised())
@@ -107,8 +107,10 @@ def test_a_relayed_second_es256_signature_is_a_repeat(tmp_path: Path) -> None:
 def test_markdown_ids_come_from_content_not_time() -> None:
     text = "## Acts\n\n- [ ] Renew the domain\n"
     where = {"project": "web", "registrar": "registrar"}
-    first = handoff.read_state_document(text, registry(), now=TS, **where)
-    later = handoff.read_state_document(text, registry(), now="2026-12-01T08:00:00Z", **where)
+    first = handoff.markdown.read_state_document(text, registry(), now=TS, **where)
+    later = handoff.markdown.read_state_document(
+        text, registry(), now="2026-12-01T08:00:00Z", **where
+    )
     assert first[0]["id"] == later[0]["id"]
     reg = registry()
     assert [reg.add(r).status for r in (first[0], later[0])] == ["accepted", "duplicate"]
@@ -157,7 +159,7 @@ def test_the_bulk_path_treats_repeats_as_the_plain_path_does() -> None:
     flag_one = {**raised("n9", key="k9"), "x_flag": 1}  # equal in Python, not in JCS
     feed = [raised(), {**raised(), "x_n": 1.0}, {**raised(), "x_n": 1}, flag_true, flag_one]
     texts = [json.dumps(r) for r in feed]
-    texts += [handoff.canonical(r).decode() for r in feed]
+    texts += [handoff.digests.canonical(r).decode() for r in feed]
     bulk, plain = registry(), registry()
     bulk.add_lines(texts)
     plain.add_many(texts)

@@ -40,7 +40,9 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opene
     def opener(roles: handoff.Roles = ROLES) -> Any:
         if request.param == "memory":
             if not memory:
-                memory.append(handoff.MemoryStore(roles=roles, extensions=handoff.EXTENSIONS))
+                memory.append(
+                    handoff.stores.MemoryStore(roles=roles, extensions=handoff.EXTENSIONS)
+                )
             return memory[0]
         url = (
             f"sqlite:{tmp_path / 'h.sqlite'}"

@@ -1,4 +1,5 @@
-"""Second review, H1: terms swapped under a standing settlement at the same revision.
+"""§9 presented terms (ext. §2; second review H1): terms swapped under a standing settlement at
+the same revision.
 
 The requester raises 800 EUR, amends to revision 2 with the same text, the principal
 settles revision 2, then the requester sends a NEW amended record at revision 2 with
@@ -86,9 +87,9 @@ def test_store_refuses_an_amended_that_does_not_raise_the_revision(
 ) -> None:
     store: Any
     if kind == "memory":
-        store = handoff.MemoryStore(roles=ROLES, extensions=handoff.EXTENSIONS)
+        store = handoff.stores.MemoryStore(roles=ROLES, extensions=handoff.EXTENSIONS)
     else:
-        store = handoff.SQLiteStore(
+        store = handoff.stores.SQLiteStore(
             tmp_path / "db.sqlite", roles=ROLES, extensions=handoff.EXTENSIONS
         )
     for record in (N1, N2, _settlement()):

@@ -1,4 +1,5 @@
-"""Second review, L2: on a verifiable side, unsigned records are reported, never ticked.
+"""§12 verifiable side (second review L2): on a verifiable side, unsigned records are reported,
+never ticked.
 
 An unsigned ``reopened`` naming the principal side reopened a verified settlement with
 no report, and an unsigned attested settlement was ticked by ``md sync``. Now the

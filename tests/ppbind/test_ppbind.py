@@ -113,7 +113,7 @@ def test_the_consent_grant_follows_the_decision(errand: dict[str, Any]) -> None:
     consent = terms["x_binding"]["parley"]["consent"]
     token = ppbind.consent_grant(ana, settlement, terms, now=consent["expires"] - 31)
     root = parley.decode_grant(token).blocks[0].payload
-    assert root["nonce"] == handoff.digest(settlement)
+    assert root["nonce"] == handoff.digests.digest(settlement)
     assert root["caveats"][:5] == parley.consent_caveats(consent)
     assert root["caveats"][5] == {"spend": {"max": 44000, "currency": "EUR"}}
     assert root["sub"] == terms["x_binding"]["agent"]
@@ -138,7 +138,7 @@ def test_a_decision_is_never_built_from_a_proposal_that_is_not_the_agreement(
     terms = ppbind.decision_terms(proposal=proposal, **args)
     assert terms["due"] == ppbind.rfc3339(proposal["expires"])
     assert terms["x_binding"]["parley"]["consent"]["hash"] == proposal["hash"]
-    handoff.check_decision_terms(terms)
+    handoff.decisions.check_decision_terms(terms)
     dearer = {**proposal, "cost": {"amount": 45000, "currency": "EUR"}}
     with pytest.raises(ppbind.BindingError) as caught:
         ppbind.decision_terms(proposal=dearer, **args)

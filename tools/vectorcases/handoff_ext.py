@@ -914,7 +914,7 @@ def evidence_sign() -> Iterator[Case]:
     yield Case(
         "public-key-only",
         {"record": SIGNED_ACT, "key": public(ED_KEY)},
-        error={"code": "proof", "reason": "key_not_private"},
+        error={"code": "key", "reason": "key_not_private"},
         comment="signing needs the private key",
         flags=("ed25519",),
     )
@@ -1044,7 +1044,7 @@ def evidence_verify() -> Iterator[Case]:
                 "jwks-other-key-claiming-kid",
                 "another key labelled with the principal's kid",
                 _set("jwks", {"keys": [{**public(OTHER_KEY), "kid": thumbprint(ED_KEY)}]}),
-                error={"code": "proof", "reason": "jwks_invalid"},
+                error={"code": "key", "reason": "jwks_invalid"},
                 extra_flags=("wrong-key", "jwks"),
             ),
             Mutation(
@@ -1052,14 +1052,14 @@ def evidence_verify() -> Iterator[Case]:
                 "a small-order Ed25519 key (the identity point) verifies a forged proof "
                 "(R = identity, S = 0) on every message, so the JWKS holding it is refused",
                 _forge_small_order,
-                error={"code": "proof", "reason": "jwks_invalid"},
+                error={"code": "key", "reason": "jwks_invalid"},
                 extra_flags=("wrong-key", "jwks"),
             ),
             Mutation(
                 "jwks-private-member",
                 "a JWKS that carries a private key is refused",
                 _set("jwks", {"keys": [ED_KEY]}),
-                error={"code": "proof", "reason": "jwks_invalid"},
+                error={"code": "key", "reason": "jwks_invalid"},
                 extra_flags=("jwks",),
             ),
             Mutation(
@@ -1665,7 +1665,7 @@ def conformance_principal_side() -> Iterator[Case]:
     yield Case(
         "proof-without-jwks",
         {**base, "side": {"mandates": SIDE["mandates"]}, "record": with_proof(good, ED_KEY)},
-        error={"code": "proof", "reason": "jwks_missing"},
+        error={"code": "key", "reason": "jwks_missing"},
         comment="a side that cannot check a proof does not pass it on as checked",
         flags=("proof",),
     )

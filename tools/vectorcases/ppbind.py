@@ -302,7 +302,7 @@ def audit() -> Iterator[Case]:
         )
         registry.add_many(h["records"])
         act = handoff.ItemId("acts", h["act"]["project"], h["act"]["key"])
-        terms = copy.deepcopy(dict(handoff.terms_at(registry, act, 1) or {}))
+        terms = copy.deepcopy(dict(handoff.evidence.terms_at(registry, act, 1) or {}))
         terms["text"] = "Pay Ben another 300 EUR in cash at collection"
         h["records"].append(
             handoff.make_amended(

@@ -56,7 +56,7 @@ def schema(input_: dict[str, Any]) -> dict[str, Any]:
     verdicts = []
     for fast in (False, True):
         try:
-            handoff.check_schema(input_["schema"], input_["instance"], fast=fast)
+            handoff.schemas.check_schema(input_["schema"], input_["instance"], fast=fast)
         except handoff.HandoffError as exc:
             if exc.code != "schema":
                 raise
@@ -73,6 +73,6 @@ def digest(input_: dict[str, Any]) -> dict[str, Any]:
     """Return the JCS form and the ``sha-256:`` digest of ``value``."""
     value = input_["value"]
     return {
-        "canonical": handoff.canonical(value).decode("utf-8"),
-        "digest": handoff.digest(value),
+        "canonical": handoff.digests.canonical(value).decode("utf-8"),
+        "digest": handoff.digests.digest(value),
     }

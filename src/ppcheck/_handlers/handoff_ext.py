@@ -56,7 +56,7 @@ def decisions_state(input_: dict[str, Any]) -> dict[str, Any]:
 @handler("handoff.evidence_presented")
 def evidence_presented(input_: dict[str, Any]) -> dict[str, Any]:
     """Build the §9 presentation and its ``evidence.presented`` digest."""
-    shown = handoff.presentation(
+    shown = handoff.evidence.presentation(
         ext=input_["ext"],
         project=input_["project"],
         key=input_["key"],
@@ -65,8 +65,8 @@ def evidence_presented(input_: dict[str, Any]) -> dict[str, Any]:
         proposal=input_.get("proposal"),
     )
     return {
-        "jcs": handoff.canonical(shown).decode("utf-8"),
-        "presented": handoff.presented_digest(shown),
+        "jcs": handoff.digests.canonical(shown).decode("utf-8"),
+        "presented": handoff.digests.presented_digest(shown),
     }
 
 
@@ -80,7 +80,7 @@ def evidence_sign(input_: dict[str, Any]) -> dict[str, Any]:
 @handler("handoff.evidence_verify")
 def evidence_verify(input_: dict[str, Any]) -> dict[str, Any]:
     """Verify a settlement's proof against the principal side's JWKS."""
-    algorithms = input_.get("algorithms", list(handoff.PROOF_ALGORITHMS))
+    algorithms = input_.get("algorithms", list(handoff.evidence.PROOF_ALGORITHMS))
     check = handoff.verify_proof(input_["record"], input_["jwks"], algorithms=algorithms)
     return {"kid": check.kid, "alg": check.alg}
 
@@ -89,7 +89,7 @@ def evidence_verify(input_: dict[str, Any]) -> dict[str, Any]:
 def md_read(input_: dict[str, Any]) -> dict[str, Any]:
     """Document before, records out: what a state document implies."""
     registry = _registry(input_, "records")
-    out = handoff.read_state_document(
+    out = handoff.markdown.read_state_document(
         input_["document"],
         registry,
         project=input_["project"],
@@ -104,7 +104,7 @@ def md_read(input_: dict[str, Any]) -> dict[str, Any]:
 def md_write(input_: dict[str, Any]) -> dict[str, Any]:
     """Records in, document after: a state document rendered from folded state."""
     registry = _registry(input_, "records")
-    document = handoff.write_state_document(
+    document = handoff.markdown.write_state_document(
         input_["document"],
         registry,
         project=input_["project"],
