@@ -55,14 +55,12 @@ from ._envelope import (
     validate_draft,
     validate_envelope,
 )
-from ._errors import PxpError
 from ._export import load_room
 from ._flags import FLAG_SENTENCES
 from ._ledger import (
     ENTRY_TYPES,
     Ledger,
     LedgerEntry,
-    LedgerError,
     entry_hash,
     load_ledger,
     verify_ledger,
@@ -109,6 +107,7 @@ from ._wire import (  # typed views of Room.agreement and Room.brief() (issue 24
     SeatRelease,
     UnverifiedClaim,
 )
+from .errors import LedgerError, PxpError, PxpProtocolError, PxpUsageError
 
 __all__ = [
     "ACTIONS",
@@ -150,6 +149,8 @@ __all__ = [
     "PrincipalLink",
     "Proxy",
     "PxpError",
+    "PxpProtocolError",
+    "PxpUsageError",
     "Room",
     "RoomStore",
     "RoomView",

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from ._card import IntentCard
 from ._envelope import SEATS, parse_claim_id
-from ._errors import PxpError
-from ._ledger import LedgerError, verify_ledger
+from ._ledger import verify_ledger
 from ._text import normalize
+from .errors import LedgerError, PxpError
 
 if TYPE_CHECKING:
     from ._room import Room

@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._errors import PxpError
+from .errors import PxpError
 
 __all__ = ["ZERO_HASH", "canonical", "canonical_bytes", "sha256_hex"]
 

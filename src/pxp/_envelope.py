@@ -12,8 +12,8 @@ from typing import Any
 
 from ._canonical import canonical, sha256_hex
 from ._card import _schema_check
-from ._errors import PxpError
 from ._jsstr import js_trim
+from .errors import PxpError
 
 __all__ = [
     "MAX_CLAIMS",

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from ._canonical import sha256_hex
 from ._card import IntentCard, SealedCard, _replace_amendments
 from ._envelope import SEATS, envelope_hash, validate_draft, validate_envelope
-from ._errors import PxpError
 from ._ledger import Ledger, LedgerEntry, verify_ledger
+from .errors import PxpError
 
 if TYPE_CHECKING:
     from ._room import Room

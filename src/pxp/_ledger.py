@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._canonical import ZERO_HASH, canonical, canonical_string
-from ._errors import PxpError
+from .errors import LedgerError, PxpError
 
 __all__ = [
     "ENTRY_TYPES",
     "Ledger",
     "LedgerEntry",
-    "LedgerError",
     "entry_hash",
     "load_ledger",
     "verify_ledger",
@@ -46,19 +45,6 @@ is ours: the reference has no separate principal link)."""
 _ENTRY_KEYS = frozenset(("n", "type", "at", "data", "prev", "hash"))
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _MAX_N = 2**53 - 1
-
-
-class LedgerError(PxpError):
-    """A ledger failed verification; ``index`` is the 0-based position of the first bad entry.
-
-    For a ledger that does not end at the expected head, ``index`` is where the two
-    histories part: ``len(entries)`` for a truncated ledger, the first extra entry for an
-    extended one.
-    """
-
-    def __init__(self, reason: str, message: str, *, index: int) -> None:
-        super().__init__("ledger_invalid", message, reason=reason)
-        self.index = index
 
 
 @dataclass(frozen=True)

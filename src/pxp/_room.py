@@ -28,12 +28,12 @@ from ._envelope import (
     proposal_hash,
     validate_draft,
 )
-from ._errors import PxpError
 from ._flags import flag
 from ._jsstr import js_prefix
 from ._ledger import Ledger, LedgerEntry, verify_ledger
 from ._text import compact, contains_words, hidden_characters, normalize
 from ._wire import Agreement, Brief
+from .errors import PxpError
 
 __all__ = [
     "ACTIONS",
@@ -434,7 +434,7 @@ class Room:
         if not isinstance(agent, str) or not agent.strip() or len(agent) > 200:
             raise PxpError("agent_invalid", "the agent name must be a non-empty string")
         if mode not in _MODES:
-            raise PxpError("agent_invalid", "mode must be 'builtin' or 'external'")
+            raise PxpError("mode_invalid", "mode must be 'builtin' or 'external'")
         at = format_time(now)
         record = self._seats[seat]
         if record.agent == agent and record.mode == mode:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ._errors import PxpError
+from .errors import PxpError
 
 if TYPE_CHECKING:
     from ._mcp_server import ServerConfig

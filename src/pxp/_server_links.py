@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs
 
-from ._errors import PxpError
+from .errors import PxpError
 
 __all__ = [
     "INVITE_ONLY",

@@ -22,7 +22,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple, TypeVar
 
 from ._brief import brief_markdown
-from ._errors import PxpError
 from ._ledger import verify_ledger
 from ._proxy import Proxy
 from ._room import MAX_CONTESTS_PER_SEAT, MAX_REJOINS_PER_SEAT, Room, format_time, other_seat
@@ -40,6 +39,7 @@ from ._server_links import (
 )
 from ._server_views import agent_view, compact_envelope, status_word
 from ._store import MemoryRoomStore, RoomStore
+from .errors import PxpError
 
 __all__ = [
     "DEFAULT_LINK_TTL",
