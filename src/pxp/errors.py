@@ -73,7 +73,12 @@ CODES = CodeTable(
         Code("answer_invalid", _P, "parse", "A principal's answer or its `confirms` is invalid."),
         Code("agent_invalid", _P, "parse", "An agent name is empty, too long or not a string."),
         Code("seat_invalid", _P, "parse", "A seat does not exist, or has no agent for the action."),
-        Code("argument_invalid", _P, "parse", "A tool argument or stored value is malformed."),
+        Code(
+            "argument_invalid",
+            _P,
+            "parse",
+            "A tool argument, vector input or stored value is malformed.",
+        ),
         Code("ledger_json", _P, "parse", "A ledger is not JSON, or the object has no `ledger`."),
         # ledger: the hash chain
         Code(

@@ -449,7 +449,7 @@ def test_wait_for_turn_caps_the_waiting_calls(tmp_path: Path) -> None:
 
 
 def test_waiter_limits_are_checked() -> None:
-    from pxp._errors import PxpError
+    from pxp.errors import PxpError
 
     for bad in ({"max_waiters": 0}, {"max_waiters_per_seat": 0}):
         with pytest.raises(PxpError, match="waiter limits"):
