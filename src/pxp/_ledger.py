@@ -117,6 +117,24 @@ class Ledger:
 
     def append(self, type_: str, at: str, data: Mapping[str, Any]) -> LedgerEntry:
         """Append an entry chained to the head and return it."""
+        return self.push(self.next_entry(type_, at, data))
+
+    def push(self, entry: LedgerEntry) -> LedgerEntry:
+        """Append ``entry``, which :meth:`next_entry` built for this ledger as it stands;
+        refuse (``ledger_append``) one that does not chain to the head."""
+        if (
+            not isinstance(entry, LedgerEntry)
+            or entry.n != len(self._entries) + 1
+            or entry.prev != self.head
+            or entry.hash != entry_hash(entry.prev, entry.n, entry.type, entry.at, entry.data)
+        ):
+            raise PxpError("ledger_append", "the entry does not chain to this ledger's head")
+        self._entries.append(entry)
+        return entry
+
+    def next_entry(self, type_: str, at: str, data: Mapping[str, Any]) -> LedgerEntry:
+        """The entry :meth:`append` would add now (nothing changes); raises
+        ``canonical_invalid`` for data JSON cannot carry."""
         if not isinstance(type_, str) or not type_:
             raise PxpError("ledger_append", "a ledger entry type must be a non-empty string")
         if not isinstance(at, str):
@@ -125,9 +143,7 @@ class Ledger:
             raise PxpError("ledger_append", "ledger entry data must be a JSON object")
         n = len(self._entries) + 1
         prev = self.head
-        entry = LedgerEntry(n, type_, at, data, prev, entry_hash(prev, n, type_, at, data))
-        self._entries.append(entry)
-        return entry
+        return LedgerEntry(n, type_, at, data, prev, entry_hash(prev, n, type_, at, data))
 
     def to_json(self) -> list[dict[str, Any]]:
         """Return every entry as JSON, oldest first."""

@@ -23,12 +23,12 @@ class:
 
 from __future__ import annotations
 
-from _ppcodes import Code, CodedError, CodeTable
+from _ppcodes import Code, CodedError, CodeTable, Kind
 
 __all__ = ["CODES", "LedgerError", "PxpError", "PxpProtocolError", "PxpUsageError"]
 
-_U = "usage"
-_P = "protocol"
+_U: Kind = "usage"
+_P: Kind = "protocol"
 
 CODES = CodeTable(
     "pxp",

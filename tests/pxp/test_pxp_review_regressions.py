@@ -158,7 +158,6 @@ def reference_room_agreed() -> dict[str, Any]:
     )
     agreement = {"proposal_hash": digest, "proposed_by": "A", "accepted_by": "B"}
     _append(room, "agreement", agreement, "2026-01-01T00:00:07.000Z")
-    _append(room, "agent_joined", {"seat": "B", "agent": "Late agent"}, "2026-01-01T00:00:08.000Z")
     return room
 
 

@@ -87,6 +87,8 @@ def _act(room: pxp.Room, action: str, now: Callable[[], datetime]) -> None:
         room.answer(seat, "yes", now=now())
     elif action == "brief":
         room.brief()
+    elif action == "link":
+        room.issue_principal_link(seat, agent=None, now=now())
     elif action in ("contest", "release", "rejoin"):
         # both need an agent in the seat; an invalid pair is refused before that is checked
         valid = (room.status, action) in pxp.TRANSITIONS

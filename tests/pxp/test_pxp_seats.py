@@ -633,21 +633,32 @@ def test_a_claim_resting_on_a_relayed_answer_says_so_in_the_brief(via: str) -> N
 
 
 @pytest.mark.parametrize(
-    ("kind", "data"),
+    ("kind", "data", "refusal"),
     [
-        ("seat_contested", {"seat": "B", "agent": " "}),
-        ("seat_contested", {"seat": "B", "agent": "x" * 201}),
-        ("seat_contested", {"seat": "B", "agent": "x", "note": "extra"}),
-        ("seat_rejoined", {"seat": "B", "agent": ""}),
-        ("seat_released", {"seat": "B", "agent": "sneaky", "via": "web"}),
-        ("seat_released", {"seat": "B", "agent": "someone else"}),
+        ("seat_contested", {"seat": "B", "agent": " "}, ("agent_invalid", None)),
+        ("seat_contested", {"seat": "B", "agent": "x" * 201}, ("agent_invalid", None)),
+        (
+            "seat_contested",
+            {"seat": "B", "agent": "x", "note": "extra"},
+            ("import_invalid", "order"),
+        ),
+        ("seat_rejoined", {"seat": "B", "agent": ""}, ("agent_invalid", None)),
+        ("seat_contested", {"seat": "A", "agent": "x"}, ("seat_invalid", None)),
+        (
+            "seat_released",
+            {"seat": "B", "agent": "sneaky", "via": "web"},
+            ("import_invalid", "order"),
+        ),
+        ("seat_released", {"seat": "B", "agent": "someone else"}, ("import_invalid", "order")),
     ],
 )
 def test_the_import_checks_seat_entries_as_the_live_rules_do(
-    kind: str, data: dict[str, Any]
+    kind: str, data: dict[str, Any], refusal: tuple[str, str | None]
 ) -> None:
     """Review 3, finding 10: the replay took any string as the agent, extra members, and any
-    number of contests; each is now refused as the live rule would."""
+    number of contests; each is now refused by Room.apply with the code live play gives
+    (issue 25); what live play never writes (extra members, another agent released) is
+    import_invalid."""
     room, now = active_room()
     room.join("B", agent="sneaky", now=now())
     export = room.export()
@@ -658,7 +669,7 @@ def test_the_import_checks_seat_entries_as_the_live_rules_do(
     ledger_.append({**body, "prev": prev, "hash": digest})
     with pytest.raises(pxp.PxpError) as err:
         pxp.Room.from_export(export)
-    assert (err.value.code, err.value.reason) == ("import_invalid", "order")
+    assert (err.value.code, err.value.reason) == refusal
 
 
 def test_the_import_refuses_a_fifth_contest() -> None:
@@ -675,4 +686,8 @@ def test_the_import_refuses_a_fifth_contest() -> None:
     assert pxp.Room.from_export(room.export()).status == "ended"
     with pytest.raises(pxp.PxpError) as err:
         pxp.Room.from_export(export)
-    assert err.value.reason == "order"
+    assert (err.value.code, err.value.reason) == ("invalid_transition", "contest_limit")
+    # live play refuses a fifth contest with the same code (issue 25: one Room.apply)
+    with pytest.raises(pxp.PxpError) as live:
+        room.contest("B", agent="x4", now=now())
+    assert (live.value.code, live.value.reason) == ("invalid_transition", "contest_limit")

@@ -2166,9 +2166,10 @@ def _seat_cases() -> Iterator[Case]:
             "ends there, its pending escalation unanswered (spec section 4, contest).",
             Mutation(
                 "contest-of-a-seat-nobody-holds",
-                "The contest names seat A, which no agent joined: refused.",
+                "The contest names seat A, which no agent joined: refused as live play "
+                "refuses it (seat_invalid).",
                 rewrite(seat="A"),
-                error=order,
+                error={"code": "seat_invalid"},
             ),
         ),
         (
@@ -2211,8 +2212,8 @@ def _reference_answered_room() -> dict[str, Any]:
     principal's answer is written onto the escalating envelope (``answer``, ``answer_via``)
     after that envelope was hashed; claim ids skip a number (a blank claim was dropped after
     numbering); the proposal's envelope carries ``proposal_hash`` and ``from.agent``; a claim
-    is reviewed twice; ``depends_on`` names a claim nobody made; an agent renames itself after
-    the agreement. Hashes are computed here independently of the library."""
+    is reviewed twice; ``depends_on`` names a claim nobody made. Hashes are computed here
+    independently of the library."""
     room = copy.deepcopy(SAMPLE)
 
     def append(type_: str, data: dict[str, Any], second: int) -> None:
@@ -2289,7 +2290,6 @@ def _reference_answered_room() -> dict[str, Any]:
         7,
     )
     append("agreement", {"proposal_hash": digest, "proposed_by": "A", "accepted_by": "B"}, 7)
-    append("agent_joined", {"seat": "B", "agent": "Late agent"}, 8)
     room["status"], room["pending"], room["turnCount"] = "agreed", None, 3
     return room
 
@@ -2306,6 +2306,15 @@ def _rechain(room: dict[str, Any]) -> None:
         body = {k: entry[k] for k in ("n", "type", "at", "data")}
         entry["prev"], entry["hash"] = prev, _sha(prev + _canon(body))
         prev = entry["hash"]
+
+
+def _extend(case: dict[str, Any], type_: str, data: dict[str, Any]) -> None:
+    """Append one entry to the case's ledger, chained; the head given no longer fits."""
+    ledger = case["room"]["ledger"]
+    prev, n, at = ledger[-1]["hash"], len(ledger) + 1, _t(len(ledger) + 1)
+    digest = _sha(prev + _canon({"n": n, "type": type_, "at": at, "data": data}))
+    ledger.append({"n": n, "type": type_, "at": at, "data": data, "prev": prev, "hash": digest})
+    case.pop("head", None)
 
 
 def _forge_disputed_agreement(case: dict[str, Any]) -> None:
@@ -2366,6 +2375,14 @@ def _reference_import_cases() -> Iterator[Case]:
                 error=bad("answer_unrecorded"),
             ),
             Mutation(
+                "agent-joins-after-agreement",
+                "An agent_joined entry after the agreement (the reference lets an agent rename "
+                "itself at any time): live play refuses a join in a finished room, and so does "
+                "the import, with the same code.",
+                lambda c: _extend(c, "agent_joined", {"seat": "B", "agent": "Late agent"}),
+                error={"code": "invalid_transition", "reason": "agreed_join"},
+            ),
+            Mutation(
                 "forged-agreement-on-disputed-claim",
                 "A rewritten, consistently re-chained history in which the accepting seat "
                 "challenged a claim the proposal depends on and still agreed: enforcement "
@@ -2376,8 +2393,8 @@ def _reference_import_cases() -> Iterator[Case]:
         ],
     )
     gap = copy.deepcopy(room)
-    agreement = gap["ledger"][-2]
-    del gap["ledger"][-2:]  # the agreement entry (and the later rename) never written
+    agreement = gap["ledger"][-1]
+    del gap["ledger"][-1:]  # the agreement entry never written
     last = gap["ledger"][-1]
     body = {"n": last["n"] + 1, "type": "agreement", "at": last["at"], "data": agreement["data"]}
     yield Case(
