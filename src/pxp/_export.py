@@ -168,10 +168,9 @@ class _Replay:
         if kind == "card_sealed" and seat in self.export.cards:
             card = self.export.cards[seat]
             amendments = card.amendments or ()
-            keep = len(amendments) - self.answers[seat]
-            if keep < 0:
-                raise _bad(f"seat {seat}'s card has fewer amendments than answers", "card")
-            # the card as sealed: without the amendments the answers in the ledger add
+            # the card as sealed: without the amendments the answers in the ledger add (a
+            # card short of amendments is refused at the answer that has none)
+            keep = max(0, len(amendments) - self.answers[seat])
             return _replace_amendments(card, amendments[:keep])
         if kind == "principal_answer" and seat in self.export.cards:
             amendments = self.export.cards[seat].amendments or ()

@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from ._canonical import sha256_hex
 from ._card import Amendment, IntentCard, SealedCard, _replace_amendments, seal_card
+from ._claims import CLAIM_RULES, ClaimCheck, claim_tokens
 from ._envelope import (
     SEATS,
     claim_id,
@@ -139,13 +140,6 @@ most; later joins under the holder's name change nothing."""
 VIAS = ("web", "mcp")
 _MODES = ("builtin", "external")
 _ROOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_CLAIM_TOKEN = re.compile(r"(?<![A-Za-z0-9])[ABab][1-9][0-9]*\.[1-8](?![0-9])")
-_OTHER_WORDS = re.compile(
-    r"^\s*(?:the\s+)?(?:other|their|theirs|counterpart|counter-party|counterparty)\b"
-    r"|\b(?:counterpart|counter-party|counterparty)"
-    r"|\b(?:other|their)\s+(?:side|proxy|party|seat|agent|principal|claim|message)",
-    re.I,
-)
 
 
 def other_seat(seat: str) -> str:
@@ -186,22 +180,6 @@ def _crossed(card: IntentCard, terms: list[str]) -> list[int]:
         ):
             hits.append(i)
     return hits
-
-
-def _is_must_never(ref: str) -> bool:
-    return re.fullmatch(r"must_never\[[0-9]+\]", ref.strip()) is not None
-
-
-def _repeats(assumptions: Mapping[str, str], text: str) -> str | None:
-    """The first earlier assumption (normalised text to claim id) that ``text`` repeats:
-    one of the two normalised texts holds the other as whole words."""
-    said = _norm(text)
-    if not said:
-        return None
-    for known, cid in assumptions.items():
-        if known and (f" {known} " in f" {said} " or f" {said} " in f" {known} "):
-            return cid
-    return None
 
 
 @dataclass
@@ -712,22 +690,6 @@ class Room:
             self.apply(_entry(follow_up, at, self.owed_data()))
         return SendResult(copy.deepcopy(envelope), tuple(flags), self.status, digest)
 
-    def _cites_other(self, ref: str, other: str) -> bool:
-        for token in _CLAIM_TOKEN.findall(ref):
-            parsed = parse_claim_id(token.upper())
-            if parsed is not None and parsed[0] == other:
-                return True
-        # the reference's test (a ref opening with other, their, counterpart or a seat
-        # letter), narrowed to the other seat's letter, plus "seat B" / "side B" anywhere
-        if _OTHER_WORDS.search(ref) is not None:
-            return True
-        if re.search(rf"^{other}\b|\b(?:seat|side|proxy)\s+{other}\b", ref, re.I) is not None:
-            return True
-        name = self._seats[other].name
-        if not name or not _norm(name):
-            return False
-        return _contains(ref, name)
-
     def _cited_assumption(
         self, ref: str, seat: str, seq: int, local: Mapping[str, bool]
     ) -> str | None:
@@ -737,9 +699,7 @@ class Room:
         claim of that envelope not yet built (the citing claim itself or a later one)
         backs nothing either.
         """
-        found: list[str] = _CLAIM_TOKEN.findall(ref)
-        for text in found:
-            token = text.upper()
+        for token in claim_tokens(ref):
             parsed = parse_claim_id(token)
             if parsed is None or parsed[0] != seat:
                 continue
@@ -771,49 +731,25 @@ class Room:
         for index, raw in enumerate(draft["claims"], start=1):
             cid = claim_id(seat, seq, index)
             new_ids.append(cid)
-            origin = raw["origin"]
             ref = raw.get("ref")
-            quoted = js_prefix(raw["text"], 60)
-            if origin in ("stated", "sourced") and ref is None:
-                flags.append(flag("ref_missing", text=quoted, origin=origin))
-                origin = "assumed"
-            elif origin == "stated" and ref is not None and self._cites_other(ref, other):
-                flags.append(flag("stated_cites_other_side", text=quoted))
-                origin = "assumed"
-            elif origin == "sourced" and ref is not None and self._cites_other(ref, other):
-                flags.append(flag("sourced_cites_other_side", claim=cid))
-                origin = "assumed"
-            elif (
-                origin != "assumed"
-                and ref is not None
-                and self._cited_assumption(ref, seat, seq, local)
-            ):
-                cited = self._cited_assumption(ref, seat, seq, local)
-                flags.append(flag(f"{origin}_cites_assumption", claim=cid, cited=str(cited)))
-                origin = "assumed"
-            elif origin == "stated" and ref is not None and card.clause(ref.strip()) is None:
-                flags.append(flag("stated_cites_missing_clause", claim=cid, clause=ref.strip()))
-                origin = "assumed"
-            elif origin == "stated" and ref is not None and _is_must_never(ref):
-                # a must_never is what the principal forbids, never what it asserts
-                flags.append(flag("stated_cites_must_never", claim=cid, clause=ref.strip()))
-                origin = "assumed"
-            elif (
-                origin == "stated"
-                and ref is not None
-                and not _contains(str(card.clause(ref.strip())), raw["text"])
-            ):
-                flags.append(flag("stated_text_not_in_clause", claim=cid, clause=ref.strip()))
-                origin = "assumed"
-            if origin == "sourced":
-                # re-stating does not upgrade an origin (seed 3.2): a claim that repeats an
-                # unverified assumption, of either side, is that assumption again. A stated
-                # claim that passed the checks above is its own principal's word (its card
-                # holds the text), not a re-statement, and stays stated.
-                repeated = _repeats(earlier_assumptions, raw["text"])
-                if repeated is not None:
-                    flags.append(flag("restated_assumption", claim=cid, cited=repeated))
+            check = ClaimCheck(
+                cid,
+                raw["text"],
+                raw["origin"],
+                ref,
+                card,
+                other,
+                self._seats[other].name,
+                lambda r: self._cited_assumption(r, seat, seq, local),
+                earlier_assumptions,
+            )
+            origin = raw["origin"]
+            for name, holds in CLAIM_RULES:
+                values = holds(check)
+                if values is not None:
+                    flags.append(flag(name, **values))
                     origin = "assumed"
+                    break
             stored: dict[str, Any] = {"id": cid, "text": raw["text"], "origin": origin}
             if ref is not None:
                 stored["ref"] = ref
@@ -1632,7 +1568,7 @@ class Room:
         self._allowed("brief")
         from ._brief import build_brief
 
-        return cast(Brief, build_brief(self))  # the shape of brief.schema.json
+        return build_brief(self)  # the shape of brief.schema.json
 
     # ----------------------------------------------------------------- export / import
 

@@ -28,21 +28,21 @@ floats = st.floats(allow_nan=False, allow_infinity=False)
 @settings(max_examples=300)
 def test_canonical_equals_jcs_on_json_without_floats(value: Any) -> None:
     # JCS (RFC 8785) sorts keys by UTF-16 code units and formats like JSON.stringify.
-    assert pxp.canonical_bytes(value) == rfc8785.dumps(value)
+    assert pxp.wire.canonical_bytes(value) == rfc8785.dumps(value)
 
 
 @given(floats)
 @settings(max_examples=300)
 def test_numbers_are_formatted_as_ecmascript(value: float) -> None:
-    assert pxp.canonical(value) == rfc8785.dumps(value).decode()
+    assert pxp.wire.canonical(value) == rfc8785.dumps(value).decode()
 
 
 @given(json_values)
 @settings(max_examples=200)
 def test_canonical_round_trips(value: Any) -> None:
-    text = pxp.canonical(value)
+    text = pxp.wire.canonical(value)
     assert json.loads(text) == value
-    assert pxp.canonical(json.loads(text)) == text
+    assert pxp.wire.canonical(json.loads(text)) == text
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,7 @@ def test_canonical_round_trips(value: Any) -> None:
     ],
 )
 def test_canonical_examples(value: Any, text: str) -> None:
-    assert pxp.canonical(value) == text
+    assert pxp.wire.canonical(value) == text
 
 
 @pytest.mark.parametrize(
@@ -68,12 +68,12 @@ def test_canonical_examples(value: Any, text: str) -> None:
 )
 def test_canonical_refuses(value: Any) -> None:
     with pytest.raises(pxp.PxpError) as caught:
-        pxp.canonical(value)
+        pxp.wire.canonical(value)
     assert caught.value.code == "canonical_invalid"
 
 
 def _ledger(size: int) -> list[dict[str, Any]]:
-    ledger = pxp.Ledger()
+    ledger = pxp.ledger.Ledger()
     ledger.append("room_opened", "2026-01-01T00:00:00.000Z", {"topic": "t", "protocol": "PXP/0"})
     for i in range(1, size):
         ledger.append(
@@ -135,7 +135,7 @@ def test_any_single_mutation_fails_at_its_index(size: int, data: st.DataObject) 
     kind = data.draw(st.sampled_from(KINDS))
     index = data.draw(st.integers(0, size - (2 if kind == "swap" else 1)))
     mutated = _mutations(entries, index, kind)
-    with pytest.raises(pxp.LedgerError) as caught:
+    with pytest.raises(pxp.errors.LedgerError) as caught:
         pxp.verify_ledger(mutated, head=head)
     expected = index
     if kind == "drop" and index == size - 1:
@@ -149,12 +149,12 @@ def test_truncation_and_extension_against_a_head(size: int, cut: int) -> None:
     entries = _ledger(size)
     head = pxp.verify_ledger(entries)
     cut = min(cut, size - 1)
-    with pytest.raises(pxp.LedgerError) as caught:
+    with pytest.raises(pxp.errors.LedgerError) as caught:
         pxp.verify_ledger(entries[:cut], head=head)
     assert caught.value.reason == "head_mismatch"
     assert caught.value.index == cut
     if cut:
-        with pytest.raises(pxp.LedgerError) as caught:
+        with pytest.raises(pxp.errors.LedgerError) as caught:
             pxp.verify_ledger(entries, head=entries[cut - 1]["hash"])
         assert caught.value.reason == "extended"
         assert caught.value.index == cut
@@ -180,24 +180,24 @@ def test_bad_head_argument() -> None:
 
 
 def test_empty_ledger_head_is_zero() -> None:
-    assert pxp.verify_ledger([]) == pxp.ZERO_HASH
-    with pytest.raises(pxp.LedgerError):
+    assert pxp.verify_ledger([]) == pxp.wire.ZERO_HASH
+    with pytest.raises(pxp.errors.LedgerError):
         pxp.verify_ledger([], head="1" * 64)
 
 
 def test_load_ledger_accepts_text_list_and_room_export() -> None:
     entries = _ledger(3)
-    assert pxp.load_ledger(json.dumps(entries)).head == entries[-1]["hash"]
-    assert pxp.load_ledger({"ledger": entries}).head == entries[-1]["hash"]
+    assert pxp.ledger.load_ledger(json.dumps(entries)).head == entries[-1]["hash"]
+    assert pxp.ledger.load_ledger({"ledger": entries}).head == entries[-1]["hash"]
     with pytest.raises(pxp.PxpError):
-        pxp.load_ledger("{not json")
+        pxp.ledger.load_ledger("{not json")
     with pytest.raises(pxp.PxpError):
-        pxp.load_ledger({"entries": entries})
+        pxp.ledger.load_ledger({"entries": entries})
 
 
 def test_ledger_entries_with_non_ascii_and_floats_hash_like_javascript() -> None:
-    ledger = pxp.Ledger()
+    ledger = pxp.ledger.Ledger()
     entry = ledger.append("note", "t", {"text": "Zoë\U0001f600", "x": 1.5, "y": 2.0})
     expected_body = '{"at":"t","data":{"text":"Zoë\U0001f600","x":1.5,"y":2},"n":1,"type":"note"}'
-    assert entry.hash == pxp.sha256_hex(pxp.ZERO_HASH + expected_body)
+    assert entry.hash == pxp.wire.sha256_hex(pxp.wire.ZERO_HASH + expected_body)
     assert pxp.verify_ledger(ledger.to_json()) == entry.hash

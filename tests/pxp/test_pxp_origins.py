@@ -61,7 +61,7 @@ def test_repeating_an_assumption_tagged_sourced_does_not_verify_it() -> None:
     )
     assert result.envelope["claims"][0]["origin"] == "assumed"
     assert result.flags == (
-        pxp.FLAG_SENTENCES["restated_assumption"].format(claim="B2.1", cited="A1.1"),
+        pxp.rules.FLAG_SENTENCES["restated_assumption"].format(claim="B2.1", cited="A1.1"),
     )
     assert not room.claims["B2.1"].verified
 
@@ -80,7 +80,7 @@ def test_a_stated_claim_must_cite_a_clause_that_holds_its_text(ref: str, flag_na
     claim = {"text": "The buyer pays the shipping", "origin": "stated", "ref": ref}
     result = room.send("A", msg(claims=[claim]), now=now())
     assert result.envelope["claims"][0]["origin"] == "assumed"
-    assert result.flags == (pxp.FLAG_SENTENCES[flag_name].format(claim="A1.1", clause=ref),)
+    assert result.flags == (pxp.rules.FLAG_SENTENCES[flag_name].format(claim="A1.1", clause=ref),)
 
 
 @pytest.mark.parametrize(
@@ -126,7 +126,9 @@ def test_agreeing_to_a_bundled_term_holding_a_must_never_is_flagged() -> None:
     result = room.send("A", msg("agree"), now=now())
     assert result.status == "active"
     assert result.envelope["status"] == "continue"
-    assert result.flags == (pxp.FLAG_SENTENCES["agree_must_never"].format(clause="must_never[0]"),)
+    assert result.flags == (
+        pxp.rules.FLAG_SENTENCES["agree_must_never"].format(clause="must_never[0]"),
+    )
 
 
 def test_proposing_a_bundled_term_holding_a_must_never_is_not_recorded() -> None:
@@ -134,7 +136,7 @@ def test_proposing_a_bundled_term_holding_a_must_never_is_not_recorded() -> None
     result = room.send("A", msg(proposal={"terms": ["440 EUR and we ship abroad"]}), now=now())
     assert "proposal" not in result.envelope
     assert result.flags == (
-        pxp.FLAG_SENTENCES["propose_must_never"].format(clause="must_never[0]"),
+        pxp.rules.FLAG_SENTENCES["propose_must_never"].format(clause="must_never[0]"),
     )
 
 

@@ -58,7 +58,7 @@ def test_a_term_with_a_format_character_is_not_recorded_as_a_proposal() -> None:
     result = room.send("A", msg(proposal={"terms": ["440 EUR\u200b"]}), now=now())
     assert "proposal" not in result.envelope
     assert result.flags == (
-        pxp.FLAG_SENTENCES["term_hidden_characters"].format(text="440 EUR\u200b"),
+        pxp.rules.FLAG_SENTENCES["term_hidden_characters"].format(text="440 EUR\u200b"),
     )
 
 
@@ -310,7 +310,7 @@ def test_import_notes_what_this_library_would_flag(monkeypatch: pytest.MonkeyPat
     noted = [f["flag"] for f in brief["brief"]["protocol_flags"]]
     assert noted == [
         "Import: would be flagged here: "
-        + pxp.FLAG_SENTENCES["agree_must_never"].format(clause="must_never[0]")
+        + pxp.rules.FLAG_SENTENCES["agree_must_never"].format(clause="must_never[0]")
     ]
     assert "Import: would be flagged here" in brief["markdown"]
     assert "hash chain verifies (integrity only, not authenticity)." in brief["markdown"]

@@ -220,11 +220,11 @@ def test_our_own_envelopes_still_must_number_claims_without_gaps() -> None:
     ],
 )
 def test_canonical_writes_lone_surrogates_as_javascript(value: Any, expected: str) -> None:
-    assert pxp.canonical(value) == expected
+    assert pxp.wire.canonical(value) == expected
 
 
 def test_raw_text_hash_treats_a_lone_surrogate_as_node_does() -> None:
-    assert pxp.sha256_hex("a\ud800") == hashlib.sha256("a\ufffd".encode()).hexdigest()
+    assert pxp.wire.sha256_hex("a\ud800") == hashlib.sha256("a\ufffd".encode()).hexdigest()
 
 
 def test_a_lone_surrogate_survives_the_sqlite_store(tmp_path: Path) -> None:
@@ -242,7 +242,7 @@ def test_ledger_data_that_cannot_be_hashed_reports_its_index() -> None:
     room, _now = active_room()
     entries = room.ledger.to_json()
     entries[2]["data"]["x"] = float("nan")
-    with pytest.raises(pxp.LedgerError) as caught:
+    with pytest.raises(pxp.errors.LedgerError) as caught:
         pxp.verify_ledger(entries)
     assert caught.value.index == 2
 
@@ -592,10 +592,10 @@ def test_canonical_and_text_hashes_match_node(values: list[Any]) -> None:
     assert len(rows) == len(values)
     for value, row in zip(values, rows, strict=True):
         text, digest, text_digest = json.loads(row)
-        assert pxp.canonical(value) == text
-        assert pxp.sha256_hex(pxp.canonical(value)) == digest
+        assert pxp.wire.canonical(value) == text
+        assert pxp.wire.sha256_hex(pxp.wire.canonical(value)) == digest
         if isinstance(value, str):
-            assert pxp.sha256_hex(value) == text_digest
+            assert pxp.wire.sha256_hex(value) == text_digest
 
 
 def _fixture_room(room_id: str, envelopes: list[dict[str, Any]]) -> dict[str, Any]:
@@ -671,7 +671,7 @@ def test_the_reference_finalise_gap_room_hashes_and_imports_as_agreed() -> None:
 # ------------------------------------------------------------------ input robustness
 
 
-@pytest.mark.parametrize("load", [pxp.load_room, pxp.load_ledger])
+@pytest.mark.parametrize("load", [pxp.load_room, pxp.ledger.load_ledger])
 def test_deeply_nested_json_text_is_a_pxp_error(load: Callable[[str], Any]) -> None:
     with pytest.raises(pxp.PxpError):
         load("[" * 100_000)

@@ -665,7 +665,7 @@ def test_the_import_checks_seat_entries_as_the_live_rules_do(
     ledger_ = export["ledger"]
     prev = ledger_[-1]["hash"]
     body = {"n": len(ledger_) + 1, "type": kind, "at": ledger_[-1]["at"], "data": data}
-    digest = pxp.sha256_hex(prev + pxp.canonical(body))
+    digest = pxp.wire.sha256_hex(prev + pxp.wire.canonical(body))
     ledger_.append({**body, "prev": prev, "hash": digest})
     with pytest.raises(pxp.PxpError) as err:
         pxp.Room.from_export(export)
@@ -682,7 +682,9 @@ def test_the_import_refuses_a_fifth_contest() -> None:
     prev = ledger_[-1]["hash"]
     data = {"seat": "B", "agent": "x4"}
     body = {"n": len(ledger_) + 1, "type": "seat_contested", "at": ledger_[-1]["at"], "data": data}
-    ledger_.append({**body, "prev": prev, "hash": pxp.sha256_hex(prev + pxp.canonical(body))})
+    ledger_.append(
+        {**body, "prev": prev, "hash": pxp.wire.sha256_hex(prev + pxp.wire.canonical(body))}
+    )
     assert pxp.Room.from_export(room.export()).status == "ended"
     with pytest.raises(pxp.PxpError) as err:
         pxp.Room.from_export(export)

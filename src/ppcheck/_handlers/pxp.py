@@ -68,7 +68,7 @@ def verify_ledger(input_: dict[str, Any]) -> dict[str, Any]:
     """Verify a ledger; a failed check is an output naming the first bad entry."""
     try:
         head = pxp.verify_ledger(_need(input_, "entries"), head=input_.get("head"))
-    except pxp.LedgerError as exc:
+    except pxp.errors.LedgerError as exc:
         return {"valid": False, "index": exc.index, "reason": str(exc.reason)}
     return {"valid": True, "head": head}
 
@@ -103,7 +103,8 @@ def _play(input_: Mapping[str, Any]) -> pxp.Room:
             room.release(seat, now=at)
         else:
             raise pxp.PxpError(
-                "argument_invalid", f"steps[{i}] is not join, seal, send, answer, contest or release"
+                "argument_invalid",
+                f"steps[{i}] is not join, seal, send, answer, contest or release",
             )
     return room
 
@@ -154,5 +155,5 @@ def import_room(input_: dict[str, Any]) -> dict[str, Any]:
 @handler("pxp.canonical")
 def canonical(input_: dict[str, Any]) -> dict[str, Any]:
     """Canonical JSON text of a value and the SHA-256 of its UTF-8 bytes."""
-    text = pxp.canonical(_need(input_, "value"))
-    return {"text": text, "sha256": pxp.sha256_hex(text)}
+    text = pxp.wire.canonical(_need(input_, "value"))
+    return {"text": text, "sha256": pxp.wire.sha256_hex(text)}
