@@ -202,7 +202,7 @@ class RoomService:
     def grant(self, link: object, kind: LinkKind | tuple[LinkKind, ...]) -> SeatGrant:
         """Return the seat ``link`` opens as a link of ``kind`` (or of one of the kinds
         given), or refuse (:func:`~pxp._server_links.check_link`)."""
-        return check_link(self._links, link, kind, now=format_time(self._clock()))
+        return check_link(self._links, link, kind, now=self._clock())
 
     def _expiry(self, now: datetime) -> str | None:
         return None if self._link_ttl is None else format_time(now + self._link_ttl)

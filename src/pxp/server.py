@@ -26,6 +26,7 @@ from ._server_links import (
     MemoryLinkStore,
     SeatGrant,
     SqliteLinkStore,
+    check_link,
 )
 from ._server_rooms import DEFAULT_LINK_TTL, RoomService
 from ._server_tools import TOOL_SPECS, ToolSpec
@@ -43,6 +44,7 @@ __all__ = [
     "ServerConfig",
     "SqliteLinkStore",
     "ToolSpec",
+    "check_link",
     "create_app",
     "create_mcp_server",
     "serve",

@@ -3,6 +3,7 @@ card really gives, and principal answers that confirm claims (issue 20, findings
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -220,3 +221,75 @@ def test_a_principal_cannot_confirm_an_unknown_or_verified_claim() -> None:
         assert caught.value.code == "answer_invalid"
     assert len(room.ledger) == before
     assert room.status == "paused"
+
+
+# ------------------------------------------------------------------ the rule table (issue 25)
+
+_ASSUMED = {"text": "The bike is blue", "origin": "assumed"}
+
+# flag -> the claims seat A sends (the last one trips the rule)
+RULE_EXAMPLES: dict[str, list[dict[str, Any]]] = {
+    "ref_missing": [{"text": "At least 400 EUR", "origin": "stated"}],
+    "stated_cites_other_side": [
+        {"text": "At least 400 EUR", "origin": "stated", "ref": "their message"}
+    ],
+    "sourced_cites_other_side": [
+        {"text": "Bo lives in Porto", "origin": "sourced", "ref": "seat B said so"}
+    ],
+    "stated_cites_assumption": [_ASSUMED, {"text": "Blue", "origin": "stated", "ref": "A1.1"}],
+    "sourced_cites_assumption": [_ASSUMED, {"text": "Blue", "origin": "sourced", "ref": "A1.1"}],
+    "stated_cites_missing_clause": [
+        {"text": "At least 400 EUR", "origin": "stated", "ref": "known_facts[9]"}
+    ],
+    "stated_cites_must_never": [
+        {"text": "ship abroad", "origin": "stated", "ref": "must_never[0]"}
+    ],
+    "stated_text_not_in_clause": [
+        {"text": "The frame is carbon", "origin": "stated", "ref": "known_facts[0]"}
+    ],
+    "restated_assumption": [
+        _ASSUMED,
+        {"text": "The bike is blue", "origin": "sourced", "ref": "https://example.com/b"},
+    ],
+}
+
+
+def _sentence_pattern(name: str) -> re.Pattern[str]:
+    parts = re.split(r"\{[a-z]+\}", pxp.rules.FLAG_SENTENCES[name])
+    return re.compile(".*".join(re.escape(p) for p in parts), re.S)
+
+
+def test_every_claim_rule_of_the_table_has_an_example() -> None:
+    names = [name for name, _holds in pxp.rules.CLAIM_RULES]
+    assert len(names) == len(set(names))
+    assert set(names) == set(RULE_EXAMPLES)
+    # the table's flags are FLAG_SENTENCES entries, in FLAG_SENTENCES order
+    order = list(pxp.rules.FLAG_SENTENCES)
+    assert [order.index(n) for n in names] == sorted(order.index(n) for n in names)
+
+
+@pytest.mark.parametrize("rule", [name for name, _holds in pxp.rules.CLAIM_RULES])
+def test_each_claim_rule_downgrades_with_its_flag_and_no_later_one(rule: str) -> None:
+    """Walk the table: the example trips its rule and, as the first rule that holds, only
+    it; the claim is stored assumed, and the same claim without the trigger is kept."""
+    room, now = active_room()
+    result = room.send("A", msg(claims=RULE_EXAMPLES[rule]), now=now())
+    last = result.envelope["claims"][-1]
+    assert last["origin"] == "assumed"
+    fired = [
+        name
+        for name, _ in pxp.rules.CLAIM_RULES
+        if any(_sentence_pattern(name).fullmatch(f) for f in result.flags)
+    ]
+    assert fired == [rule], result.flags
+
+
+def test_a_claim_no_rule_holds_for_keeps_its_origin() -> None:
+    room, now = active_room()
+    claims = [
+        {"text": "At least 400 EUR", "origin": "stated", "ref": "must_haves[0]"},
+        {"text": "Serviced in May", "origin": "sourced", "ref": "invoice 12"},
+    ]
+    result = room.send("A", msg(claims=claims), now=now())
+    assert [c["origin"] for c in result.envelope["claims"]] == ["stated", "sourced"]
+    assert result.flags == ()
