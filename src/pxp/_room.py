@@ -713,117 +713,18 @@ class Room:
         return None
 
     def _enforce(self, seat: str, draft: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        """Build the stored envelope from a validated draft; nothing is changed here."""
-        other = other_seat(seat)
+        """Build the stored envelope from a validated draft; nothing is changed here.
+
+        Claims (the claim rules, then backing), reviews, the proposal and the agreement, in
+        that order (spec §5); each rewrite appends its flag to the list returned."""
         record = self._seats[seat]
-        card = record.card
-        assert card is not None
+        assert record.card is not None
         assert record.card_hash is not None
         seq = len(self._envelopes) + 1
         flags: list[str] = []
-        earlier_assumptions: dict[str, str] = {}
-        for rec in self._claims.values():
-            if not rec.verified:
-                earlier_assumptions.setdefault(_norm(rec.text), rec.id)
-        claims: list[dict[str, Any]] = []
-        local: dict[str, bool] = {}
-        new_ids: list[str] = []
-        for index, raw in enumerate(draft["claims"], start=1):
-            cid = claim_id(seat, seq, index)
-            new_ids.append(cid)
-            ref = raw.get("ref")
-            check = ClaimCheck(
-                cid,
-                raw["text"],
-                raw["origin"],
-                ref,
-                card,
-                other,
-                self._seats[other].name,
-                lambda r: self._cited_assumption(r, seat, seq, local),
-                earlier_assumptions,
-            )
-            origin = raw["origin"]
-            for name, holds in CLAIM_RULES:
-                values = holds(check)
-                if values is not None:
-                    flags.append(flag(name, **values))
-                    origin = "assumed"
-                    break
-            stored: dict[str, Any] = {"id": cid, "text": raw["text"], "origin": origin}
-            if ref is not None:
-                stored["ref"] = ref
-            backs = raw.get("backs")
-            if backs is not None:
-                target = self._claims.get(backs)
-                if target is None or target.seat != seat:
-                    raise PxpError(
-                        "envelope_rejected",
-                        f"claim {index} backs {backs!r}, not an earlier claim of seat {seat}",
-                        reason="backs_unknown",
-                    )
-                if target.origin != "assumed":
-                    raise PxpError(
-                        "envelope_rejected",
-                        f"claim {index} backs {backs}, which is not an assumed claim",
-                        reason="backs_not_assumed",
-                    )
-                stored["backs"] = backs
-                if origin != "sourced":
-                    flags.append(flag("backs_without_source", claim=cid))
-            claims.append(stored)
-            local[cid] = origin != "assumed"
-            if origin == "assumed":
-                earlier_assumptions.setdefault(_norm(raw["text"]), cid)
-        reviews: list[dict[str, Any]] = []
-        reviewed: set[str] = set()
-        for review in draft["reviews"]:
-            target = self._claims.get(review["claim_id"])
-            if target is None:
-                raise PxpError(
-                    "envelope_rejected",
-                    f"the review names claim {review['claim_id']}, which does not exist",
-                    reason="review_unknown_claim",
-                )
-            if target.seat != other:
-                raise PxpError(
-                    "envelope_rejected",
-                    f"the review names claim {review['claim_id']}, a claim of this seat",
-                    reason="review_own_claim",
-                )
-            reviews.append(dict(review))
-            reviewed.add(review["claim_id"])
-        for cid in self.unreviewed(seat):
-            if cid not in reviewed:
-                flags.append(flag("unreviewed_claim", claim=cid))
-                reviews.append({"claim_id": cid, "verdict": "challenge", "reason": "not reviewed"})
-        proposal = draft.get("proposal")
-        if proposal is not None:
-            resolved: list[str] = []
-            for dep in proposal.get("depends_on", []):
-                if dep.startswith("new"):
-                    dep = new_ids[int(dep[3:]) - 1]
-                elif dep not in self._claims:
-                    raise PxpError(
-                        "envelope_rejected",
-                        f"the proposal depends on claim {dep}, which does not exist",
-                        reason="depends_on_unknown",
-                    )
-                if dep not in resolved:
-                    resolved.append(dep)
-            proposal = {"terms": list(proposal["terms"]), "depends_on": resolved}
-            crossing = _crossed(card, proposal["terms"])
-            hidden = [t for t in proposal["terms"] if hidden_characters(t)]
-            if hidden:
-                # a term holding characters a page shows as nothing reads differently
-                # from what binds; the proposal is not recorded
-                flags.append(flag("term_hidden_characters", text=js_prefix(hidden[0], 60)))
-                proposal = None
-            elif crossing:
-                # a proposal binds its proxy: offering a must_never needs the principal
-                for hit in crossing:
-                    flags.append(flag("propose_must_never", clause=f"must_never[{hit}]"))
-                proposal = None
+        claims = self._enforce_claims(seat, seq, draft["claims"], flags)
+        reviews = self._enforce_reviews(seat, draft["reviews"], flags)
+        proposal = self._enforce_proposal(seat, seq, draft.get("proposal"), flags)
         status = draft["status"]
         accepts: dict[str, Any] | None = None
         if status == "agree":
@@ -849,6 +750,132 @@ class Room:
         if flags:
             envelope["protocol_flags"] = list(flags)
         return envelope, flags
+
+    def _enforce_claims(
+        self, seat: str, seq: int, drafted: list[dict[str, Any]], flags: list[str]
+    ) -> list[dict[str, Any]]:
+        """The claims as stored: each walks :data:`CLAIM_RULES`, then its backing."""
+        other = other_seat(seat)
+        card = self._seats[seat].card
+        assert card is not None
+        assumptions: dict[str, str] = {}
+        for rec in self._claims.values():
+            if not rec.verified:
+                assumptions.setdefault(_norm(rec.text), rec.id)
+        claims: list[dict[str, Any]] = []
+        local: dict[str, bool] = {}
+        for index, raw in enumerate(drafted, start=1):
+            cid = claim_id(seat, seq, index)
+            check = ClaimCheck(
+                cid,
+                raw["text"],
+                raw["origin"],
+                raw.get("ref"),
+                card,
+                other,
+                self._seats[other].name,
+                lambda r: self._cited_assumption(r, seat, seq, local),
+                assumptions,
+            )
+            origin = raw["origin"]
+            for name, holds in CLAIM_RULES:
+                values = holds(check)
+                if values is not None:
+                    flags.append(flag(name, **values))
+                    origin = "assumed"
+                    break
+            stored: dict[str, Any] = {"id": cid, "text": raw["text"], "origin": origin}
+            if check.ref is not None:
+                stored["ref"] = check.ref
+            if raw.get("backs") is not None:
+                stored["backs"] = self._check_backs(seat, index, raw["backs"])
+                if origin != "sourced":
+                    flags.append(flag("backs_without_source", claim=cid))
+            claims.append(stored)
+            local[cid] = origin != "assumed"
+            if origin == "assumed":
+                assumptions.setdefault(_norm(raw["text"]), cid)
+        return claims
+
+    def _check_backs(self, seat: str, index: int, backs: str) -> str:
+        target = self._claims.get(backs)
+        if target is None or target.seat != seat:
+            raise PxpError(
+                "envelope_rejected",
+                f"claim {index} backs {backs!r}, not an earlier claim of seat {seat}",
+                reason="backs_unknown",
+            )
+        if target.origin != "assumed":
+            raise PxpError(
+                "envelope_rejected",
+                f"claim {index} backs {backs}, which is not an assumed claim",
+                reason="backs_not_assumed",
+            )
+        return backs
+
+    def _enforce_reviews(
+        self, seat: str, drafted: list[dict[str, Any]], flags: list[str]
+    ) -> list[dict[str, Any]]:
+        """The reviews as stored: each names a claim of the other side; every claim of the
+        other side left unreviewed is recorded as challenged."""
+        reviews: list[dict[str, Any]] = []
+        reviewed: set[str] = set()
+        for review in drafted:
+            target = self._claims.get(review["claim_id"])
+            if target is None:
+                raise PxpError(
+                    "envelope_rejected",
+                    f"the review names claim {review['claim_id']}, which does not exist",
+                    reason="review_unknown_claim",
+                )
+            if target.seat != other_seat(seat):
+                raise PxpError(
+                    "envelope_rejected",
+                    f"the review names claim {review['claim_id']}, a claim of this seat",
+                    reason="review_own_claim",
+                )
+            reviews.append(dict(review))
+            reviewed.add(review["claim_id"])
+        for cid in self.unreviewed(seat):
+            if cid not in reviewed:
+                flags.append(flag("unreviewed_claim", claim=cid))
+                reviews.append({"claim_id": cid, "verdict": "challenge", "reason": "not reviewed"})
+        return reviews
+
+    def _enforce_proposal(
+        self, seat: str, seq: int, proposal: dict[str, Any] | None, flags: list[str]
+    ) -> dict[str, Any] | None:
+        """The proposal as stored, or ``None`` when a term hides characters or crosses one
+        of the seat's own must_nevers."""
+        if proposal is None:
+            return None
+        resolved: list[str] = []
+        for dep in proposal.get("depends_on", []):
+            if dep.startswith("new"):
+                dep = claim_id(seat, seq, int(dep[3:]))
+            elif dep not in self._claims:
+                raise PxpError(
+                    "envelope_rejected",
+                    f"the proposal depends on claim {dep}, which does not exist",
+                    reason="depends_on_unknown",
+                )
+            if dep not in resolved:
+                resolved.append(dep)
+        card = self._seats[seat].card
+        assert card is not None
+        hidden = [t for t in proposal["terms"] if hidden_characters(t)]
+        if hidden:
+            # a term holding characters a page shows as nothing reads differently from what
+            # binds; the proposal is not recorded
+            flags.append(flag("term_hidden_characters", text=js_prefix(hidden[0], 60)))
+            return None
+        crossing = _crossed(card, proposal["terms"])
+        if crossing:
+            # a proposal binds its proxy: offering a must_never needs the principal
+            for hit in crossing:
+                flags.append(flag("propose_must_never", clause=f"must_never[{hit}]"))
+            return None
+        return {"terms": list(proposal["terms"]), "depends_on": resolved}
 
     def _check_agree(
         self,
@@ -940,6 +967,28 @@ class Room:
                     }
                 )
 
+    def _record_claim(self, claim: Mapping[str, Any], seat: str, seq: int) -> None:
+        """Record a stored claim; a sourced claim backing an assumed one verifies it."""
+        self._claims[claim["id"]] = ClaimRecord(
+            claim["id"], seat, seq, claim["text"], claim["origin"], claim.get("ref")
+        )
+        backs = claim.get("backs")
+        if backs is None or claim["origin"] != "sourced":
+            return
+        target = self._claims.get(backs)
+        if target is not None and target.seat == seat and target.backed_by is None:
+            self._claims[backs] = ClaimRecord(
+                target.id,
+                target.seat,
+                target.seq,
+                target.text,
+                target.origin,
+                target.ref,
+                claim["id"],
+                target.speaker,
+                target.confirmed_by,
+            )
+
     def _apply_envelope(self, envelope: dict[str, Any], *, ledger_n: int) -> str:
         """Record a stored envelope's effects; return the send outcome. No ledger writes."""
         seat = envelope["from"]["seat"]
@@ -947,24 +996,7 @@ class Room:
         seq = envelope["seq"]
         self._envelopes.append(envelope)
         for claim in envelope["claims"]:
-            self._claims[claim["id"]] = ClaimRecord(
-                claim["id"], seat, seq, claim["text"], claim["origin"], claim.get("ref")
-            )
-            backs = claim.get("backs")
-            if backs is not None and claim["origin"] == "sourced":
-                target = self._claims.get(backs)
-                if target is not None and target.seat == seat and target.backed_by is None:
-                    self._claims[backs] = ClaimRecord(
-                        target.id,
-                        target.seat,
-                        target.seq,
-                        target.text,
-                        target.origin,
-                        target.ref,
-                        claim["id"],
-                        target.speaker,
-                        target.confirmed_by,
-                    )
+            self._record_claim(claim, seat, seq)
         for review in envelope["reviews"]:
             key = (seat, review["claim_id"])
             self._reviews[key] = (review["verdict"], seq, review.get("reason") or None)
