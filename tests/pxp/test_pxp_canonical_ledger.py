@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import shutil
+import subprocess
 from typing import Any
 
 import pytest
@@ -12,6 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pxp
+
+from . import _rooms as van
 
 json_scalars = st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | st.text()
 json_values = st.recursive(
@@ -201,3 +206,101 @@ def test_ledger_entries_with_non_ascii_and_floats_hash_like_javascript() -> None
     expected_body = '{"at":"t","data":{"text":"Zoë\U0001f600","x":1.5,"y":2},"n":1,"type":"note"}'
     assert entry.hash == pxp.wire.sha256_hex(pxp.wire.ZERO_HASH + expected_body)
     assert pxp.verify_ledger(ledger.to_json()) == entry.hash
+
+
+# ------------------------------------------------- JavaScript's canonical form (review)
+
+
+# Our own JavaScript statement of the reference's rule (sorted keys by the default sort,
+# JSON.stringify for keys and leaves, no whitespace); it reads JSON lines and writes, per
+# line, the canonical text and the SHA-256 Node computes of that text and of a string value.
+_NODE_CANONICAL = r"""
+const { createHash } = require('crypto');
+const sha = (s) => createHash('sha256').update(s).digest('hex');
+function canon(v) {
+  if (Array.isArray(v)) return '[' + v.map(canon).join(',') + ']';
+  if (v !== null && typeof v === 'object') {
+    const parts = [];
+    for (const k of Object.keys(v).sort()) {
+      if (v[k] !== undefined) parts.push(JSON.stringify(k) + ':' + canon(v[k]));
+    }
+    return '{' + parts.join(',') + '}';
+  }
+  return JSON.stringify(v);
+}
+const out = [];
+for (const line of require('fs').readFileSync(0, 'utf8').split('\n')) {
+  if (!line) continue;
+  const v = JSON.parse(line);
+  const c = canon(v);
+  out.push(JSON.stringify([c, sha(c), typeof v === 'string' ? sha(v) : null]));
+}
+process.stdout.write(out.join('\n'));
+"""
+
+
+_TEXT = st.text(
+    st.characters(codec=None, categories=None, exclude_categories=()), max_size=8
+) | st.sampled_from(["\ud800", "a\udfffb", "\ud83d\ude00", "\u2028", "\x7f\x00\x1f"])
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        # what JSON.stringify (ES2019, Node 12+) writes
+        ("\ud800", '"\\ud800"'),
+        ("a\udc00b", '"a\\udc00b"'),
+        ("\ud83d\ude00", '"\U0001f600"'),  # a split pair is one character in JavaScript
+        # UTF-16 code unit order: U+D800 < U+D83D U+DE00 (the emoji) < U+FFFF
+        ({"\ud800": 1, "\uffff": 2, "\U0001f600": 3}, '{"\\ud800":1,"\U0001f600":3,"\uffff":2}'),
+        ("\u2028\u2029", '"\u2028\u2029"'),
+    ],
+)
+def test_canonical_writes_lone_surrogates_as_javascript(value: Any, expected: str) -> None:
+    assert pxp.wire.canonical(value) == expected
+
+
+def test_raw_text_hash_treats_a_lone_surrogate_as_node_does() -> None:
+    assert pxp.wire.sha256_hex("a\ud800") == hashlib.sha256("a\ufffd".encode()).hexdigest()
+
+
+def test_ledger_data_that_cannot_be_hashed_reports_its_index() -> None:
+    room, _now = van.active_room()
+    entries = room.ledger.to_json()
+    entries[2]["data"]["x"] = float("nan")
+    with pytest.raises(pxp.errors.LedgerError) as caught:
+        pxp.verify_ledger(entries)
+    assert caught.value.index == 2
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
+@given(st.lists(_JSON, min_size=1, max_size=60))
+@settings(max_examples=8, deadline=None)
+def test_canonical_and_text_hashes_match_node(values: list[Any]) -> None:
+    lines = "\n".join(json.dumps(v) for v in values) + "\n"
+    done = subprocess.run(
+        ["node", "-e", _NODE_CANONICAL],
+        input=lines.encode("ascii"),
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    rows = done.stdout.decode("utf-8").split("\n")
+    assert len(rows) == len(values)
+    for value, row in zip(values, rows, strict=True):
+        text, digest, text_digest = json.loads(row)
+        assert pxp.wire.canonical(value) == text
+        assert pxp.wire.sha256_hex(pxp.wire.canonical(value)) == digest
+        if isinstance(value, str):
+            assert pxp.wire.sha256_hex(value) == text_digest
