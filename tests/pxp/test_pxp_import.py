@@ -251,8 +251,7 @@ def test_an_import_refuses_an_envelope_where_an_escalation_entry_is_owed() -> No
 
 def test_import_notes_what_this_library_would_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     import pxp._room as engine
-    from pxp._server_links import SeatGrant
-    from pxp._server_rooms import RoomService
+    from pxp.server import RoomService, SeatGrant
 
     # a looser server: no must_never check on agree
     with monkeypatch.context() as patch:

@@ -31,7 +31,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 import pxp
-from pxp._server_links import SqliteLinkStore
+from pxp.server import SqliteLinkStore
 
 from . import test_pxp_origins as bike
 from ._mcp_harness import call, mcp_client, refused
@@ -279,7 +279,7 @@ def test_the_principal_releases_the_seat_for_a_new_agent(tmp_path: Path) -> None
 
 
 def test_a_refused_release_changes_no_link(tmp_path: Path) -> None:
-    from pxp._server_links import SeatGrant
+    from pxp.server import SeatGrant
 
     service = sqlite(tmp_path)
     made = service.create_room(
@@ -702,8 +702,7 @@ def test_the_import_refuses_a_fifth_contest() -> None:
 
 
 def _answered_service() -> tuple[Any, Any]:
-    from pxp._server_links import SeatGrant
-    from pxp._server_rooms import RoomService
+    from pxp.server import RoomService, SeatGrant
 
     svc = RoomService(clock=bike.clock())
     made = svc.create_room(
@@ -727,8 +726,8 @@ def _answered_service() -> tuple[Any, Any]:
 
 
 def test_the_other_seats_principal_answer_is_on_no_view_of_this_seat() -> None:
-    from pxp._server_links import SeatGrant
     from pxp._server_page import room_page
+    from pxp.server import SeatGrant
 
     svc, room_id = _answered_service()
     a_seat, a_page = SeatGrant(room_id, "A", "seat"), SeatGrant(room_id, "A", "principal")
@@ -753,9 +752,8 @@ def test_claims_seen_by_hides_the_other_principal_until_the_end() -> None:
 
 
 def test_a_look_alike_agent_cannot_take_the_seat_or_its_page(tmp_path: Path) -> None:
-    from pxp._server_links import SeatGrant, SqliteLinkStore
-    from pxp._server_rooms import RoomService
-    from pxp._store import SqliteRoomStore
+    from pxp import SqliteRoomStore
+    from pxp.server import RoomService, SeatGrant, SqliteLinkStore
 
     db = tmp_path / "rooms.sqlite"
     svc = RoomService(SqliteRoomStore(db), SqliteLinkStore(db), clock=bike.clock())
@@ -781,9 +779,8 @@ def test_a_look_alike_agent_cannot_take_the_seat_or_its_page(tmp_path: Path) -> 
 
 
 def test_pxp_links_reissue_prints_a_new_page_link(tmp_path: Path) -> None:
-    from pxp._server_links import SqliteLinkStore
-    from pxp._server_rooms import RoomService
-    from pxp._store import SqliteRoomStore
+    from pxp import SqliteRoomStore
+    from pxp.server import RoomService, SqliteLinkStore
 
     db = tmp_path / "rooms.sqlite"
     svc = RoomService(SqliteRoomStore(db), SqliteLinkStore(db))
@@ -826,7 +823,7 @@ def test_the_brief_numbers_each_join_and_marks_a_look_alike() -> None:
 
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
 def test_a_slower_process_never_overwrites_a_later_issued_link(store: str, tmp_path: Path) -> None:
-    from pxp._server_links import MemoryLinkStore, SqliteLinkStore
+    from pxp.server import MemoryLinkStore, SqliteLinkStore
 
     links = MemoryLinkStore() if store == "memory" else SqliteLinkStore(tmp_path / "l.sqlite")
     links.add_room("r1", {("A", "seat"): "s", ("B", "seat"): "t"})
@@ -839,9 +836,8 @@ def test_a_slower_process_never_overwrites_a_later_issued_link(store: str, tmp_p
 
 
 def test_two_services_on_one_file_agree_with_the_ledger(tmp_path: Path) -> None:
-    from pxp._server_links import SeatGrant, SqliteLinkStore, check_link
-    from pxp._server_rooms import RoomService
-    from pxp._store import SqliteRoomStore
+    from pxp import SqliteRoomStore
+    from pxp.server import RoomService, SeatGrant, SqliteLinkStore, check_link
 
     db = tmp_path / "rooms.sqlite"
     one = RoomService(SqliteRoomStore(db), SqliteLinkStore(db))

@@ -134,8 +134,7 @@ def test_two_sqlite_connections_cannot_both_extend_the_same_head(tmp_path: Path)
 def test_a_replica_overtaken_between_load_and_save_redoes_its_action(tmp_path: Path) -> None:
     # review pg2 #1 through the server: replica "other" saves a draft (no ledger entry)
     # while replica "mine" is between loading the room and saving its join
-    from pxp._server_links import SeatGrant, SqliteLinkStore
-    from pxp._server_rooms import RoomService
+    from pxp.server import RoomService, SeatGrant, SqliteLinkStore
 
     db = tmp_path / "rooms.sqlite"
     opened: list[pxp.SqliteRoomStore] = []
