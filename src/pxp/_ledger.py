@@ -132,6 +132,13 @@ class Ledger:
         self._entries.append(entry)
         return entry
 
+    def _push_built(self, entry: LedgerEntry) -> None:
+        """Append an entry :meth:`next_entry` built for this ledger as it stands (its hash
+        is not computed a second time)."""
+        assert entry.n == len(self._entries) + 1
+        assert entry.prev == self.head
+        self._entries.append(entry)
+
     def next_entry(self, type_: str, at: str, data: Mapping[str, Any]) -> LedgerEntry:
         """The entry :meth:`append` would add now (nothing changes); raises
         ``canonical_invalid`` for data JSON cannot carry."""
