@@ -113,6 +113,8 @@ def import_room(cls: type[Room], data: Any, *, head: str | None = None) -> Room:
     export = _Export(data)
     entries = export.entries
     verify_ledger(entries, head=head)
+    if not entries:
+        raise _bad("the ledger does not start with room_opened", "first_entry")
     try:
         room = cls(
             export.room_id,

@@ -247,3 +247,10 @@ def test_seat_tokens_live_play_would_refuse_open_no_seat_after_import() -> None:
     again = pxp.Room.from_export(export)
     assert again.seat_for_token("short") is None
     assert again.seat_for_token("y" * 20) == "B"
+
+
+def test_an_export_with_an_empty_ledger_is_refused() -> None:
+    """A room exists only from its room_opened entry: an export whose ledger is empty (or
+    holds no entry at all once a forger truncated it) opens nothing."""
+    empty = {"id": "x", "ledger": [], "seats": {}, "envelopes": []}
+    assert _refusal(empty) == ("import_invalid", "first_entry")
