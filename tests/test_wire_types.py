@@ -1,9 +1,8 @@
 """Typed wire objects (issue 24 #9): the declarations are what the library returns, the
 ``Result`` accessors read them safely, and ``mypy --strict`` refuses code that misreads them.
 
-``parley.Reply`` and friends, ``pxp.wire.Brief``/``pxp.wire.Agreement`` and
-``handoff.SettledRecord``/``handoff.ObservedItem`` are ``TypedDict`` annotations: nothing
-checks them at run time, so
+``parley.Reply`` and friends, ``pxp.wire.Brief``/``Agreement`` and ``handoff.SettledRecord``/
+``handoff.ObservedItem`` are ``TypedDict`` annotations: nothing checks them at run time, so
 these tests hold them to real outputs (every runtime, brief, observer and grant-inspect
 vector, and live calls) and to the JSON schemas where one exists.
 """
