@@ -167,7 +167,11 @@ def canonical(value: Any) -> str:
         text = _fast(value)
     except (TypeError, ValueError, RecursionError):
         return _slow(value, "$", 0)
-    if text.isascii() and _plain_json(value):
+    try:
+        plain = text.isascii() and _plain_json(value)
+    except RecursionError:  # _slow refuses what is nested more than 64 levels deep
+        plain = False
+    if plain:
         return text
     return _slow(value, "$", 0)
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._card import IntentCard, _replace_amendments
 from ._envelope import SEATS, envelope_hash
-from ._ledger import verify_ledger
+from ._ledger import LedgerEntry, verify_ledger
 from .errors import PxpError
 
 if TYPE_CHECKING:
@@ -111,8 +111,10 @@ def import_room(cls: type[Room], data: Any, *, head: str | None = None) -> Room:
     except RecursionError:
         raise _bad("the room export is nested too deeply", "not_object") from None
     export = _Export(data)
+    verify_ledger(export.entries, head=head)
+    # a ledger of LedgerEntry objects verifies as their JSON does
+    export.entries = [e.to_json() if isinstance(e, LedgerEntry) else e for e in export.entries]
     entries = export.entries
-    verify_ledger(entries, head=head)
     if not entries:
         raise _bad("the ledger does not start with room_opened", "first_entry")
     try:
@@ -167,6 +169,8 @@ class _Replay:
 
     def _body(self, kind: str, data: Mapping[str, Any]) -> Any:
         seat = data.get("seat")
+        if not isinstance(seat, str):
+            seat = None  # Room.apply refuses the entry's seat (seat_invalid)
         if kind == "card_sealed" and seat in self.export.cards:
             card = self.export.cards[seat]
             amendments = card.amendments or ()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import hmac
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -942,38 +943,54 @@ class Room:
                     "agreement_disputed",
                 )
 
-    def _note_stricter(self, env: Mapping[str, Any]) -> None:
+    def _note_stricter(self, env: Mapping[str, Any]) -> frozenset[str]:
         """Run this library's enforcement on the draft behind an applied envelope and note
         every flag it would have recorded that the envelope lacks (a looser server's room:
         a must_never agreed to, a laundered stated claim). Nothing is refused: the notes go
         to the brief as ``Import: would be flagged here: ...``. An envelope this room's own
-        enforcement built carries every flag, so a live room has no notes."""
-        seat = env["from"]["seat"]
-        stored_flags = set(env.get("protocol_flags") or ())
-        try:
-            _ours, flags = self._enforce(seat, validate_draft(_draft_of(env)))
-        except PxpError as exc:
-            self._import_notes.append(
-                {"seq": env["seq"], "seat": seat, "flag": f"Import: would be refused here: {exc}"}
-            )
-            return
-        for text in flags:
-            if text not in stored_flags:
-                self._import_notes.append(
-                    {
-                        "seq": env["seq"],
-                        "seat": seat,
-                        "flag": f"Import: would be flagged here: {text}",
-                    }
-                )
+        enforcement built carries every flag, so a live room has no notes.
 
-    def _record_claim(self, claim: Mapping[str, Any], seat: str, seq: int) -> None:
+        Flags are compared as texts, so the effects are compared too (review i25 #3, #4): a
+        claim enforcement stores ``assumed`` is returned, for the room to hold it
+        ``assumed`` whatever the envelope says, and a status or claim origin that differs
+        from enforcement's is noted even when the envelope kept the flag's sentence."""
+        seat, seq = env["from"]["seat"], env["seq"]
+        stored_flags = set(env.get("protocol_flags") or ())
+        notes: list[str] = []
+        try:
+            ours, flags = self._enforce(seat, validate_draft(_draft_of(env)))
+        except PxpError as exc:
+            notes.append(f"Import: would be refused here: {exc}")
+            ours, flags = None, []
+        notes += [f"Import: would be flagged here: {t}" for t in flags if t not in stored_flags]
+        downgraded: set[str] = set()
+        if ours is not None:
+            for mine, theirs in zip(ours["claims"], env["claims"], strict=False):
+                if mine["origin"] == "assumed" and theirs.get("origin") != "assumed":
+                    downgraded.add(theirs["id"])
+                    notes.append(
+                        f"Import: claim {theirs['id']} would be stored assumed here, and is held "
+                        "assumed."
+                    )
+            flagged = any(n.startswith("Import: would be flagged here") for n in notes)
+            if ours["status"] != env["status"] and not flagged:  # else a flag note says why
+                notes.append(
+                    f"Import: this envelope would be recorded as {ours['status']} here, not "
+                    f"{env['status']}."
+                )
+        self._import_notes += [{"seq": seq, "seat": seat, "flag": n} for n in notes]
+        return frozenset(downgraded)
+
+    def _record_claim(
+        self, claim: Mapping[str, Any], seat: str, seq: int, downgraded: frozenset[str]
+    ) -> None:
         """Record a stored claim; a sourced claim backing an assumed one verifies it."""
+        origin = "assumed" if claim["id"] in downgraded else claim["origin"]
         self._claims[claim["id"]] = ClaimRecord(
-            claim["id"], seat, seq, claim["text"], claim["origin"], claim.get("ref")
+            claim["id"], seat, seq, claim["text"], origin, claim.get("ref")
         )
         backs = claim.get("backs")
-        if backs is None or claim["origin"] != "sourced":
+        if backs is None or origin != "sourced":
             return
         target = self._claims.get(backs)
         if target is not None and target.seat == seat and target.backed_by is None:
@@ -989,14 +1006,20 @@ class Room:
                 target.confirmed_by,
             )
 
-    def _apply_envelope(self, envelope: dict[str, Any], *, ledger_n: int) -> str:
+    def _apply_envelope(
+        self,
+        envelope: dict[str, Any],
+        *,
+        ledger_n: int,
+        downgraded: frozenset[str] = frozenset(),
+    ) -> str:
         """Record a stored envelope's effects; return the send outcome. No ledger writes."""
         seat = envelope["from"]["seat"]
         other = other_seat(seat)
         seq = envelope["seq"]
         self._envelopes.append(envelope)
         for claim in envelope["claims"]:
-            self._record_claim(claim, seat, seq)
+            self._record_claim(claim, seat, seq, downgraded)
         for review in envelope["reviews"]:
             key = (seat, review["claim_id"])
             self._reviews[key] = (review["verdict"], seq, review.get("reason") or None)
@@ -1031,7 +1054,7 @@ class Room:
                 "proposal_hash": accepted["proposal_hash"],
                 "proposed_by": other,
                 "accepted_by": seat,
-                "proposal_seq": accepted["seq"],
+                "proposal_seq": accepted.get("seq", theirs["seq"] if theirs else None),
                 "accept_seq": seq,
                 "terms": list(theirs["terms"]) if theirs else [],
                 "depends_on": list(theirs["depends_on"]) if theirs else [],
@@ -1144,6 +1167,12 @@ class Room:
         :class:`PxpProtocolError`, and a refused entry changes nothing.
         """
         type_, at, data = _parse_entry(entry)
+        try:  # the room owns what it appends: a caller's object changed later changes nothing
+            data = json.loads(json.dumps(data, allow_nan=False))
+        except (TypeError, ValueError, RecursionError):
+            raise _refuse(
+                f"the {type_} entry's data is not plain JSON", "malformed_entry"
+            ) from None
         built = self.ledger.next_entry(type_, at, data)  # refuses data JSON cannot carry
         if isinstance(entry, LedgerEntry):
             given: Mapping[str, Any] = {"n": entry.n, "prev": entry.prev, "hash": entry.hash}
@@ -1303,7 +1332,11 @@ class Room:
             stored: Mapping[str, Any] = body.envelope
         else:
             stored = self._checked_body(seq, body, data)
-        if stored["from"]["seat"] != seat or stored["status"] != data.get("status"):
+        if (
+            stored["from"]["seat"] != seat
+            or stored["status"] != data.get("status")
+            or stored["seq"] != seq
+        ):
             raise _refuse(f"the entry disagrees with envelope {seq}", "envelope")
         if stored["room"] != self.id:
             raise _refuse(f"envelope {seq} belongs to room {stored['room']!r}", "envelope_room")
@@ -1313,8 +1346,8 @@ class Room:
             self._check_agreeing(stored)
         if isinstance(body, _Built):
             return self._apply_envelope(body.envelope, ledger_n=n)
-        self._note_stricter(stored)
-        return self._apply_envelope(copy.deepcopy(dict(stored)), ledger_n=n)
+        downgraded = self._note_stricter(stored)
+        return self._apply_envelope(copy.deepcopy(dict(stored)), ledger_n=n, downgraded=downgraded)
 
     def _checked_body(self, seq: int, body: Any, data: Mapping[str, Any]) -> Mapping[str, Any]:
         """An envelope given from outside: its shape, and the hash the entry recorded."""

@@ -254,3 +254,135 @@ def test_an_export_with_an_empty_ledger_is_refused() -> None:
     holds no entry at all once a forger truncated it) opens nothing."""
     empty = {"id": "x", "ledger": [], "seats": {}, "envelopes": []}
     assert _refusal(empty) == ("import_invalid", "first_entry")
+
+
+# ------------------------------------------------------------------ review i25 (08:10)
+
+
+def _reenvelope(export: dict[str, Any], seq: int, change: Callable[[dict[str, Any]], None]) -> None:
+    env = export["envelopes"][seq - 1]
+    change(env)
+    entry = next(e for e in export["ledger"] if e["type"] == "envelope" and e["data"]["seq"] == seq)
+    entry["data"]["envelope_hash"] = pxp.envelope_hash(env)
+    entry["data"]["status"] = env["status"]
+    _rechain(export["ledger"])
+
+
+@pytest.mark.parametrize("seat", [["A"], {"s": "A"}, 1])
+def test_an_entry_whose_seat_is_not_a_string_is_refused_not_a_crash(seat: Any) -> None:
+    room, _ = _agreed()
+    export = room.export()
+    export["ledger"][2]["data"]["seat"] = seat
+    _rechain(export["ledger"])
+    assert _refusal(export) == ("seat_invalid", None)
+
+
+def test_an_agree_without_accepts_seq_takes_the_proposals_seq() -> None:
+    room, _ = _agreed()
+    export = room.export()
+    _reenvelope(export, 2, lambda env: env["accepts"].pop("seq"))
+    again = pxp.Room.from_export(export)
+    agreement = again.agreement
+    assert agreement is not None
+    assert agreement["proposal_seq"] == 1
+
+
+def test_a_laundered_origin_is_held_assumed_and_noted() -> None:
+    """Review i25 #3: the export says stated where enforcement stores assumed (its flag
+    sentence kept): the room holds the claim assumed and the brief says so."""
+    now = _clock()
+    room = pxp.Room.open("van-3", topic="Van", now=now())
+    room.seal("A", CARD_A, now=now())
+    room.seal("B", CARD_B, now=now())
+    claim = {"text": "B will pay 5800 EUR", "origin": "stated", "ref": "seat B said so"}
+    room.send("A", {"message": "m", "status": "continue", "claims": [claim]}, now=now())
+    assert room.claims["A1.1"].origin == "assumed"
+    export = room.export()
+    _reenvelope(export, 1, lambda env: env["claims"][0].__setitem__("origin", "stated"))
+    again = pxp.Room.from_export(export)
+    assert again.claims["A1.1"].origin == "assumed"
+    assert not again.claims["A1.1"].verified
+    assert any("A1.1 would be stored assumed" in n["flag"] for n in again.import_notes)
+
+
+def test_an_agreement_enforcement_would_record_as_continue_is_noted() -> None:
+    """Review i25 #4: an agree over the seat's own must_never, its flag sentence kept."""
+    now = _clock()
+    room = pxp.Room.open("van-4", topic="Van", now=now())
+    room.seal("A", CARD_A, now=now())
+    room.seal("B", {**CARD_B, "must_never": ["Pay in cash"]}, now=now())
+    offer = {"terms": ["5500 EUR, pay in cash"]}
+    room.send("A", {"message": "m", "status": "continue", "proposal": offer}, now=now())
+    room.send("B", {"message": "ok", "status": "agree"}, now=now())
+    assert room.status == "active"
+    export = room.export()
+    accepts = {"seq": 1, "proposal_hash": pxp.proposal_hash(offer["terms"])}
+
+    def agree(env: dict[str, Any]) -> None:
+        env.update({"status": "agree", "accepts": accepts})
+
+    _reenvelope(export, 2, agree)
+    data = {"proposal_hash": accepts["proposal_hash"], "proposed_by": "A", "accepted_by": "B"}
+    export["ledger"].append({"type": "agreement", "at": export["ledger"][-1]["at"], "data": data})
+    _rechain(export["ledger"])
+    again = pxp.Room.from_export(export)
+    assert any("recorded as continue here, not agree" in n["flag"] for n in again.import_notes)
+
+
+def test_apply_refuses_an_envelope_whose_seq_is_not_the_entrys() -> None:
+    room, _ = _agreed()
+    env = room.envelopes[0]
+    fresh = pxp.Room("van-1")
+    for entry in room.ledger.entries[:4]:
+        body = {2: room.card("A"), 3: room.card("B")}.get(entry.n - 1)
+        fresh.apply(entry, body)
+    env["seq"] = 5
+    data = {"seq": 1, "seat": "A", "status": "continue", "envelope_hash": pxp.envelope_hash(env)}
+    with pytest.raises(pxp.PxpProtocolError) as caught:
+        fresh.apply({"type": "envelope", "at": "t", "data": data}, env)
+    assert (caught.value.code, caught.value.reason) == ("import_invalid", "envelope")
+
+
+def test_a_claim_id_with_a_trailing_newline_is_refused() -> None:
+    room, _ = _agreed()
+    export = room.export()
+    now = _clock()
+    live = pxp.Room.open("van-5", topic="Van", now=now())
+    live.seal("A", CARD_A, now=now())
+    live.seal("B", CARD_B, now=now())
+    live.send(
+        "A",
+        {"message": "m", "status": "continue", "claims": [{"text": "x", "origin": "assumed"}]},
+        now=now(),
+    )
+    export = live.export()
+    _reenvelope(export, 1, lambda env: env["claims"][0].__setitem__("id", "A1.1\n"))
+    assert _refusal(export) == ("import_invalid", "envelope")
+
+
+def test_a_ledger_nested_too_deeply_is_a_ledger_error() -> None:
+    deep: Any = 0
+    for _ in range(500):
+        deep = [deep]
+    entry = {"n": 1, "type": "room_opened", "at": "x", "data": {"d": deep}}
+    entry.update({"prev": "0" * 64, "hash": "0" * 64})
+    with pytest.raises(pxp.errors.LedgerError):
+        pxp.verify_ledger([entry])
+    with pytest.raises(pxp.PxpProtocolError):
+        pxp.wire.canonical(deep)
+
+
+def test_the_room_owns_the_data_it_appends() -> None:
+    room = pxp.Room.open("van-6", topic="Van", now=datetime(2026, 1, 1, tzinfo=UTC))
+    data = {"seat": "A", "agent": "alpha", "mode": "external"}
+    room.apply({"type": "agent_joined", "at": "t", "data": data})
+    data["agent"] = "mallory"
+    assert room.ledger[-1].data["agent"] == "alpha"
+    pxp.verify_ledger(room.ledger.to_json())
+
+
+def test_a_ledger_of_entry_objects_imports_as_its_json_does() -> None:
+    room, _ = _agreed()
+    export = room.export()
+    export["ledger"] = list(room.ledger.entries)
+    assert pxp.Room.from_export(export).head == room.head
