@@ -61,8 +61,8 @@ def _floor_verify(entries: list[dict[str, Any]]) -> str:
     return prev
 
 
-def _ours_append(specs: list[tuple[str, str, dict[str, Any]]]) -> pxp.Ledger:
-    ledger = pxp.Ledger()
+def _ours_append(specs: list[tuple[str, str, dict[str, Any]]]) -> pxp.ledger.Ledger:
+    ledger = pxp.ledger.Ledger()
     for kind, at, data in specs:
         ledger.append(kind, at, data)
     return ledger

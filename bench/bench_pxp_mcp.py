@@ -24,8 +24,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 import pxp
-from pxp._server_links import SeatGrant
-from pxp.server import ServerConfig, create_app, sqlite_service
+from pxp.server import SeatGrant, ServerConfig, create_app, sqlite_service
 
 CARD_A = {"principal": {"name": "Ann"}, "goal": "Buy chairs", "must_haves": ["June delivery"]}
 CARD_B = {"principal": {"name": "Bo"}, "goal": "Sell chairs", "must_haves": ["4000 EUR"]}

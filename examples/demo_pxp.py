@@ -110,7 +110,7 @@ def main() -> None:
     tampered[4]["data"]["status"] = "agree"
     try:
         pxp.verify_ledger(tampered)
-    except pxp.LedgerError as exc:
+    except pxp.errors.LedgerError as exc:
         print(f"Changing one recorded status breaks the chain at entry {exc.index}: {exc.reason}.")
 
 

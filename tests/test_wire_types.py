@@ -1,8 +1,9 @@
 """Typed wire objects (issue 24 #9): the declarations are what the library returns, the
 ``Result`` accessors read them safely, and ``mypy --strict`` refuses code that misreads them.
 
-``parley.Reply`` and friends, ``pxp.Brief``/``pxp.Agreement`` and ``handoff.wire.SettledRecord``/
-``handoff.wire.ObservedItem`` are ``TypedDict`` annotations: nothing checks them at run time, so
+``parley.Reply`` and friends, ``pxp.wire.Brief``/``pxp.wire.Agreement`` and
+``handoff.wire.SettledRecord``/``handoff.wire.ObservedItem`` are ``TypedDict`` annotations:
+nothing checks them at run time, so
 these tests hold them to real outputs (every runtime, brief, observer and grant-inspect
 vector, and live calls) and to the JSON schemas where one exists.
 """
@@ -288,25 +289,25 @@ def _typed_dicts_in(tp: Any) -> list[Any]:
 
 
 def test_the_brief_declaration_is_the_brief_schema() -> None:
-    assert _schema_mismatches(_schema("pxp", "brief.schema.json"), pxp.Brief) == []
+    assert _schema_mismatches(_schema("pxp", "brief.schema.json"), pxp.wire.Brief) == []
 
 
 def test_every_brief_vector_has_the_declared_shape() -> None:
     cases = _vectors("pxp/brief.json")
     assert len(cases) >= 5
     for case in cases:
-        assert problems(case["output"]["brief"], pxp.Brief) == [], case["id"]
+        assert problems(case["output"]["brief"], pxp.wire.Brief) == [], case["id"]
 
 
 def test_a_simulated_rooms_brief_and_agreement_have_the_declared_shape() -> None:
     room = pxp.simulate()
     brief = room.brief()
-    assert problems(brief, pxp.Brief) == []
+    assert problems(brief, pxp.wire.Brief) == []
     assert brief["outcome"] == "agreed"
     assert brief["escalations"]
     agreement = room.agreement
     assert agreement is not None
-    assert problems(agreement, pxp.Agreement) == []
+    assert problems(agreement, pxp.wire.Agreement) == []
     assert brief["agreement"] is not None
     assert brief["agreement"]["terms"] == agreement["terms"]
 

@@ -20,6 +20,7 @@ PACKAGES: tuple[tuple[str, str], ...] = (
     ("handoff", "Principal Handoff"),
     ("ppbind", "Errand bindings (pp-bind/1)"),
     ("ppstore", "Store plumbing"),
+    ("pxp", "PXP"),
     ("vxp", "VXP"),
 )
 

@@ -4,6 +4,26 @@ Sealed intent cards, envelopes whose claims are tagged stated/sourced/assumed, r
 escalation to the principal, a hash-chained ledger, agreement by proposal hash, and a
 decision brief a principal can act on without reading the transcript.
 
+The five things you most likely want:
+
+1. :class:`Room`: open a room, seal each principal's card, :meth:`~Room.send` envelopes,
+   :meth:`~Room.answer` escalations; every change is one ledger entry through
+   :meth:`Room.apply`, the gate an import goes through too.
+2. :meth:`Room.brief` and :func:`brief_markdown`: the decision brief, as JSON and Markdown.
+3. :func:`verify_ledger` (a ledger against the head a brief gave) and :func:`load_room`
+   (a room export, ours or the reference server's, replayed entry by entry).
+4. :func:`run_room` with a :class:`Proxy` of yours, or :func:`simulate` for a sample room.
+5. :class:`SqliteRoomStore` to keep rooms; :mod:`pxp.server` for the MCP room server.
+
+Errors are :class:`PxpUsageError` (your call was wrong: a naive ``now``, a bad option) or
+:class:`PxpProtocolError` (a peer's data: a card, an envelope, a ledger, an action out of
+turn), both :class:`PxpError` with a stable ``code`` (:mod:`pxp.errors`). Every ``now`` is a
+timezone-aware :class:`~datetime.datetime`. The rest of the surface lives in public
+submodules: :mod:`pxp.wire` (canonical JSON, hashes, claim ids, the typed views of a
+brief), :mod:`pxp.ledger`, :mod:`pxp.rules` (the transition table, the claim rules, the
+flag sentences), :mod:`pxp.errors`, :mod:`pxp.server` (extras ``[mcp,http]``, kept out of
+``import pxp``).
+
 Quick start::
 
     >>> from datetime import datetime, timezone
@@ -23,167 +43,61 @@ Quick start::
     >>> brief = room.brief()
     >>> brief["outcome"], brief["agreement"]["terms"]
     ('agreed', ['150 EUR'])
-    >>> pxp.verify_ledger(room.export()["ledger"]) == brief["ledger"]["head"]
+    >>> pxp.verify_ledger(room.export()["ledger"], head=brief["ledger"]["head"]) == room.head
     True
-
-Public names are listed in ``__all__``; implementation modules are private. The MCP room
-server (seed §8; extras ``[mcp,http]``) is the public submodule :mod:`pxp.server`, kept out
-of ``import pxp`` so that the core needs neither the MCP SDK nor a web server.
+    >>> pxp.load_room(room.export()).status
+    'agreed'
 """
 
 from __future__ import annotations
 
+# the public submodules that need no extra load with the core (pxp.server stays apart)
+from . import errors as errors
+from . import ledger as ledger
+from . import rules as rules
+from . import wire as wire
 from ._brief import brief_markdown, build_brief
-from ._canonical import ZERO_HASH, canonical, canonical_bytes, sha256_hex
-from ._card import (
-    LIMITS,
-    Amendment,
-    IntentCard,
-    Principal,
-    SealedCard,
-    card_hash,
-    normalise_card,
-    resolve_clause,
-    seal_card,
-)
-from ._envelope import (
-    MAX_CLAIMS,
-    claim_id,
-    envelope_hash,
-    parse_claim_id,
-    proposal_hash,
-    validate_draft,
-    validate_envelope,
-)
-from ._errors import PxpError
+from ._card import Amendment, IntentCard, Principal, SealedCard, card_hash, seal_card
+from ._envelope import envelope_hash, proposal_hash, validate_draft, validate_envelope
 from ._export import load_room
-from ._flags import FLAG_SENTENCES
-from ._ledger import (
-    ENTRY_TYPES,
-    Ledger,
-    LedgerEntry,
-    LedgerError,
-    entry_hash,
-    load_ledger,
-    verify_ledger,
-)
+from ._ledger import verify_ledger
 from ._proxy import Answerer, Proxy, ScriptedPrincipal, ScriptedProxy, run_room
-from ._room import (
-    ACTIONS,
-    STATES,
-    TRANSITIONS,
-    ClaimRecord,
-    Escalation,
-    Room,
-    RoomView,
-    SendResult,
-    format_time,
-)
+from ._room import ClaimRecord, Escalation, Room, RoomView, SendResult
 from ._schemas import load_schema, schema_names
 from ._simulate import simulate
 from ._store import MemoryRoomStore, RoomStore, SqliteRoomStore
-from ._wire import (  # typed views of Room.agreement and Room.brief() (issue 24 #9)
-    ActedBy,
-    Agreement,
-    AuthorityPart,
-    AuthorityRow,
-    AuthoritySource,
-    Brief,
-    BriefAgreement,
-    BriefClaim,
-    BriefEscalation,
-    BriefFlag,
-    BriefJudgment,
-    BriefLedger,
-    BriefParties,
-    BriefParty,
-    BriefReview,
-    BriefTurns,
-    ChallengedClaim,
-    ClaimOrigin,
-    PrincipalLink,
-    SeatAt,
-    SeatContest,
-    SeatName,
-    SeatRejoin,
-    SeatRelease,
-    UnverifiedClaim,
-)
+from .errors import PxpError, PxpProtocolError, PxpUsageError
 
 __all__ = [
-    "ACTIONS",
-    "ENTRY_TYPES",
-    "FLAG_SENTENCES",
-    "LIMITS",
-    "MAX_CLAIMS",
-    "STATES",
-    "TRANSITIONS",
-    "ZERO_HASH",
-    "ActedBy",
-    "Agreement",
     "Amendment",
     "Answerer",
-    "AuthorityPart",
-    "AuthorityRow",
-    "AuthoritySource",
-    "Brief",
-    "BriefAgreement",
-    "BriefClaim",
-    "BriefEscalation",
-    "BriefFlag",
-    "BriefJudgment",
-    "BriefLedger",
-    "BriefParties",
-    "BriefParty",
-    "BriefReview",
-    "BriefTurns",
-    "ChallengedClaim",
-    "ClaimOrigin",
     "ClaimRecord",
     "Escalation",
     "IntentCard",
-    "Ledger",
-    "LedgerEntry",
-    "LedgerError",
     "MemoryRoomStore",
     "Principal",
-    "PrincipalLink",
     "Proxy",
     "PxpError",
+    "PxpProtocolError",
+    "PxpUsageError",
     "Room",
     "RoomStore",
     "RoomView",
     "ScriptedPrincipal",
     "ScriptedProxy",
     "SealedCard",
-    "SeatAt",
-    "SeatContest",
-    "SeatName",
-    "SeatRejoin",
-    "SeatRelease",
     "SendResult",
     "SqliteRoomStore",
-    "UnverifiedClaim",
     "brief_markdown",
     "build_brief",
-    "canonical",
-    "canonical_bytes",
     "card_hash",
-    "claim_id",
-    "entry_hash",
     "envelope_hash",
-    "format_time",
-    "load_ledger",
     "load_room",
     "load_schema",
-    "normalise_card",
-    "parse_claim_id",
     "proposal_hash",
-    "resolve_clause",
     "run_room",
     "schema_names",
     "seal_card",
-    "sha256_hex",
     "simulate",
     "validate_draft",
     "validate_envelope",

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ._card import IntentCard
 from ._envelope import SEATS, parse_claim_id
-from ._errors import PxpError
-from ._ledger import LedgerError, verify_ledger
+from ._ledger import verify_ledger
 from ._text import normalize
+from ._wire import Brief
+from .errors import LedgerError, PxpError
 
 if TYPE_CHECKING:
     from ._room import Room
@@ -177,8 +178,12 @@ def _claim_json(room: Room, cid: str) -> dict[str, Any]:
     return out
 
 
-def build_brief(room: Room) -> dict[str, Any]:
-    """Build the decision brief of a finished room (use :meth:`Room.brief`)."""
+def build_brief(room: Room) -> Brief:
+    """Build the decision brief of ``room`` (the shape of ``brief.schema.json``).
+
+    :meth:`Room.brief` is the same brief, refused (``invalid_transition``) until the room
+    has agreed or ended; this function builds one for a room in any state.
+    """
     agreement = room.agreement
     try:
         verify_ledger(room.ledger.to_json())
@@ -307,7 +312,7 @@ def build_brief(room: Room) -> dict[str, Any]:
                 ),
             }
         )
-    return {
+    brief = {
         "pxp": "0",
         "room": room.id,
         "topic": room.topic,
@@ -325,6 +330,7 @@ def build_brief(room: Room) -> dict[str, Any]:
         "turns": {"used": room.turns, "max": room.max_turns},
         "ledger": {"head": room.head, "entries": len(room.ledger), "verifies": verifies},
     }
+    return cast(Brief, brief)
 
 
 def _get(brief: Mapping[str, Any], key: str) -> Any:

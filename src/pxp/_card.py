@@ -10,9 +10,9 @@ from types import MappingProxyType
 from typing import Any
 
 from ._canonical import canonical, sha256_hex
-from ._errors import PxpError
 from ._jsstr import js_len, js_trim
 from ._schemas import validator
+from .errors import PxpError
 
 __all__ = [
     "CLAUSE_FIELDS",

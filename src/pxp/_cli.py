@@ -27,11 +27,11 @@ from _ppcli.rules import (
 
 from ._brief import brief_markdown
 from ._card import seal_card
-from ._errors import PxpError
 from ._export import load_room
 from ._ledger import load_ledger
 from ._room import format_time
 from ._simulate import simulate
+from .errors import PxpError
 
 __all__ = ["build_parser", "main"]
 

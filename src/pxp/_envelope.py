@@ -12,8 +12,8 @@ from typing import Any
 
 from ._canonical import canonical, sha256_hex
 from ._card import _schema_check
-from ._errors import PxpError
 from ._jsstr import js_trim
+from .errors import PxpError
 
 __all__ = [
     "MAX_CLAIMS",
@@ -61,7 +61,7 @@ def claim_id(seat: str, seq: int, index: int) -> str:
 
 def parse_claim_id(text: str) -> tuple[str, int, int] | None:
     """Return ``(seat, seq, index)`` of a claim id such as ``B3.2``, or ``None``."""
-    match = _CLAIM_ID.match(text) if isinstance(text, str) else None
+    match = _CLAIM_ID.fullmatch(text) if isinstance(text, str) else None
     if match is None:
         return None
     return match.group(1), int(match.group(2)), int(match.group(3))
@@ -203,7 +203,7 @@ def validate_draft(draft: Any) -> dict[str, Any]:
             "the envelope draft names a proposal to accept but does not agree", "accepts_not_agree"
         )
     for dep in out.get("proposal", {}).get("depends_on", []):
-        match = _NEW_REF.match(dep)
+        match = _NEW_REF.fullmatch(dep)
         if match is None and parse_claim_id(dep) is None:
             raise _fail(
                 f"the envelope draft depends on {dep!r}, neither a claim id nor newN",
@@ -240,7 +240,7 @@ def validate_envelope(envelope: Any, *, strict: bool = True) -> dict[str, Any]:
     where = f"envelope {seq}"
     if seat not in SEATS:
         raise _fail(f"{where} comes from seat {seat!r}; a v0 room has seats A and B", "seat")
-    if not _HEX64.match(envelope["intent_hash"]):
+    if not _HEX64.fullmatch(envelope["intent_hash"]):
         raise _fail(f"{where} intent_hash is not 64 lowercase hex digits", "intent_hash")
     claims = envelope["claims"]
     if len(claims) > MAX_CLAIMS:
@@ -276,7 +276,7 @@ def validate_envelope(envelope: Any, *, strict: bool = True) -> dict[str, Any]:
     if status == "agree":
         if "proposal" in envelope:
             raise _fail(f"{where} agrees and carries a proposal", "agree_with_proposal")
-        if not isinstance(accepts, Mapping) or not _HEX64.match(
+        if not isinstance(accepts, Mapping) or not _HEX64.fullmatch(
             str(accepts.get("proposal_hash", ""))
         ):
             raise _fail(f"{where} agrees without naming the accepted proposal", "accepts_missing")

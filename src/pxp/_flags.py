@@ -25,6 +25,14 @@ FLAG_SENTENCES: dict[str, str] = {
         "Claim {claim} was tagged sourced but its source is the other side, so it is recorded "
         "as assumed: the other proxy is not a source."
     ),
+    "stated_cites_assumption": (
+        "Claim {claim} was tagged stated but cites {cited}, an assumed claim, so it is recorded "
+        "as assumed: citing an assumption does not make it stated."
+    ),
+    "sourced_cites_assumption": (
+        "Claim {claim} was tagged sourced but cites {cited}, an assumed claim of its own side, "
+        "so it is recorded as assumed: an assumption is not a source."
+    ),
     "stated_cites_missing_clause": (
         "Claim {claim} was tagged stated but cites {clause}, which its card does not hold, so "
         "it is recorded as assumed."
@@ -36,14 +44,6 @@ FLAG_SENTENCES: dict[str, str] = {
     "stated_text_not_in_clause": (
         "Claim {claim} was tagged stated but {clause} of its card does not hold its text, so "
         "it is recorded as assumed."
-    ),
-    "stated_cites_assumption": (
-        "Claim {claim} was tagged stated but cites {cited}, an assumed claim, so it is recorded "
-        "as assumed: citing an assumption does not make it stated."
-    ),
-    "sourced_cites_assumption": (
-        "Claim {claim} was tagged sourced but cites {cited}, an assumed claim of its own side, "
-        "so it is recorded as assumed: an assumption is not a source."
     ),
     "restated_assumption": (
         "Claim {claim} repeats {cited}, an unverified assumption, so it is recorded as "

@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._canonical import ZERO_HASH, canonical, canonical_string
-from ._errors import PxpError
+from .errors import LedgerError, PxpError
 
 __all__ = [
     "ENTRY_TYPES",
     "Ledger",
     "LedgerEntry",
-    "LedgerError",
     "entry_hash",
     "load_ledger",
     "verify_ledger",
@@ -46,19 +45,6 @@ is ours: the reference has no separate principal link)."""
 _ENTRY_KEYS = frozenset(("n", "type", "at", "data", "prev", "hash"))
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _MAX_N = 2**53 - 1
-
-
-class LedgerError(PxpError):
-    """A ledger failed verification; ``index`` is the 0-based position of the first bad entry.
-
-    For a ledger that does not end at the expected head, ``index`` is where the two
-    histories part: ``len(entries)`` for a truncated ledger, the first extra entry for an
-    extended one.
-    """
-
-    def __init__(self, reason: str, message: str, *, index: int) -> None:
-        super().__init__("ledger_invalid", message, reason=reason)
-        self.index = index
 
 
 @dataclass(frozen=True)
@@ -131,6 +117,31 @@ class Ledger:
 
     def append(self, type_: str, at: str, data: Mapping[str, Any]) -> LedgerEntry:
         """Append an entry chained to the head and return it."""
+        return self.push(self.next_entry(type_, at, data))
+
+    def push(self, entry: LedgerEntry) -> LedgerEntry:
+        """Append ``entry``, which :meth:`next_entry` built for this ledger as it stands;
+        refuse (``ledger_append``) one that does not chain to the head."""
+        if (
+            not isinstance(entry, LedgerEntry)
+            or entry.n != len(self._entries) + 1
+            or entry.prev != self.head
+            or entry.hash != entry_hash(entry.prev, entry.n, entry.type, entry.at, entry.data)
+        ):
+            raise PxpError("ledger_append", "the entry does not chain to this ledger's head")
+        self._entries.append(entry)
+        return entry
+
+    def _push_built(self, entry: LedgerEntry) -> None:
+        """Append an entry :meth:`next_entry` built for this ledger as it stands (its hash
+        is not computed a second time)."""
+        assert entry.n == len(self._entries) + 1
+        assert entry.prev == self.head
+        self._entries.append(entry)
+
+    def next_entry(self, type_: str, at: str, data: Mapping[str, Any]) -> LedgerEntry:
+        """The entry :meth:`append` would add now (nothing changes); raises
+        ``canonical_invalid`` for data JSON cannot carry."""
         if not isinstance(type_, str) or not type_:
             raise PxpError("ledger_append", "a ledger entry type must be a non-empty string")
         if not isinstance(at, str):
@@ -139,9 +150,7 @@ class Ledger:
             raise PxpError("ledger_append", "ledger entry data must be a JSON object")
         n = len(self._entries) + 1
         prev = self.head
-        entry = LedgerEntry(n, type_, at, data, prev, entry_hash(prev, n, type_, at, data))
-        self._entries.append(entry)
-        return entry
+        return LedgerEntry(n, type_, at, data, prev, entry_hash(prev, n, type_, at, data))
 
     def to_json(self) -> list[dict[str, Any]]:
         """Return every entry as JSON, oldest first."""

@@ -40,11 +40,11 @@ from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._errors import PxpError
 from ._server_links import UNKNOWN_LINK, MintedLinks, SeatGrant
 from ._server_rooms import RoomService
 from ._server_tools import TOOL_SPECS
 from ._server_web import WebBackend, web_routes
+from .errors import PxpError
 
 __all__ = ["SIGN_IN_REFUSAL", "ServerConfig", "create_app", "create_mcp_server"]
 

@@ -35,10 +35,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._envelope import SEATS
-from ._errors import PxpError
 from ._room import Room
 from ._server_links import _KINDS, _SEATS, LinkKind, LinkRow, _links_text, _utf8, _writable
 from ._store import _Bases, _check_extends, _restore, _snapshot
+from .errors import PxpError
 
 if TYPE_CHECKING:
     import psycopg

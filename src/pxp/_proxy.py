@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from ._errors import PxpError
 from ._room import Room, RoomView
+from .errors import PxpError
 
 __all__ = ["Answerer", "Proxy", "ScriptedPrincipal", "ScriptedProxy", "run_room"]
 

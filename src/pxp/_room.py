@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import copy
 import hmac
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from ._canonical import canonical, sha256_hex
-from ._card import IntentCard, SealedCard, seal_card
+from ._canonical import sha256_hex
+from ._card import Amendment, IntentCard, SealedCard, _replace_amendments, seal_card
+from ._claims import CLAIM_RULES, ClaimCheck, claim_tokens
 from ._envelope import (
     SEATS,
     claim_id,
@@ -27,13 +29,14 @@ from ._envelope import (
     parse_claim_id,
     proposal_hash,
     validate_draft,
+    validate_envelope,
 )
-from ._errors import PxpError
 from ._flags import flag
 from ._jsstr import js_prefix
 from ._ledger import Ledger, LedgerEntry, verify_ledger
 from ._text import compact, contains_words, hidden_characters, normalize
 from ._wire import Agreement, Brief
+from .errors import PxpError
 
 __all__ = [
     "ACTIONS",
@@ -51,8 +54,44 @@ __all__ = [
 STATES = ("open", "active", "paused", "agreed", "ended")
 """Room states: seating and sealing, negotiating, waiting on a principal, done (two ways)."""
 
-ACTIONS = ("join", "draft", "seal", "send", "answer", "brief", "contest", "release", "rejoin")
-"""Actions on a room (``Room.join`` ... ``Room.brief``)."""
+ACTIONS = (
+    "join",
+    "draft",
+    "seal",
+    "send",
+    "answer",
+    "brief",
+    "contest",
+    "release",
+    "rejoin",
+    "link",
+)
+"""Actions on a room (``Room.join`` ... ``Room.brief``; ``link`` is
+``Room.issue_principal_link``)."""
+
+ENTRY_ACTIONS: dict[str, str] = {
+    "agent_joined": "join",
+    "principal_link": "link",
+    "card_sealed": "seal",
+    "envelope": "send",
+    "principal_answer": "answer",
+    "seat_contested": "contest",
+    "seat_released": "release",
+    "seat_rejoined": "rejoin",
+}
+"""The action of :data:`TRANSITIONS` each ledger entry type performs (:meth:`Room.apply`).
+
+``room_opened`` opens the room (the first entry, and only there); ``escalation``,
+``agreement`` and ``turn_limit`` complete the ``send`` (or, for ``turn_limit``, the
+``answer``) whose outcome the entry before them left owed."""
+
+FOLLOW_UPS: dict[str, str] = {
+    "escalation": "escalate",
+    "agreement": "agree",
+    "turn_limit": "turn_limit",
+}
+"""Ledger entry type to the outcome it completes: the entry written right after an envelope
+(or an answer) whose outcome is not ``continue`` (``resumed``)."""
 
 TRANSITIONS: dict[tuple[str, str], dict[str, str]] = {
     ("open", "join"): {"joined": "open"},
@@ -84,6 +123,10 @@ TRANSITIONS: dict[tuple[str, str], dict[str, str]] = {
     ("open", "rejoin"): {"rejoined": "open"},
     ("active", "rejoin"): {"rejoined": "active"},
     ("paused", "rejoin"): {"rejoined": "paused"},
+    # a seat's principal link (re)issued (ours): recorded, nothing else changes
+    ("open", "link"): {"linked": "open"},
+    ("active", "link"): {"linked": "active"},
+    ("paused", "link"): {"linked": "paused"},
 }
 """``(state, action) -> {outcome: next state}``; any pair not listed is an invalid action."""
 
@@ -98,13 +141,6 @@ most; later joins under the holder's name change nothing."""
 VIAS = ("web", "mcp")
 _MODES = ("builtin", "external")
 _ROOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_CLAIM_TOKEN = re.compile(r"(?<![A-Za-z0-9])[ABab][1-9][0-9]*\.[1-8](?![0-9])")
-_OTHER_WORDS = re.compile(
-    r"^\s*(?:the\s+)?(?:other|their|theirs|counterpart|counter-party|counterparty)\b"
-    r"|\b(?:counterpart|counter-party|counterparty)"
-    r"|\b(?:other|their)\s+(?:side|proxy|party|seat|agent|principal|claim|message)",
-    re.I,
-)
 
 
 def other_seat(seat: str) -> str:
@@ -145,22 +181,6 @@ def _crossed(card: IntentCard, terms: list[str]) -> list[int]:
         ):
             hits.append(i)
     return hits
-
-
-def _is_must_never(ref: str) -> bool:
-    return re.fullmatch(r"must_never\[[0-9]+\]", ref.strip()) is not None
-
-
-def _repeats(assumptions: Mapping[str, str], text: str) -> str | None:
-    """The first earlier assumption (normalised text to claim id) that ``text`` repeats:
-    one of the two normalised texts holds the other as whole words."""
-    said = _norm(text)
-    if not said:
-        return None
-    for known, cid in assumptions.items():
-        if known and (f" {known} " in f" {said} " or f" {said} " in f" {known} "):
-            return cid
-    return None
 
 
 @dataclass
@@ -297,6 +317,27 @@ def _no_amendments(card: IntentCard) -> None:
         )
 
 
+def _seat_arg(seat: Any) -> str:
+    if seat not in SEATS:
+        raise PxpError("room_invalid", f"seat {seat!r} does not exist; a v0 room has A and B")
+    return str(seat)
+
+
+def _entry(type_: str, at: str, data: dict[str, Any] | None) -> dict[str, Any]:
+    return {"type": type_, "at": at, "data": data}
+
+
+def _refuse(message: str, reason: str) -> PxpError:
+    """An entry that does not fit its body or the room: only an imported one can."""
+    return PxpError("import_invalid", message, reason=reason)
+
+
+def _check_agent(agent: Any) -> str:
+    if not isinstance(agent, str) or not agent.strip() or len(agent) > 200:
+        raise PxpError("agent_invalid", "the agent name must be a non-empty string")
+    return agent
+
+
 def _check_seat(seat: Any) -> str:
     if seat not in SEATS:
         raise PxpError("seat_invalid", f"seat {seat!r} does not exist; a v0 room has A and B")
@@ -306,10 +347,30 @@ def _check_seat(seat: Any) -> str:
 class Room:
     """A two-seat PXP room. Create one with :meth:`open` or :meth:`from_export`."""
 
-    def __init__(self, room_id: str, topic: str, created_at: str, max_turns: int) -> None:
+    def __init__(
+        self,
+        room_id: str,
+        *,
+        max_turns: int = 10,
+        names: Mapping[str, str] | None = None,
+        tokens: Mapping[str, str] | None = None,
+        modes: Mapping[str, str] | None = None,
+    ) -> None:
+        """A room with no ledger yet: its first entry, ``room_opened``, opens it
+        (:meth:`apply`). Use :meth:`open` for a new room, :meth:`from_export` to import one.
+
+        ``names`` are the principals' display names known before their cards are sealed;
+        ``tokens`` are seat-link secrets chosen by the caller (see :meth:`seat_for_token`);
+        ``modes`` how each seat's agent will join (``builtin`` or ``external``) before any
+        join says so. Bad values raise :class:`PxpUsageError` ``room_invalid``.
+        """
+        if not isinstance(room_id, str) or _ROOM_ID.match(room_id) is None:
+            raise PxpError("room_invalid", "the room id must be 1-64 letters, digits, - or _")
+        if type(max_turns) is not int or not 2 <= max_turns <= 1000:
+            raise PxpError("room_invalid", "max_turns must be an integer from 2 to 1000")
         self.id = room_id
-        self.topic = topic
-        self.created_at = created_at
+        self.topic = ""
+        self.created_at = ""
         self.max_turns = max_turns
         self.status = "open"
         self.turn: str | None = None
@@ -326,11 +387,24 @@ class Room:
         self._proposals: dict[str, dict[str, Any]] = {}
         self._agreement: dict[str, Any] | None = None
         self._flag_log: list[dict[str, Any]] = []
-        self._replay_outcome: str | None = None
-        # import only: answers the reference wrote onto escalating envelopes after hashing
-        self._late_answers: dict[int, dict[str, Any]] = {}
-        # import only: flags this library would have recorded that an imported envelope lacks
+        # (action, outcome) an applied entry left for its follow-up entry to complete
+        self._owed: tuple[str, str] | None = None
+        # flags this library would have recorded that an applied envelope lacks
         self._import_notes: list[dict[str, Any]] = []
+        for seat, name in (names or {}).items():
+            if not isinstance(name, str) or not name.strip():
+                raise PxpError("room_invalid", f"the name for seat {seat!r} is not a string")
+            self._seats[_seat_arg(seat)].name = name
+        for seat, token in (tokens or {}).items():
+            if not isinstance(token, str) or len(token) < 16:
+                raise PxpError("room_invalid", f"the token of seat {seat!r} is too short")
+            self._seats[_seat_arg(seat)].token = token
+        if self._seats["A"].token is not None and self._seats["A"].token == self._seats["B"].token:
+            raise PxpError("room_invalid", "the two seats must have different tokens")
+        for seat, mode in (modes or {}).items():
+            if mode not in _MODES:
+                raise PxpError("room_invalid", f"the mode of seat {seat!r} is not a join mode")
+            self._seats[_seat_arg(seat)].mode = mode
 
     # ----------------------------------------------------------------- construction
 
@@ -347,28 +421,15 @@ class Room:
     ) -> Room:
         """Open a room: ledger entry ``room_opened {topic, protocol: "PXP/0"}``.
 
-        ``names`` are the principals' display names known before their cards are sealed;
-        ``tokens`` are seat-link secrets chosen by the caller (see :meth:`seat_for_token`).
+        ``now`` is a timezone-aware :class:`~datetime.datetime`; a naive one is
+        :class:`PxpUsageError` ``time_invalid`` (so in every method taking ``now``).
+        ``names``, ``tokens``: see :class:`Room`.
         """
-        if not isinstance(room_id, str) or _ROOM_ID.match(room_id) is None:
-            raise PxpError("room_invalid", "the room id must be 1-64 letters, digits, - or _")
+        room = cls(room_id, max_turns=max_turns, names=names, tokens=tokens)
         if not isinstance(topic, str) or not topic.strip():
             raise PxpError("room_invalid", "the room topic must be a non-empty string")
-        if type(max_turns) is not int or not 2 <= max_turns <= 1000:
-            raise PxpError("room_invalid", "max_turns must be an integer from 2 to 1000")
         at = format_time(now)
-        room = cls(room_id, topic, at, max_turns)
-        for seat, name in (names or {}).items():
-            if not isinstance(name, str) or not name.strip():
-                raise PxpError("room_invalid", f"the name for seat {seat!r} is not a string")
-            room._seats[_check_seat(seat)].name = name
-        for seat, token in (tokens or {}).items():
-            if not isinstance(token, str) or len(token) < 16:
-                raise PxpError("room_invalid", f"the token of seat {seat!r} is too short")
-            room._seats[_check_seat(seat)].token = token
-        if room._seats["A"].token is not None and room._seats["A"].token == room._seats["B"].token:
-            raise PxpError("room_invalid", "the two seats must have different tokens")
-        room.ledger.append("room_opened", at, {"topic": topic, "protocol": "PXP/0"})
+        room.apply(_entry("room_opened", at, {"topic": topic, "protocol": "PXP/0"}))
         return room
 
     # ----------------------------------------------------------------- table
@@ -427,23 +488,19 @@ class Room:
         """Seat ``agent`` (a proxy's name) in ``seat``: ledger ``agent_joined``.
 
         Joining again with the same agent changes nothing and returns ``False``; another
-        agent takes the seat over (the ledger keeps who sat there).
+        agent takes the seat over (the ledger keeps who sat there). ``now`` is an aware
+        datetime (naive: ``time_invalid``).
         """
         self._allowed("join")
         seat = _check_seat(seat)
-        if not isinstance(agent, str) or not agent.strip() or len(agent) > 200:
-            raise PxpError("agent_invalid", "the agent name must be a non-empty string")
+        _check_agent(agent)
         if mode not in _MODES:
-            raise PxpError("agent_invalid", "mode must be 'builtin' or 'external'")
+            raise PxpError("mode_invalid", "mode must be 'builtin' or 'external'")
         at = format_time(now)
         record = self._seats[seat]
         if record.agent == agent and record.mode == mode:
             return False
-        data = {"seat": seat, "agent": agent, "mode": mode}
-        canonical(data)  # refuse what cannot be hashed before anything changes
-        self._do_join(seat, agent, mode)
-        self.ledger.append("agent_joined", at, data)
-        self._move("join", "joined")
+        self.apply(_entry("agent_joined", at, {"seat": seat, "agent": agent, "mode": mode}))
         return True
 
     def issue_principal_link(self, seat: str, *, agent: str | None, now: datetime) -> int:
@@ -451,18 +508,15 @@ class Room:
 
         Ledger ``principal_link {seat, agent}`` (``agent`` is ``null`` for the link handed to
         whoever created the room). A link issued earlier to the seat is no longer the one the
-        room attributes web actions to: the caller revokes it. Any state but a finished room.
+        room attributes web actions to: the caller revokes it. Any state but a finished room
+        (action ``link`` of :data:`TRANSITIONS`). ``now`` is an aware datetime.
         """
+        self._allowed("link")
         seat = _check_seat(seat)
-        if self.status in ("agreed", "ended"):
-            raise PxpError("invalid_transition", "the room has ended; no link is issued")
-        if agent is not None and (not isinstance(agent, str) or not agent.strip()):
-            raise PxpError("agent_invalid", "the agent name must be a non-empty string")
+        if agent is not None:
+            _check_agent(agent)
         at = format_time(now)
-        n = len(self.ledger) + 1
-        self._do_issue(seat, agent, n)
-        self.ledger.append("principal_link", at, {"seat": seat, "agent": agent})
-        return n
+        return self.apply(_entry("principal_link", at, {"seat": seat, "agent": agent})).n
 
     def _do_issue(self, seat: str, agent: str | None, n: int) -> None:
         record = self._seats[seat]
@@ -497,64 +551,30 @@ class Room:
         which of the two agents acts for the seat's principal. A room still running ends
         there (``ended``: no agreement can follow); a finished room keeps its outcome and
         records the contest all the same. The brief lists every contest under
-        ``parties[seat].contests``.
+        ``parties[seat].contests``. At most :data:`MAX_CONTESTS_PER_SEAT` per seat.
+        ``now`` is an aware datetime.
         """
-        outcomes = self._allowed("contest")
+        self._allowed("contest")
         seat = _check_seat(seat)
-        if self._seats[seat].agent is None:
-            raise PxpError(
-                "seat_invalid", f"seat {seat} has no agent whose seat could be contested"
-            )
-        if not isinstance(agent, str) or not agent.strip() or len(agent) > 200:
-            raise PxpError("agent_invalid", "the agent name must be a non-empty string")
+        self._held(seat, "contested")
+        _check_agent(agent)
         at = format_time(now)
-        data = {"seat": seat, "agent": agent}
-        canonical(data)  # refuse what cannot be hashed before anything changes
-        self._do_contest(seat, agent, at, len(self.ledger) + 1, outcomes["contested"])
-        self.ledger.append("seat_contested", at, data)
-
-    def _do_contest(self, seat: str, agent: str, at: str, n: int, state: str) -> None:
-        record = self._seats[seat]
-        record.contests.append(
-            {"agent": agent, "holder": record.agent, "state": self.status, "at": at, "n": n}
-        )
-        self.status = state
-        if state == "ended":
-            self.turn = None
+        self.apply(_entry("seat_contested", at, {"seat": seat, "agent": agent}))
 
     def release(self, seat: str, *, now: datetime) -> str:
         """The seat's principal frees ``seat`` from its agent: ledger ``seat_released {seat,
         agent}`` (ours); returns the agent released.
 
         The next agent that joins takes the seat as a first join would (the ledger and the
-        brief keep every agent that sat there). Only while the room runs.
+        brief keep every agent that sat there). Only while the room runs. ``now`` is an
+        aware datetime.
         """
-        outcomes = self._allowed("release")
+        self._allowed("release")
         seat = _check_seat(seat)
-        agent = self._seats[seat].agent
-        if agent is None:
-            raise PxpError("seat_invalid", f"seat {seat} has no agent to release")
+        agent = self._held(seat, "released")
         at = format_time(now)
-        data = {"seat": seat, "agent": agent}
-        self._do_release(seat, at, len(self.ledger) + 1, outcomes["released"])
-        self.ledger.append("seat_released", at, data)
+        self.apply(_entry("seat_released", at, {"seat": seat, "agent": agent}))
         return agent
-
-    def _do_release(self, seat: str, at: str, n: int, state: str) -> None:
-        record = self._seats[seat]
-        record.releases.append(
-            {
-                "agent": record.agent,
-                "at": at,
-                "n": n,
-                # who released: the page link the room then attributed web actions to
-                "by": self.principal_link(seat),
-                # the card as it stood: sealed before the release, and by whom
-                "sealed_by": dict(record.sealed_by) if record.sealed_by is not None else None,
-            }
-        )
-        record.agent = None
-        self.status = state
 
     def rejoin(self, seat: str, *, agent: str, now: datetime) -> None:
         """Record that the seat's link joined again while an agent holds the seat (ours):
@@ -562,24 +582,22 @@ class Room:
 
         A seat link is a bearer link: the agent that holds it joining again and another
         agent given the same link look alike to the room. Nothing else changes; the brief
-        lists every rejoin, so a seat link shared by two agents is never silent.
+        lists every rejoin, so a seat link shared by two agents is never silent. At most
+        :data:`MAX_REJOINS_PER_SEAT` per seat. ``now`` is an aware datetime.
         """
-        outcomes = self._allowed("rejoin")
+        self._allowed("rejoin")
         seat = _check_seat(seat)
-        if self._seats[seat].agent is None:
-            raise PxpError("seat_invalid", f"seat {seat} has no agent to join again")
-        if not isinstance(agent, str) or not agent.strip() or len(agent) > 200:
-            raise PxpError("agent_invalid", "the agent name must be a non-empty string")
+        self._held(seat, "joined again")
+        _check_agent(agent)
         at = format_time(now)
-        data = {"seat": seat, "agent": agent}
-        canonical(data)
-        self._do_rejoin(seat, agent, at, len(self.ledger) + 1, outcomes["rejoined"])
-        self.ledger.append("seat_rejoined", at, data)
+        self.apply(_entry("seat_rejoined", at, {"seat": seat, "agent": agent}))
 
-    def _do_rejoin(self, seat: str, agent: str, at: str, n: int, state: str) -> None:
-        record = self._seats[seat]
-        record.rejoins.append({"agent": agent, "holder": record.agent, "at": at, "n": n})
-        self.status = state
+    def _held(self, seat: str, what: str) -> str:
+        """The agent holding ``seat``; refuse (``seat_invalid``) a seat nobody holds."""
+        agent = self._seats[seat].agent
+        if agent is None:
+            raise PxpError("seat_invalid", f"seat {seat} has no agent that could be {what}")
+        return agent
 
     def releases(self, seat: str) -> list[dict[str, Any]]:
         """Every release of ``seat``: ``{agent, at, n, by, sealed_by}`` (``by`` the principal
@@ -594,12 +612,6 @@ class Room:
         """Every contest of ``seat``: ``{agent, holder, state, at, n}`` (``holder`` the agent
         then in the seat, ``state`` the room's state before, ``n`` the ledger entry)."""
         return [dict(c) for c in self._seats[_check_seat(seat)].contests]
-
-    def _do_join(self, seat: str, agent: str, mode: str | None) -> None:
-        record = self._seats[seat]
-        record.agent = agent
-        record.mode = mode
-        record.agents.append(agent)
 
     def draft_card(self, seat: str, card: IntentCard | Mapping[str, Any]) -> IntentCard:
         """Store a card an agent drafted for ``seat``; it binds nothing until sealed."""
@@ -624,7 +636,8 @@ class Room:
         """Seal the card the principal confirmed (``None``: the stored draft).
 
         Ledger ``card_sealed {seat, principal, card_hash, via}``; when both seats are
-        sealed the room becomes active and seat A has the first turn.
+        sealed the room becomes active and seat A has the first turn. ``now`` is an aware
+        datetime.
         """
         self._allowed("seal")
         seat = _check_seat(seat)
@@ -639,37 +652,14 @@ class Room:
                 raise PxpError("card_missing", f"seat {seat} has no drafted card to confirm")
             card = record.draft
         sealed = seal_card(card)
-        _no_amendments(sealed.card)
-        self._do_seal(seat, sealed, via)
-        self.ledger.append(
-            "card_sealed",
-            at,
-            {
-                "seat": seat,
-                "principal": sealed.card.principal.name,
-                "card_hash": sealed.hash,
-                "via": via,
-            },
-        )
-        self._after_seal()
+        data = {
+            "seat": seat,
+            "principal": sealed.card.principal.name,
+            "card_hash": sealed.hash,
+            "via": via,
+        }
+        self.apply(_entry("card_sealed", at, data), sealed.card)
         return sealed
-
-    def _do_seal(self, seat: str, sealed: SealedCard, via: str | None) -> None:
-        record = self._seats[seat]
-        record.card = sealed.card
-        record.card_hash = sealed.hash
-        record.first_card_hash = sealed.hash
-        record.sealed_via = via
-        record.sealed_by = self._acted_by(seat, via)
-        record.name = sealed.card.principal.name
-        record.draft = None
-
-    def _after_seal(self) -> None:
-        if all(self._seats[s].card is not None for s in SEATS):
-            self._move("seal", "both_sealed")
-            self.turn = "A"
-        else:
-            self._move("seal", "waiting")
 
     # ----------------------------------------------------------------- send
 
@@ -680,7 +670,7 @@ class Room:
         fills ``pxp``, ``room``, ``seq``, ``from``, ``intent_hash`` and claim ids, applies
         every enforcement rule (recording each rewrite in ``protocol_flags``) and returns
         the stored envelope. Ledger ``envelope``, then ``escalation``, ``agreement`` or
-        ``turn_limit`` as the outcome requires.
+        ``turn_limit`` as the outcome requires. ``now`` is an aware datetime.
         """
         self._allowed("send")
         seat = _check_seat(seat)
@@ -689,58 +679,17 @@ class Room:
         at = format_time(now)
         envelope, flags = self._enforce(seat, validate_draft(draft))
         digest = envelope_hash(envelope)
-        outcome = self._apply_envelope(envelope, ledger_n=len(self.ledger) + 1)
-        self.ledger.append(
-            "envelope",
-            at,
-            {
-                "seq": envelope["seq"],
-                "seat": seat,
-                "status": envelope["status"],
-                "envelope_hash": digest,
-            },
-        )
-        if outcome == "escalate":
-            self.ledger.append(
-                "escalation",
-                at,
-                {
-                    "seat": seat,
-                    "seq": envelope["seq"],
-                    "question_hash": sha256_hex(envelope["escalation"]["question"]),
-                },
-            )
-        elif outcome == "agree":
-            assert self._agreement is not None
-            self.ledger.append(
-                "agreement",
-                at,
-                {
-                    "proposal_hash": self._agreement["proposal_hash"],
-                    "proposed_by": self._agreement["proposed_by"],
-                    "accepted_by": self._agreement["accepted_by"],
-                },
-            )
-        elif outcome == "turn_limit":
-            self.ledger.append("turn_limit", at, {"turns": self.turns, "max_turns": self.max_turns})
-        self._move("send", outcome)
+        data = {
+            "seq": envelope["seq"],
+            "seat": seat,
+            "status": envelope["status"],
+            "envelope_hash": digest,
+        }
+        self.apply(_entry("envelope", at, data), _Built(envelope))
+        follow_up = self.owed
+        if follow_up is not None:
+            self.apply(_entry(follow_up, at, self.owed_data()))
         return SendResult(copy.deepcopy(envelope), tuple(flags), self.status, digest)
-
-    def _cites_other(self, ref: str, other: str) -> bool:
-        for token in _CLAIM_TOKEN.findall(ref):
-            parsed = parse_claim_id(token.upper())
-            if parsed is not None and parsed[0] == other:
-                return True
-        # the reference's test (a ref opening with other, their, counterpart or a seat
-        # letter), narrowed to the other seat's letter, plus "seat B" / "side B" anywhere
-        if _OTHER_WORDS.search(ref) is not None:
-            return True
-        if re.search(rf"^{other}\b|\b(?:seat|side|proxy)\s+{other}\b", ref, re.I) is not None:
-            return True
-        name = self._seats[other].name
-        if not name or not _norm(name):
-            return False
-        return _contains(ref, name)
 
     def _cited_assumption(
         self, ref: str, seat: str, seq: int, local: Mapping[str, bool]
@@ -751,9 +700,7 @@ class Room:
         claim of that envelope not yet built (the citing claim itself or a later one)
         backs nothing either.
         """
-        found: list[str] = _CLAIM_TOKEN.findall(ref)
-        for text in found:
-            token = text.upper()
+        for token in claim_tokens(ref):
             parsed = parse_claim_id(token)
             if parsed is None or parsed[0] != seat:
                 continue
@@ -767,141 +714,18 @@ class Room:
         return None
 
     def _enforce(self, seat: str, draft: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        """Build the stored envelope from a validated draft; nothing is changed here."""
-        other = other_seat(seat)
+        """Build the stored envelope from a validated draft; nothing is changed here.
+
+        Claims (the claim rules, then backing), reviews, the proposal and the agreement, in
+        that order (spec §5); each rewrite appends its flag to the list returned."""
         record = self._seats[seat]
-        card = record.card
-        assert card is not None
+        assert record.card is not None
         assert record.card_hash is not None
         seq = len(self._envelopes) + 1
         flags: list[str] = []
-        earlier_assumptions: dict[str, str] = {}
-        for rec in self._claims.values():
-            if not rec.verified:
-                earlier_assumptions.setdefault(_norm(rec.text), rec.id)
-        claims: list[dict[str, Any]] = []
-        local: dict[str, bool] = {}
-        new_ids: list[str] = []
-        for index, raw in enumerate(draft["claims"], start=1):
-            cid = claim_id(seat, seq, index)
-            new_ids.append(cid)
-            origin = raw["origin"]
-            ref = raw.get("ref")
-            quoted = js_prefix(raw["text"], 60)
-            if origin in ("stated", "sourced") and ref is None:
-                flags.append(flag("ref_missing", text=quoted, origin=origin))
-                origin = "assumed"
-            elif origin == "stated" and ref is not None and self._cites_other(ref, other):
-                flags.append(flag("stated_cites_other_side", text=quoted))
-                origin = "assumed"
-            elif origin == "sourced" and ref is not None and self._cites_other(ref, other):
-                flags.append(flag("sourced_cites_other_side", claim=cid))
-                origin = "assumed"
-            elif (
-                origin != "assumed"
-                and ref is not None
-                and self._cited_assumption(ref, seat, seq, local)
-            ):
-                cited = self._cited_assumption(ref, seat, seq, local)
-                flags.append(flag(f"{origin}_cites_assumption", claim=cid, cited=str(cited)))
-                origin = "assumed"
-            elif origin == "stated" and ref is not None and card.clause(ref.strip()) is None:
-                flags.append(flag("stated_cites_missing_clause", claim=cid, clause=ref.strip()))
-                origin = "assumed"
-            elif origin == "stated" and ref is not None and _is_must_never(ref):
-                # a must_never is what the principal forbids, never what it asserts
-                flags.append(flag("stated_cites_must_never", claim=cid, clause=ref.strip()))
-                origin = "assumed"
-            elif (
-                origin == "stated"
-                and ref is not None
-                and not _contains(str(card.clause(ref.strip())), raw["text"])
-            ):
-                flags.append(flag("stated_text_not_in_clause", claim=cid, clause=ref.strip()))
-                origin = "assumed"
-            if origin == "sourced":
-                # re-stating does not upgrade an origin (seed 3.2): a claim that repeats an
-                # unverified assumption, of either side, is that assumption again. A stated
-                # claim that passed the checks above is its own principal's word (its card
-                # holds the text), not a re-statement, and stays stated.
-                repeated = _repeats(earlier_assumptions, raw["text"])
-                if repeated is not None:
-                    flags.append(flag("restated_assumption", claim=cid, cited=repeated))
-                    origin = "assumed"
-            stored: dict[str, Any] = {"id": cid, "text": raw["text"], "origin": origin}
-            if ref is not None:
-                stored["ref"] = ref
-            backs = raw.get("backs")
-            if backs is not None:
-                target = self._claims.get(backs)
-                if target is None or target.seat != seat:
-                    raise PxpError(
-                        "envelope_rejected",
-                        f"claim {index} backs {backs!r}, not an earlier claim of seat {seat}",
-                        reason="backs_unknown",
-                    )
-                if target.origin != "assumed":
-                    raise PxpError(
-                        "envelope_rejected",
-                        f"claim {index} backs {backs}, which is not an assumed claim",
-                        reason="backs_not_assumed",
-                    )
-                stored["backs"] = backs
-                if origin != "sourced":
-                    flags.append(flag("backs_without_source", claim=cid))
-            claims.append(stored)
-            local[cid] = origin != "assumed"
-            if origin == "assumed":
-                earlier_assumptions.setdefault(_norm(raw["text"]), cid)
-        reviews: list[dict[str, Any]] = []
-        reviewed: set[str] = set()
-        for review in draft["reviews"]:
-            target = self._claims.get(review["claim_id"])
-            if target is None:
-                raise PxpError(
-                    "envelope_rejected",
-                    f"the review names claim {review['claim_id']}, which does not exist",
-                    reason="review_unknown_claim",
-                )
-            if target.seat != other:
-                raise PxpError(
-                    "envelope_rejected",
-                    f"the review names claim {review['claim_id']}, a claim of this seat",
-                    reason="review_own_claim",
-                )
-            reviews.append(dict(review))
-            reviewed.add(review["claim_id"])
-        for cid in self.unreviewed(seat):
-            if cid not in reviewed:
-                flags.append(flag("unreviewed_claim", claim=cid))
-                reviews.append({"claim_id": cid, "verdict": "challenge", "reason": "not reviewed"})
-        proposal = draft.get("proposal")
-        if proposal is not None:
-            resolved: list[str] = []
-            for dep in proposal.get("depends_on", []):
-                if dep.startswith("new"):
-                    dep = new_ids[int(dep[3:]) - 1]
-                elif dep not in self._claims:
-                    raise PxpError(
-                        "envelope_rejected",
-                        f"the proposal depends on claim {dep}, which does not exist",
-                        reason="depends_on_unknown",
-                    )
-                if dep not in resolved:
-                    resolved.append(dep)
-            proposal = {"terms": list(proposal["terms"]), "depends_on": resolved}
-            crossing = _crossed(card, proposal["terms"])
-            hidden = [t for t in proposal["terms"] if hidden_characters(t)]
-            if hidden:
-                # a term holding characters a page shows as nothing reads differently
-                # from what binds; the proposal is not recorded
-                flags.append(flag("term_hidden_characters", text=js_prefix(hidden[0], 60)))
-                proposal = None
-            elif crossing:
-                # a proposal binds its proxy: offering a must_never needs the principal
-                for hit in crossing:
-                    flags.append(flag("propose_must_never", clause=f"must_never[{hit}]"))
-                proposal = None
+        claims = self._enforce_claims(seat, seq, draft["claims"], flags)
+        reviews = self._enforce_reviews(seat, draft["reviews"], flags)
+        proposal = self._enforce_proposal(seat, seq, draft.get("proposal"), flags)
         status = draft["status"]
         accepts: dict[str, Any] | None = None
         if status == "agree":
@@ -927,6 +751,132 @@ class Room:
         if flags:
             envelope["protocol_flags"] = list(flags)
         return envelope, flags
+
+    def _enforce_claims(
+        self, seat: str, seq: int, drafted: list[dict[str, Any]], flags: list[str]
+    ) -> list[dict[str, Any]]:
+        """The claims as stored: each walks :data:`CLAIM_RULES`, then its backing."""
+        other = other_seat(seat)
+        card = self._seats[seat].card
+        assert card is not None
+        assumptions: dict[str, str] = {}
+        for rec in self._claims.values():
+            if not rec.verified:
+                assumptions.setdefault(_norm(rec.text), rec.id)
+        claims: list[dict[str, Any]] = []
+        local: dict[str, bool] = {}
+        for index, raw in enumerate(drafted, start=1):
+            cid = claim_id(seat, seq, index)
+            check = ClaimCheck(
+                cid,
+                raw["text"],
+                raw["origin"],
+                raw.get("ref"),
+                card,
+                other,
+                self._seats[other].name,
+                lambda r: self._cited_assumption(r, seat, seq, local),
+                assumptions,
+            )
+            origin = raw["origin"]
+            for name, holds in CLAIM_RULES:
+                values = holds(check)
+                if values is not None:
+                    flags.append(flag(name, **values))
+                    origin = "assumed"
+                    break
+            stored: dict[str, Any] = {"id": cid, "text": raw["text"], "origin": origin}
+            if check.ref is not None:
+                stored["ref"] = check.ref
+            if raw.get("backs") is not None:
+                stored["backs"] = self._check_backs(seat, index, raw["backs"])
+                if origin != "sourced":
+                    flags.append(flag("backs_without_source", claim=cid))
+            claims.append(stored)
+            local[cid] = origin != "assumed"
+            if origin == "assumed":
+                assumptions.setdefault(_norm(raw["text"]), cid)
+        return claims
+
+    def _check_backs(self, seat: str, index: int, backs: str) -> str:
+        target = self._claims.get(backs)
+        if target is None or target.seat != seat:
+            raise PxpError(
+                "envelope_rejected",
+                f"claim {index} backs {backs!r}, not an earlier claim of seat {seat}",
+                reason="backs_unknown",
+            )
+        if target.origin != "assumed":
+            raise PxpError(
+                "envelope_rejected",
+                f"claim {index} backs {backs}, which is not an assumed claim",
+                reason="backs_not_assumed",
+            )
+        return backs
+
+    def _enforce_reviews(
+        self, seat: str, drafted: list[dict[str, Any]], flags: list[str]
+    ) -> list[dict[str, Any]]:
+        """The reviews as stored: each names a claim of the other side; every claim of the
+        other side left unreviewed is recorded as challenged."""
+        reviews: list[dict[str, Any]] = []
+        reviewed: set[str] = set()
+        for review in drafted:
+            target = self._claims.get(review["claim_id"])
+            if target is None:
+                raise PxpError(
+                    "envelope_rejected",
+                    f"the review names claim {review['claim_id']}, which does not exist",
+                    reason="review_unknown_claim",
+                )
+            if target.seat != other_seat(seat):
+                raise PxpError(
+                    "envelope_rejected",
+                    f"the review names claim {review['claim_id']}, a claim of this seat",
+                    reason="review_own_claim",
+                )
+            reviews.append(dict(review))
+            reviewed.add(review["claim_id"])
+        for cid in self.unreviewed(seat):
+            if cid not in reviewed:
+                flags.append(flag("unreviewed_claim", claim=cid))
+                reviews.append({"claim_id": cid, "verdict": "challenge", "reason": "not reviewed"})
+        return reviews
+
+    def _enforce_proposal(
+        self, seat: str, seq: int, proposal: dict[str, Any] | None, flags: list[str]
+    ) -> dict[str, Any] | None:
+        """The proposal as stored, or ``None`` when a term hides characters or crosses one
+        of the seat's own must_nevers."""
+        if proposal is None:
+            return None
+        resolved: list[str] = []
+        for dep in proposal.get("depends_on", []):
+            if dep.startswith("new"):
+                dep = claim_id(seat, seq, int(dep[3:]))
+            elif dep not in self._claims:
+                raise PxpError(
+                    "envelope_rejected",
+                    f"the proposal depends on claim {dep}, which does not exist",
+                    reason="depends_on_unknown",
+                )
+            if dep not in resolved:
+                resolved.append(dep)
+        card = self._seats[seat].card
+        assert card is not None
+        hidden = [t for t in proposal["terms"] if hidden_characters(t)]
+        if hidden:
+            # a term holding characters a page shows as nothing reads differently from what
+            # binds; the proposal is not recorded
+            flags.append(flag("term_hidden_characters", text=js_prefix(hidden[0], 60)))
+            return None
+        crossing = _crossed(card, proposal["terms"])
+        if crossing:
+            # a proposal binds its proxy: offering a must_never needs the principal
+            for hit in crossing:
+                flags.append(flag("propose_must_never", clause=f"must_never[{hit}]"))
+            return None
+        return {"terms": list(proposal["terms"]), "depends_on": resolved}
 
     def _check_agree(
         self,
@@ -967,31 +917,109 @@ class Room:
             return "continue", None
         return "agree", {"seq": theirs["seq"], "proposal_hash": theirs["proposal_hash"]}
 
-    def _apply_envelope(self, envelope: dict[str, Any], *, ledger_n: int) -> str:
+    def _check_agreeing(self, env: Mapping[str, Any]) -> None:
+        """An applied ``agree`` must be one enforcement lets through (ours and the
+        reference's alike): it accepts the other side's latest proposal by its hash, carries
+        no conflict review, and that proposal depends on no claim this seat disputed without
+        a principal's answer since."""
+        seat = env["from"]["seat"]
+        theirs = self._proposals.get(other_seat(seat))
+        accepts = env["accepts"]
+        if (
+            theirs is None
+            or accepts.get("proposal_hash") != theirs["proposal_hash"]
+            or accepts.get("seq", theirs["seq"]) != theirs["seq"]
+        ):
+            raise _refuse(
+                "the envelope accepts a proposal that is not the other side's latest", "agreement"
+            )
+        if any(r.get("verdict") == "conflict" for r in env["reviews"]):
+            raise _refuse("the envelope agrees while raising a conflict", "agreement")
+        disputing = {r.get("claim_id") for r in env["reviews"] if r.get("verdict") != "accept"}
+        for dep in theirs["depends_on"]:
+            if dep in disputing or self.disputed(seat, dep):
+                raise _refuse(
+                    f"the accepted proposal depends on {dep}, which this seat disputed",
+                    "agreement_disputed",
+                )
+
+    def _note_stricter(self, env: Mapping[str, Any]) -> frozenset[str]:
+        """Run this library's enforcement on the draft behind an applied envelope and note
+        every flag it would have recorded that the envelope lacks (a looser server's room:
+        a must_never agreed to, a laundered stated claim). Nothing is refused: the notes go
+        to the brief as ``Import: would be flagged here: ...``. An envelope this room's own
+        enforcement built carries every flag, so a live room has no notes.
+
+        Flags are compared as texts, so the effects are compared too (review i25 #3, #4): a
+        claim enforcement stores ``assumed`` is returned, for the room to hold it
+        ``assumed`` whatever the envelope says, and a status or claim origin that differs
+        from enforcement's is noted even when the envelope kept the flag's sentence."""
+        seat, seq = env["from"]["seat"], env["seq"]
+        stored_flags = set(env.get("protocol_flags") or ())
+        notes: list[str] = []
+        try:
+            ours, flags = self._enforce(seat, validate_draft(_draft_of(env)))
+        except PxpError as exc:
+            notes.append(f"Import: would be refused here: {exc}")
+            ours, flags = None, []
+        notes += [f"Import: would be flagged here: {t}" for t in flags if t not in stored_flags]
+        downgraded: set[str] = set()
+        if ours is not None:
+            for mine, theirs in zip(ours["claims"], env["claims"], strict=False):
+                if mine["origin"] == "assumed" and theirs.get("origin") != "assumed":
+                    downgraded.add(theirs["id"])
+                    notes.append(
+                        f"Import: claim {theirs['id']} would be stored assumed here, and is held "
+                        "assumed."
+                    )
+            flagged = any(n.startswith("Import: would be flagged here") for n in notes)
+            if ours["status"] != env["status"] and not flagged:  # else a flag note says why
+                notes.append(
+                    f"Import: this envelope would be recorded as {ours['status']} here, not "
+                    f"{env['status']}."
+                )
+        self._import_notes += [{"seq": seq, "seat": seat, "flag": n} for n in notes]
+        return frozenset(downgraded)
+
+    def _record_claim(
+        self, claim: Mapping[str, Any], seat: str, seq: int, downgraded: frozenset[str]
+    ) -> None:
+        """Record a stored claim; a sourced claim backing an assumed one verifies it."""
+        origin = "assumed" if claim["id"] in downgraded else claim["origin"]
+        self._claims[claim["id"]] = ClaimRecord(
+            claim["id"], seat, seq, claim["text"], origin, claim.get("ref")
+        )
+        backs = claim.get("backs")
+        if backs is None or origin != "sourced":
+            return
+        target = self._claims.get(backs)
+        if target is not None and target.seat == seat and target.backed_by is None:
+            self._claims[backs] = ClaimRecord(
+                target.id,
+                target.seat,
+                target.seq,
+                target.text,
+                target.origin,
+                target.ref,
+                claim["id"],
+                target.speaker,
+                target.confirmed_by,
+            )
+
+    def _apply_envelope(
+        self,
+        envelope: dict[str, Any],
+        *,
+        ledger_n: int,
+        downgraded: frozenset[str] = frozenset(),
+    ) -> str:
         """Record a stored envelope's effects; return the send outcome. No ledger writes."""
         seat = envelope["from"]["seat"]
         other = other_seat(seat)
         seq = envelope["seq"]
         self._envelopes.append(envelope)
         for claim in envelope["claims"]:
-            self._claims[claim["id"]] = ClaimRecord(
-                claim["id"], seat, seq, claim["text"], claim["origin"], claim.get("ref")
-            )
-            backs = claim.get("backs")
-            if backs is not None and claim["origin"] == "sourced":
-                target = self._claims.get(backs)
-                if target is not None and target.seat == seat and target.backed_by is None:
-                    self._claims[backs] = ClaimRecord(
-                        target.id,
-                        target.seat,
-                        target.seq,
-                        target.text,
-                        target.origin,
-                        target.ref,
-                        claim["id"],
-                        target.speaker,
-                        target.confirmed_by,
-                    )
+            self._record_claim(claim, seat, seq, downgraded)
         for review in envelope["reviews"]:
             key = (seat, review["claim_id"])
             self._reviews[key] = (review["verdict"], seq, review.get("reason") or None)
@@ -1026,7 +1054,7 @@ class Room:
                 "proposal_hash": accepted["proposal_hash"],
                 "proposed_by": other,
                 "accepted_by": seat,
-                "proposal_seq": accepted["seq"],
+                "proposal_seq": accepted.get("seq", theirs["seq"] if theirs else None),
                 "accept_seq": seq,
                 "terms": list(theirs["terms"]) if theirs else [],
                 "depends_on": list(theirs["depends_on"]) if theirs else [],
@@ -1058,7 +1086,7 @@ class Room:
         envelopes carry the new intent hash. The answer is also recorded as a ``stated``
         claim whose speaker is the principal (id ``<seat><seq>.0``, ref
         ``amendments[i]``). ``confirms`` names unverified claims the principal confirms:
-        each is marked verified, its origin unchanged.
+        each is marked verified, its origin unchanged. ``now`` is an aware datetime.
         """
         self._allowed("answer")
         seat = _check_seat(seat)
@@ -1077,23 +1105,20 @@ class Room:
         card = self._seats[seat].card
         assert card is not None
         amended = card.amend(pending.question, answer, at)
-        new_hash = amended.hash
         data: dict[str, Any] = {
             "seat": seat,
             "speaker": "principal",
             "via": via,
             "answer_hash": sha256_hex(answer),
-            "card_hash": new_hash,
+            "card_hash": amended.hash,
         }
         if confirmed:
             data["confirms"] = list(confirmed)
-        self._do_answer(seat, amended, answer, via, at, len(self.ledger) + 1, confirmed)
-        self.ledger.append("principal_answer", at, data)
-        outcome = self._after_answer()
-        if outcome == "turn_limit":
-            self.ledger.append("turn_limit", at, {"turns": self.turns, "max_turns": self.max_turns})
-        self._move("answer", outcome)
-        return new_hash
+        self.apply(_entry("principal_answer", at, data), (amended.amendments or ())[-1])
+        follow_up = self.owed
+        if follow_up is not None:
+            self.apply(_entry(follow_up, at, self.owed_data()))
+        return amended.hash
 
     def _check_confirms(self, confirms: Any) -> tuple[str, ...]:
         if isinstance(confirms, str) or not isinstance(confirms, tuple | list):
@@ -1113,6 +1138,315 @@ class Room:
             if cid not in out:
                 out.append(cid)
         return tuple(out)
+
+    # ----------------------------------------------------------------- apply
+
+    def apply(self, entry: LedgerEntry | Mapping[str, Any], body: Any = None) -> LedgerEntry:
+        """Apply one ledger entry to the room, append it, and return it as appended.
+
+        Every change a room's ledger records goes through here: the live actions
+        (:meth:`join`, :meth:`seal`, :meth:`send`, :meth:`answer`, ...) build their entry and
+        apply it, and :meth:`from_export` applies an export's entries one by one, so an
+        imported history is held to the rules live play is. The entry's action
+        (:data:`ENTRY_ACTIONS`) must be allowed in the room's state by :data:`TRANSITIONS`,
+        which alone decides the next state; ``escalation``, ``agreement`` and ``turn_limit``
+        (:data:`FOLLOW_UPS`) only complete the outcome the entry before them left owed
+        (:attr:`owed`).
+
+        ``entry`` is ``{type, at, data}`` or a :class:`LedgerEntry`; an exported entry's
+        ``n``, ``prev`` and ``hash``, when given, must be those the room computes. ``body``
+        is what the entry's hashes cover: the :class:`IntentCard` of ``card_sealed`` (as
+        sealed, without amendments), the stored envelope of ``envelope``, the
+        :class:`Amendment` of ``principal_answer``; other entries take none.
+
+        A refusal carries the code live play gives for the same act (``invalid_transition``,
+        ``not_your_turn``, ``not_your_escalation``, ``card_sealed``, ``seat_invalid``,
+        ``agent_invalid``, ``card_invalid``, ``answer_invalid``); an entry that disagrees with
+        its body or the room's record (a hash, a seq, an agent, an entry out of order),
+        which live play never writes, is ``import_invalid`` with a ``reason``. Both are
+        :class:`PxpProtocolError`, and a refused entry changes nothing.
+        """
+        type_, at, data = _parse_entry(entry)
+        try:  # the room owns what it appends: a caller's object changed later changes nothing
+            data = json.loads(json.dumps(data, allow_nan=False))
+        except (TypeError, ValueError, RecursionError):
+            raise _refuse(
+                f"the {type_} entry's data is not plain JSON", "malformed_entry"
+            ) from None
+        built = self.ledger.next_entry(type_, at, data)  # refuses data JSON cannot carry
+        if isinstance(entry, LedgerEntry):
+            given: Mapping[str, Any] = {"n": entry.n, "prev": entry.prev, "hash": entry.hash}
+        else:
+            given = entry
+        for key in ("n", "prev", "hash"):
+            if key in given and given[key] != getattr(built, key):
+                raise _refuse(f"the {type_} entry's {key} does not chain to this ledger", "chain")
+        if type_ == "room_opened" or not self.ledger:
+            self._apply_opened(type_, at, data)
+        elif type_ in FOLLOW_UPS:
+            self._apply_follow_up(type_, data)
+        else:
+            self._apply_action(type_, at, data, body, built.n)
+        self.ledger._push_built(built)  # built just above by next_entry, for this head
+        return built
+
+    @property
+    def owed(self) -> str | None:
+        """The entry type the last applied entry requires next (``escalation``,
+        ``agreement`` or ``turn_limit``), or ``None``. Live actions write it at once; an
+        import that ends owing ``agreement`` or ``turn_limit`` completes it (spec §8)."""
+        if self._owed is None:
+            return None
+        return next(t for t, outcome in FOLLOW_UPS.items() if outcome == self._owed[1])
+
+    def _apply_opened(self, type_: str, at: str, data: Mapping[str, Any]) -> None:
+        if self.ledger:
+            raise _refuse("room_opened is only the first entry of a ledger", "order")
+        if type_ != "room_opened":
+            raise _refuse("the ledger does not start with room_opened", "first_entry")
+        if "topic" not in data:
+            raise _refuse("the room_opened entry has no topic", "missing_member")
+        topic = data["topic"]
+        if not isinstance(topic, str) or not topic.strip():
+            raise _refuse("the room_opened entry's topic is not a non-empty string", "wrong_type")
+        self.topic, self.created_at = topic, at
+
+    def _apply_follow_up(self, type_: str, data: Mapping[str, Any]) -> None:
+        owed = self._owed
+        if owed is None or owed[1] != FOLLOW_UPS[type_]:
+            raise _refuse(f"the {type_} entry follows no event that requires it", "order")
+        if type_ == "escalation":
+            pending = self._escalations[-1]
+            if data.get("seq") != pending.seq or data.get("seat") != pending.seat:
+                raise _refuse("the escalation entry names another envelope", "escalation")
+            if data.get("question_hash") != sha256_hex(pending.question):
+                raise _refuse("the question does not hash to question_hash", "question_hash")
+        elif type_ == "agreement":
+            agreement = self._agreement
+            assert agreement is not None
+            proposer, accepter = agreement["proposed_by"], agreement["accepted_by"]
+            # a seat, or (as another implementation may write it) that seat's principal name
+            if (
+                data.get("proposal_hash") != agreement["proposal_hash"]
+                or data.get("proposed_by") not in (proposer, self._seats[proposer].name)
+                or data.get("accepted_by") not in (accepter, self._seats[accepter].name)
+            ):
+                raise _refuse(
+                    "the agreement entry disagrees with the agreeing envelope", "agreement"
+                )
+        elif dict(data) != self.owed_data():
+            raise _refuse("the turn_limit entry disagrees with the room's turns", "turn_limit")
+        self._owed = None
+        self._move(*owed)
+
+    def owed_data(self) -> dict[str, Any] | None:
+        """The data of the :attr:`owed` entry as live play writes it (``None``: none owed)."""
+        type_ = self.owed
+        if type_ is None:
+            return None
+        if type_ == "escalation":
+            pending = self._escalations[-1]
+            return {
+                "seat": pending.seat,
+                "seq": pending.seq,
+                "question_hash": sha256_hex(pending.question),
+            }
+        if type_ == "agreement":
+            assert self._agreement is not None
+            return {k: self._agreement[k] for k in ("proposal_hash", "proposed_by", "accepted_by")}
+        return {"turns": self.turns, "max_turns": self.max_turns}
+
+    def _apply_action(
+        self, type_: str, at: str, data: Mapping[str, Any], body: Any, n: int
+    ) -> None:
+        action = ENTRY_ACTIONS.get(type_)
+        if action is None:
+            raise _refuse(
+                f"a {type_!r} entry is of a type this implementation does not know", "entry_type"
+            )
+        if self._owed is not None:
+            raise _refuse(f"a {type_} entry comes before the {self.owed} entry owed", "order")
+        outcomes = self._allowed(action)
+        outcome = _APPLIERS[action](self, data, body, at, n)
+        if (action, outcome) in _OWED:
+            self._owed = (action, outcome)
+        else:
+            self.status = outcomes[outcome]
+
+    def _on_join(self, data: Mapping[str, Any], body: Any, at: str, n: int) -> str:
+        seat = _check_seat(data.get("seat"))
+        agent = _check_agent(data.get("agent", data.get("name")))  # the reference: ``name``
+        mode = data.get("mode")
+        if mode is not None and mode not in _MODES:
+            raise _refuse(f"the join names the mode {str(mode)[:20]!r}", "mode")
+        record = self._seats[seat]
+        if record.agent == agent and record.mode == mode:
+            raise _refuse(f"seat {seat} is joined again by the agent that holds it", "order")
+        record.agent, record.mode = agent, mode
+        record.agents.append(agent)
+        return "joined"
+
+    def _on_link(self, data: Mapping[str, Any], body: Any, at: str, n: int) -> str:
+        seat = _check_seat(data.get("seat"))
+        agent = data.get("agent")
+        self._do_issue(seat, None if agent is None else _check_agent(agent), n)
+        return "linked"
+
+    def _on_seal(self, data: Mapping[str, Any], body: Any, at: str, n: int) -> str:
+        seat = _check_seat(data.get("seat"))
+        record = self._seats[seat]
+        if record.card is not None:
+            raise PxpError("card_sealed", f"seat {seat} has already sealed its card")
+        via = data.get("via")
+        if via not in VIAS:
+            raise _refuse(f"seat {seat}'s card was sealed via {str(via)[:20]!r}", "via")
+        if not isinstance(body, IntentCard):
+            raise _refuse(f"there is no card for seat {seat}", "card_missing")
+        _no_amendments(body)
+        digest = body.hash
+        if digest != data.get("card_hash"):
+            raise _refuse(f"seat {seat}'s card does not hash to the sealed hash", "card_hash")
+        if data.get("principal") != body.principal.name:
+            raise _refuse(f"seat {seat}'s card names another principal", "card_principal")
+        record.card = body
+        record.card_hash = record.first_card_hash = digest
+        record.sealed_via = via
+        record.sealed_by = self._acted_by(seat, via)
+        record.name = body.principal.name
+        record.draft = None
+        if all(self._seats[s].card is not None for s in SEATS):
+            self.turn = "A"
+            return "both_sealed"
+        return "waiting"
+
+    def _on_send(self, data: Mapping[str, Any], body: Any, at: str, n: int) -> str:
+        seat = _check_seat(data.get("seat"))
+        if seat != self.turn:
+            raise PxpError("not_your_turn", f"it is seat {self.turn}'s turn, not seat {seat}'s")
+        seq = data.get("seq")
+        if type(seq) is not int or seq != len(self._envelopes) + 1:
+            raise _refuse(f"the envelope entry names seq {seq!r} out of order", "order")
+        if isinstance(body, _Built):
+            # built by this room's enforcement for this very entry (Room.send): its shape,
+            # hash and flags hold by construction; the room checks below still run
+            stored: Mapping[str, Any] = body.envelope
+        else:
+            stored = self._checked_body(seq, body, data)
+        if (
+            stored["from"]["seat"] != seat
+            or stored["status"] != data.get("status")
+            or stored["seq"] != seq
+        ):
+            raise _refuse(f"the entry disagrees with envelope {seq}", "envelope")
+        if stored["room"] != self.id:
+            raise _refuse(f"envelope {seq} belongs to room {stored['room']!r}", "envelope_room")
+        if stored["intent_hash"] != self._seats[seat].card_hash:
+            raise _refuse(f"envelope {seq} names a card hash its seat did not hold", "intent")
+        if stored["status"] == "agree":
+            self._check_agreeing(stored)
+        if isinstance(body, _Built):
+            return self._apply_envelope(body.envelope, ledger_n=n)
+        downgraded = self._note_stricter(stored)
+        return self._apply_envelope(copy.deepcopy(dict(stored)), ledger_n=n, downgraded=downgraded)
+
+    def _checked_body(self, seq: int, body: Any, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        """An envelope given from outside: its shape, and the hash the entry recorded."""
+        if body is None:
+            raise _refuse(f"there is no envelope {seq}", "envelope_missing")
+        try:
+            stored = validate_envelope(body, strict=False)
+        except PxpError as exc:
+            raise _refuse(exc.message, "envelope") from None
+        if envelope_hash(stored) != data.get("envelope_hash"):
+            raise _refuse(f"envelope {seq} does not hash to the recorded hash", "envelope_hash")
+        return stored
+
+    def _on_answer(self, data: Mapping[str, Any], body: Any, at: str, n: int) -> str:
+        seat = _check_seat(data.get("seat"))
+        pending = self._escalations[-1]
+        if pending.seat != seat:
+            raise PxpError(
+                "not_your_escalation",
+                f"the pending escalation is seat {pending.seat}'s, not seat {seat}'s",
+            )
+        via = data.get("via")
+        if via not in VIAS:
+            raise _refuse(f"the answer came via {str(via)[:20]!r}", "via")
+        if not isinstance(body, Amendment):
+            raise _refuse(f"seat {seat}'s card has no amendment for this answer", "card")
+        if body.question != pending.question:
+            raise _refuse("the amendment answers another question", "card")
+        if not isinstance(body.answer, str) or not body.answer.strip():
+            raise PxpError("answer_invalid", "the principal's answer must be a non-empty string")
+        confirms = self._check_confirms(data.get("confirms", []))
+        card = self._seats[seat].card
+        assert card is not None
+        amended = _replace_amendments(card, (*(card.amendments or ()), body))
+        if amended.hash != data.get("card_hash"):
+            raise _refuse("the amended card does not hash to card_hash", "card_hash")
+        if sha256_hex(body.answer) != data.get("answer_hash"):
+            raise _refuse("the answer does not hash to answer_hash", "answer_hash")
+        self._do_answer(seat, amended, body.answer, via, at, n, confirms)
+        if self.turns >= self.max_turns:
+            self.turn = None
+            return "turn_limit"
+        return "resumed"
+
+    def _on_contest(self, data: Mapping[str, Any], body: Any, at: str, n: int) -> str:
+        seat, agent = self._seat_event(data, "contested")
+        record = self._seats[seat]
+        if len(record.contests) >= MAX_CONTESTS_PER_SEAT:
+            raise PxpError(
+                "invalid_transition",
+                f"seat {seat} was contested as often as it may be",
+                reason="contest_limit",
+            )
+        record.contests.append(
+            {"agent": agent, "holder": record.agent, "state": self.status, "at": at, "n": n}
+        )
+        if TRANSITIONS[(self.status, "contest")]["contested"] == "ended":
+            self.turn = None
+        return "contested"
+
+    def _on_release(self, data: Mapping[str, Any], body: Any, at: str, n: int) -> str:
+        seat, agent = self._seat_event(data, "released")
+        record = self._seats[seat]
+        if agent != record.agent:
+            raise _refuse(f"the release names an agent that does not hold seat {seat}", "order")
+        record.releases.append(
+            {
+                "agent": record.agent,
+                "at": at,
+                "n": n,
+                # who released: the page link the room then attributed web actions to
+                "by": self.principal_link(seat),
+                # the card as it stood: sealed before the release, and by whom
+                "sealed_by": dict(record.sealed_by) if record.sealed_by is not None else None,
+            }
+        )
+        record.agent = None
+        return "released"
+
+    def _on_rejoin(self, data: Mapping[str, Any], body: Any, at: str, n: int) -> str:
+        seat, agent = self._seat_event(data, "joined again")
+        record = self._seats[seat]
+        if len(record.rejoins) >= MAX_REJOINS_PER_SEAT:
+            raise PxpError(
+                "invalid_transition",
+                f"seat {seat} was joined again as often as it may be",
+                reason="rejoin_limit",
+            )
+        record.rejoins.append({"agent": agent, "holder": record.agent, "at": at, "n": n})
+        return "rejoined"
+
+    def _seat_event(self, data: Mapping[str, Any], what: str) -> tuple[str, str]:
+        """A seat entry's seat (held by an agent) and agent, with exactly those members."""
+        seat = _check_seat(data.get("seat"))
+        self._held(seat, what)
+        agent = _check_agent(data.get("agent"))
+        if set(data) != {"seat", "agent"}:
+            raise _refuse(f"the seat {what} entry holds members other than seat and agent", "order")
+        return seat, agent
 
     def _do_answer(
         self,
@@ -1165,12 +1499,6 @@ class Room:
             speaker="principal",
             via=via,
         )
-
-    def _after_answer(self) -> str:
-        if self.turns >= self.max_turns:
-            self.turn = None
-            return "turn_limit"
-        return "resumed"
 
     # ----------------------------------------------------------------- queries
 
@@ -1317,7 +1645,7 @@ class Room:
         self._allowed("brief")
         from ._brief import build_brief
 
-        return cast(Brief, build_brief(self))  # the shape of brief.schema.json
+        return build_brief(self)  # the shape of brief.schema.json
 
     # ----------------------------------------------------------------- export / import
 
@@ -1383,3 +1711,63 @@ class Room:
 
     def _ledger_entries(self) -> tuple[LedgerEntry, ...]:
         return self.ledger.entries
+
+
+@dataclass(frozen=True)
+class _Built:
+    """The body :meth:`Room.send` gives :meth:`Room.apply`: the envelope this room's own
+    enforcement built for that entry (not something a caller can pass in by accident)."""
+
+    envelope: dict[str, Any]
+
+
+def _parse_entry(entry: Any) -> tuple[str, str, Mapping[str, Any]]:
+    if isinstance(entry, LedgerEntry):
+        return entry.type, entry.at, entry.data
+    if not isinstance(entry, Mapping):
+        raise _refuse("a ledger entry is not a JSON object", "malformed_entry")
+    type_, at, data = entry.get("type"), entry.get("at"), entry.get("data")
+    if not (isinstance(type_, str) and type_ and isinstance(at, str) and isinstance(data, Mapping)):
+        raise _refuse("a ledger entry needs a type, a time and a data object", "malformed_entry")
+    return type_, at, data
+
+
+def _draft_of(env: Mapping[str, Any]) -> dict[str, Any]:
+    """The draft a proxy sent for a stored envelope (ids of its own claims back to newN)."""
+    own = f"{env['from']['seat']}{env['seq']}."
+    draft: dict[str, Any] = {"message": env["message"], "status": env["status"]}
+    draft["claims"] = [
+        {k: c[k] for k in ("text", "origin", "ref") if k in c} for c in env["claims"]
+    ]
+    draft["reviews"] = [
+        {k: r[k] for k in ("claim_id", "verdict", "reason") if k in r} for r in env["reviews"]
+    ]
+    if "proposal" in env:
+        deps = [
+            f"new{d[len(own) :]}" if isinstance(d, str) and d.startswith(own) else d
+            for d in env["proposal"].get("depends_on", [])
+        ]
+        draft["proposal"] = {"terms": list(env["proposal"]["terms"]), "depends_on": deps}
+    if "escalation" in env:
+        draft["escalation"] = dict(env["escalation"])
+    return draft
+
+
+_Applier = Callable[[Room, Mapping[str, Any], Any, str, int], str]
+
+_APPLIERS: dict[str, _Applier] = {
+    "join": Room._on_join,
+    "link": Room._on_link,
+    "seal": Room._on_seal,
+    "send": Room._on_send,
+    "answer": Room._on_answer,
+    "contest": Room._on_contest,
+    "release": Room._on_release,
+    "rejoin": Room._on_rejoin,
+}
+"""Each action's entry check and effect; the next state is the table's (Room.apply)."""
+
+_OWED = frozenset(
+    {("send", "escalate"), ("send", "agree"), ("send", "turn_limit"), ("answer", "turn_limit")}
+)
+"""Outcomes whose state change waits for the follow-up entry (FOLLOW_UPS)."""

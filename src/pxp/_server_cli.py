@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from _ppcli.rules import read_input
 
-from ._errors import PxpError
+from .errors import PxpError
 
 if TYPE_CHECKING:
     from ._mcp_server import ServerConfig

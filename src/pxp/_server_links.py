@@ -31,11 +31,13 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs
 
-from ._errors import PxpError
+from ._room import format_time
+from .errors import PxpError
 
 __all__ = [
     "INVITE_ONLY",
@@ -568,7 +570,7 @@ def check_link(
     link: object,
     kind: LinkKind | tuple[LinkKind, ...],
     *,
-    now: str | None = None,
+    now: datetime | None = None,
 ) -> SeatGrant:
     """Return the seat ``link`` opens if it is a valid link of ``kind`` (or of one of the
     kinds given); else refuse.
@@ -576,10 +578,12 @@ def check_link(
     Every stored digest of the room is compared in constant time, whichever matches. A
     valid principal link where a seat link is asked for (or the reverse) is refused with the
     same sentence as an unknown one. A matching link that was revoked (``link_revoked``) or
-    has expired at ``now`` (``format_time`` text; ``link_expired``) is refused with its own
+    has expired at ``now`` (an aware datetime; naive: ``time_invalid``; ``None``: expiry is
+    not checked) (``link_expired``) is refused with its own
     sentence, and so is an invite given where it does not open anything (``invite_link``):
     only the holder of the secret can learn either.
     """
+    at = None if now is None else format_time(now)
     kinds = (kind,) if isinstance(kind, str) else tuple(kind)
     room_id, token, named = _parse(link)
     presented = _digest(token)
@@ -595,7 +599,7 @@ def check_link(
         raise PxpError("link_unknown", UNKNOWN_LINK)
     if found.revoked:
         raise PxpError("link_revoked", LINK_REVOKED)
-    if found.expires_at is not None and now is not None and now >= found.expires_at:
+    if found.expires_at is not None and at is not None and at >= found.expires_at:
         raise PxpError("link_expired", LINK_EXPIRED)
     if found.kind not in kinds:
         raise PxpError("invite_link", INVITE_ONLY)

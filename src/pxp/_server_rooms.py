@@ -22,7 +22,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple, TypeVar
 
 from ._brief import brief_markdown
-from ._errors import PxpError
 from ._ledger import verify_ledger
 from ._proxy import Proxy
 from ._room import MAX_CONTESTS_PER_SEAT, MAX_REJOINS_PER_SEAT, Room, format_time, other_seat
@@ -40,6 +39,7 @@ from ._server_links import (
 )
 from ._server_views import agent_view, compact_envelope, status_word
 from ._store import MemoryRoomStore, RoomStore
+from .errors import PxpError
 
 __all__ = [
     "DEFAULT_LINK_TTL",
@@ -202,7 +202,7 @@ class RoomService:
     def grant(self, link: object, kind: LinkKind | tuple[LinkKind, ...]) -> SeatGrant:
         """Return the seat ``link`` opens as a link of ``kind`` (or of one of the kinds
         given), or refuse (:func:`~pxp._server_links.check_link`)."""
-        return check_link(self._links, link, kind, now=format_time(self._clock()))
+        return check_link(self._links, link, kind, now=self._clock())
 
     def _expiry(self, now: datetime) -> str | None:
         return None if self._link_ttl is None else format_time(now + self._link_ttl)

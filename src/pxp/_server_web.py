@@ -26,9 +26,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ._errors import PxpError
 from ._server_links import SeatGrant
 from ._server_page import REFRESH_SECONDS, STYLE, room_page
+from .errors import PxpError
 
 __all__ = ["WebBackend", "origin_allowed", "web_routes"]
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ._envelope import SEATS
-from ._errors import PxpError
 from ._room import Room
+from .errors import PxpError
 
 __all__ = ["MemoryRoomStore", "RoomStore", "SqliteRoomStore"]
 

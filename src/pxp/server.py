@@ -19,7 +19,6 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from ._errors import PxpError
 from ._mcp_server import SIGN_IN_REFUSAL, ServerConfig, create_app, create_mcp_server
 from ._server_links import (
     UNKNOWN_LINK,
@@ -27,10 +26,12 @@ from ._server_links import (
     MemoryLinkStore,
     SeatGrant,
     SqliteLinkStore,
+    check_link,
 )
 from ._server_rooms import DEFAULT_LINK_TTL, RoomService
 from ._server_tools import TOOL_SPECS, ToolSpec
 from ._store import SqliteRoomStore
+from .errors import PxpError
 
 __all__ = [
     "SIGN_IN_REFUSAL",
@@ -43,6 +44,7 @@ __all__ = [
     "ServerConfig",
     "SqliteLinkStore",
     "ToolSpec",
+    "check_link",
     "create_app",
     "create_mcp_server",
     "serve",

@@ -22,12 +22,20 @@ import httpx2
 import pytest
 from mcp import Client
 
-from pxp._mcp_server import SIGN_IN_REFUSAL, ServerConfig, create_app
-from pxp._room import MAX_REJOINS_PER_SEAT
+from pxp import SqliteRoomStore
 from pxp._server_cli import server_config
-from pxp._server_links import MemoryLinkStore, SeatGrant, SqliteLinkStore, mint_links
-from pxp._server_rooms import MAX_AGENTS_PER_SEAT, RoomService
-from pxp._store import SqliteRoomStore
+from pxp._server_links import mint_links
+from pxp._server_rooms import MAX_AGENTS_PER_SEAT
+from pxp.rules import MAX_REJOINS_PER_SEAT
+from pxp.server import (
+    SIGN_IN_REFUSAL,
+    MemoryLinkStore,
+    RoomService,
+    SeatGrant,
+    ServerConfig,
+    SqliteLinkStore,
+    create_app,
+)
 
 from ._mcp_harness import call, free_socket, mcp_client, refused, running
 
@@ -449,7 +457,7 @@ def test_wait_for_turn_caps_the_waiting_calls(tmp_path: Path) -> None:
 
 
 def test_waiter_limits_are_checked() -> None:
-    from pxp._errors import PxpError
+    from pxp.errors import PxpError
 
     for bad in ({"max_waiters": 0}, {"max_waiters_per_seat": 0}):
         with pytest.raises(PxpError, match="waiter limits"):

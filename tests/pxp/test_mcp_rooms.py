@@ -23,13 +23,15 @@ import httpx2
 import pytest
 from mcp import Client
 
-from pxp._ledger import verify_ledger
-from pxp._mcp_server import ServerConfig, create_app
-from pxp._proxy import ScriptedProxy
-from pxp._room import RoomView
-from pxp._server_links import UNKNOWN_LINK, SeatGrant, SqliteLinkStore
-from pxp._server_rooms import RoomService
-from pxp._store import SqliteRoomStore
+from pxp import RoomView, ScriptedProxy, SqliteRoomStore, verify_ledger
+from pxp.server import (
+    UNKNOWN_LINK,
+    RoomService,
+    SeatGrant,
+    ServerConfig,
+    SqliteLinkStore,
+    create_app,
+)
 
 from ._mcp_harness import call, free_socket, mcp_client, refused, running
 

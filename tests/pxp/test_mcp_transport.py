@@ -14,17 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pxp._mcp_server import SIGN_IN_REFUSAL, ServerConfig, create_app
-from pxp._server_links import (
+from pxp import SqliteRoomStore
+from pxp._server_links import mint_links, parse_link
+from pxp.server import (
+    SIGN_IN_REFUSAL,
     UNKNOWN_LINK,
     MemoryLinkStore,
+    RoomService,
+    ServerConfig,
     SqliteLinkStore,
     check_link,
-    mint_links,
-    parse_link,
+    create_app,
 )
-from pxp._server_rooms import RoomService
-from pxp._store import SqliteRoomStore
 
 from ..listening import listening
 from ._mcp_harness import free_socket, mcp_client, refused, running

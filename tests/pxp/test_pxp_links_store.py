@@ -21,10 +21,10 @@ import httpx2
 import pytest
 
 import pxp
+from pxp import SqliteRoomStore
 from pxp._server_cli import import_rooms
-from pxp._server_links import LINK_EXPIRED, LINK_REVOKED, SqliteLinkStore
-from pxp._server_rooms import RoomService
-from pxp._store import SqliteRoomStore
+from pxp._server_links import LINK_EXPIRED, LINK_REVOKED
+from pxp.server import RoomService, SqliteLinkStore
 
 from ..listening import listening
 from ._mcp_harness import call, free_socket, mcp_client, refused

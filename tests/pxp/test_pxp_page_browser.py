@@ -23,10 +23,8 @@ from typing import Any
 
 import pytest
 
-from pxp._mcp_server import ServerConfig, create_app
-from pxp._server_links import SqliteLinkStore
-from pxp._server_rooms import RoomService
-from pxp._store import SqliteRoomStore
+from pxp import SqliteRoomStore
+from pxp.server import RoomService, ServerConfig, SqliteLinkStore, create_app
 
 from ._mcp_harness import call, free_socket, mcp_client, running
 

@@ -49,7 +49,7 @@ def test_envelope_hash_and_question_hash() -> None:
     pxp.validate_envelope(envelope)
     assert pxp.envelope_hash(envelope) == SAMPLE["ledger"][3]["data"]["envelope_hash"]
     question = envelope["escalation"]["question"]
-    assert pxp.sha256_hex(question) == SAMPLE["ledger"][4]["data"]["question_hash"]
+    assert pxp.wire.sha256_hex(question) == SAMPLE["ledger"][4]["data"]["question_hash"]
     assert envelope["intent_hash"] == SAMPLE["seats"]["A"]["cardHash"]
 
 
@@ -58,13 +58,13 @@ def test_ledger_verifies() -> None:
     assert head == SAMPLE["ledger"][-1]["hash"]
     assert pxp.verify_ledger(SAMPLE["ledger"], head=head) == head
     for entry in SAMPLE["ledger"]:
-        assert entry["hash"] == pxp.entry_hash(
+        assert entry["hash"] == pxp.ledger.entry_hash(
             entry["prev"], entry["n"], entry["type"], entry["at"], entry["data"]
         )
 
 
 def test_ledger_against_an_earlier_head_fails_as_extended() -> None:
-    with pytest.raises(pxp.LedgerError) as caught:
+    with pytest.raises(pxp.errors.LedgerError) as caught:
         pxp.verify_ledger(SAMPLE["ledger"], head=SAMPLE["ledger"][2]["hash"])
     assert caught.value.reason == "extended"
     assert caught.value.index == 3
@@ -150,7 +150,7 @@ def test_reference_room_with_extra_card_members_imports() -> None:
 def test_the_spec_lists_every_flag_sentence() -> None:
     spec = (TOP / "docs" / "spec" / "pxp.md").read_text(encoding="utf-8")
     flat = " ".join(spec.replace("*", "").split())
-    for name, sentence in pxp.FLAG_SENTENCES.items():
+    for name, sentence in pxp.rules.FLAG_SENTENCES.items():
         assert " ".join(sentence.split()) in flat, name
 
 
@@ -159,7 +159,7 @@ def test_the_mcp_guide_tells_an_agent_every_claim_origin_rule() -> None:
     rules, naming each rewrite a claim can meet."""
     guide = (TOP / "docs" / "guide" / "pxp-mcp.md").read_text(encoding="utf-8")
     claim_rules = [
-        name for name, sentence in pxp.FLAG_SENTENCES.items() if sentence.startswith("Claim ")
+        name for name, sentence in pxp.rules.FLAG_SENTENCES.items() if sentence.startswith("Claim ")
     ]
     assert len(claim_rules) == 11
     for name in claim_rules:
@@ -176,7 +176,7 @@ def test_import_tolerates_unknown_members_in_a_foreign_envelope() -> None:
     pxp.validate_envelope(envelope, strict=False)
     digest = pxp.envelope_hash(envelope)
     # a ledger that recorded this exact envelope imports; ours is rebuilt to match
-    ledger = pxp.Ledger()
+    ledger = pxp.ledger.Ledger()
     for entry in room["ledger"][:3]:
         ledger.append(entry["type"], entry["at"], entry["data"])
     data = dict(room["ledger"][3]["data"], envelope_hash=digest)

@@ -132,7 +132,7 @@ def test_ordinary_cards_seal_to_the_reference_hash(
         "known_facts": [],
         "amendments": [],
     }
-    digest = pxp.sha256_hex(pxp.canonical(card))
+    digest = pxp.wire.sha256_hex(pxp.wire.canonical(card))
     assert pxp.seal_card(given).hash == digest
 
 

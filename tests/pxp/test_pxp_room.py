@@ -49,11 +49,11 @@ def msg(status: str = "continue", **extra: Any) -> dict[str, Any]:
 
 
 def test_table_covers_every_state_and_action_pair() -> None:
-    for state in pxp._room.STATES:
-        for action in pxp._room.ACTIONS:
-            outcomes = pxp.TRANSITIONS.get((state, action))
+    for state in pxp.rules.STATES:
+        for action in pxp.rules.ACTIONS:
+            outcomes = pxp.rules.TRANSITIONS.get((state, action))
             if outcomes is not None:
-                assert set(outcomes.values()) <= set(pxp._room.STATES)
+                assert set(outcomes.values()) <= set(pxp.rules.STATES)
 
 
 def _room_in(state: str) -> tuple[pxp.Room, Callable[[], datetime]]:
@@ -87,9 +87,11 @@ def _act(room: pxp.Room, action: str, now: Callable[[], datetime]) -> None:
         room.answer(seat, "yes", now=now())
     elif action == "brief":
         room.brief()
+    elif action == "link":
+        room.issue_principal_link(seat, agent=None, now=now())
     elif action in ("contest", "release", "rejoin"):
         # both need an agent in the seat; an invalid pair is refused before that is checked
-        valid = (room.status, action) in pxp.TRANSITIONS
+        valid = (room.status, action) in pxp.rules.TRANSITIONS
         if valid and room.agent(seat) is None and room.status not in ("agreed", "ended"):
             room.join(seat, agent="agent-x", now=now())
         if not valid or room.agent(seat) is not None:
@@ -101,12 +103,12 @@ def _act(room: pxp.Room, action: str, now: Callable[[], datetime]) -> None:
                 room.release(seat, now=now())
 
 
-@pytest.mark.parametrize("state", pxp._room.STATES)
-@pytest.mark.parametrize("action", pxp._room.ACTIONS)
+@pytest.mark.parametrize("state", pxp.rules.STATES)
+@pytest.mark.parametrize("action", pxp.rules.ACTIONS)
 def test_every_invalid_pair_is_a_clear_error_and_changes_nothing(state: str, action: str) -> None:
     room, now = _room_in(state)
     before = json.dumps(room.export(), sort_keys=True)
-    if (state, action) in pxp.TRANSITIONS:
+    if (state, action) in pxp.rules.TRANSITIONS:
         _act(room, action, now)
         return
     with pytest.raises(pxp.PxpError) as caught:
@@ -170,8 +172,11 @@ def test_stated_citing_the_other_side_becomes_assumed() -> None:
         now=now(),
     )
     assert [c["origin"] for c in result.envelope["claims"]] == ["assumed"] * 3
-    assert pxp.FLAG_SENTENCES["stated_cites_other_side"].format(text="Price 6000") in result.flags
-    assert pxp.FLAG_SENTENCES["sourced_cites_other_side"].format(claim="B2.3") in result.flags
+    assert (
+        pxp.rules.FLAG_SENTENCES["stated_cites_other_side"].format(text="Price 6000")
+        in result.flags
+    )
+    assert pxp.rules.FLAG_SENTENCES["sourced_cites_other_side"].format(claim="B2.3") in result.flags
 
 
 def test_restating_the_other_side_does_not_upgrade() -> None:
@@ -190,7 +195,7 @@ def test_restating_the_other_side_does_not_upgrade() -> None:
         now=now(),
     )
     assert result.envelope["claims"][0]["origin"] == "assumed"
-    assert result.flags[0] == pxp.FLAG_SENTENCES["stated_text_not_in_clause"].format(
+    assert result.flags[0] == pxp.rules.FLAG_SENTENCES["stated_text_not_in_clause"].format(
         claim="B2.1", clause="known_facts[0]"
     )
 
@@ -223,7 +228,7 @@ def test_unreviewed_claims_are_recorded_as_challenged() -> None:
         "verdict": "challenge",
         "reason": "not reviewed",
     }
-    assert result.flags == (pxp.FLAG_SENTENCES["unreviewed_claim"].format(claim="A1.1"),)
+    assert result.flags == (pxp.rules.FLAG_SENTENCES["unreviewed_claim"].format(claim="A1.1"),)
     assert room.unreviewed("B") == ()
 
 
@@ -321,14 +326,14 @@ def test_agree_becomes_continue(draft: dict[str, Any], flag_name: str) -> None:
     assert result.envelope["status"] == "continue"
     assert "accepts" not in result.envelope
     assert result.status == "active"
-    assert pxp.FLAG_SENTENCES[flag_name].format(claim="A1.1", claims="A1.1") in result.flags
+    assert pxp.rules.FLAG_SENTENCES[flag_name].format(claim="A1.1", claims="A1.1") in result.flags
 
 
 def test_agree_without_any_proposal_becomes_continue() -> None:
     room, now = active_room()
     result = room.send("A", msg("agree"), now=now())
     assert result.envelope["status"] == "continue"
-    assert result.flags == (pxp.FLAG_SENTENCES["agree_without_proposal"],)
+    assert result.flags == (pxp.rules.FLAG_SENTENCES["agree_without_proposal"],)
 
 
 def test_agree_to_a_must_never_term_becomes_continue() -> None:
@@ -375,7 +380,7 @@ def test_disputed_dependency_clears_only_after_a_later_answer() -> None:
         "seat": "B",
         "speaker": "principal",
         "via": "mcp",
-        "answer_hash": pxp.sha256_hex("Yes, accept it."),
+        "answer_hash": pxp.wire.sha256_hex("Yes, accept it."),
         "card_hash": new_hash,
     }
 
@@ -423,7 +428,7 @@ def test_backing_without_a_source_is_flagged() -> None:
     result = room.send(
         "A", msg(claims=[{"text": "y", "origin": "sourced", "backs": "A1.1"}]), now=now()
     )
-    assert pxp.FLAG_SENTENCES["backs_without_source"].format(claim="A3.1") in result.flags
+    assert pxp.rules.FLAG_SENTENCES["backs_without_source"].format(claim="A3.1") in result.flags
     assert not room.claims["A1.1"].verified
 
 
@@ -511,7 +516,7 @@ def test_claim_ids_and_depends_on_new() -> None:
     )
     assert [c["id"] for c in result.envelope["claims"]] == [f"B2.{i}" for i in range(1, 9)]
     assert result.envelope["proposal"]["depends_on"] == ["B2.8", "B2.2"]
-    assert pxp.parse_claim_id("B2.8") == ("B", 2, 8)
+    assert pxp.wire.parse_claim_id("B2.8") == ("B", 2, 8)
     pxp.validate_envelope(result.envelope)
 
 
@@ -733,8 +738,8 @@ def test_random_action_sequences(
         except pxp.PxpError as exc:
             error: pxp.PxpError = exc
         else:
-            assert (state, kind) in pxp.TRANSITIONS
-            assert room.status in pxp.TRANSITIONS[(state, kind)].values()
+            assert (state, kind) in pxp.rules.TRANSITIONS
+            assert room.status in pxp.rules.TRANSITIONS[(state, kind)].values()
             SEEN_STATUSES.add(room.status)
             assert pxp.verify_ledger(room.export()["ledger"]) == room.head
             continue
@@ -959,7 +964,7 @@ def test_agree_with_a_stale_hash_after_a_new_proposal() -> None:
     stale = pxp.proposal_hash(["5500 EUR"])
     result = room.send("B", msg("agree", accepts={"proposal_hash": stale}), now=now())
     assert result.envelope["status"] == "continue"
-    assert result.flags == (pxp.FLAG_SENTENCES["agree_wrong_hash"],)
+    assert result.flags == (pxp.rules.FLAG_SENTENCES["agree_wrong_hash"],)
     room.send("A", msg(), now=now())
     result = room.send("B", msg("agree"), now=now())
     assert result.envelope["accepts"] == {
@@ -1019,7 +1024,7 @@ def test_citing_an_own_assumption_does_not_make_it_stated() -> None:
     )
     assert result.envelope["claims"][0]["origin"] == "assumed"
     assert result.flags == (
-        pxp.FLAG_SENTENCES["stated_cites_assumption"].format(claim="A3.1", cited="A1.1"),
+        pxp.rules.FLAG_SENTENCES["stated_cites_assumption"].format(claim="A3.1", cited="A1.1"),
     )
 
 
@@ -1027,11 +1032,11 @@ def test_times_are_written_as_the_reference_writes_them() -> None:
     from datetime import timezone
 
     cet = timezone(timedelta(hours=1))
-    assert pxp.format_time(datetime(2026, 1, 1, 1, 0, 0, 123999, tzinfo=cet)) == (
+    assert pxp.wire.format_time(datetime(2026, 1, 1, 1, 0, 0, 123999, tzinfo=cet)) == (
         "2026-01-01T00:00:00.123Z"
     )
     with pytest.raises(pxp.PxpError) as caught:
-        pxp.format_time(datetime(2026, 1, 1))
+        pxp.wire.format_time(datetime(2026, 1, 1))
     assert caught.value.code == "time_invalid"
     with pytest.raises(pxp.PxpError):
         pxp.Room.open("r", topic="t", now=datetime(2026, 1, 1))

@@ -19,6 +19,8 @@ import asyncio
 import contextlib
 import json
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -29,8 +31,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 import pxp
-from pxp._server_links import SqliteLinkStore
+from pxp.server import SqliteLinkStore
 
+from . import test_pxp_origins as bike
 from ._mcp_harness import call, mcp_client, refused
 from .test_mcp_attacks import CARD_A, CARD_B, CountingService, create, pages_in, server, sqlite
 from .test_pxp_origins import active_room, msg
@@ -276,7 +279,7 @@ def test_the_principal_releases_the_seat_for_a_new_agent(tmp_path: Path) -> None
 
 
 def test_a_refused_release_changes_no_link(tmp_path: Path) -> None:
-    from pxp._server_links import SeatGrant
+    from pxp.server import SeatGrant
 
     service = sqlite(tmp_path)
     made = service.create_room(
@@ -633,32 +636,43 @@ def test_a_claim_resting_on_a_relayed_answer_says_so_in_the_brief(via: str) -> N
 
 
 @pytest.mark.parametrize(
-    ("kind", "data"),
+    ("kind", "data", "refusal"),
     [
-        ("seat_contested", {"seat": "B", "agent": " "}),
-        ("seat_contested", {"seat": "B", "agent": "x" * 201}),
-        ("seat_contested", {"seat": "B", "agent": "x", "note": "extra"}),
-        ("seat_rejoined", {"seat": "B", "agent": ""}),
-        ("seat_released", {"seat": "B", "agent": "sneaky", "via": "web"}),
-        ("seat_released", {"seat": "B", "agent": "someone else"}),
+        ("seat_contested", {"seat": "B", "agent": " "}, ("agent_invalid", None)),
+        ("seat_contested", {"seat": "B", "agent": "x" * 201}, ("agent_invalid", None)),
+        (
+            "seat_contested",
+            {"seat": "B", "agent": "x", "note": "extra"},
+            ("import_invalid", "order"),
+        ),
+        ("seat_rejoined", {"seat": "B", "agent": ""}, ("agent_invalid", None)),
+        ("seat_contested", {"seat": "A", "agent": "x"}, ("seat_invalid", None)),
+        (
+            "seat_released",
+            {"seat": "B", "agent": "sneaky", "via": "web"},
+            ("import_invalid", "order"),
+        ),
+        ("seat_released", {"seat": "B", "agent": "someone else"}, ("import_invalid", "order")),
     ],
 )
 def test_the_import_checks_seat_entries_as_the_live_rules_do(
-    kind: str, data: dict[str, Any]
+    kind: str, data: dict[str, Any], refusal: tuple[str, str | None]
 ) -> None:
     """Review 3, finding 10: the replay took any string as the agent, extra members, and any
-    number of contests; each is now refused as the live rule would."""
+    number of contests; each is now refused by Room.apply with the code live play gives
+    (issue 25); what live play never writes (extra members, another agent released) is
+    import_invalid."""
     room, now = active_room()
     room.join("B", agent="sneaky", now=now())
     export = room.export()
     ledger_ = export["ledger"]
     prev = ledger_[-1]["hash"]
     body = {"n": len(ledger_) + 1, "type": kind, "at": ledger_[-1]["at"], "data": data}
-    digest = pxp.sha256_hex(prev + pxp.canonical(body))
+    digest = pxp.wire.sha256_hex(prev + pxp.wire.canonical(body))
     ledger_.append({**body, "prev": prev, "hash": digest})
     with pytest.raises(pxp.PxpError) as err:
         pxp.Room.from_export(export)
-    assert (err.value.code, err.value.reason) == ("import_invalid", "order")
+    assert (err.value.code, err.value.reason) == refusal
 
 
 def test_the_import_refuses_a_fifth_contest() -> None:
@@ -671,8 +685,171 @@ def test_the_import_refuses_a_fifth_contest() -> None:
     prev = ledger_[-1]["hash"]
     data = {"seat": "B", "agent": "x4"}
     body = {"n": len(ledger_) + 1, "type": "seat_contested", "at": ledger_[-1]["at"], "data": data}
-    ledger_.append({**body, "prev": prev, "hash": pxp.sha256_hex(prev + pxp.canonical(body))})
+    ledger_.append(
+        {**body, "prev": prev, "hash": pxp.wire.sha256_hex(prev + pxp.wire.canonical(body))}
+    )
     assert pxp.Room.from_export(room.export()).status == "ended"
     with pytest.raises(pxp.PxpError) as err:
         pxp.Room.from_export(export)
-    assert err.value.reason == "order"
+    assert (err.value.code, err.value.reason) == ("invalid_transition", "contest_limit")
+    # live play refuses a fifth contest with the same code (issue 25: one Room.apply)
+    with pytest.raises(pxp.PxpError) as live:
+        room.contest("B", agent="x4", now=now())
+    assert (live.value.code, live.value.reason) == ("invalid_transition", "contest_limit")
+
+
+# ------------------------------------------------- one agent per seat, private answers (review 2)
+
+
+def _answered_service() -> tuple[Any, Any]:
+    from pxp.server import RoomService, SeatGrant
+
+    svc = RoomService(clock=bike.clock())
+    made = svc.create_room(
+        topic="Chairs", your_principal="Ann", counterpart="Bo", counterpart_proxy="external"
+    )
+    a, b = SeatGrant(made.room_id, "A", "seat"), SeatGrant(made.room_id, "B", "seat")
+    svc.join(b, "bo-agent")
+    svc.seal(a, {"principal": {"name": "Ann"}, "goal": "Buy chairs", "must_haves": ["June"]}, "mcp")
+    card_b = {
+        "principal": {"name": "Bo"},
+        "goal": "Sell chairs",
+        "must_haves": ["floor 3000 EUR"],
+        "escalate_when": ["Price under 4600 EUR"],
+    }
+    svc.seal(b, card_b, "mcp")
+    svc.send(a, {"message": "4500?", "status": "continue", "proposal": {"terms": ["4500 EUR"]}})
+    escalation = {"question": "May I accept 4500 EUR?", "reason": "Price under 4600 EUR"}
+    svc.send(b, {"message": "asking", "status": "escalate", "escalation": escalation})
+    svc.answer(SeatGrant(made.room_id, "B", "principal"), "SECRET: as low as 2600 EUR", "web")
+    return svc, made.room_id
+
+
+def test_the_other_seats_principal_answer_is_on_no_view_of_this_seat() -> None:
+    from pxp._server_page import room_page
+    from pxp.server import SeatGrant
+
+    svc, room_id = _answered_service()
+    a_seat, a_page = SeatGrant(room_id, "A", "seat"), SeatGrant(room_id, "A", "principal")
+    assert "2600" not in json.dumps(svc.view(a_seat), ensure_ascii=False)
+    page = svc.page_view(a_page)
+    assert "2600" not in json.dumps(page, ensure_ascii=False)
+    html, _ = room_page(page, "/p/x/y", None)
+    assert "2600" not in html
+    # B's own page still shows its principal's answer as a claim
+    b_page = svc.page_view(SeatGrant(room_id, "B", "principal"))
+    assert any(c["id"] == "B2.0" for c in b_page["claims"])
+
+
+def test_claims_seen_by_hides_the_other_principal_until_the_end() -> None:
+    room, now = bike.active_room()
+    room.send("A", bike.msg(), now=now())
+    room.send("B", bike.msg("escalate", escalation={"question": "Go?", "reason": "r"}), now=now())
+    room.answer("B", "yes, down to 300", now=now())
+    assert "B2.0" in room.claims
+    assert "B2.0" not in room.claims_seen_by("A")
+    assert "B2.0" in room.claims_seen_by("B")
+
+
+def test_a_look_alike_agent_cannot_take_the_seat_or_its_page(tmp_path: Path) -> None:
+    from pxp import SqliteRoomStore
+    from pxp.server import RoomService, SeatGrant, SqliteLinkStore
+
+    db = tmp_path / "rooms.sqlite"
+    svc = RoomService(SqliteRoomStore(db), SqliteLinkStore(db), clock=bike.clock())
+    made = svc.create_room(
+        topic="Chairs", your_principal="Ann", counterpart="Bo", counterpart_proxy="external"
+    )
+    b = SeatGrant(made.room_id, "B", "seat")
+    page = svc.join(b, "bo-agent").page_token
+    assert page is not None
+    before = SqliteLinkStore(db).room_digests(made.room_id)
+    with pytest.raises(pxp.PxpError) as err:
+        svc.join(b, "b\u043e-agent")  # Cyrillic o
+    assert err.value.code == "seat_taken"
+    # the same name with an invisible character is the same agent: nothing is issued
+    again = svc.join(b, "bo\u200b-agent").page_token
+    assert again is None
+    assert SqliteLinkStore(db).room_digests(made.room_id) == before
+    # only the operator re-issues, and the old page stops working
+    token = svc.reissue_principal_link(made.room_id, "B")
+    after = SqliteLinkStore(db).room_digests(made.room_id)
+    assert after[("B", "principal")] != before[("B", "principal")]
+    assert token
+
+
+def test_pxp_links_reissue_prints_a_new_page_link(tmp_path: Path) -> None:
+    from pxp import SqliteRoomStore
+    from pxp.server import RoomService, SqliteLinkStore
+
+    db = tmp_path / "rooms.sqlite"
+    svc = RoomService(SqliteRoomStore(db), SqliteLinkStore(db))
+    made = svc.create_room(
+        topic="Chairs", your_principal="Ann", counterpart="Bo", counterpart_proxy="external"
+    )
+    old = SqliteLinkStore(db).room_digests(made.room_id)[("A", "principal")]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pxp",
+            "links",
+            "reissue",
+            made.room_id,
+            "--seat",
+            "A",
+            "--db",
+            str(db),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"A principal http://127.0.0.1:8765/p/{made.room_id}/" in done.stdout
+    assert SqliteLinkStore(db).room_digests(made.room_id)[("A", "principal")] != old
+
+
+def test_the_brief_numbers_each_join_and_marks_a_look_alike() -> None:
+    room, now = bike.active_room()
+    room.join("B", agent="bo-agent", now=now())
+    room.join("B", agent="b\u043e-agent", now=now())
+    room.send("A", bike.msg(proposal={"terms": ["440 EUR"]}), now=now())
+    room.send("B", bike.msg("agree"), now=now())
+    text = pxp.brief_markdown(room.brief())
+    assert "agents: #1 bo-agent, #2 b\u043e-agent (reads like #1)" in text
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_slower_process_never_overwrites_a_later_issued_link(store: str, tmp_path: Path) -> None:
+    from pxp.server import MemoryLinkStore, SqliteLinkStore
+
+    links = MemoryLinkStore() if store == "memory" else SqliteLinkStore(tmp_path / "l.sqlite")
+    links.add_room("r1", {("A", "seat"): "s", ("B", "seat"): "t"})
+    # process 2 issued at ledger entry 11 and wrote first; process 1 issued at 10, writes late
+    assert links.set_link("r1", "B", "principal", "later", issued_at=11)
+    assert not links.set_link("r1", "B", "principal", "earlier", issued_at=10)
+    assert links.room_digests("r1")[("B", "principal")] == "later"
+    assert links.set_link("r1", "B", "principal", "newest", issued_at=12)
+    assert links.room_digests("r1")[("B", "principal")] == "newest"
+
+
+def test_two_services_on_one_file_agree_with_the_ledger(tmp_path: Path) -> None:
+    from pxp import SqliteRoomStore
+    from pxp.server import RoomService, SeatGrant, SqliteLinkStore, check_link
+
+    db = tmp_path / "rooms.sqlite"
+    one = RoomService(SqliteRoomStore(db), SqliteLinkStore(db))
+    two = RoomService(SqliteRoomStore(db), SqliteLinkStore(db))
+    made = one.create_room(
+        topic="t", your_principal="a", counterpart="b", counterpart_proxy="external"
+    )
+    first = one.join(SeatGrant(made.room_id, "B", "seat"), "bo").page_token
+    token = two.reissue_principal_link(made.room_id, "B")
+    assert first is not None
+    room = one._load(made.room_id)
+    assert room.principal_link("B") == {"issued_at": len(room.ledger), "agent": None}
+    check_link(SqliteLinkStore(db), f"{made.room_id}.{token}", "principal")
+    with pytest.raises(pxp.PxpError):
+        check_link(SqliteLinkStore(db), f"{made.room_id}.{first}", "principal")

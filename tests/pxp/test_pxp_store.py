@@ -12,6 +12,8 @@ import pytest
 
 import pxp
 
+from . import _rooms as van
+
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CARD = {"principal": {"name": "Ana"}, "goal": "Sell", "must_haves": ["5000 EUR"]}
 
@@ -132,8 +134,7 @@ def test_two_sqlite_connections_cannot_both_extend_the_same_head(tmp_path: Path)
 def test_a_replica_overtaken_between_load_and_save_redoes_its_action(tmp_path: Path) -> None:
     # review pg2 #1 through the server: replica "other" saves a draft (no ledger entry)
     # while replica "mine" is between loading the room and saving its join
-    from pxp._server_links import SeatGrant, SqliteLinkStore
-    from pxp._server_rooms import RoomService
+    from pxp.server import RoomService, SeatGrant, SqliteLinkStore
 
     db = tmp_path / "rooms.sqlite"
     opened: list[pxp.SqliteRoomStore] = []
@@ -170,3 +171,52 @@ def test_a_replica_overtaken_between_load_and_save_redoes_its_action(tmp_path: P
 def _kept(opened: list[pxp.SqliteRoomStore], store: pxp.SqliteRoomStore) -> pxp.SqliteRoomStore:
     opened.append(store)
     return store
+
+
+# ------------------------------------------------- tokens and damaged rows (review)
+
+
+def test_a_lone_surrogate_survives_the_sqlite_store(tmp_path: Path) -> None:
+    room, now = van.active_room()
+    room.send("A", van.msg(message="half \ud83d pair"), now=now())
+    store = pxp.SqliteRoomStore(tmp_path / "rooms.db")
+    store.create(room)
+    loaded = store.load(room.id)
+    assert loaded.head == room.head
+    assert loaded.envelopes[0]["message"] == "half \ud83d pair"
+    store.close()
+
+
+def test_a_room_cannot_give_both_seats_one_token() -> None:
+    with pytest.raises(pxp.PxpError) as caught:
+        pxp.Room.open("r", topic="t", now=van.clock()(), tokens={"A": "t" * 16, "B": "t" * 16})
+    assert caught.value.code == "room_invalid"
+
+
+def test_sqlite_refuses_a_token_that_opens_another_room(tmp_path: Path) -> None:
+    now = van.clock()
+    store = pxp.SqliteRoomStore(tmp_path / "rooms.db")
+    store.create(pxp.Room.open("r1", topic="t", now=now(), tokens={"A": "a" * 16}))
+    with pytest.raises(pxp.PxpError) as caught:
+        store.create(pxp.Room.open("r2", topic="t", now=now(), tokens={"B": "a" * 16}))
+    assert caught.value.code == "store_conflict"
+    assert store.locate("a" * 16) == ("r1", "A")
+    assert store.room_ids() == ["r1"]
+    store.close()
+
+
+def test_sqlite_reports_a_damaged_snapshot_as_a_pxp_error(tmp_path: Path) -> None:
+    import sqlite3
+
+    store = pxp.SqliteRoomStore(tmp_path / "rooms.db")
+    store.create(pxp.Room.open("r1", topic="t", now=van.clock()()))
+    store.close()
+    db = sqlite3.connect(tmp_path / "rooms.db")
+    db.execute("UPDATE pxp_rooms SET snapshot = '{not json' WHERE id = 'r1'")
+    db.commit()
+    db.close()
+    store = pxp.SqliteRoomStore(tmp_path / "rooms.db")
+    with pytest.raises(pxp.PxpError) as caught:
+        store.load("r1")
+    assert caught.value.code == "store_corrupt"
+    store.close()

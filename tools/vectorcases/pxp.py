@@ -2130,6 +2130,7 @@ def import_room_cases() -> Iterator[Case]:
     )
     yield from _reference_import_cases()
     yield from _seat_cases()
+    yield from _replay_attack_cases()
 
 
 def _seat_room(*entries: tuple[str, dict[str, Any]]) -> dict[str, Any]:
@@ -2166,9 +2167,10 @@ def _seat_cases() -> Iterator[Case]:
             "ends there, its pending escalation unanswered (spec section 4, contest).",
             Mutation(
                 "contest-of-a-seat-nobody-holds",
-                "The contest names seat A, which no agent joined: refused.",
+                "The contest names seat A, which no agent joined: refused as live play "
+                "refuses it (seat_invalid).",
                 rewrite(seat="A"),
-                error=order,
+                error={"code": "seat_invalid"},
             ),
         ),
         (
@@ -2211,8 +2213,8 @@ def _reference_answered_room() -> dict[str, Any]:
     principal's answer is written onto the escalating envelope (``answer``, ``answer_via``)
     after that envelope was hashed; claim ids skip a number (a blank claim was dropped after
     numbering); the proposal's envelope carries ``proposal_hash`` and ``from.agent``; a claim
-    is reviewed twice; ``depends_on`` names a claim nobody made; an agent renames itself after
-    the agreement. Hashes are computed here independently of the library."""
+    is reviewed twice; ``depends_on`` names a claim nobody made. Hashes are computed here
+    independently of the library."""
     room = copy.deepcopy(SAMPLE)
 
     def append(type_: str, data: dict[str, Any], second: int) -> None:
@@ -2289,7 +2291,6 @@ def _reference_answered_room() -> dict[str, Any]:
         7,
     )
     append("agreement", {"proposal_hash": digest, "proposed_by": "A", "accepted_by": "B"}, 7)
-    append("agent_joined", {"seat": "B", "agent": "Late agent"}, 8)
     room["status"], room["pending"], room["turnCount"] = "agreed", None, 3
     return room
 
@@ -2308,10 +2309,193 @@ def _rechain(room: dict[str, Any]) -> None:
         prev = entry["hash"]
 
 
+def _extend(case: dict[str, Any], type_: str, data: dict[str, Any]) -> None:
+    """Append one entry to the case's ledger, chained; the head given no longer fits."""
+    ledger = case["room"]["ledger"]
+    prev, n, at = ledger[-1]["hash"], len(ledger) + 1, _t(len(ledger) + 1)
+    digest = _sha(prev + _canon({"n": n, "type": type_, "at": at, "data": data}))
+    ledger.append({"n": n, "type": type_, "at": at, "data": data, "prev": prev, "hash": digest})
+    case.pop("head", None)
+
+
 def _forge_disputed_agreement(case: dict[str, Any]) -> None:
     case["room"]["envelopes"][2]["reviews"][2]["verdict"] = "challenge"
     _rechain(case["room"])
     case.pop("head", None)
+
+
+def _amend_card(room: dict[str, Any], seat: str, answer: str) -> None:
+    """Seal into ``seat``'s exported card an answer to the sample's question."""
+    record = room["seats"][seat]
+    record["card"]["amendments"].append(
+        {"question": "May I go higher?", "answer": answer, "at": _t(5)}
+    )
+    record["cardHash"] = _sha(_canon(record["card"]))
+
+
+def _skip_a_turn(case: dict[str, Any]) -> None:
+    """Envelope 3 sent by seat A again, in seat B's turn (and no agreement after it)."""
+    room = case["room"]
+    env = room["envelopes"][2]
+    env["from"] = {"seat": "A", "principal": "Fixture A", "speaker": "proxy"}
+    env["intent_hash"], env["status"], env["reviews"] = (
+        room["seats"]["A"]["cardHash"],
+        "continue",
+        [],
+    )
+    del env["accepts"]
+    entry = next(e for e in room["ledger"] if e["type"] == "envelope" and e["data"]["seq"] == 3)
+    entry["data"].update({"seat": "A", "status": "continue"})
+    room["ledger"] = [e for e in room["ledger"] if e["type"] != "agreement"]
+    _rechain(room)
+    case.pop("head", None)
+
+
+def _reorder(case: dict[str, Any]) -> None:
+    """Seat A's first envelope moved before seat B sealed its card."""
+    ledger = case["room"]["ledger"]
+    ledger[2], ledger[3] = ledger[3], ledger[2]
+    for n, entry in enumerate(ledger, start=1):
+        entry["n"] = n
+    _rechain(case["room"])
+    case.pop("head", None)
+
+
+def _insert(case: dict[str, Any], at: int, type_: str, data: dict[str, Any]) -> None:
+    """Insert one entry before ledger position ``at`` and re-chain (no head)."""
+    ledger = case["room"]["ledger"]
+    ledger.insert(at, {"n": 0, "type": type_, "at": ledger[at - 1]["at"], "data": data})
+    for n, entry in enumerate(ledger, start=1):
+        entry["n"] = n
+    _rechain(case["room"])
+    case.pop("head", None)
+
+
+def _agree_on_unproposed_hash(case: dict[str, Any]) -> None:
+    """Seat B accepts, and the agreement entry records, the hash of terms nobody proposed."""
+    room = case["room"]
+    forged = _sha(_canon(["Price is 1"]))
+    room["envelopes"][2]["accepts"]["proposal_hash"] = forged
+    room["ledger"][-1]["data"]["proposal_hash"] = forged
+    _rechain(room)
+    case.pop("head", None)
+
+
+def _answer_by_the_other_seat(case: dict[str, Any]) -> None:
+    """The paused sample answered by seat B's principal, whose card carries the answer."""
+    room = case["room"]
+    _amend_card(room, "B", "Yes.")
+    data = {
+        "seat": "B",
+        "speaker": "principal",
+        "via": "web",
+        "answer_hash": _sha("Yes."),
+        "card_hash": room["seats"]["B"]["cardHash"],
+    }
+    _extend(case, "principal_answer", data)
+
+
+def _seal_an_unanswered_amendment(case: dict[str, Any]) -> None:
+    """Seat A's card sealed already carrying an answer no principal_answer entry records."""
+    room = case["room"]
+    _amend_card(room, "A", "Yes, any price.")
+    room["ledger"][1]["data"]["card_hash"] = room["seats"]["A"]["cardHash"]
+    _rechain(room)
+    case.pop("head", None)
+
+
+def _replay_attack_cases() -> Iterator[Case]:
+    """Ours (issue 25): an imported ledger is replayed through Room.apply, the gate live play
+    goes through, so each forgery below (consistently re-chained, checked without a head)
+    is refused with the code live play gives for the same act."""
+    room = _reference_answered_room()
+    good = Case(
+        "replay-attacks-base",
+        {"room": room, "head": room["ledger"][-1]["hash"]},
+        output={
+            "status": "agreed",
+            "turn": None,
+            "turns": 3,
+            "ledger_head": room["ledger"][-1]["hash"],
+            "card_hashes": {
+                "A": room["seats"]["A"]["cardHash"],
+                "B": SAMPLE["seats"]["B"]["cardHash"],
+            },
+            "pending": None,
+        },
+        comment="The answered and agreed reference room each forgery below starts from.",
+        flags=("reference-shape",),
+    )
+    yield good
+    yield from _derive(
+        "pxp.import_room",
+        good,
+        [
+            Mutation(
+                "turn-skipped",
+                "Seat A sends envelope 3 in seat B's turn.",
+                _skip_a_turn,
+                error={"code": "not_your_turn"},
+            ),
+            Mutation(
+                "entries-reordered",
+                "Seat A's first envelope recorded before seat B sealed its card.",
+                _reorder,
+                error={"code": "invalid_transition", "reason": "open_send"},
+            ),
+            Mutation(
+                "seat-event-forged",
+                "A seat_released entry for seat B, which no agent ever joined.",
+                lambda c: _insert(c, 3, "seat_released", {"seat": "B", "agent": "bo-agent"}),
+                error={"code": "seat_invalid"},
+            ),
+            Mutation(
+                "card-sealed-after-agreement",
+                "A card_sealed entry after the agreement: the finished room is re-entered.",
+                lambda c: _extend(c, "card_sealed", dict(c["room"]["ledger"][2]["data"])),
+                error={"code": "invalid_transition", "reason": "agreed_seal"},
+            ),
+            Mutation(
+                "agreement-on-unproposed-hash",
+                "Seat B agrees, and the agreement entry records, a hash no proposal had.",
+                _agree_on_unproposed_hash,
+                error={"code": "import_invalid", "reason": "agreement"},
+            ),
+        ],
+    )
+    paused = Case(
+        "replay-attacks-paused-base",
+        {"room": copy.deepcopy(SAMPLE)},
+        output={
+            "status": "paused",
+            "turn": "A",
+            "turns": 1,
+            "ledger_head": SAMPLE["ledger"][-1]["hash"],
+            "card_hashes": {s: SAMPLE["seats"][s]["cardHash"] for s in ("A", "B")},
+            "pending": {"seat": "A", "seq": 1, "question": "May I go higher?"},
+        },
+        comment="The paused reference sample the two forgeries below start from.",
+        flags=("reference",),
+    )
+    yield paused
+    yield from _derive(
+        "pxp.import_room",
+        paused,
+        [
+            Mutation(
+                "answer-by-the-other-seat",
+                "Seat B's principal answers seat A's pending escalation.",
+                _answer_by_the_other_seat,
+                error={"code": "not_your_escalation"},
+            ),
+            Mutation(
+                "sealed-with-an-unanswered-amendment",
+                "Seat A's card sealed carrying an answer no principal ever gave in this room.",
+                _seal_an_unanswered_amendment,
+                error={"code": "card_invalid", "reason": "amendments_at_seal"},
+            ),
+        ],
+    )
 
 
 def _reference_import_cases() -> Iterator[Case]:
@@ -2366,6 +2550,14 @@ def _reference_import_cases() -> Iterator[Case]:
                 error=bad("answer_unrecorded"),
             ),
             Mutation(
+                "agent-joins-after-agreement",
+                "An agent_joined entry after the agreement (the reference lets an agent rename "
+                "itself at any time): live play refuses a join in a finished room, and so does "
+                "the import, with the same code.",
+                lambda c: _extend(c, "agent_joined", {"seat": "B", "agent": "Late agent"}),
+                error={"code": "invalid_transition", "reason": "agreed_join"},
+            ),
+            Mutation(
                 "forged-agreement-on-disputed-claim",
                 "A rewritten, consistently re-chained history in which the accepting seat "
                 "challenged a claim the proposal depends on and still agreed: enforcement "
@@ -2376,8 +2568,8 @@ def _reference_import_cases() -> Iterator[Case]:
         ],
     )
     gap = copy.deepcopy(room)
-    agreement = gap["ledger"][-2]
-    del gap["ledger"][-2:]  # the agreement entry (and the later rename) never written
+    agreement = gap["ledger"][-1]
+    del gap["ledger"][-1:]  # the agreement entry never written
     last = gap["ledger"][-1]
     body = {"n": last["n"] + 1, "type": "agreement", "at": last["at"], "data": agreement["data"]}
     yield Case(

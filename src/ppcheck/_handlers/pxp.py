@@ -27,13 +27,13 @@ def _time(value: Any, where: str) -> datetime:
 
 def _need(input_: Mapping[str, Any], key: str) -> Any:
     if not isinstance(input_, Mapping) or key not in input_:
-        raise pxp.PxpError("input_invalid", f"the input has no {key!r} member")
+        raise pxp.PxpError("argument_invalid", f"the input has no {key!r} member")
     return input_[key]
 
 
 def _obj(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise pxp.PxpError("input_invalid", f"{where} is not a JSON object")
+        raise pxp.PxpError("argument_invalid", f"{where} is not a JSON object")
     return value
 
 
@@ -68,7 +68,7 @@ def verify_ledger(input_: dict[str, Any]) -> dict[str, Any]:
     """Verify a ledger; a failed check is an output naming the first bad entry."""
     try:
         head = pxp.verify_ledger(_need(input_, "entries"), head=input_.get("head"))
-    except pxp.LedgerError as exc:
+    except pxp.errors.LedgerError as exc:
         return {"valid": False, "index": exc.index, "reason": str(exc.reason)}
     return {"valid": True, "head": head}
 
@@ -83,7 +83,7 @@ def _play(input_: Mapping[str, Any]) -> pxp.Room:
     )
     steps = input_.get("steps", [])
     if not isinstance(steps, list):
-        raise pxp.PxpError("input_invalid", "steps is not a list")
+        raise pxp.PxpError("argument_invalid", "steps is not a list")
     for i, step in enumerate(steps):
         step = _obj(step, f"steps[{i}]")
         at = _time(step.get("at"), f"steps[{i}].at")
@@ -103,7 +103,8 @@ def _play(input_: Mapping[str, Any]) -> pxp.Room:
             room.release(seat, now=at)
         else:
             raise pxp.PxpError(
-                "input_invalid", f"steps[{i}] is not join, seal, send, answer, contest or release"
+                "argument_invalid",
+                f"steps[{i}] is not join, seal, send, answer, contest or release",
             )
     return room
 
@@ -154,5 +155,5 @@ def import_room(input_: dict[str, Any]) -> dict[str, Any]:
 @handler("pxp.canonical")
 def canonical(input_: dict[str, Any]) -> dict[str, Any]:
     """Canonical JSON text of a value and the SHA-256 of its UTF-8 bytes."""
-    text = pxp.canonical(_need(input_, "value"))
-    return {"text": text, "sha256": pxp.sha256_hex(text)}
+    text = pxp.wire.canonical(_need(input_, "value"))
+    return {"text": text, "sha256": pxp.wire.sha256_hex(text)}

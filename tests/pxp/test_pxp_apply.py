@@ -1,0 +1,388 @@
+"""Spec §4 and §8: one gate, :meth:`pxp.Room.apply`, for live actions and import.
+
+Every ledger entry, written live or read from an export, goes through ``Room.apply``, which
+asks the transition table only; an imported history is refused with the code live play
+gives for the same act. The re-chained forgeries here are attackers without the head: each
+must be refused, and a refused entry changes nothing. (Forgeries of the reference's room
+shape are vectors: ``vectors/pxp/import-room.json``, ``replay-attacks-*``.)
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+import pxp
+from pxp.ledger import entry_hash
+from pxp.rules import ENTRY_ACTIONS, FOLLOW_UPS, TRANSITIONS
+
+CARD_A = {"principal": {"name": "Ana"}, "goal": "Sell the van", "must_haves": ["5000 EUR"]}
+CARD_B = {"principal": {"name": "Bo"}, "goal": "Buy a van", "must_haves": ["Before June"]}
+
+
+def _clock() -> Callable[[], datetime]:
+    t = [datetime(2026, 1, 1, tzinfo=UTC)]
+
+    def now() -> datetime:
+        t[0] += timedelta(seconds=1)
+        return t[0]
+
+    return now
+
+
+def _agreed() -> tuple[pxp.Room, Callable[[], datetime]]:
+    now = _clock()
+    room = pxp.Room.open("van-1", topic="Van", now=now())
+    room.join("A", agent="ana-agent", now=now())
+    room.seal("A", CARD_A, now=now())
+    room.seal("B", CARD_B, now=now(), via="mcp")
+    room.send(
+        "A",
+        {"message": "5000?", "status": "continue", "proposal": {"terms": ["5000 EUR"]}},
+        now=now(),
+    )
+    room.send("B", {"message": "Yes", "status": "agree"}, now=now())
+    assert room.status == "agreed"
+    return room, now
+
+
+def _rechain(ledger: list[dict[str, Any]]) -> None:
+    prev = "0" * 64
+    for n, entry in enumerate(ledger, start=1):
+        entry["n"], entry["prev"] = n, prev
+        entry["hash"] = entry_hash(prev, n, entry["type"], entry["at"], entry["data"])
+        prev = entry["hash"]
+
+
+def _forged(export: dict[str, Any], at: int, type_: str, data: dict[str, Any]) -> dict[str, Any]:
+    forged = copy.deepcopy(export)
+    ledger = forged["ledger"]
+    ledger.insert(at, {"type": type_, "at": ledger[at - 1]["at"], "data": data})
+    _rechain(ledger)
+    return forged
+
+
+def _refusal(export: dict[str, Any]) -> tuple[str, str | None]:
+    with pytest.raises(pxp.PxpProtocolError) as caught:
+        pxp.Room.from_export(export)
+    return caught.value.code, caught.value.reason
+
+
+def test_every_entry_type_names_a_table_action_or_completes_one() -> None:
+    actions = {action for _state, action in TRANSITIONS}
+    assert set(ENTRY_ACTIONS.values()) <= actions
+    assert set(FOLLOW_UPS.values()) <= {o for outcomes in TRANSITIONS.values() for o in outcomes}
+    assert set(ENTRY_ACTIONS) | set(FOLLOW_UPS) | {"room_opened"} >= set(pxp.ledger.ENTRY_TYPES)
+
+
+def test_an_imported_room_is_the_live_room_entry_for_entry() -> None:
+    room, _ = _agreed()
+    again = pxp.Room.from_export(room.export(), head=room.head)
+    assert again.export() == room.export()
+    assert again.import_notes == room.import_notes == ()
+
+
+def test_a_room_built_by_apply_alone_matches_the_live_one() -> None:
+    """The public gate, used directly: each entry with its body."""
+    room, _ = _agreed()
+    copy_ = pxp.Room("van-1")
+    bodies: dict[int, Any] = {
+        2: room.card("A"),
+        3: room.card("B"),
+        4: room.envelopes[0],
+        5: room.envelopes[1],
+    }
+    for i, entry in enumerate(room.ledger):
+        copy_.apply(entry, bodies.get(i))
+    assert copy_.export() == room.export()
+    assert copy_.head == room.head
+
+
+@pytest.mark.parametrize(
+    ("where", "type_", "data", "refusal"),
+    [
+        # an agent joined twice with the same name and mode: live writes nothing
+        (
+            3,
+            "agent_joined",
+            {"seat": "A", "agent": "ana-agent", "mode": "external"},
+            ("import_invalid", "order"),
+        ),
+        # a join whose mode live play refuses
+        (
+            3,
+            "agent_joined",
+            {"seat": "B", "agent": "bo", "mode": "root"},
+            ("import_invalid", "mode"),
+        ),
+        # a seat that does not exist
+        (
+            3,
+            "agent_joined",
+            {"seat": "C", "agent": "bo", "mode": "external"},
+            ("seat_invalid", None),
+        ),
+        # a principal link issued to an empty agent name
+        (3, "principal_link", {"seat": "A", "agent": ""}, ("agent_invalid", None)),
+        # the room opened twice
+        (2, "room_opened", {"topic": "Van", "protocol": "PXP/0"}, ("import_invalid", "order")),
+        # an entry between the agreeing envelope and the agreement it owes
+        (
+            6,
+            "agent_joined",
+            {"seat": "B", "agent": "bo", "mode": "external"},
+            ("import_invalid", "order"),
+        ),
+        # a follow-up entry nothing requires
+        (
+            5,
+            "agreement",
+            {"proposal_hash": "0" * 64, "proposed_by": "A", "accepted_by": "B"},
+            ("import_invalid", "order"),
+        ),
+        # a principal link issued after the room finished
+        (7, "principal_link", {"seat": "A", "agent": None}, ("invalid_transition", "agreed_link")),
+        # a release after the room finished
+        (
+            7,
+            "seat_released",
+            {"seat": "A", "agent": "ana-agent"},
+            ("invalid_transition", "agreed_release"),
+        ),
+        # an answer with no escalation pending
+        (
+            5,
+            "principal_answer",
+            {"seat": "A", "via": "web"},
+            ("invalid_transition", "active_answer"),
+        ),
+        # an entry type nobody knows
+        (6, "refund", {"seat": "A"}, ("import_invalid", "entry_type")),
+    ],
+)
+def test_a_forged_entry_is_refused_with_the_live_code(
+    where: int, type_: str, data: dict[str, Any], refusal: tuple[str, str | None]
+) -> None:
+    room, _ = _agreed()
+    assert _refusal(_forged(room.export(), where, type_, data)) == refusal
+
+
+def test_a_forged_turn_limit_and_a_forged_seal_channel_are_refused() -> None:
+    now = _clock()
+    room = pxp.Room.open("van-2", topic="Van", now=now(), max_turns=2)
+    room.seal("A", CARD_A, now=now())
+    room.seal("B", CARD_B, now=now())
+    room.send("A", {"message": "a", "status": "continue"}, now=now())
+    room.send("B", {"message": "b", "status": "continue"}, now=now())
+    assert room.status == "ended"
+    assert room.ledger[-1].type == "turn_limit"
+    export = room.export()
+    export["ledger"][-1]["data"]["max_turns"] = 3
+    _rechain(export["ledger"])
+    assert _refusal(export) == ("import_invalid", "turn_limit")
+    export = room.export()
+    export["ledger"][1]["data"]["via"] = "fax"
+    _rechain(export["ledger"])
+    assert _refusal(export) == ("import_invalid", "via")
+
+
+def test_live_play_and_apply_refuse_a_link_in_a_finished_room_alike() -> None:
+    room, now = _agreed()
+    with pytest.raises(pxp.PxpProtocolError) as live:
+        room.issue_principal_link("A", agent=None, now=now())
+    entry = {
+        "type": "principal_link",
+        "at": room.ledger[-1].at,
+        "data": {"seat": "A", "agent": None},
+    }
+    with pytest.raises(pxp.PxpProtocolError) as applied:
+        room.apply(entry)
+    assert (live.value.code, live.value.reason) == (applied.value.code, applied.value.reason)
+    assert (live.value.code, live.value.reason) == ("invalid_transition", "agreed_link")
+
+
+def test_a_refused_entry_changes_nothing() -> None:
+    room, _ = _agreed()
+    before = json.dumps(room.export(), sort_keys=True)
+    bad = [
+        {"type": "card_sealed", "at": "x", "data": {"seat": "A"}},
+        {"type": "agreement", "at": "x", "data": {}},
+        {"type": "envelope", "at": "x", "data": {"seq": 3, "seat": "A"}},
+        {"type": "seat_contested", "at": "x", "data": {"seat": "A", "agent": "x", "more": 1}},
+        {"type": "seat_contested", "at": "x", "data": {"seat": "A", "agent": float("nan")}},
+        {"type": "agent_joined", "at": "x", "data": {"seat": "A", "agent": "x"}, "n": 99},
+        {"type": "agent_joined", "at": "x", "data": {"seat": "A", "agent": "x"}, "hash": "0" * 64},
+        {"type": 3, "at": "x", "data": {}},
+        "not an entry",
+    ]
+    for entry in bad:
+        with pytest.raises(pxp.PxpError):
+            room.apply(entry)  # type: ignore[arg-type]
+        assert json.dumps(room.export(), sort_keys=True) == before
+
+
+def test_an_export_naming_an_agent_the_ledger_never_seated_gets_none() -> None:
+    """The seats' agents are derived from the ledger like the status, never read from the
+    export: an agent written into the export alone sits nowhere."""
+    room, _ = _agreed()
+    export = room.export()
+    export["seats"]["B"]["agent"] = "forged-agent"
+    again = pxp.Room.from_export(export)
+    assert again.agent("B") is None
+    assert again.agents("B") == ()
+
+
+def test_seat_tokens_live_play_would_refuse_open_no_seat_after_import() -> None:
+    room, _ = _agreed()
+    export = room.export()
+    export["seats"]["A"]["token"] = export["seats"]["B"]["token"] = "x" * 20
+    again = pxp.Room.from_export(export)
+    assert again.seat_for_token("x" * 20) is None
+    export["seats"]["A"]["token"], export["seats"]["B"]["token"] = "short", "y" * 20
+    again = pxp.Room.from_export(export)
+    assert again.seat_for_token("short") is None
+    assert again.seat_for_token("y" * 20) == "B"
+
+
+def test_an_export_with_an_empty_ledger_is_refused() -> None:
+    """A room exists only from its room_opened entry: an export whose ledger is empty (or
+    holds no entry at all once a forger truncated it) opens nothing."""
+    empty = {"id": "x", "ledger": [], "seats": {}, "envelopes": []}
+    assert _refusal(empty) == ("import_invalid", "first_entry")
+
+
+# ------------------------------------------------------------------ review i25 (08:10)
+
+
+def _reenvelope(export: dict[str, Any], seq: int, change: Callable[[dict[str, Any]], None]) -> None:
+    env = export["envelopes"][seq - 1]
+    change(env)
+    entry = next(e for e in export["ledger"] if e["type"] == "envelope" and e["data"]["seq"] == seq)
+    entry["data"]["envelope_hash"] = pxp.envelope_hash(env)
+    entry["data"]["status"] = env["status"]
+    _rechain(export["ledger"])
+
+
+@pytest.mark.parametrize("seat", [["A"], {"s": "A"}, 1])
+def test_an_entry_whose_seat_is_not_a_string_is_refused_not_a_crash(seat: Any) -> None:
+    room, _ = _agreed()
+    export = room.export()
+    export["ledger"][2]["data"]["seat"] = seat
+    _rechain(export["ledger"])
+    assert _refusal(export) == ("seat_invalid", None)
+
+
+def test_an_agree_without_accepts_seq_takes_the_proposals_seq() -> None:
+    room, _ = _agreed()
+    export = room.export()
+    _reenvelope(export, 2, lambda env: env["accepts"].pop("seq"))
+    again = pxp.Room.from_export(export)
+    agreement = again.agreement
+    assert agreement is not None
+    assert agreement["proposal_seq"] == 1
+
+
+def test_a_laundered_origin_is_held_assumed_and_noted() -> None:
+    """Review i25 #3: the export says stated where enforcement stores assumed (its flag
+    sentence kept): the room holds the claim assumed and the brief says so."""
+    now = _clock()
+    room = pxp.Room.open("van-3", topic="Van", now=now())
+    room.seal("A", CARD_A, now=now())
+    room.seal("B", CARD_B, now=now())
+    claim = {"text": "B will pay 5800 EUR", "origin": "stated", "ref": "seat B said so"}
+    room.send("A", {"message": "m", "status": "continue", "claims": [claim]}, now=now())
+    assert room.claims["A1.1"].origin == "assumed"
+    export = room.export()
+    _reenvelope(export, 1, lambda env: env["claims"][0].__setitem__("origin", "stated"))
+    again = pxp.Room.from_export(export)
+    assert again.claims["A1.1"].origin == "assumed"
+    assert not again.claims["A1.1"].verified
+    assert any("A1.1 would be stored assumed" in n["flag"] for n in again.import_notes)
+
+
+def test_an_agreement_enforcement_would_record_as_continue_is_noted() -> None:
+    """Review i25 #4: an agree over the seat's own must_never, its flag sentence kept."""
+    now = _clock()
+    room = pxp.Room.open("van-4", topic="Van", now=now())
+    room.seal("A", CARD_A, now=now())
+    room.seal("B", {**CARD_B, "must_never": ["Pay in cash"]}, now=now())
+    offer = {"terms": ["5500 EUR, pay in cash"]}
+    room.send("A", {"message": "m", "status": "continue", "proposal": offer}, now=now())
+    room.send("B", {"message": "ok", "status": "agree"}, now=now())
+    assert room.status == "active"
+    export = room.export()
+    accepts = {"seq": 1, "proposal_hash": pxp.proposal_hash(offer["terms"])}
+
+    def agree(env: dict[str, Any]) -> None:
+        env.update({"status": "agree", "accepts": accepts})
+
+    _reenvelope(export, 2, agree)
+    data = {"proposal_hash": accepts["proposal_hash"], "proposed_by": "A", "accepted_by": "B"}
+    export["ledger"].append({"type": "agreement", "at": export["ledger"][-1]["at"], "data": data})
+    _rechain(export["ledger"])
+    again = pxp.Room.from_export(export)
+    assert any("recorded as continue here, not agree" in n["flag"] for n in again.import_notes)
+
+
+def test_apply_refuses_an_envelope_whose_seq_is_not_the_entrys() -> None:
+    room, _ = _agreed()
+    env = room.envelopes[0]
+    fresh = pxp.Room("van-1")
+    for entry in room.ledger.entries[:4]:
+        body = {2: room.card("A"), 3: room.card("B")}.get(entry.n - 1)
+        fresh.apply(entry, body)
+    env["seq"] = 5
+    data = {"seq": 1, "seat": "A", "status": "continue", "envelope_hash": pxp.envelope_hash(env)}
+    with pytest.raises(pxp.PxpProtocolError) as caught:
+        fresh.apply({"type": "envelope", "at": "t", "data": data}, env)
+    assert (caught.value.code, caught.value.reason) == ("import_invalid", "envelope")
+
+
+def test_a_claim_id_with_a_trailing_newline_is_refused() -> None:
+    room, _ = _agreed()
+    export = room.export()
+    now = _clock()
+    live = pxp.Room.open("van-5", topic="Van", now=now())
+    live.seal("A", CARD_A, now=now())
+    live.seal("B", CARD_B, now=now())
+    live.send(
+        "A",
+        {"message": "m", "status": "continue", "claims": [{"text": "x", "origin": "assumed"}]},
+        now=now(),
+    )
+    export = live.export()
+    _reenvelope(export, 1, lambda env: env["claims"][0].__setitem__("id", "A1.1\n"))
+    assert _refusal(export) == ("import_invalid", "envelope")
+
+
+def test_a_ledger_nested_too_deeply_is_a_ledger_error() -> None:
+    deep: Any = 0
+    for _ in range(500):
+        deep = [deep]
+    entry = {"n": 1, "type": "room_opened", "at": "x", "data": {"d": deep}}
+    entry.update({"prev": "0" * 64, "hash": "0" * 64})
+    with pytest.raises(pxp.errors.LedgerError):
+        pxp.verify_ledger([entry])
+    with pytest.raises(pxp.PxpProtocolError):
+        pxp.wire.canonical(deep)
+
+
+def test_the_room_owns_the_data_it_appends() -> None:
+    room = pxp.Room.open("van-6", topic="Van", now=datetime(2026, 1, 1, tzinfo=UTC))
+    data = {"seat": "A", "agent": "alpha", "mode": "external"}
+    room.apply({"type": "agent_joined", "at": "t", "data": data})
+    data["agent"] = "mallory"
+    assert room.ledger[-1].data["agent"] == "alpha"
+    pxp.verify_ledger(room.ledger.to_json())
+
+
+def test_a_ledger_of_entry_objects_imports_as_its_json_does() -> None:
+    room, _ = _agreed()
+    export = room.export()
+    export["ledger"] = list(room.ledger.entries)
+    assert pxp.Room.from_export(export).head == room.head
