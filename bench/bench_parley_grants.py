@@ -21,7 +21,7 @@ from collections.abc import Callable
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 import parley
-from parley._grants import _prepare
+from parley._grant_verify import _prepare
 
 NOW = 1790000000
 

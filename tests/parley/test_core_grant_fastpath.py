@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parley
-from parley import _grants
+from parley import _grant_verify as _grants
 from parley._caveats import CaveatError, Money, _parse_many
 
 NOW = 1790000000
