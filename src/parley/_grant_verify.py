@@ -10,7 +10,7 @@ caveat of every block) is :func:`_check_caveats`.
 from __future__ import annotations
 
 import dataclasses
-import functools
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -33,7 +33,14 @@ from ._grant_token import Grant, as_grant, decode_grant
 from ._keys import verify_signature
 from ._wire import GrantInspection
 
-__all__ = ["MAX_GRANTS", "inspect_grant", "verify_grant"]
+__all__ = [
+    "MAX_GRANTS",
+    "MAX_REMEMBERED_TOKEN_LENGTH",
+    "REMEMBERED_TOKENS",
+    "GrantVerifier",
+    "inspect_grant",
+    "verify_grant",
+]
 
 MAX_GRANTS = 16
 """**Ours:** the most grant tokens one request may present (bounded signature work: a
@@ -200,20 +207,15 @@ class _Prepared(NamedTuple):
     """The fields of an ``ok`` result but ``spend_caps`` (strings and tuples only)."""
 
 
-TOKEN_CACHE_SIZE = 256
-"""**Ours:** how many decoded tokens :func:`verify_grant` remembers (by exact token text).
+MAX_REMEMBERED_TOKEN_LENGTH = 4096
+"""**Ours:** a :class:`GrantVerifier` never remembers a longer token, which bounds its memory
+(a 3-block chain with a few caveats each is about 1,500 characters)."""
 
-Only the token's decoding, shape checks and caveat parsing are remembered: every call still
-verifies every signature and evaluates every caveat against its request. Nothing cached is
-handed out: a result that would show a caveat (``need``) is built from a fresh decoding."""
-
-MAX_CACHED_TOKEN_LENGTH = 4096
-"""**Ours:** longer tokens are never remembered, which bounds the cache's memory (a 3-block
-chain with a few caveats each is about 1,500 characters)."""
+REMEMBERED_TOKENS = 256
+"""**Ours:** how many decoded tokens a :class:`GrantVerifier` remembers by default."""
 
 
-@functools.lru_cache(maxsize=TOKEN_CACHE_SIZE)
-def _prepare(token: str) -> _Prepared:
+def _prepare(token: object) -> _Prepared:
     """Decode ``token`` and parse its caveats (raises :class:`ParleyError` like decode_grant)."""
     grant = decode_grant(token)
     parsed: list[tuple[str, tuple[Caveat, ...]]] = []
@@ -235,13 +237,75 @@ def _prepare(token: str) -> _Prepared:
     return _Prepared(grant, tuple(parsed), authorized)
 
 
+class GrantVerifier:
+    """Checks grant tokens like :func:`verify_grant`, remembering the tokens it has decoded.
+
+    A service builds one and keeps it for its life (:class:`parley.Service` owns one): a
+    client presents the same grant on every request, and the verifier then decodes it once.
+    It remembers, by exact token text, up to ``remember`` tokens of at most
+    :data:`MAX_REMEMBERED_TOKEN_LENGTH` characters: their decoding, shape checks and parsed
+    caveats, never a verdict. Every call still verifies every signature, checks trust and
+    the holder, and evaluates every caveat against its own request; nothing remembered is
+    handed out (a result that shows caveats in ``need`` is built from a fresh decoding).
+
+    The memory belongs to this object and nothing else: a fresh verifier has seen nothing,
+    and :func:`verify_grant` is a verifier that remembers nothing. Safe to share between
+    threads.
+    """
+
+    def __init__(self, *, remember: int = REMEMBERED_TOKENS) -> None:
+        if type(remember) is not int or remember < 0:
+            raise _ctx_error("remember must be a non-negative integer")
+        self._size = remember
+        self._longest = MAX_REMEMBERED_TOKEN_LENGTH if remember else -1
+        self._tokens: dict[str, _Prepared] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"GrantVerifier(remember={self._size})"
+
+    def verify(
+        self,
+        tokens: Sequence[str] | str,
+        *,
+        trusted: Sequence[str] | frozenset[str] | set[str],
+        proof_key: str | None,
+        ctx: GrantContext,
+    ) -> GrantCheck:
+        """Check grant tokens against one request, exactly as :func:`verify_grant` does."""
+        return _verify(tokens, trusted, proof_key, ctx, self)
+
+    def _prepared(self, token: str) -> _Prepared:
+        """The remembered decoding of ``token``, decoding it on first sight."""
+        with self._lock:
+            known = self._tokens.pop(token, None)
+            if known is not None:
+                self._tokens[token] = known  # now the most recently used
+                return known
+        prepared = _prepare(token)  # raises for a bad token, which is never remembered
+        with self._lock:
+            self._tokens[token] = prepared
+            while len(self._tokens) > self._size:
+                del self._tokens[next(iter(self._tokens))]
+        return prepared
+
+
 def _check_one(
-    token: object, trusted: frozenset[str], proof_key: str | None, ctx: GrantContext, at: int
+    token: object,
+    trusted: frozenset[str],
+    proof_key: str | None,
+    ctx: GrantContext,
+    at: int,
+    memory: GrantVerifier | None,
 ) -> GrantCheck:
-    if type(token) is not str or len(token) > MAX_CACHED_TOKEN_LENGTH:
-        return _check_plain(token, trusted, proof_key, ctx, at)
+    # Exactly a str (a subclass could compare equal to another token's text).
+    remembered = False
     try:
-        prepared = _prepare(token)
+        if memory is not None and type(token) is str and len(token) <= memory._longest:
+            remembered = True
+            prepared = memory._prepared(token)
+        else:
+            prepared = _prepare(token)
     except ParleyError as exc:
         return _fail("unauthorized", "bad_token", exc.message, index=at)
     grant = prepared.grant
@@ -249,7 +313,7 @@ def _check_one(
     if failed is not None:
         return failed
     if prepared.caveats is None:
-        return _check_caveats(decode_grant(token), ctx, at)
+        return _check_caveats(decode_grant(token) if remembered else grant, ctx, at)
     caps: list[SpendCap] = []
     for bid, parsed in prepared.caveats:
         for caveat in parsed:
@@ -257,10 +321,10 @@ def _check_one(
             if kind == "spend":
                 caps.append(SpendCap(bid, value.max, value.currency))
             if not _caveat_ok(caveat, bid, ctx):
-                # A failure shows caveats in ``need``: report it from a fresh decoding
-                # (steps 1 to 5 already passed on the same text), so no result ever
-                # holds the cached token's objects.
-                return _check_caveats(decode_grant(token), ctx, at)
+                # A failure shows caveats in ``need``: a remembered token's failure is
+                # reported from a fresh decoding (steps 1 to 5 already passed on the same
+                # text), so no result ever holds the objects a verifier keeps.
+                return _check_caveats(decode_grant(token) if remembered else grant, ctx, at)
     # The ``ok`` result, built as GrantCheck's own __init__ would build it, in one step.
     result: GrantCheck = object.__new__(GrantCheck)
     fields = result.__dict__
@@ -284,20 +348,6 @@ def _authorized(grant: Grant, caps: list[SpendCap], at: int) -> GrantCheck:
         spend_caps=tuple(caps),
         message="authorized",
     )
-
-
-def _check_plain(
-    token: object, trusted: frozenset[str], proof_key: str | None, ctx: GrantContext, at: int
-) -> GrantCheck:
-    """Section 6.4 on a fresh decoding of ``token`` (no cache)."""
-    try:
-        grant = decode_grant(token)
-    except ParleyError as exc:
-        return _fail("unauthorized", "bad_token", exc.message, index=at)
-    failed = _check_chain(grant, trusted, proof_key, ctx, at)
-    if failed is not None:
-        return failed
-    return _check_caveats(grant, ctx, at)
 
 
 def _check_caveats(grant: Grant, ctx: GrantContext, at: int) -> GrantCheck:
@@ -407,13 +457,25 @@ def verify_grant(
 
     ``trusted`` holds the principal keys this service trusts; ``proof_key`` is the key whose
     proof of possession was already verified (:func:`verify_proof`). Never raises for a bad
-    token or caveat.
+    token or caveat. Remembers nothing: a service that sees the same tokens again keeps a
+    :class:`GrantVerifier`.
 
     With several tokens the request is authorized if any one grant authorizes it alone.
     Otherwise the reported failure is, in this order of precedence: ``consent_required``
     if some grant fails only on ``per``/``spend``/``risk``; else ``forbidden`` if some grant
     passes steps 1 to 5; else ``unauthorized``. Within a tier the first such token wins.
     """
+    return _verify(tokens, trusted, proof_key, ctx, None)
+
+
+def _verify(
+    tokens: object,
+    trusted: object,
+    proof_key: str | None,
+    ctx: object,
+    memory: GrantVerifier | None,
+) -> GrantCheck:
+    """:func:`verify_grant`, with the tokens ``memory`` remembers when it is given."""
     if not isinstance(ctx, GrantContext):
         raise _ctx_error("ctx must be a GrantContext")
     if isinstance(tokens, str):
@@ -432,7 +494,7 @@ def verify_grant(
     trust = frozenset(k for k in trusted if isinstance(k, str))
     best: GrantCheck | None = None
     for index, token in enumerate(tokens):
-        result = _check_one(token, trust, proof_key, ctx, index)
+        result = _check_one(token, trust, proof_key, ctx, index, memory)
         if result.ok:
             return result
         if best is None or _TIER[result.code or "unauthorized"] > _TIER[best.code or ""]:

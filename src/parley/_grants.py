@@ -33,7 +33,7 @@ from ._grant_token import (
     block_id,
     decode_grant,
 )
-from ._grant_verify import MAX_GRANTS, inspect_grant, verify_grant
+from ._grant_verify import MAX_GRANTS, GrantVerifier, inspect_grant, verify_grant
 from ._keys import Key, parse_public_key
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "Grant",
     "GrantCheck",
     "GrantContext",
+    "GrantVerifier",
     "ProposalFacts",
     "SpendCap",
     "block_id",
