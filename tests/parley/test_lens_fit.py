@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 import parley
 from parley._fit import _Meter
-from parley._fit_oracle import PLACEHOLDER, fit_oracle
 from parley._lean import compact_json, entry_lines, u16_len, u16_slice
+
+from .fit_oracle import PLACEHOLDER, fit_oracle
 
 
 def handle_factory() -> Callable[[], str]:

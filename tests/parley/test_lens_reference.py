@@ -18,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parley
-from parley._fit_oracle import PLACEHOLDER, fit_oracle
 from parley._grants import Cost
 from parley._lean import compact_json, u16_len
 from parley._lens import effect_line
 
+from .fit_oracle import PLACEHOLDER, fit_oracle
 from .runtime_harness import AGENT, PRINCIPAL, SERVICE_ID, grant, load_shop
 
 SHOP = load_shop()

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 import parley
 from parley._cli import main as parley_main
-from parley._fit_oracle import fit_oracle
 from parley._lean import _is_index, compact_json, js_keys
+
+from .fit_oracle import fit_oracle
 
 
 def _handles() -> Any:
