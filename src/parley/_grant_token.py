@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -189,7 +189,6 @@ def _no_constant(text: str) -> Any:
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
-_scan_once: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def _check_block_shape(block: object, index: int) -> None:
@@ -198,23 +197,6 @@ def _check_block_shape(block: object, index: int) -> None:
         raise bad_token(f"block {index} must be an object with exactly 'p' and 's'")
     if not isinstance(block["p"], dict) or not isinstance(block["s"], str):
         raise bad_token(f"block {index} needs an object 'p' and a string 's'")
-
-
-_encode_string = json.encoder.encode_basestring
-"""The string encoder :data:`_ENCODER` uses (``ensure_ascii=False``)."""
-
-_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
-if _C_ENCODER is not None:  # CPython: the C encoder, built once instead of on every call
-    _encode_decoded = _C_ENCODER(
-        None, _ENCODER.default, _encode_string, None, ":", ",", True, False, True
-    )
-
-    def _dumps_decoded(value: Any) -> str:
-        """:func:`_dumps` of a value just parsed from JSON (so it has no cycles)."""
-        return "".join(_encode_decoded(value, 0))
-
-else:  # pragma: no cover - other interpreters
-    _dumps_decoded = _dumps
 
 
 def decode_grant(token: object) -> Grant:
@@ -230,12 +212,7 @@ def decode_grant(token: object) -> Grant:
         raise bad_token(f"the grant token is longer than {MAX_TOKEN_LENGTH} characters")
     try:
         text = b64url_decode(token[len(TOKEN_PREFIX) :], what="the grant token").decode("utf-8")
-        try:  # a canonical token is one JSON value with nothing around it
-            blocks, end = _scan_once(text, 0)
-        except StopIteration:
-            end = -1
-        if end != len(text):  # decode as usual; the canonical check below refuses it
-            blocks = _DECODER.decode(text)
+        blocks = _DECODER.decode(text)
     except (ParleyError, ValueError, RecursionError):
         raise bad_token("the grant token is not base64url of canonical UTF-8 JSON") from None
     if not isinstance(blocks, list) or not blocks:
@@ -274,11 +251,11 @@ def decode_grant(token: object) -> Grant:
             raise bad_token(f"block {index} needs an integer iat")
         decoded.append(Block(payload, sig))
         try:
-            payload_text = _dumps_decoded(payload)
+            payload_text = _dumps(payload)
         except (RecursionError, ValueError):
             raise bad_token(f"block {index} payload nests too deeply") from None
         signed.append(payload_text)
-        parts.append(f'{{"p":{payload_text},"s":{_encode_string(sig)}}}')
+        parts.append(f'{{"p":{payload_text},"s":{_dumps(sig)}}}')
     # **Ours:** the token must be exactly the canonical text of its blocks, as section 6.2
     # encodes it. One comparison refuses duplicate members, escaped lone surrogates,
     # whitespace and any re-spelled JSON: every token has one spelling. The canonical text

@@ -9,7 +9,6 @@ caveat of every block) is :func:`_check_caveats`.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
@@ -203,8 +202,6 @@ class _Prepared(NamedTuple):
     grant: Grant
     caveats: tuple[tuple[str, tuple[Caveat, ...]], ...] | None
     """``(block id, parsed caveats)`` per block; ``None`` when a caveat is malformed/unknown."""
-    authorized: dict[str, Any]
-    """The fields of an ``ok`` result but ``spend_caps`` (strings and tuples only)."""
 
 
 MAX_REMEMBERED_TOKEN_LENGTH = 4096
@@ -219,22 +216,12 @@ def _prepare(token: object) -> _Prepared:
     """Decode ``token`` and parse its caveats (raises :class:`ParleyError` like decode_grant)."""
     grant = decode_grant(token)
     parsed: list[tuple[str, tuple[Caveat, ...]]] = []
-    ids = grant.block_ids
-    authorized = {
-        **_CHECK_DEFAULTS,
-        "ok": True,
-        "grant": ids[0],
-        "blocks": ids,
-        "principal": grant.principal,
-        "holder": grant.holder,
-        "message": "authorized",
-    }
     try:
         for block in grant.blocks:
             parsed.append((block.id, _parse_many(block.raw_caveats)))
     except CaveatError:
-        return _Prepared(grant, None, authorized)
-    return _Prepared(grant, tuple(parsed), authorized)
+        return _Prepared(grant, None)
+    return _Prepared(grant, tuple(parsed))
 
 
 class GrantVerifier:
@@ -325,16 +312,7 @@ def _check_one(
                 # reported from a fresh decoding (steps 1 to 5 already passed on the same
                 # text), so no result ever holds the objects a verifier keeps.
                 return _check_caveats(decode_grant(token) if remembered else grant, ctx, at)
-    # The ``ok`` result, built as GrantCheck's own __init__ would build it, in one step.
-    result: GrantCheck = object.__new__(GrantCheck)
-    fields = result.__dict__
-    fields.update(prepared.authorized)
-    fields["index"] = at
-    fields["spend_caps"] = tuple(caps)
-    return result
-
-
-_CHECK_DEFAULTS = {f.name: f.default for f in dataclasses.fields(GrantCheck)}
+    return _authorized(grant, caps, at)
 
 
 def _authorized(grant: Grant, caps: list[SpendCap], at: int) -> GrantCheck:
