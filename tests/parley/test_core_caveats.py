@@ -1,0 +1,131 @@
+"""Caveats (SPEC.md section 6.3): every shape parses exactly as the section writes it.
+
+Anything else is ``caveat_malformed`` or ``caveat_unknown`` and fails closed; the table
+parser is compared with a plain chain of checks on random input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import parley
+from parley._caveats import CaveatError, Money, _parse_many
+
+NOW = 1790000000
+
+
+_money = st.fixed_dictionaries(
+    {"max": st.integers(-2, 30000), "currency": st.sampled_from(["USD", "EUR", ""])}
+)
+
+
+_good_caveats = st.one_of(
+    st.builds(
+        lambda k, v: {k: v},
+        st.sampled_from(["svc", "verbs", "can"]),
+        st.lists(
+            st.sampled_from(["shop.example", "a.example", "ASK", "COMMIT", "shop.*", "*", "x"]),
+            max_size=3,
+        ),
+    ),
+    st.builds(lambda k, v: {k: v}, st.sampled_from(["exp", "nbf"]), st.integers(NOW - 9, NOW + 9)),
+    st.builds(lambda k, v: {k: v}, st.sampled_from(["per", "spend"]), _money),
+    st.builds(lambda v: {"risk": v}, st.sampled_from(["low", "medium", "high", "extreme"])),
+    st.builds(lambda v: {"only": v}, st.sampled_from(["h", "other"])),
+)
+
+
+_kinds = st.sampled_from(
+    ["svc", "verbs", "can", "exp", "nbf", "per", "spend", "risk", "only", "toString", "x"]
+)
+
+
+SAFE = 2**53 - 1
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**64), 2**64),
+    st.sampled_from([0, -1, SAFE, SAFE + 1, 2**63, 1.5, "", "USD", "low", "toString", "a.x"]),
+    st.text(max_size=4),
+)
+
+
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from(["max", "currency", "x"]), inner, max_size=3),
+    ),
+    max_leaves=6,
+)
+
+
+_caveats = st.one_of(
+    _good_caveats, st.dictionaries(_kinds, _values, min_size=1, max_size=2), _scalars
+)
+
+
+def _reference_parse(raw: object) -> tuple[str, Any]:
+    """SPEC.md 6.3 caveat shapes as a chain of plain checks: (kind, value) or raise."""
+    if not isinstance(raw, dict) or len(raw) != 1:
+        raise CaveatError("shape")
+    ((kind, value),) = raw.items()
+
+    def safe(v: object) -> bool:
+        return type(v) is int and -SAFE <= v <= SAFE
+
+    if kind in ("svc", "verbs", "can"):
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return kind, tuple(value)
+    elif kind in ("exp", "nbf"):
+        if safe(value):
+            return kind, value
+    elif kind in ("per", "spend"):
+        if (
+            isinstance(value, dict)
+            and set(value) == {"max", "currency"}
+            and safe(value["max"])
+            and value["max"] >= 0
+            and isinstance(value["currency"], str)
+            and value["currency"]
+        ):
+            return kind, Money(value["max"], value["currency"])
+    elif kind == "risk":
+        if isinstance(value, str) and value in ("low", "medium", "high"):
+            return kind, value
+    elif kind == "only":
+        if isinstance(value, str):
+            return kind, value
+    else:
+        raise CaveatError("unknown", reason="caveat_unknown")
+    raise CaveatError("malformed")
+
+
+@settings(max_examples=600)
+@given(_caveats)
+def test_parse_caveat_matches_the_reference(raw: object) -> None:
+    try:
+        expected: Any = _reference_parse(raw)
+    except CaveatError as exc:
+        expected = exc.reason
+    if isinstance(expected, str):
+        with pytest.raises(CaveatError) as caught:
+            parley.parse_caveat(raw)
+        assert caught.value.reason == expected
+        with pytest.raises(CaveatError) as again:
+            _parse_many([{"risk": "low"}, raw])
+        assert again.value.message == caught.value.message
+        return
+    got = parley.parse_caveat(raw)
+    assert _parse_many([raw, raw]) == (got, got)
+    assert type(got) is parley.Caveat
+    assert tuple(got) == expected
+    assert got == parley.Caveat(*expected)
+    if isinstance(got.value, tuple) and got.kind in ("per", "spend"):
+        assert type(got.value) is Money
