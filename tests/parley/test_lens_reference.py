@@ -28,7 +28,7 @@ from .runtime_harness import AGENT, PRINCIPAL, SERVICE_ID, grant, load_shop
 SHOP = load_shop()
 NOW = 1_790_000_000
 
-# ---------------------------------------------------------------- finding 2: effect `field`
+# -------------------------------- finding 2: effect `field`
 
 
 @pytest.mark.parametrize("field", ["", None, 0, 0.0, False])
@@ -77,7 +77,7 @@ def test_brief_summaries_and_risk_follow_the_same_truthiness(blank: Any) -> None
     assert parley.lens(reply) == "# S (s)\nask a()"
 
 
-# ---------------------------------------------------------------- finding 3: lone surrogates
+# -------------------------------- finding 3: lone surrogates
 
 
 def test_lean_writes_a_lone_surrogate_raw_as_the_reference_quote_does() -> None:
@@ -124,7 +124,7 @@ def test_the_cli_writes_a_lone_surrogate_as_u_fffd(tmp_path: Path) -> None:
     assert out.startswith('t: "a' + "\U0001f600" * 149 + '\ufffd…"\n… 301 more at data.t')
 
 
-# ---------------------------------------------------------------- finding 4: consent_required
+# -------------------------------- finding 4: consent_required
 
 
 def _send(service: Any, frame: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +165,7 @@ def test_consent_required_carries_only_consent_as_the_reference_authorize_does()
     assert [line.split(":")[0] for line in lines[1:]] == ["  consent"]
 
 
-# ---------------------------------------------------------------- finding 5: our error only
+# -------------------------------- finding 5: our error only
 
 _BAD_KEY_VALUES = [
     [{1: 2}],
