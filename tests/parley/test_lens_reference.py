@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parley
-from parley._grants import Cost
 from parley._lean import compact_json, u16_len
 from parley._lens import effect_line
 
@@ -228,11 +227,11 @@ def test_parse_frame_with_neither_bytes_nor_text_raises_our_error(data: Any) -> 
         (lambda: parley.ProposalFacts("h", None, None), "risk"),  # type: ignore[arg-type]
         (lambda: parley.ProposalFacts(7, None, "low"), "hash"),  # type: ignore[arg-type]
         (lambda: parley.ProposalFacts("h", {"amount": 1}, "low"), "cost"),  # type: ignore[arg-type]
-        (lambda: parley.ProposalFacts("h", Cost("12", "USD"), "low"), "amount"),  # type: ignore[arg-type]
-        (lambda: parley.ProposalFacts("h", Cost(True, "USD"), "low"), "amount"),
-        (lambda: parley.ProposalFacts("h", Cost(-1, "USD"), "low"), "amount"),
-        (lambda: parley.ProposalFacts("h", Cost(2**53, "USD"), "low"), "amount"),
-        (lambda: parley.ProposalFacts("h", Cost(1, 840), "low"), "currency"),  # type: ignore[arg-type]
+        (lambda: parley.ProposalFacts("h", parley.Cost("12", "USD"), "low"), "amount"),  # type: ignore[arg-type]
+        (lambda: parley.ProposalFacts("h", parley.Cost(True, "USD"), "low"), "amount"),
+        (lambda: parley.ProposalFacts("h", parley.Cost(-1, "USD"), "low"), "amount"),
+        (lambda: parley.ProposalFacts("h", parley.Cost(2**53, "USD"), "low"), "amount"),
+        (lambda: parley.ProposalFacts("h", parley.Cost(1, 840), "low"), "currency"),  # type: ignore[arg-type]
     ],
 )
 def test_hand_built_proposal_facts_with_odd_values_raise_our_error(make: Any, what: str) -> None:
@@ -248,7 +247,11 @@ def test_hand_built_proposal_facts_that_are_right_still_check() -> None:
         key, AGENT.public, [{"risk": "low"}, {"per": {"max": 100, "currency": "USD"}}], iat=NOW
     )
     ctx = parley.GrantContext(
-        "svc", "COMMIT", "x", NOW, proposal=parley.ProposalFacts("h", Cost(100, "USD"), "low")
+        "svc",
+        "COMMIT",
+        "x",
+        NOW,
+        proposal=parley.ProposalFacts("h", parley.Cost(100, "USD"), "low"),
     )
     assert parley.verify_grant([token], trusted=[key.public], proof_key=AGENT.public, ctx=ctx).ok
 
