@@ -129,3 +129,71 @@ def test_parse_caveat_matches_the_reference(raw: object) -> None:
     assert got == parley.Caveat(*expected)
     if isinstance(got.value, tuple) and got.kind in ("per", "spend"):
         assert type(got.value) is Money
+
+
+# -------------------------------- exact types fail closed
+
+
+A = parley.key_from_seed(b"\x02" * 32)
+P = parley.key_from_seed(b"\x01" * 32)
+OP = parley.key_from_seed(b"\x05" * 32)
+
+
+PROPOSAL: dict[str, Any] = {
+    "id": "p_1",
+    "capability": "shop.order",
+    "summary": "Order 2 coffees",
+    "effects": [{"op": "charge", "target": "card", "to": 1250}],
+    "cost": {"amount": 1250, "currency": "USD"},
+    "risk": "low",
+    "undo": {"window": 600},
+    "expires": NOW + 600,
+}
+
+
+HASH = parley.proposal_hash(PROPOSAL)
+
+
+def _ctx(**kw: Any) -> parley.GrantContext:
+    base: dict[str, Any] = {
+        "service": "shop.example",
+        "verb": "COMMIT",
+        "capability": "shop.order",
+        "now": NOW,
+        "proposal": parley.ProposalFacts.from_json({**PROPOSAL, "hash": HASH}),
+    }
+    return parley.GrantContext(**(base | kw))
+
+
+def _check(token: str | list[str], **kw: Any) -> parley.GrantCheck:
+    trusted = [P.public, OP.public]
+    return parley.verify_grant(token, trusted=trusted, proof_key=A.public, ctx=_ctx(**kw))
+
+
+def test_risk_tostring_fails_closed() -> None:
+    for value in ("toString", "constructor", "__proto__", "valueOf", "LOW", ""):
+        token = parley.mint_grant(P, A.public, [], iat=NOW)
+        blocks = [b.as_json() for b in parley.decode_grant(token).blocks]
+        blocks[0]["p"]["caveats"] = [{"risk": value}]
+        blocks[0]["s"] = P.sign(parley.canonical(blocks[0]["p"]).encode())
+        forged = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+        result = _check(forged)
+        assert (result.code, result.reason) == ("forbidden", "caveat_malformed"), value
+
+
+@pytest.mark.parametrize("caveat", [None, [], "risk", 0, {"svc": None}, {"exp": None}])
+def test_null_and_odd_caveats_never_raise(caveat: Any) -> None:
+    payload = {"iss": P.public, "sub": A.public, "caveats": [caveat], "iat": NOW, "nonce": "n"}
+    blocks = [{"p": payload, "s": P.sign(parley.canonical(payload).encode())}]
+    token = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+    result = _check(token, verb="ASK", proposal=None)
+    assert (result.code, result.reason) == ("forbidden", "caveat_malformed")
+    assert result.need == (caveat,)
+
+
+def test_string_caveat_is_not_a_substring_match() -> None:
+    for caveat in ({"svc": "shop.example"}, {"can": "shop.order"}, {"verbs": "COMMIT"}):
+        payload = {"iss": P.public, "sub": A.public, "caveats": [caveat], "iat": NOW, "nonce": "n"}
+        blocks = [{"p": payload, "s": P.sign(parley.canonical(payload).encode())}]
+        token = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+        assert _check(token).reason == "caveat_malformed"
