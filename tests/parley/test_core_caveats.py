@@ -16,6 +16,10 @@ import parley
 from parley._caveats import CaveatError, Money, _parse_many
 
 NOW = 1790000000
+SAFE = 2**53 - 1
+A = parley.key_from_seed(b"\x02" * 32)
+P = parley.key_from_seed(b"\x01" * 32)
+OP = parley.key_from_seed(b"\x05" * 32)
 
 
 _money = st.fixed_dictionaries(
@@ -42,9 +46,6 @@ _good_caveats = st.one_of(
 _kinds = st.sampled_from(
     ["svc", "verbs", "can", "exp", "nbf", "per", "spend", "risk", "only", "toString", "x"]
 )
-
-
-SAFE = 2**53 - 1
 
 
 _scalars = st.one_of(
@@ -132,11 +133,6 @@ def test_parse_caveat_matches_the_reference(raw: object) -> None:
 
 
 # -------------------------------- exact types fail closed
-
-
-A = parley.key_from_seed(b"\x02" * 32)
-P = parley.key_from_seed(b"\x01" * 32)
-OP = parley.key_from_seed(b"\x05" * 32)
 
 
 PROPOSAL: dict[str, Any] = {

@@ -21,6 +21,10 @@ A = parley.key_from_seed(b"\x02" * 32)
 P = parley.key_from_seed(b"\x01" * 32)
 HASH = "3YBSE3lWje0kWnzf3PaGMr3CI3aoO1qdYRLxUkmOJVU"
 NOW = 1790000000
+S = parley.key_from_seed(b"\x03" * 32)
+SS = parley.key_from_seed(b"\x04" * 32)
+X = parley.key_from_seed(b"\x09" * 32)
+SAFE = 2**53 - 1
 
 
 def ctx(**kw: Any) -> parley.GrantContext:
@@ -62,11 +66,6 @@ def test_mint_nonce_defaults_to_random() -> None:
     one = parley.mint_grant(P, A.public, [], iat=NOW)
     two = parley.mint_grant(P, A.public, [], iat=NOW)
     assert parley.decode_grant(one).id != parley.decode_grant(two).id
-
-
-S = parley.key_from_seed(b"\x03" * 32)
-SS = parley.key_from_seed(b"\x04" * 32)
-X = parley.key_from_seed(b"\x09" * 32)
 
 
 def test_delegation_depth_three_and_holder() -> None:
@@ -245,9 +244,6 @@ _good_caveats = st.one_of(
 _kinds = st.sampled_from(
     ["svc", "verbs", "can", "exp", "nbf", "per", "spend", "risk", "only", "toString", "x"]
 )
-
-
-SAFE = 2**53 - 1
 
 
 _scalars = st.one_of(

@@ -29,6 +29,15 @@ HASH = "3YBSE3lWje0kWnzf3PaGMr3CI3aoO1qdYRLxUkmOJVU"
 NOW = 1790000000
 X = parley.key_from_seed(b"\x09" * 32)
 P = parley.key_from_seed(b"\x01" * 32)
+OTHER = "PqsYTM44f4k6sArmFNbQ1vxLHgmkxlCyiYOcqKjy8Iw"
+S = parley.key_from_seed(b"\x03" * 32)
+IDENTITY = bytes([1]) + bytes(31)
+_RISK = {"low": 0, "medium": 1, "high": 2}
+B = parley.key_from_seed(b"\x03" * 32)
+SAFE = 2**53 - 1
+CTX = parley.GrantContext("shop.example", "ASK", "shop.search", NOW)
+OWN_FILES = {"_schemas.py"}
+OP = parley.key_from_seed(b"\x05" * 32)
 
 
 def ctx(**kw: Any) -> parley.GrantContext:
@@ -119,9 +128,6 @@ def test_verify_grant_never_raises_on_junk(tokens: list[Any]) -> None:
     assert result.code in ("unauthorized", "forbidden", "consent_required")
 
 
-OTHER = "PqsYTM44f4k6sArmFNbQ1vxLHgmkxlCyiYOcqKjy8Iw"
-
-
 CAVEATS = st.one_of(
     st.builds(
         lambda v: {"svc": v}, st.lists(st.sampled_from(["shop.example", "a", "b"]), max_size=2)
@@ -172,9 +178,6 @@ CONTEXTS = st.builds(
     st.sampled_from([HASH, OTHER]),
     st.just({}),
 )
-
-
-S = parley.key_from_seed(b"\x03" * 32)
 
 
 def _raw_delegate(token: str, signer: parley.Key, sub: parley.Key, caveats: list[Any]) -> str:
@@ -232,9 +235,6 @@ def test_commit_without_proposal_fails_commit_caveats_hard() -> None:
 
 
 # -------------------------------- forged chains, bounds, lenient signers, an oracle
-
-
-IDENTITY = bytes([1]) + bytes(31)
 
 
 def _b64(data: bytes) -> str:
@@ -377,9 +377,6 @@ _caveat = st.one_of(
         ]
     ),
 )
-
-
-_RISK = {"low": 0, "medium": 1, "high": 2}
 
 
 def _satisfied(c: dict[str, Any], block: str, ctx: dict[str, Any]) -> bool:
@@ -536,9 +533,6 @@ def test_verify_grant_agrees_with_an_independent_oracle(
 # -------------------------------- a GrantVerifier answers as verify_grant
 
 
-B = parley.key_from_seed(b"\x03" * 32)
-
-
 _any_money = st.fixed_dictionaries(
     {"max": st.integers(-2, 30000), "currency": st.sampled_from(["USD", "EUR", ""])}
 )
@@ -563,9 +557,6 @@ _good_caveats = st.one_of(
 _kinds = st.sampled_from(
     ["svc", "verbs", "can", "exp", "nbf", "per", "spend", "risk", "only", "toString", "x"]
 )
-
-
-SAFE = 2**53 - 1
 
 
 _scalars = st.one_of(
@@ -749,9 +740,6 @@ def test_a_verifier_still_verifies_every_signature() -> None:
 
 
 # -------------------------------- a verifier's memory is its own (DESIGN.md)
-
-
-CTX = parley.GrantContext("shop.example", "ASK", "shop.search", NOW)
 
 
 def _minted(nonce: str) -> str:
@@ -950,7 +938,6 @@ def test_the_module_memory_check_finds_the_caches_it_looks_for() -> None:
     ]
 
 
-OWN_FILES = {"_schemas.py"}
 SRC = Path(__file__).resolve().parents[2] / "src" / "parley"
 
 
@@ -977,9 +964,6 @@ def test_the_service_keeps_its_own_verifier() -> None:
 
 
 # -------------------------------- the operation's principal
-
-
-OP = parley.key_from_seed(b"\x05" * 32)
 
 
 PROPOSAL: dict[str, Any] = {

@@ -23,6 +23,14 @@ from hypothesis import strategies as st
 import parley
 from parley import _keys
 
+AGENT = parley.key_from_seed(b"\x02" * 32)
+IDENTITY = bytes([1]) + bytes(31)
+NOW = 1790000000
+P = parley.key_from_seed(b"\x01" * 32)
+PRIME = 2**255 - 19
+A = parley.key_from_seed(b"\x02" * 32)
+
+
 TOP = Path(__file__).resolve().parents[2]
 REF = TOP / "vectors" / "third_party" / "parley"
 
@@ -65,9 +73,6 @@ def test_generated_keys_differ_and_sign() -> None:
     assert not parley.verify_signature(two.public, b"m", sig)
 
 
-AGENT = parley.key_from_seed(b"\x02" * 32)
-
-
 @pytest.mark.parametrize(
     ("public", "sig"),
     [
@@ -97,9 +102,6 @@ def test_parse_public_key_refuses(text: Any) -> None:
 # -------------------------------- small-order keys, malleability, secrecy
 
 
-IDENTITY = bytes([1]) + bytes(31)
-
-
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
@@ -117,11 +119,6 @@ WEAK = _key_text(IDENTITY)
 def test_identity_key_forgery_is_refused_by_verify_signature() -> None:
     for message in (b"", b"any message at all", parley.canonical({"aud": "a", "ts": 1}).encode()):
         assert parley.verify_signature(WEAK, message, FORGED) is False
-
-
-NOW = 1790000000
-P = parley.key_from_seed(b"\x01" * 32)
-PRIME = 2**255 - 19
 
 
 SMALL_ORDER_Y = (
@@ -159,9 +156,6 @@ def test_honest_keys_still_verify() -> None:
         key = parley.key_from_seed(bytes([byte]) * 32)
         assert parley.parse_public_key(key.public)
         assert parley.verify_signature(key.public, b"m", key.sign(b"m"))
-
-
-A = parley.key_from_seed(b"\x02" * 32)
 
 
 def test_signatures_are_not_malleable() -> None:

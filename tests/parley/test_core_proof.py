@@ -17,6 +17,11 @@ from hypothesis import strategies as st
 
 import parley
 
+AGENT = parley.key_from_seed(b"\x02" * 32)
+NOW = 1790000000
+IDENTITY = bytes([1]) + bytes(31)
+
+
 TOP = Path(__file__).resolve().parents[2]
 REF = TOP / "vectors" / "third_party" / "parley"
 
@@ -52,10 +57,6 @@ def test_auto_proofs_differ_per_frame() -> None:
     two = parley.proof_target("INTENT", capability="c", auto=True, frame_id="f2")
     plain = parley.proof_target("INTENT", capability="c")
     assert len({one, two, plain}) == 3
-
-
-AGENT = parley.key_from_seed(b"\x02" * 32)
-NOW = 1790000000
 
 
 def _proof(**kw: Any) -> dict[str, Any]:
@@ -122,9 +123,6 @@ def test_malformed_proofs_are_unauthorized(proof: Any) -> None:
 
 
 # -------------------------------- forged keys, ambiguous targets
-
-
-IDENTITY = bytes([1]) + bytes(31)
 
 
 def _b64(data: bytes) -> str:
