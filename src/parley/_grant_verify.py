@@ -231,9 +231,13 @@ class GrantVerifier:
     client presents the same grant on every request, and the verifier then decodes it once.
     It remembers, by exact token text, up to ``remember`` tokens of at most
     :data:`MAX_REMEMBERED_TOKEN_LENGTH` characters: their decoding, shape checks and parsed
-    caveats, never a verdict. Every call still verifies every signature, checks trust and
-    the holder, and evaluates every caveat against its own request; nothing remembered is
-    handed out (a result that shows caveats in ``need`` is built from a fresh decoding).
+    caveats, never a verdict, and only for a chain that passed steps 2 to 5 in some call
+    (correctly signed, rooted in a principal trusted by that call, held by its proof key), so
+    junk tokens neither fill the memory nor push out trusted grants. A remembered token
+    holds up to about 18 times its text (about 18 MB at worst for 256 tokens at the limit).
+    Every call still verifies every signature, checks trust and the holder, and evaluates
+    every caveat against its own request; nothing remembered is handed out (a result that
+    shows caveats in ``need`` is built from a fresh decoding).
 
     The memory belongs to this object and nothing else: a fresh verifier has seen nothing,
     and :func:`verify_grant` is a verifier that remembers nothing. Safe to share between
@@ -262,19 +266,20 @@ class GrantVerifier:
         """Check grant tokens against one request, exactly as :func:`verify_grant` does."""
         return _verify(tokens, trusted, proof_key, ctx, self)
 
-    def _prepared(self, token: str) -> _Prepared:
-        """The remembered decoding of ``token``, decoding it on first sight."""
+    def _recall(self, token: str) -> _Prepared | None:
+        """The remembered decoding of ``token`` (now the most recently used), or ``None``."""
         with self._lock:
             known = self._tokens.pop(token, None)
             if known is not None:
-                self._tokens[token] = known  # now the most recently used
-                return known
-        prepared = _prepare(token)  # raises for a bad token, which is never remembered
+                self._tokens[token] = known
+            return known
+
+    def _remember(self, token: str, prepared: _Prepared) -> None:
+        """Keep ``prepared``, forgetting the least recently used tokens beyond the size."""
         with self._lock:
             self._tokens[token] = prepared
             while len(self._tokens) > self._size:
                 del self._tokens[next(iter(self._tokens))]
-        return prepared
 
 
 def _check_one(
@@ -285,20 +290,30 @@ def _check_one(
     at: int,
     memory: GrantVerifier | None,
 ) -> GrantCheck:
+    keep: GrantVerifier | None = None  # the memory this token may live in
+    text = ""
     # Exactly a str (a subclass could compare equal to another token's text).
-    remembered = False
+    if (
+        memory is not None
+        and isinstance(token, str)
+        and type(token) is str
+        and len(token) <= memory._longest
+    ):
+        keep, text = memory, token
+    known = keep._recall(text) if keep is not None else None
     try:
-        if memory is not None and type(token) is str and len(token) <= memory._longest:
-            remembered = True
-            prepared = memory._prepared(token)
-        else:
-            prepared = _prepare(token)
+        prepared = _prepare(token) if known is None else known
     except ParleyError as exc:
         return _fail("unauthorized", "bad_token", exc.message, index=at)
     grant = prepared.grant
     failed = _check_chain(grant, trusted, proof_key, ctx, at)
     if failed is not None:
         return failed
+    if keep is not None and known is None:
+        # Only a chain that passed steps 2 to 5 (rooted in a principal the caller trusts,
+        # held by the proof's key) is remembered: junk cannot fill the memory.
+        keep._remember(text, prepared)
+    remembered = keep is not None  # the objects are shared with the memory
     if prepared.caveats is None:
         return _check_caveats(decode_grant(token) if remembered else grant, ctx, at)
     caps: list[SpendCap] = []

@@ -821,6 +821,29 @@ def test_a_bad_token_is_never_remembered(decodes: list[object]) -> None:
     assert decodes == ["pg1.e30", "pg1.e30"]
 
 
+def _unsigned(nonce: str) -> str:
+    """A well-formed token whose signature is junk (anyone can make one)."""
+    payload = {"iss": P.public, "sub": A.public, "caveats": [], "iat": NOW, "nonce": nonce}
+    return "pg1." + parley.b64url_encode(parley.canonical([{"p": payload, "s": "x"}]).encode())
+
+
+def test_only_a_chain_that_passes_steps_2_to_5_is_remembered(decodes: list[object]) -> None:
+    # A flood of junk must neither occupy a verifier's memory nor push trusted grants out.
+    verifier = parley.GrantVerifier(remember=4)
+    good = _minted("kept")
+    assert _verify(verifier, good).ok
+    stranger = parley.key_from_seed(b"\x07" * 32)
+    junk = [_unsigned(f"u{n}") for n in range(6)]  # step 2 fails
+    junk += [parley.mint_grant(stranger, A.public, [], iat=NOW, nonce=f"s{n}") for n in range(6)]
+    junk += [parley.mint_grant(P, stranger.public, [], iat=NOW, nonce=f"h{n}") for n in range(6)]
+    expected = ["bad_signature"] * 6 + ["untrusted_issuer"] * 6 + ["holder_mismatch"] * 6
+    for _ in range(2):
+        assert [_verify(verifier, token).reason for token in junk] == expected
+    assert decodes == [good, *junk, *junk]  # every junk token decoded again, each time
+    assert _verify(verifier, good).ok
+    assert decodes == [good, *junk, *junk]  # the trusted grant is still remembered
+
+
 class _SameAsEverything(str):
     """A str subclass that claims to equal any string (a poisoned cache key)."""
 
