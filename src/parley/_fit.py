@@ -4,8 +4,8 @@ The reference loop re-renders the whole reply after every cut. This module makes
 decisions without re-rendering: the token estimate of a Lens text is additive over its
 lines (no match of the section 8 pattern spans a line break except the indentation run
 that starts it), so a :class:`_Meter` keeps the estimate of every unchanged sub-value and
-a cut only re-measures the values on its path. ``_fit_oracle`` keeps the plain loop; the
-tests prove both return identical results.
+a cut only re-measures the values on its path. ``tests/parley/fit_oracle.py`` keeps the
+plain loop; the tests prove both return identical results.
 """
 
 from __future__ import annotations

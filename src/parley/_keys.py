@@ -9,7 +9,6 @@ by the key stores of this package.
 from __future__ import annotations
 
 import binascii
-import functools
 import re
 from typing import NoReturn
 
@@ -134,8 +133,8 @@ def _weak_point(raw: bytes) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=4096)
 def _public_key_object(text: str) -> Ed25519PublicKey:
+    """Load a public key (parsed on every call: a caller's keys are not remembered)."""
     raw = b64url_decode(text[len(PUBLIC_KEY_PREFIX) :], what="a public key")
     if len(raw) != 32:
         raise ParleyError("invalid_params", "an Ed25519 public key is 32 bytes", reason="bad_key")

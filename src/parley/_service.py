@@ -48,7 +48,7 @@ from ._frames import (
     reply,
     request_id,
 )
-from ._grants import GrantCheck, GrantContext, ProposalFacts, decode_grant, verify_grant
+from ._grants import GrantCheck, GrantContext, GrantVerifier, ProposalFacts, decode_grant
 from ._handles import expand, new_handle, park
 from ._heartbeat import Heartbeat
 from ._lens import lens as render_lens
@@ -399,6 +399,7 @@ class Service:
         self.name = name
         self.summary = summary
         self.trusted = frozenset(trusted)
+        self._grant_verifier = GrantVerifier()  # this service's memory of decoded tokens
         self.store: Store = store if store is not None else MemoryStore()
         self.rand = rand
         self.clock = clock
@@ -624,7 +625,7 @@ class Service:
                 raise ParleyError("unauthorized", "the request carries no grant", reason="no_grant")
             return _Auth(key, None)
         assert ctx is not None
-        check = verify_grant(grants, trusted=self.trusted, proof_key=key, ctx=ctx)
+        check = self._grant_verifier.verify(grants, trusted=self.trusted, proof_key=key, ctx=ctx)
         if not check.ok:
             raise _grant_fail(check)
         return _Auth(key, check)
@@ -827,7 +828,7 @@ class Service:
             spent=self.store.spent(self._blocks(grants), excluding=record.id),
             principal=record.principal,
         )
-        return verify_grant(grants, trusted=self.trusted, proof_key=key, ctx=ctx)
+        return self._grant_verifier.verify(grants, trusted=self.trusted, proof_key=key, ctx=ctx)
 
     def _replay(self, record: ReceiptRecord) -> tuple[str, dict[str, Any]]:
         return "RECEIPT", {"receipt": record.receipt, "replay": True}
@@ -1102,7 +1103,9 @@ class Service:
         ctx = GrantContext(
             self.id, "UNDO", record.receipt["capability"], now, principal=record.principal
         )
-        check = verify_grant(frame["grants"], trusted=self.trusted, proof_key=key, ctx=ctx)
+        check = self._grant_verifier.verify(
+            frame["grants"], trusted=self.trusted, proof_key=key, ctx=ctx
+        )
         if not check.ok:
             if key != record.key and check.principal != record.principal:
                 # a stranger (untrusted root or another principal) learns nothing, not even

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,6 @@ import parley
 
 TOP = Path(__file__).resolve().parents[2]
 REF = TOP / "vectors" / "third_party" / "parley"
-
 SAFE = st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
 BMP_TEXT = st.text(alphabet=st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",)))
 JSON = st.recursive(
@@ -182,3 +182,38 @@ def test_fast_path_equals_the_written_out_encoder(value: Any) -> None:
     out: list[str] = []
     _encode(value, "$", 0, out)
     assert parley.canonical(value) == "".join(out)
+
+
+# -------------------------------- base64url against a plain decoder
+
+
+def _reference_b64(text: object) -> bytes:
+    """The straightforward strict decoder: regex, length, trailing bits, then decode."""
+    if not isinstance(text, str) or re.fullmatch(r"[A-Za-z0-9_-]*", text) is None:
+        raise ValueError("alphabet")
+    rest = len(text) % 4
+    if rest == 1:
+        raise ValueError("length")
+    if (rest == 2 and text[-1] not in "AQgw") or (rest == 3 and text[-1] not in "AEIMQUYcgkosw048"):
+        raise ValueError("trailing bits")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@settings(max_examples=400)
+@given(
+    st.one_of(
+        st.text(alphabet="AQgwEIM-_z09+/= \n\té\x00", max_size=14),
+        st.binary(max_size=12).map(lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")),
+    )
+)
+def test_b64url_decode_accepts_exactly_what_the_reference_accepts(text: str) -> None:
+    try:
+        expected: bytes | None = _reference_b64(text)
+    except (ValueError, binascii.Error):
+        expected = None
+    if expected is None:
+        with pytest.raises(parley.ParleyError) as caught:
+            parley.b64url_decode(text)
+        assert caught.value.reason == "bad_base64url"
+    else:
+        assert parley.b64url_decode(text) == expected

@@ -1,4 +1,7 @@
-"""Spend ledger (reserve/commit/release under threads) and consent objects (SPEC.md 6.6)."""
+"""Consent (SPEC.md section 6.6) and spend accounting: the ledger reserves, commits and
+releases atomically under threads, concurrent or split commits never pass a ``spend`` cap,
+and a consent grant authorizes one proposal of one service for its named principal only.
+"""
 
 from __future__ import annotations
 
@@ -135,3 +138,193 @@ def test_consent_request_refuses_bad_proposals(bad: Any) -> None:
 def test_consent_for_shown_refuses_malformed_requests(request_: Any) -> None:
     with pytest.raises(parley.ParleyError):
         parley.consent_for_shown(PROPOSAL, service="shop.example", request=request_)
+
+
+# -------------------------------- splitting a spend, pinning the principal
+
+
+def test_two_proposals_under_the_cap_cannot_exceed_it_together() -> None:
+    token = parley.mint_grant(
+        P, A.public, [{"spend": {"max": 10000, "currency": "USD"}}], iat=NOW, nonce="n"
+    )
+    ledger = parley.MemorySpendLedger()
+    outcomes = []
+    for key, digest in (("p_1", "h1"), ("p_2", "h2")):
+        blocks = parley.decode_grant(token).block_ids
+        facts = parley.ProposalFacts(digest, parley.Cost(6000, "USD"), "low")
+        ctx = parley.GrantContext(
+            "s", "COMMIT", "c", NOW, proposal=facts, spent=ledger.totals(blocks, excluding=key)
+        )
+        check = parley.verify_grant([token], trusted=[P.public], proof_key=A.public, ctx=ctx)
+        if not check.ok:
+            outcomes.append(check.code)
+            continue
+        assert ledger.reserve(key, list(check.spend_caps), 6000, "USD")
+        ledger.commit(key)
+        outcomes.append("ok")
+    assert outcomes == ["ok", "consent_required"]
+    # the retry of the first is not refused by its own spend, and is not counted twice
+    blocks = parley.decode_grant(token).block_ids
+    facts = parley.ProposalFacts("h1", parley.Cost(6000, "USD"), "low")
+    ctx = parley.GrantContext(
+        "s", "COMMIT", "c", NOW, proposal=facts, spent=ledger.totals(blocks, excluding="p_1")
+    )
+    check = parley.verify_grant([token], trusted=[P.public], proof_key=A.public, ctx=ctx)
+    assert check.ok
+    assert ledger.reserve("p_1", list(check.spend_caps), 6000, "USD") is False
+    assert ledger.totals(blocks) == {blocks[0]: 6000}
+
+
+def test_consent_for_shown_can_pin_the_principal() -> None:
+    proposal = {
+        "id": "p_1",
+        "capability": "shop.order",
+        "summary": "Order 2 coffees",
+        "effects": [],
+        "cost": None,
+        "risk": "high",
+        "undo": None,
+        "expires": NOW + 600,
+    }
+    other = parley.key_from_seed(b"\x05" * 32).public
+    request = parley.consent_request(proposal, service="shop.example", principal=other)
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.consent_for_shown(
+            proposal, service="shop.example", request=request, principals=[P.public]
+        )
+    assert (caught.value.code, caught.value.reason) == ("conflict", "consent_mismatch")
+    ok = parley.consent_for_shown(
+        proposal, service="shop.example", request=request, principals={P.public, other}
+    )
+    assert ok["principal"] == other
+    assert parley.consent_for_shown(proposal, service="shop.example", request=request) == ok
+    with pytest.raises(parley.ParleyError):
+        parley.consent_for_shown(
+            proposal,
+            service="shop.example",
+            request=request,
+            principals=other,  # type: ignore[arg-type]
+        )
+
+
+# -------------------------------- security findings: spend caps under concurrency, consent scope
+
+
+OP = parley.key_from_seed(b"\x05" * 32)
+ORDER: dict[str, Any] = {
+    "id": "p_1",
+    "capability": "shop.order",
+    "summary": "Order 2 coffees",
+    "effects": [{"op": "charge", "target": "card", "to": 1250}],
+    "cost": {"amount": 1250, "currency": "USD"},
+    "risk": "low",
+    "undo": {"window": 600},
+    "expires": NOW + 600,
+}
+
+
+HASH = parley.proposal_hash(ORDER)
+
+
+def _ctx(**kw: Any) -> parley.GrantContext:
+    base: dict[str, Any] = {
+        "service": "shop.example",
+        "verb": "COMMIT",
+        "capability": "shop.order",
+        "now": NOW,
+        "proposal": parley.ProposalFacts.from_json({**ORDER, "hash": HASH}),
+    }
+    return parley.GrantContext(**(base | kw))
+
+
+def _check(token: str | list[str], **kw: Any) -> parley.GrantCheck:
+    trusted = [P.public, OP.public]
+    return parley.verify_grant(token, trusted=trusted, proof_key=A.public, ctx=_ctx(**kw))
+
+
+def test_concurrent_commits_never_exceed_the_spend_cap() -> None:
+    token = parley.mint_grant(P, A.public, [{"spend": {"max": 10000, "currency": "USD"}}], iat=NOW)
+    ledger = parley.MemorySpendLedger()
+    committed: list[str] = []
+    refusals: list[str | None] = []
+    start = threading.Barrier(24)
+
+    def commit(n: int) -> None:
+        key = f"p_{n}"
+        start.wait()
+        check = _check(token)
+        spent = ledger.totals([c.block for c in check.spend_caps], excluding=key)
+        again = _check(token, spent=spent)  # the caller's check may race; reserve decides
+        if not again.ok:
+            return
+        try:
+            ledger.reserve(key, again.spend_caps, 1250, "USD")
+        except parley.ParleyError as exc:
+            refusals.append(exc.reason)
+            return
+        ledger.commit(key)
+        committed.append(key)
+
+    threads = [threading.Thread(target=commit, args=(n,)) for n in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    grant_id = parley.decode_grant(token).id
+    assert len(committed) == 8  # 8 x 1250 = 10000
+    assert set(refusals) <= {"spend_exceeded"}
+    assert ledger.totals([grant_id]) == {grant_id: 10000}
+
+
+def test_retried_commit_is_not_refused_by_its_own_spend() -> None:
+    token = parley.mint_grant(P, A.public, [{"spend": {"max": 1250, "currency": "USD"}}], iat=NOW)
+    ledger = parley.MemorySpendLedger()
+    first = _check(token)
+    assert ledger.reserve("p_1", first.spend_caps, 1250, "USD") is True
+    ledger.commit("p_1")
+    blocks = [c.block for c in first.spend_caps]
+    # The retry sees the totals without its own commit, so the grant still authorizes it
+    retry = _check(token, spent=ledger.totals(blocks, excluding="p_1"))
+    assert retry.ok
+    assert ledger.reserve("p_1", retry.spend_caps, 1250, "USD") is False  # not counted twice
+    # ... while any other proposal is now over the cap.
+    other = _check(token, spent=ledger.totals(blocks, excluding="p_2"))
+    assert other.code == "consent_required"
+
+
+def test_consent_for_another_services_proposal_is_refused() -> None:
+    evil = parley.consent_request(ORDER, service="bank.example", principal=P.public)
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.consent_for_shown(ORDER, service="shop.example", request=evil)
+    assert (caught.value.code, caught.value.reason) == ("conflict", "consent_mismatch")
+    other = {**ORDER, "summary": "Transfer 5000 USD", "id": "p_2"}
+    swapped = parley.consent_request(other, service="shop.example", principal=P.public)
+    friendly = {**swapped, "summary": ORDER["summary"]}
+    with pytest.raises(parley.ParleyError):
+        parley.consent_for_shown(ORDER, service="shop.example", request=friendly)
+
+
+def test_consent_grant_authorizes_one_commit_and_nothing_else() -> None:
+    consent = parley.consent_request(ORDER, service="shop.example", principal=P.public)
+    token = parley.mint_consent_grant(P, consent, A.public, iat=NOW)
+    caveats = parley.decode_grant(token).blocks[0].raw_caveats
+    assert [next(iter(c)) for c in caveats] == ["svc", "verbs", "can", "only", "exp"]
+    assert _check(token).ok
+    refusals = [
+        {"verb": "UNDO", "proposal": None},
+        {"verb": "ASK", "proposal": None},
+        {"verb": "INTENT", "proposal": None},
+        {"service": "bank.example"},
+        {"capability": "shop.refund"},
+        {"proposal": parley.ProposalFacts("other-hash", None, "low")},
+        {"now": NOW + 600},
+    ]
+    for change in refusals:
+        assert _check(token, **change).code == "forbidden", change
+
+
+def test_consent_grant_needs_the_named_principal() -> None:
+    consent = parley.consent_request(ORDER, service="shop.example", principal=P.public)
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.mint_consent_grant(A, consent, A.public, iat=NOW)
+    assert caught.value.reason == "principal_mismatch"

@@ -3,6 +3,7 @@ never touches what a human approves, and the parked remainders restore every eli
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 from collections.abc import Callable
@@ -14,8 +15,9 @@ from hypothesis import strategies as st
 
 import parley
 from parley._fit import _Meter
-from parley._fit_oracle import PLACEHOLDER, fit_oracle
 from parley._lean import compact_json, entry_lines, u16_len, u16_slice
+
+from .fit_oracle import PLACEHOLDER, fit_oracle
 
 
 def handle_factory() -> Callable[[], str]:
@@ -319,3 +321,155 @@ def test_the_meter_measures_exactly_what_lean_renders(value: Any, start: int) ->
     if isinstance(value, list) and value:
         start = start % len(value)
         assert meter.rest_top(value, start) == parley.estimate(parley.lean(value[start:]))
+
+
+# -------------------------------- any shape, any depth, linear work
+
+
+def _handles() -> Any:
+    counter = itertools.count()
+    return lambda: "h_" + "".join("abcdefghij"[int(d)] for d in str(next(counter))) + "q"
+
+
+def test_fit_walks_object_members_in_javascript_order() -> None:
+    # Two equal-size candidates: JavaScript walks "1" before "a", so "1" is cut first.
+    reply = {"kind": "ANSWER", "data": {"a": list(range(30)), "1": list(range(30))}}
+    fitted, _ = parley.fit(reply, 60, handles=_handles())
+    assert fitted["more"][0]["path"] == "data.1"
+    assert fitted == fit_oracle(reply, 60, handles=_handles())[0]
+
+
+@pytest.mark.parametrize("body", [{}, {"proposals": None}])
+def test_fit_of_proposals_without_a_list(body: dict[str, Any]) -> None:
+    # Used to raise KeyError / TypeError from the fast fitter.
+    reply = {"kind": "PROPOSALS", **body}
+    fitted, parked = parley.fit(reply, 0, handles=_handles())
+    assert (fitted, parked) == (reply, {})
+    assert parley.lens(fitted) == "0 proposals:"
+    assert fit_oracle(reply, 0, handles=_handles()) == (fitted, parked)
+
+
+_FIELDS = st.sampled_from(
+    [
+        "data", "proposals", "receipt", "capabilities", "service", "more", "question",
+        "options", "code", "message", "fix", "need", "consent", "retry", "progress", "auto",
+        "replay", "effects", "cost", "risk", "undo", "expires", "summary", "id", "result",
+        "undoes", "until", "window", "amount", "currency", "op", "target", "field", "from",
+        "to", "detail", "params", "say", "label", "name", "hash", "path", "remaining", "est",
+    ]
+)  # fmt: skip
+
+
+_KINDS = st.sampled_from(["BRIEF", "ANSWER", "PROPOSALS", "CLARIFY", "RECEIPT", "ERROR", "EVENT"])
+
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.just(10**400),
+    st.floats(),
+    st.text(max_size=4),
+)
+
+
+_SHAPES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(_FIELDS, inner, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_KINDS, st.dictionaries(_FIELDS, _SHAPES, max_size=6), st.integers(-3, 200))
+def test_any_reply_shape_renders_or_raises_our_error_and_what_renders_fits(
+    kind: str, body: dict[str, Any], budget: int
+) -> None:
+    """Fields may be missing, null or of any JSON type: only ParleyError may come out,
+    and a reply that renders can always be fitted, identically by both fitters."""
+    reply = {**body, "kind": kind}
+    try:
+        parley.lens(reply)
+    except parley.ParleyError:
+        # Kinds that are never fitted come back as they are; the others raise our error.
+        with contextlib.suppress(parley.ParleyError):
+            parley.fit(reply, budget, handles=_handles())
+        return
+    fast = parley.fit(reply, budget, handles=_handles())
+    assert fast == fit_oracle(reply, budget, handles=_handles())
+    parley.lens(fast[0])
+
+
+@pytest.mark.parametrize("shape", ["object", "list"])
+def test_fit_handles_every_depth_that_lens_renders(shape: str) -> None:
+    # fit used to give up (too_deep) at about half the nesting lean() renders: its meter,
+    # generators and copy.deepcopy took two or three stack frames per level.
+    def nest(depth: int) -> Any:
+        value: Any = "x" * 250
+        for _ in range(depth):
+            value = {"a": value} if shape == "object" else [value, 1]
+        return value
+
+    checked = 0
+    for depth in range(100, 1000, 100):
+        value = nest(depth)
+        try:
+            parley.lean(value)
+        except parley.ParleyError:
+            break
+        reply = {"kind": "ANSWER", "data": value}
+        parley.fit(reply, 10**6, handles=_handles())
+        parley.fit(reply, 1, handles=_handles())
+        parley.park(parley.MemoryHandleStore(), {"h_x": [value]}, key=None, now=0)
+        checked += 1
+    assert checked >= 7
+
+
+def _count_measurements(monkeypatch: pytest.MonkeyPatch, method: str = "entry") -> list[int]:
+    """Count calls of one of the meter's methods (``entry``: an estimate; ``best``: a
+    candidate search)."""
+    from parley import _fit
+
+    calls = [0]
+    original = getattr(_fit._Meter, method)
+
+    def counted(self: Any, *args: Any) -> Any:
+        calls[0] += 1
+        return original(self, *args)
+
+    monkeypatch.setattr(_fit._Meter, method, counted)
+    return calls
+
+
+def test_fitting_a_wide_object_does_not_remeasure_every_member_each_round(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An object with thousands of members used to be re-measured and re-walked on every
+    # one of the 200 rounds (about 157 renders' worth of work for 60,000 members).
+    calls = _count_measurements(monkeypatch)
+    width = 500
+    reply = {"kind": "ANSWER", "data": {f"k{i}": [i, i + 1] for i in range(width)}}
+    fitted, _ = parley.fit(reply, 100, handles=_handles())
+    assert len(fitted["more"]) == 200  # 200 rounds, one cut each
+    assert calls[0] < 4 * width  # was about 200 * width
+    monkeypatch.undo()
+    assert fitted == fit_oracle(reply, 100, handles=_handles())[0]
+
+
+def test_fitting_many_proposals_does_not_remeasure_every_proposal_each_round(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every round used to search every proposal's data again and sum every proposal.
+    calls = _count_measurements(monkeypatch, "best")
+    count = 300
+    proposals = [
+        {"id": f"p{i}", "summary": "s", "risk": "low", "undo": None, "data": {"x": [i, i]}}
+        for i in range(count)
+    ]
+    reply = {"kind": "PROPOSALS", "proposals": proposals}
+    fitted, _ = parley.fit(reply, 100, handles=_handles())
+    assert calls[0] < 10 * count  # was about 200 * count
+    monkeypatch.undo()
+    assert fitted == fit_oracle(reply, 100, handles=_handles())[0]

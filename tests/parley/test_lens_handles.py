@@ -7,8 +7,11 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import parley
+from parley._lean import compact_json
 
 ALICE = "ed25519:alice"
 MALLORY = "ed25519:mallory"
@@ -141,3 +144,155 @@ def test_expand_of_text_and_of_a_bad_remainder() -> None:
     with pytest.raises(parley.ParleyError) as caught:
         parley.expand_slice({"a": 1}, 10, handles=parley.new_handle)
     assert caught.value.reason == "bad_remainder"
+
+
+# -------------------------------- snapshots, randomness, expiry, text slices
+
+
+def _handles() -> Any:
+    counter = itertools.count()
+    return lambda: "h_" + "".join("abcdefghij"[int(d)] for d in str(next(counter))) + "q"
+
+
+def test_the_store_keeps_a_snapshot_of_what_was_parked() -> None:
+    # The caller's live objects used to be stored by reference: changing them after the
+    # fit changed what later EXPANDs served.
+    rows = [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}]
+    reply = {"kind": "ANSWER", "data": {"rows": rows}}
+    fitted, parked = parley.fit(reply, 1, handles=_handles())
+    store = parley.MemoryHandleStore()
+    parley.park(store, parked, key=None, now=0)
+    rows[1]["qty"] = 99
+    rows.append({"sku": "c", "qty": 3})
+    [entry] = fitted["more"]
+    answer = parley.expand(store, entry["handle"], 1000, key=None, now=1)
+    assert answer["data"]["items"] == [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}]
+
+
+def test_new_handle_refuses_a_randomness_source_that_runs_dry() -> None:
+    # Used to spin for ever on empty or rejected-only output.
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.new_handle(lambda n: b"")
+    assert caught.value.reason == "bad_random"
+    with pytest.raises(parley.ParleyError):
+        parley.new_handle(lambda n: b"\xff" * (n - 1))
+    with pytest.raises(parley.ParleyError):
+        parley.new_handle(lambda n: b"\xff" * n)
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["put", "get"]),
+        st.sampled_from(["h_a", "h_b", "h_c", "h_d", "h_e"]),
+        st.integers(0, 30),  # clock step
+        st.integers(1, 40),  # ttl
+        st.integers(0, 12),  # value length
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_OPS, st.integers(1, 4), st.integers(20, 80))
+def test_store_expiry_sweep_matches_a_plain_scan(ops: list[Any], cap: int, chars: int) -> None:
+    """The store sweeps expired handles through an expiry heap instead of scanning every
+    entry on every put (a cost an EXPAND flood could drive); it must drop exactly what
+    the plain scan dropped: expired first, then the oldest."""
+    store = parley.MemoryHandleStore(max_entries=cap, max_chars=chars)
+    model: dict[str, tuple[list[int], int, int]] = {}  # handle -> (value, expires, size)
+    now = 0
+    for op, handle, step, ttl, length in ops:
+        now += step
+        value = list(range(length))
+        if op == "put":
+            size = len(compact_json(value)) + len(handle)
+            if size > chars:
+                with pytest.raises(parley.ParleyError):
+                    store.put(handle, value, key=None, now=now, ttl=ttl)
+                continue
+            store.put(handle, value, key=None, now=now, ttl=ttl)
+            model.pop(handle, None)
+            model = {h: e for h, e in model.items() if e[1] > now}
+            while model and (len(model) >= cap or sum(e[2] for e in model.values()) + size > chars):
+                del model[next(iter(model))]
+            model[handle] = (value, now + ttl, size)
+        else:
+            entry = model.get(handle)
+            if entry is None:
+                with pytest.raises(parley.ParleyError) as caught:
+                    store.get(handle, key=None, now=now)
+                assert caught.value.code == "not_found"
+            elif entry[1] <= now:
+                with pytest.raises(parley.ParleyError) as caught:
+                    store.get(handle, key=None, now=now)
+                assert caught.value.code == "expired"
+                del model[handle]
+            else:
+                assert store.get(handle, key=None, now=now) == entry[0]
+        assert len(store) == len(model)
+        assert store.chars == sum(e[2] for e in model.values())
+
+
+_TEXT = st.text(
+    alphabet=st.sampled_from(list('ab Z09\n\t"\\\x01é\U0001f389\ud800-.,:')), max_size=40
+) | st.builds(
+    lambda parts: "".join(parts),
+    st.lists(st.sampled_from(["abc", "1234567", "\n   ", " ", "\n ", "xy9", '"', "é", "-0"])),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT, st.data())
+def test_text_prefix_and_suffix_estimates_match_a_fresh_scan(text: str, data: Any) -> None:
+    from parley._handles import _TextSlices
+    from parley._lean import scalar_text
+
+    slices = _TextSlices(text) if text else None
+    for cut in range(len(text) + 1):
+        assert slices is not None or cut == 0
+        if slices is None:
+            continue
+        assert slices.raw.prefix(cut) == parley.estimate(text[:cut])
+        assert slices.rest(cut) == parley.estimate(text[cut:])
+        if cut:
+            assert slices.scalar(cut) == parley.estimate(scalar_text(text[:cut]))
+
+
+def _naive_expand_slice(value: str, budget: int) -> tuple[str, int]:
+    """The documented binary search, each probe measured from scratch."""
+    from parley._lean import scalar_text, u16_len
+
+    def fits(k: int) -> bool:
+        total = 2 + parley.estimate(scalar_text(value[:k]))
+        if k < len(value):
+            line = (
+                f"… {u16_len(value[k:])} more at data.text — EXPAND h_XXXXXXXXXXXX"
+                f" (~{parley.estimate(value[k:])} tokens)"
+            )
+            total += parley.estimate(line)
+        return total <= budget
+
+    if not value or fits(len(value)):
+        return value, len(value)
+    lo, hi = 1, len(value)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return value[:lo], lo
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TEXT, max_size=30).map("".join), st.integers(-2, 120))
+def test_expand_of_text_cuts_where_the_plain_search_cuts(value: str, budget: int) -> None:
+    # Each probe of the search used to re-scan the whole text: about 3 s of CPU for one
+    # EXPAND of a 1 MB remainder. The indexed estimates must not move the cut.
+    answer, parked = parley.expand_slice(value, budget, handles=_handles())
+    part, kept = _naive_expand_slice(value, budget)
+    assert answer["data"]["text"] == part
+    if kept < len(value):
+        [rest] = parked.values()
+        assert rest == value[kept:]
+        assert answer["more"][0]["est"] == parley.estimate(value[kept:])

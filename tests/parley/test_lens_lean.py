@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parley
-from parley._lean import compact_json, js_number
+from parley._lean import _is_index, compact_json, js_keys, js_number
 
 TOP = Path(__file__).resolve().parents[2]
 THIRD = TOP / "vectors" / "third_party" / "parley"
@@ -265,3 +265,65 @@ def test_absurdly_deep_values_raise_our_error() -> None:
         parley.lens({"kind": "ANSWER", "data": nested})
     with pytest.raises(parley.ParleyError):
         parley.fit({"kind": "ANSWER", "data": nested}, 10, handles=parley.new_handle)
+
+
+# -------------------------------- JavaScript property order
+
+
+def test_array_index_keys_come_first_as_in_javascript() -> None:
+    # What JSON.parse then Object.keys / JSON.stringify give in JavaScript (checked on Node).
+    value = json.loads('{"b":1,"10":2,"2":3,"01":4,"-1":5,"4294967294":6,"4294967295":7,"1.5":8}')
+    assert js_keys(value) == ["2", "10", "4294967294", "b", "01", "-1", "4294967295", "1.5"]
+    assert compact_json(value) == (
+        '{"2":3,"10":2,"4294967294":6,"b":1,"01":4,"-1":5,"4294967295":7,"1.5":8}'
+    )
+    assert parley.lean({"b": 1, "2": 2, "1": 3}) == 'b: 1\n"1": 3\n"2": 2'.replace(
+        'b: 1\n"1": 3\n"2": 2', '"1": 3\n"2": 2\nb: 1'
+    )
+
+
+def test_non_ascii_digits_and_long_numbers_are_not_indexes() -> None:
+    assert js_keys({"b": 1, "\u0663": 2, "99999999999": 3, "0": 4}) == [
+        "0",
+        "b",
+        "\u0663",
+        "99999999999",
+    ]
+
+
+def test_table_detection_uses_javascript_key_order() -> None:
+    # {"b","1"} and {"1","b"} have the same key order in JavaScript: a table.
+    value = {"t": [{"b": 1, "1": 2}, {"1": 3, "b": 4}]}
+    assert parley.lean(value) == 't[2]{"1",b}:\n  2,1\n  3,4'
+    # Mixed-list items and nested objects follow the same order.
+    assert parley.lean({"t": [{"z": [1], "7": 0}, 5]}) == 't[2]:\n  - "7": 0\n    z: [1]\n  - 5'
+    assert parley.lean([[{"b": 1, "0": 2}]]) == 'items[1]:\n  - [{"0":2,"b":1}]'
+
+
+KEYS = st.sampled_from(["a", "b", "0", "1", "10", "01", "-1", "4294967295", "x y"])
+
+
+INDEX_KEYED_VALUES = st.recursive(
+    st.one_of(st.none(), st.integers(-5, 5), st.text(max_size=3)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(KEYS, inner, max_size=4)),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(INDEX_KEYED_VALUES)
+def test_rendering_does_not_depend_on_insertion_order_of_index_keys(value: Any) -> None:
+    """Moving index keys around (JavaScript cannot tell) never changes the Lens."""
+
+    def shuffle(v: Any) -> Any:
+        if isinstance(v, dict):
+            index = [k for k in v if _is_index(k)]
+            rest = {k: shuffle(v[k]) for k in v if not _is_index(k)}
+            return rest | {k: shuffle(v[k]) for k in reversed(index)}
+        if isinstance(v, list):
+            return [shuffle(x) for x in v]
+        return v
+
+    other = shuffle(value)
+    assert parley.lean(other) == parley.lean(value)
+    assert compact_json(other) == compact_json(value)

@@ -18,17 +18,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parley
-from parley._fit_oracle import PLACEHOLDER, fit_oracle
-from parley._grants import Cost
 from parley._lean import compact_json, u16_len
 from parley._lens import effect_line
 
+from .fit_oracle import PLACEHOLDER, fit_oracle
 from .runtime_harness import AGENT, PRINCIPAL, SERVICE_ID, grant, load_shop
 
 SHOP = load_shop()
 NOW = 1_790_000_000
 
-# ---------------------------------------------------------------- finding 2: effect `field`
+# -------------------------------- finding 2: effect `field`
 
 
 @pytest.mark.parametrize("field", ["", None, 0, 0.0, False])
@@ -77,7 +76,7 @@ def test_brief_summaries_and_risk_follow_the_same_truthiness(blank: Any) -> None
     assert parley.lens(reply) == "# S (s)\nask a()"
 
 
-# ---------------------------------------------------------------- finding 3: lone surrogates
+# -------------------------------- finding 3: lone surrogates
 
 
 def test_lean_writes_a_lone_surrogate_raw_as_the_reference_quote_does() -> None:
@@ -124,7 +123,7 @@ def test_the_cli_writes_a_lone_surrogate_as_u_fffd(tmp_path: Path) -> None:
     assert out.startswith('t: "a' + "\U0001f600" * 149 + '\ufffd…"\n… 301 more at data.t')
 
 
-# ---------------------------------------------------------------- finding 4: consent_required
+# -------------------------------- finding 4: consent_required
 
 
 def _send(service: Any, frame: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +164,7 @@ def test_consent_required_carries_only_consent_as_the_reference_authorize_does()
     assert [line.split(":")[0] for line in lines[1:]] == ["  consent"]
 
 
-# ---------------------------------------------------------------- finding 5: our error only
+# -------------------------------- finding 5: our error only
 
 _BAD_KEY_VALUES = [
     [{1: 2}],
@@ -228,11 +227,11 @@ def test_parse_frame_with_neither_bytes_nor_text_raises_our_error(data: Any) -> 
         (lambda: parley.ProposalFacts("h", None, None), "risk"),  # type: ignore[arg-type]
         (lambda: parley.ProposalFacts(7, None, "low"), "hash"),  # type: ignore[arg-type]
         (lambda: parley.ProposalFacts("h", {"amount": 1}, "low"), "cost"),  # type: ignore[arg-type]
-        (lambda: parley.ProposalFacts("h", Cost("12", "USD"), "low"), "amount"),  # type: ignore[arg-type]
-        (lambda: parley.ProposalFacts("h", Cost(True, "USD"), "low"), "amount"),
-        (lambda: parley.ProposalFacts("h", Cost(-1, "USD"), "low"), "amount"),
-        (lambda: parley.ProposalFacts("h", Cost(2**53, "USD"), "low"), "amount"),
-        (lambda: parley.ProposalFacts("h", Cost(1, 840), "low"), "currency"),  # type: ignore[arg-type]
+        (lambda: parley.ProposalFacts("h", parley.Cost("12", "USD"), "low"), "amount"),  # type: ignore[arg-type]
+        (lambda: parley.ProposalFacts("h", parley.Cost(True, "USD"), "low"), "amount"),
+        (lambda: parley.ProposalFacts("h", parley.Cost(-1, "USD"), "low"), "amount"),
+        (lambda: parley.ProposalFacts("h", parley.Cost(2**53, "USD"), "low"), "amount"),
+        (lambda: parley.ProposalFacts("h", parley.Cost(1, 840), "low"), "currency"),  # type: ignore[arg-type]
     ],
 )
 def test_hand_built_proposal_facts_with_odd_values_raise_our_error(make: Any, what: str) -> None:
@@ -248,7 +247,11 @@ def test_hand_built_proposal_facts_that_are_right_still_check() -> None:
         key, AGENT.public, [{"risk": "low"}, {"per": {"max": 100, "currency": "USD"}}], iat=NOW
     )
     ctx = parley.GrantContext(
-        "svc", "COMMIT", "x", NOW, proposal=parley.ProposalFacts("h", Cost(100, "USD"), "low")
+        "svc",
+        "COMMIT",
+        "x",
+        NOW,
+        proposal=parley.ProposalFacts("h", parley.Cost(100, "USD"), "low"),
     )
     assert parley.verify_grant([token], trusted=[key.public], proof_key=AGENT.public, ctx=ctx).ok
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parley
+from parley._cli import main as parley_main
 from parley._lens import duration_text, money_text, time_text
 
 EFFECTS = [
@@ -366,3 +369,86 @@ def test_non_json_anywhere_raises_our_error(value: Any, bad: Any, where: int) ->
         parley.lens({"kind": "ANSWER", "data": planted})
     with pytest.raises(parley.ParleyError):
         parley.fit({"kind": "ANSWER", "data": planted}, 5, handles=parley.new_handle)
+
+
+# -------------------------------- JavaScript numbers, dates and key order; the lens command
+
+
+def test_capability_params_follow_javascript_key_order() -> None:
+    brief = {
+        "kind": "BRIEF",
+        "service": {"id": "s"},
+        "capabilities": [{"name": "c", "kind": "ask", "params": {"q": "string", "2": "int"}}],
+    }
+    assert parley.lens(brief).splitlines()[-1] == "ask c(2: int, q: string)"
+
+
+def test_event_progress_beyond_the_double_range() -> None:
+    # A JSON integer with 400 digits used to raise OverflowError.
+    frame = json.loads('{"kind": "EVENT", "message": "m", "progress": 1' + "0" * 400 + "}")
+    assert parley.lens(frame) == "… m"
+    assert parley.lens({"kind": "EVENT", "message": "m", "progress": 2**60}) == (
+        "… m (115292150460684700000%)"
+    )
+
+
+@pytest.mark.parametrize("expires", [10**400, -(10**400), 8_640_000_000_001, -8_640_000_000_001])
+def test_times_outside_the_javascript_date_range_are_refused(expires: int) -> None:
+    reply = {"kind": "PROPOSALS", "proposals": [{"id": "p", "expires": expires}]}
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.lens(reply)
+    assert caught.value.reason == "bad_time"
+
+
+def test_times_at_the_edge_of_the_javascript_date_range() -> None:
+    def expires(t: Any) -> str:
+        reply = {"kind": "PROPOSALS", "proposals": [{"id": "p", "expires": t}]}
+        return parley.lens(reply).splitlines()[-1]
+
+    # new Date(8.64e15).toISOString() === "+275760-09-13T00:00:00.000Z"
+    assert (
+        expires(8_640_000_000_000) == "  cost: free · undo: never · expires: +275760-09-13T00:00Z"
+    )
+    assert expires(-8_640_000_000_000) == (
+        "  cost: free · undo: never · expires: -271821-04-20T00:00Z"
+    )
+    assert expires(8_639_999_999_999.5).endswith("+275760-09-12T23:59:59Z")
+
+
+@pytest.mark.parametrize(
+    ("amount", "usd", "jpy"),
+    [
+        (1250.0, "12.50 USD", "1250 JPY"),  # JSON 1250.0 is the number 1250 in JavaScript
+        (-5.0, "-0.05 USD", "-5 JPY"),
+        (-0.0, "0.00 USD", "0 JPY"),
+        (2**53 + 1, "90071992547409.92 USD", "9007199254740992 JPY"),  # the parsed double
+    ],
+)
+def test_money_treats_amounts_as_javascript_numbers(amount: Any, usd: str, jpy: str) -> None:
+    # 1250.0 used to render "1250 USD" (as if it were not an integer).
+    def cost(currency: str) -> str:
+        reply = {
+            "kind": "PROPOSALS",
+            "proposals": [{"id": "p", "cost": {"amount": amount, "currency": currency}}],
+        }
+        return parley.lens(reply).splitlines()[-1].split(" · ")[0]
+
+    assert cost("USD") == f"  cost: {usd}"
+    assert cost("JPY") == f"  cost: {jpy}"
+
+
+def test_lens_command_refuses_non_utf8_and_deeply_nested_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    binary = tmp_path / "bad.json"
+    binary.write_bytes(b"\xff\xfe{")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    empty = tmp_path / "p.json"
+    empty.write_text('{"kind": "PROPOSALS"}', encoding="utf-8")
+    assert parley_main(["lens", str(binary)]) == 1
+    assert "bad_frame/not_json" in capsys.readouterr().err
+    assert parley_main(["lens", str(deep), "--budget", "5"]) == 1
+    assert "bad_frame/too_deep" in capsys.readouterr().err
+    assert parley_main(["lens", str(empty), "--budget", "5"]) == 0
+    assert capsys.readouterr().out == "0 proposals:\n"

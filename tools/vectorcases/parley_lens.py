@@ -3,7 +3,7 @@
 Expected Lens texts are written out by hand from SPEC.md and NOTES.md; the reference's
 own cases (vectors/third_party/parley/lens.json) are included with their
 published text. Fitting expectations come from the plain reference loop
-(``parley._fit_oracle``), a separate implementation of NOTES.md's prose; the shipped
+(``tests/parley/fit_oracle.py``), a separate implementation of NOTES.md's prose; the shipped
 fitter must agree with it. Handles are fixed strings supplied by each vector.
 """
 
@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import parley
-from parley._fit_oracle import fit_oracle
 from vectorlib import Case, Mutation, derive, raw_file, suite
 
-THIRD = Path(__file__).resolve().parents[2] / "vectors" / "third_party" / "parley"
+TOP = Path(__file__).resolve().parents[2]
+if str(TOP) not in sys.path:  # the oracle lives under tests/, which ships nothing
+    sys.path.insert(0, str(TOP))
+from tests.parley.fit_oracle import fit_oracle  # noqa: E402
+
+THIRD = TOP / "vectors" / "third_party" / "parley"
 
 
 def _third(name: str) -> list[dict[str, Any]]:

@@ -2,7 +2,10 @@
 
 It re-renders the whole reply after every cut and walks every candidate every round,
 exactly as the prose describes, with no caching. Tests compare the shipped fitter with it
-on random replies and budgets; the benchmark measures how much slower it is. Not public.
+on random replies and budgets, ``tools/vectorcases/parley_lens.py`` takes the fitting
+vectors' expected outputs from it, and ``bench/bench_parley_lens.py`` measures how much
+slower it is. It lives under ``tests/`` because nothing in production runs it (DESIGN.md,
+"Speed without hidden state": one implementation of each rule in ``src/``).
 """
 
 from __future__ import annotations
@@ -11,9 +14,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from ._estimate import estimate
-from ._lean import compact_json, js_items, lean, u16_len, u16_slice
-from ._lens import lens
+from parley import estimate, lean, lens
+from parley._lean import compact_json, js_items, u16_len, u16_slice
 
 __all__ = ["PLACEHOLDER", "fit_oracle"]
 

@@ -1,0 +1,195 @@
+"""Caveats (SPEC.md section 6.3): every shape parses exactly as the section writes it.
+
+Anything else is ``caveat_malformed`` or ``caveat_unknown`` and fails closed; the table
+parser is compared with a plain chain of checks on random input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import parley
+from parley._caveats import CaveatError, Money, _parse_many
+
+NOW = 1790000000
+SAFE = 2**53 - 1
+A = parley.key_from_seed(b"\x02" * 32)
+P = parley.key_from_seed(b"\x01" * 32)
+OP = parley.key_from_seed(b"\x05" * 32)
+
+
+_money = st.fixed_dictionaries(
+    {"max": st.integers(-2, 30000), "currency": st.sampled_from(["USD", "EUR", ""])}
+)
+
+
+_good_caveats = st.one_of(
+    st.builds(
+        lambda k, v: {k: v},
+        st.sampled_from(["svc", "verbs", "can"]),
+        st.lists(
+            st.sampled_from(["shop.example", "a.example", "ASK", "COMMIT", "shop.*", "*", "x"]),
+            max_size=3,
+        ),
+    ),
+    st.builds(lambda k, v: {k: v}, st.sampled_from(["exp", "nbf"]), st.integers(NOW - 9, NOW + 9)),
+    st.builds(lambda k, v: {k: v}, st.sampled_from(["per", "spend"]), _money),
+    st.builds(lambda v: {"risk": v}, st.sampled_from(["low", "medium", "high", "extreme"])),
+    st.builds(lambda v: {"only": v}, st.sampled_from(["h", "other"])),
+)
+
+
+_kinds = st.sampled_from(
+    ["svc", "verbs", "can", "exp", "nbf", "per", "spend", "risk", "only", "toString", "x"]
+)
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**64), 2**64),
+    st.sampled_from([0, -1, SAFE, SAFE + 1, 2**63, 1.5, "", "USD", "low", "toString", "a.x"]),
+    st.text(max_size=4),
+)
+
+
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from(["max", "currency", "x"]), inner, max_size=3),
+    ),
+    max_leaves=6,
+)
+
+
+_caveats = st.one_of(
+    _good_caveats, st.dictionaries(_kinds, _values, min_size=1, max_size=2), _scalars
+)
+
+
+def _reference_parse(raw: object) -> tuple[str, Any]:
+    """SPEC.md 6.3 caveat shapes as a chain of plain checks: (kind, value) or raise."""
+    if not isinstance(raw, dict) or len(raw) != 1:
+        raise CaveatError("shape")
+    ((kind, value),) = raw.items()
+
+    def safe(v: object) -> bool:
+        return type(v) is int and -SAFE <= v <= SAFE
+
+    if kind in ("svc", "verbs", "can"):
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return kind, tuple(value)
+    elif kind in ("exp", "nbf"):
+        if safe(value):
+            return kind, value
+    elif kind in ("per", "spend"):
+        if (
+            isinstance(value, dict)
+            and set(value) == {"max", "currency"}
+            and safe(value["max"])
+            and value["max"] >= 0
+            and isinstance(value["currency"], str)
+            and value["currency"]
+        ):
+            return kind, Money(value["max"], value["currency"])
+    elif kind == "risk":
+        if isinstance(value, str) and value in ("low", "medium", "high"):
+            return kind, value
+    elif kind == "only":
+        if isinstance(value, str):
+            return kind, value
+    else:
+        raise CaveatError("unknown", reason="caveat_unknown")
+    raise CaveatError("malformed")
+
+
+@settings(max_examples=600)
+@given(_caveats)
+def test_parse_caveat_matches_the_reference(raw: object) -> None:
+    try:
+        expected: Any = _reference_parse(raw)
+    except CaveatError as exc:
+        expected = exc.reason
+    if isinstance(expected, str):
+        with pytest.raises(CaveatError) as caught:
+            parley.parse_caveat(raw)
+        assert caught.value.reason == expected
+        with pytest.raises(CaveatError) as again:
+            _parse_many([{"risk": "low"}, raw])
+        assert again.value.message == caught.value.message
+        return
+    got = parley.parse_caveat(raw)
+    assert _parse_many([raw, raw]) == (got, got)
+    assert type(got) is parley.Caveat
+    assert tuple(got) == expected
+    assert got == parley.Caveat(*expected)
+    if isinstance(got.value, tuple) and got.kind in ("per", "spend"):
+        assert type(got.value) is Money
+
+
+# -------------------------------- exact types fail closed
+
+
+PROPOSAL: dict[str, Any] = {
+    "id": "p_1",
+    "capability": "shop.order",
+    "summary": "Order 2 coffees",
+    "effects": [{"op": "charge", "target": "card", "to": 1250}],
+    "cost": {"amount": 1250, "currency": "USD"},
+    "risk": "low",
+    "undo": {"window": 600},
+    "expires": NOW + 600,
+}
+
+
+HASH = parley.proposal_hash(PROPOSAL)
+
+
+def _ctx(**kw: Any) -> parley.GrantContext:
+    base: dict[str, Any] = {
+        "service": "shop.example",
+        "verb": "COMMIT",
+        "capability": "shop.order",
+        "now": NOW,
+        "proposal": parley.ProposalFacts.from_json({**PROPOSAL, "hash": HASH}),
+    }
+    return parley.GrantContext(**(base | kw))
+
+
+def _check(token: str | list[str], **kw: Any) -> parley.GrantCheck:
+    trusted = [P.public, OP.public]
+    return parley.verify_grant(token, trusted=trusted, proof_key=A.public, ctx=_ctx(**kw))
+
+
+def test_risk_tostring_fails_closed() -> None:
+    for value in ("toString", "constructor", "__proto__", "valueOf", "LOW", ""):
+        token = parley.mint_grant(P, A.public, [], iat=NOW)
+        blocks = [b.as_json() for b in parley.decode_grant(token).blocks]
+        blocks[0]["p"]["caveats"] = [{"risk": value}]
+        blocks[0]["s"] = P.sign(parley.canonical(blocks[0]["p"]).encode())
+        forged = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+        result = _check(forged)
+        assert (result.code, result.reason) == ("forbidden", "caveat_malformed"), value
+
+
+@pytest.mark.parametrize("caveat", [None, [], "risk", 0, {"svc": None}, {"exp": None}])
+def test_null_and_odd_caveats_never_raise(caveat: Any) -> None:
+    payload = {"iss": P.public, "sub": A.public, "caveats": [caveat], "iat": NOW, "nonce": "n"}
+    blocks = [{"p": payload, "s": P.sign(parley.canonical(payload).encode())}]
+    token = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+    result = _check(token, verb="ASK", proposal=None)
+    assert (result.code, result.reason) == ("forbidden", "caveat_malformed")
+    assert result.need == (caveat,)
+
+
+def test_string_caveat_is_not_a_substring_match() -> None:
+    for caveat in ({"svc": "shop.example"}, {"can": "shop.order"}, {"verbs": "COMMIT"}):
+        payload = {"iss": P.public, "sub": A.public, "caveats": [caveat], "iat": NOW, "nonce": "n"}
+        blocks = [{"p": payload, "s": P.sign(parley.canonical(payload).encode())}]
+        token = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+        assert _check(token).reason == "caveat_malformed"
