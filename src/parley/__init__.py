@@ -39,7 +39,6 @@ from ._canonical import canonical, proposal_hash
 from ._caveats import Caveat, effective_caveats, parse_caveat
 from ._connect import connect, serve, serve_forever
 from ._consent import consent_caveats, consent_for_shown, consent_request, mint_consent_grant
-from ._errors import ParleyError
 from ._estimate import estimate  # Lens/budgets block (issue 4)
 from ._fit import fit
 from ._frames import MAX_FRAME, LineBuffer, encode_frame, parse_frame
@@ -111,6 +110,7 @@ from ._wire import (  # typed views of the wire objects (issue 24 #9)
     ReplyKind,
     Risk,
 )
+from .errors import ParleyError
 
 __all__ = [
     "HANDLE_TTL",

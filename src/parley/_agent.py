@@ -26,7 +26,6 @@ from typing import Any, cast
 from ._b64 import b64url_encode
 from ._canonical import proposal_hash
 from ._consent import consent_for_shown
-from ._errors import ParleyError
 from ._frames import FINAL_KINDS, check_envelope, parse_frame
 from ._keys import Key
 from ._proof import proof_target, sign_proof
@@ -40,6 +39,7 @@ from ._wire import (
     ReceiptJSON,
     ReplyKind,
 )
+from .errors import WIRE_CODES, ParleyError, ParleyProtocolError
 
 __all__ = ["Agent", "Client", "ReplyError", "Result"]
 
@@ -130,8 +130,10 @@ class Result:
         reply = self._reply_of("ERROR")
         if reply is None:
             return None
-        if not isinstance(reply.get("code"), str) or not isinstance(reply.get("message"), str):
-            raise _bad_reply("an ERROR without a code and a message")
+        if reply.get("code") not in WIRE_CODES or not isinstance(reply.get("message"), str):
+            raise _bad_reply("an ERROR without a code of SPEC.md section 7 and a message")
+        if not isinstance(reply.get("reason", ""), str):
+            raise _bad_reply("an ERROR whose reason is not a string")
         return cast(ErrorReply, reply)
 
     def _reply_of(self, kind: ReplyKind) -> Mapping[str, Any] | None:
@@ -151,14 +153,21 @@ class Result:
         raise ReplyError(error, consent=self.consent)
 
 
-class ReplyError(ParleyError):
+class ReplyError(ParleyProtocolError):
     """An ``ERROR`` reply from the service, raised by :meth:`Result.raise_for_error`.
 
-    ``code``, ``reason`` and the message are the reply's; ``reply`` is the whole
-    :class:`parley.ErrorReply` (``fix``, ``need``, ``retry``), and ``consent`` the consent
-    request to put to the principal on ``consent_required``: the one the agent rebuilt from
-    the proposal it was shown when there is one, else the service's.
+    ``code``, ``reason`` and the message are the reply's; ``code`` is one of the wire codes
+    of SPEC.md section 7, ``reason`` is the service's own word (a service of this library
+    uses the reasons of :data:`parley.errors.CODES`; another may use others). ``reply`` is
+    the whole :class:`parley.wire.ErrorReply` (``fix``, ``need``, ``retry``), and
+    ``consent`` the consent request to put to the principal on ``consent_required``: the
+    one the agent rebuilt from the proposal it was shown when there is one, else the
+    service's.
     """
+
+    def __new__(cls, reply: ErrorReply, *, consent: ConsentRequestJSON | None = None) -> ReplyError:
+        """The reply's code decides nothing but the code: the class is always this one."""
+        return super().__new__(cls, reply["code"], reply["message"])
 
     def __init__(self, reply: ErrorReply, *, consent: ConsentRequestJSON | None = None) -> None:
         super().__init__(reply["code"], reply["message"], reason=reply.get("reason"))

@@ -39,7 +39,6 @@ from ._agent import Agent, Client, Result
 from ._canonical import proposal_hash
 from ._connect import connect
 from ._consent import consent_for_shown
-from ._errors import ParleyError
 from ._frames import encode_frame, parse_frame, well_formed
 from ._grant_files import load_tokens, save_pending, save_token
 from ._grants import decode_grant, inspect_grant
@@ -47,6 +46,7 @@ from ._keys import Key
 from ._keystore import PrincipalKeyStore, _shown
 from ._lens import duration_text, effect_line, lens, money_text
 from ._wire import ErrorReply
+from .errors import ParleyError
 
 __all__ = [
     "DEFAULT_BUDGET",

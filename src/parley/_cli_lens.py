@@ -7,13 +7,13 @@ import json
 import sys
 from typing import Any
 
-from ._errors import ParleyError
 from ._estimate import estimate
 from ._fit import fit
 from ._frames import well_formed
 from ._handles import new_handle
 from ._lean import lean
 from ._lens import lens
+from .errors import ParleyError
 
 __all__ = ["register"]
 

@@ -7,7 +7,6 @@ import ssl as _ssl
 from typing import Any
 
 from ._agent import Agent, Client
-from ._errors import ParleyError
 from ._http import serve_http
 from ._http_client import connect_http, split_http_url
 from ._service import Service
@@ -19,6 +18,7 @@ from ._transport_tcp import (
     parse_url,
     serve_tcp,
 )
+from .errors import ParleyError
 
 __all__ = ["connect", "serve", "serve_forever"]
 

@@ -36,9 +36,9 @@ from ._caveats import (
     parse_caveat,
     wider_than,
 )
-from ._errors import ParleyError
 from ._keys import Key, parse_public_key, verify_signature
 from ._wire import GrantInspection
+from .errors import ParleyError
 
 __all__ = [
     "MAX_BLOCKS",

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ._errors import ParleyError
 from ._estimate import _TOKEN, estimate
 from ._fit import PLACEHOLDER, _check_budget, _Meter
 from ._lean import _NEEDS_ESCAPE as _ESCAPED
@@ -34,6 +33,7 @@ from ._lean import (
 )
 from ._lean import _escape_char as _escape
 from ._lens import more_line
+from .errors import ParleyError
 
 __all__ = [
     "HANDLE_TTL",

@@ -14,9 +14,9 @@ from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from ._agent import Agent, Client
-from ._errors import ParleyError
 from ._frames import MAX_FRAME, LineBuffer, encode_frame, parse_frame
 from ._http import WELL_KNOWN
+from .errors import ParleyError
 
 __all__ = ["connect_http", "discover", "http_request", "split_http_url"]
 

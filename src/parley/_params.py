@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import ParleyError
+from .errors import ParleyError, ParleyProtocolError
 
 __all__ = ["ParamsError", "check_params", "check_schema", "merge_patch"]
 
@@ -31,8 +31,14 @@ _MAX_FIXES = 3
 _MAX_FIX = 16 * 1024  # **Ours:** a fix resending a bigger array is left out
 
 
-class ParamsError(ParleyError):
+class ParamsError(ParleyProtocolError):
     """``invalid_params`` with the ``fix`` list of SPEC.md section 7."""
+
+    def __new__(
+        cls, message: str, *, reason: str, fix: list[dict[str, Any]] | None = None
+    ) -> ParamsError:
+        """Always the wire code ``invalid_params``."""
+        return super().__new__(cls, "invalid_params", message, reason=reason)
 
     def __init__(self, message: str, *, reason: str, fix: list[dict[str, Any]] | None = None):
         super().__init__("invalid_params", message, reason=reason)

@@ -27,7 +27,6 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ._errors import ParleyError
 from ._grants import SpendCap
 from ._handles import HandleStore
 from ._state import (
@@ -41,6 +40,7 @@ from ._state import (
     UndoClaim,
     check_caps,
 )
+from .errors import ParleyError
 
 if TYPE_CHECKING:
     import psycopg

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ._canonical import MAX_SAFE_INTEGER, canonical_bytes
-from ._errors import ParleyError
 from ._keys import PUBLIC_KEY_PREFIX, Key, verify_signature
+from .errors import ParleyError
 
 __all__ = ["PROOF_WINDOW", "proof_payload", "proof_target", "sign_proof", "verify_proof"]
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ._b64 import b64url_encode
-from ._errors import ParleyError
 from ._state import Lease, ReceiptRecord, Store
+from .errors import ParleyError
 
 __all__ = [
     "Outcome",

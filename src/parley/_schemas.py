@@ -17,7 +17,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from ._errors import ParleyError
+from .errors import ParleyError
 
 __all__ = ["load_schema", "schema_names", "validator"]
 

@@ -36,7 +36,6 @@ from ._b64 import b64url_encode
 from ._canonical import proposal_hash
 from ._caveats import RISK_LEVELS
 from ._consent import consent_request
-from ._errors import ParleyError
 from ._fit import fit
 from ._frames import (
     MAX_FRAME,
@@ -65,6 +64,7 @@ from ._recovery import (
     unresolved,
 )
 from ._state import Lease, MemoryStore, ProposalRecord, ReceiptRecord, Store
+from .errors import ParleyError, ParleyProtocolError
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -91,12 +91,19 @@ _OPS = frozenset({"create", "update", "delete", "send", "charge", "other"})
 _NAME_SUGGEST_LIMIT = 64
 
 
-class ServiceError(ParleyError):
+class ServiceError(ParleyProtocolError):
     """What a capability raises to refuse a request with a wire error.
 
-    ``code`` must be a code of SPEC.md section 7 (anything else is sent as ``internal``);
-    ``fix`` is the list of ``{"say", "params"?}`` suggestions, ``retry`` seconds.
+    ``code`` must be a code of SPEC.md section 7 (:data:`parley.errors.WIRE_CODES`; any
+    other code is refused when the error is built, so the request is answered
+    ``internal``); ``fix`` is the list of ``{"say", "params"?}`` suggestions, ``retry``
+    seconds. ``reason`` is the application's own word for the failing check: it travels on
+    the wire beside ``code`` and is not limited to the reasons of :data:`parley.errors.CODES`.
     """
+
+    def __new__(cls, code: str, message: str, *args: Any, **kwargs: Any) -> ServiceError:
+        """Check ``code`` against the table; the ``reason`` is the application's own."""
+        return super().__new__(cls, code, message)
 
     def __init__(
         self,
@@ -112,8 +119,14 @@ class ServiceError(ParleyError):
         self.retry = retry
 
 
-class _RefusalError(ParleyError):
-    """An internal refusal that carries ``need``, ``consent`` or ``retry``."""
+class _RefusalError(ParleyProtocolError):
+    """An internal refusal that carries ``need``, ``consent`` or ``retry``.
+
+    It may relay a :class:`ServiceError`'s reason, which is the application's own word."""
+
+    def __new__(cls, code: str, message: str, *args: Any, **kwargs: Any) -> _RefusalError:
+        """Check ``code`` against the table; the ``reason`` may be the application's."""
+        return super().__new__(cls, code, message)
 
     def __init__(
         self,

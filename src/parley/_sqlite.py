@@ -22,7 +22,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from ._errors import ParleyError
 from ._grants import SpendCap
 from ._handles import HandleStore
 from ._state import (
@@ -36,6 +35,7 @@ from ._state import (
     UndoClaim,
     check_caps,
 )
+from .errors import ParleyError
 
 __all__ = ["SQLiteStore"]
 

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ._errors import ParleyError
 from ._grants import SpendCap
 from ._handles import HandleStore, MemoryHandleStore
+from .errors import ParleyError
 
 __all__ = [
     "REPLAY_TTL",

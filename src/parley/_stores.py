@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ._errors import ParleyError
 from ._keystore import agent_home
 from ._sqlite import SQLiteStore
 from ._state import MemoryStore, Store
+from .errors import ParleyError
 
 __all__ = ["default_state_url", "open_store"]
 

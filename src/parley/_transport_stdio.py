@@ -18,10 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
 from ._agent import Agent, Client
-from ._errors import ParleyError
 from ._frames import MAX_FRAME, LineBuffer, error_reply
 from ._service import Service
 from ._transport_tcp import MAX_INFLIGHT, _encoded, client_over
+from .errors import ParleyError
 
 __all__ = ["connect_stdio", "serve_stdio"]
 

@@ -19,9 +19,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ._agent import Agent, Client
-from ._errors import ParleyError
 from ._frames import MAX_FRAME, LineBuffer, encode_frame, error_reply, reply
 from ._service import Service
+from .errors import ParleyError
 
 __all__ = [
     "DEFAULT_PORTS",

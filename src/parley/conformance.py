@@ -32,11 +32,11 @@ from typing import Any
 
 from ._b64 import b64url_decode
 from ._canonical import canonical, proposal_hash
-from ._errors import ParleyError
 from ._estimate import estimate
 from ._grants import GrantContext, verify_grant
 from ._keys import Key
 from ._proof import sign_proof, verify_proof
+from .errors import ParleyError
 
 __all__ = ["Failure", "Report", "main", "run_directory", "run_file"]
 
