@@ -15,13 +15,12 @@ follows every ``more`` handle with ``EXPAND`` and splices the rest back in.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ._b64 import b64url_encode
 from ._canonical import proposal_hash
@@ -29,6 +28,7 @@ from ._consent import consent_for_shown
 from ._frames import FINAL_KINDS, check_envelope, parse_frame
 from ._keys import Key
 from ._proof import proof_target, sign_proof
+from ._report import Report
 from ._wire import (
     ConsentRequestJSON,
     ErrorCode,
@@ -41,6 +41,9 @@ from ._wire import (
 )
 from .errors import WIRE_CODES, ParleyError, ParleyProtocolError
 
+if TYPE_CHECKING:  # Client imports asyncio when used: `import parley` loads no event loop
+    import asyncio
+
 __all__ = ["Agent", "Client", "ReplyError", "Result"]
 
 MAX_SHOWN = 1000
@@ -48,17 +51,19 @@ MAX_SHOWN = 1000
 
 
 @dataclass
-class Result:
+class Result(Report):
     """The outcome of one request: its final reply and the ``EVENT``\\ s before it.
 
     ``consent`` is set for a ``consent_required`` error: the consent request to put to the
     principal, rebuilt from the proposal this agent was shown.
 
-    ``reply`` is typed as :data:`parley.FinalReply` (a union told apart by ``kind``), so a
+    ``reply`` is typed as :data:`parley.wire.FinalReply` (a union told apart by ``kind``), so a
     type checker catches ``reply["items"]`` or ``kind == "RECIEPT"``; the accessors
     :attr:`data`, :attr:`proposals`, :attr:`receipt` and :attr:`error` return the part a
     reply of each kind carries (``None`` for another kind) after checking it is there, and
-    :meth:`raise_for_error` turns an ``ERROR`` into a :class:`ParleyError`. A peer's reply
+    :meth:`raise_for_error` turns an ``ERROR`` into a :class:`ReplyError`. A result has no
+    truth value (``if result:`` raises :class:`TypeError`): read :attr:`ok` or call
+    :meth:`raise_for_error`, which returns the result when it is not an error. A peer's reply
     is only as well-formed as the peer: an accessor whose part is missing or of the wrong
     shape raises ``bad_frame`` (reason ``bad_reply``) instead of handing it on.
 
@@ -143,10 +148,13 @@ class Result:
     def raise_for_error(self) -> Result:
         """Raise an ``ERROR`` reply as a :class:`ReplyError`; return this result otherwise.
 
-        A result still waiting for its reply raises ``unavailable`` (reason ``pending``).
+        A result still waiting for its reply raises the usage error ``not_ready`` (reason
+        ``pending``). A :class:`ReplyError` is a :class:`parley.ParleyProtocolError` with
+        the reply's wire ``code`` and ``reason``: the same shape as a peer's bad data
+        raised locally, so one ``except parley.ParleyProtocolError`` holds both.
         """
         if self.reply is None:
-            raise ParleyError("unavailable", "the request has no reply yet", reason="pending")
+            raise ParleyError("not_ready", "the request has no reply yet", reason="pending")
         error = self.error
         if error is None:
             return self
@@ -217,7 +225,7 @@ class Agent:
     def _prove(self, frame: dict[str, Any], target: str, grants: Sequence[str]) -> None:
         if self.service is None:
             raise ParleyError(
-                "invalid_params",
+                "not_ready",
                 "the agent does not know the service id yet; send HELLO first",
                 reason="no_service",
             )
@@ -436,6 +444,8 @@ class Client:
         if self.closed:
             self.agent.pending.pop(frame["id"], None)
             raise ParleyError("unavailable", "the connection is closed", reason="closed")
+        import asyncio
+
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
         self._waiting[frame["id"]] = future
         try:

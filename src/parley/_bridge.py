@@ -11,7 +11,7 @@ The model never approves anything:
   service that showed it, with the hash it had when shown: the model handles short ids,
   the ``COMMIT`` is bound to exactly what was shown.
 * On ``consent_required`` the consent is rebuilt from the shown proposal
-  (:func:`parley.consent_for_shown`); a request naming another service, proposal,
+  (:func:`parley.grants.consent_for_shown`); a request naming another service, proposal,
   capability, hash or principal is refused. The human is asked through ``human`` (the MCP
   layer uses elicitation); only an explicit accept signs, through the principal store,
   read at that moment and never shown to the model. Otherwise the model is told the exact

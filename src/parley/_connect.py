@@ -48,7 +48,7 @@ async def connect(
         return await connect_stdio(url, agent)
     if url.startswith(("http://", "https://")):
         return await connect_http(url, agent, ssl=ssl)
-    raise ParleyError("invalid_params", f"unknown Parley URL form: {url[:80]!r}", reason="bad_url")
+    raise ParleyError("bad_config", f"unknown Parley URL form: {url[:80]!r}", reason="bad_url")
 
 
 async def serve(
@@ -73,7 +73,7 @@ async def serve(
             if context is None:
                 if certfile is None:
                     raise ParleyError(
-                        "invalid_params", "parleys:// needs a certificate", reason="no_cert"
+                        "bad_config", "parleys:// needs a certificate", reason="no_cert"
                     )
                 context = _ssl.create_default_context(_ssl.Purpose.CLIENT_AUTH)
                 context.load_cert_chain(certfile, keyfile)
@@ -89,7 +89,7 @@ async def serve(
             ssl_certfile=certfile if parts.scheme == "https" else None,
             ssl_keyfile=keyfile if parts.scheme == "https" else None,
         )
-    raise ParleyError("invalid_params", f"cannot serve at {url[:80]!r}", reason="bad_url")
+    raise ParleyError("bad_config", f"cannot serve at {url[:80]!r}", reason="bad_url")
 
 
 async def serve_forever(url: str, service: Service, **options: Any) -> None:

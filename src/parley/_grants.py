@@ -37,6 +37,8 @@ from ._caveats import (
     wider_than,
 )
 from ._keys import Key, parse_public_key, verify_signature
+from ._report import Report
+from ._time import as_epoch
 from ._wire import GrantInspection
 from .errors import ParleyError
 
@@ -363,6 +365,7 @@ def _parse_all(caveats: object, what: str) -> list[Caveat]:
 
 
 def _check_time(value: object, name: str) -> int:
+    value = as_epoch(value, name)  # an aware datetime is epoch seconds; a naive one refused
     if type(value) is not int or abs(value) > MAX_SAFE_INTEGER:
         raise ParleyError("invalid_params", f"{name} must be a safe integer", reason="bad_clock")
     return value
@@ -534,7 +537,7 @@ class GrantContext:
             raise _ctx_error("service and verb must be strings")
         if self.capability is not None and not isinstance(self.capability, str):
             raise _ctx_error("capability must be a string or None")
-        _check_time(self.now, "now")
+        object.__setattr__(self, "now", _check_time(self.now, "now"))
         if self.proposal is not None and not isinstance(self.proposal, ProposalFacts):
             raise _ctx_error("proposal must be ProposalFacts or None")
         if self.principal is not None and not isinstance(self.principal, str):
@@ -579,7 +582,7 @@ class SpendCap:
 
 
 @dataclass(frozen=True)
-class GrantCheck:
+class GrantCheck(Report):
     """The result of :func:`verify_grant`.
 
     ``ok`` is true when one grant authorizes the request; otherwise ``code`` is

@@ -16,6 +16,7 @@ import secrets
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from ._estimate import _TOKEN, estimate
@@ -33,6 +34,7 @@ from ._lean import (
 )
 from ._lean import _escape_char as _escape
 from ._lens import more_line
+from ._time import epoch_seconds
 from .errors import ParleyError
 
 __all__ = [
@@ -71,13 +73,15 @@ def new_handle(randbytes: Callable[[int], bytes] = secrets.token_bytes) -> str:
         if not isinstance(chunk, (bytes, bytearray, memoryview)) or len(chunk) != 32:
             # A source that runs dry would otherwise loop here for ever.
             raise ParleyError(
-                "internal", "the randomness source returned too few bytes", reason="bad_random"
+                "bad_argument", "the randomness source returned too few bytes", reason="bad_random"
             )
         for byte in chunk:
             if byte < 208 and len(letters) < _HANDLE_LETTERS:  # 208 = 4 * 52
                 letters.append(_LETTERS[byte % 52])
     if len(letters) < _HANDLE_LETTERS:
-        raise ParleyError("internal", "the randomness source looks constant", reason="bad_random")
+        raise ParleyError(
+            "bad_argument", "the randomness source looks constant", reason="bad_random"
+        )
     return "h_" + "".join(letters)
 
 
@@ -127,7 +131,7 @@ class MemoryHandleStore:
 
     def __init__(self, *, max_entries: int = 10_000, max_chars: int = 64 * 1024 * 1024) -> None:
         if max_entries < 1 or max_chars < 1:
-            raise ParleyError("internal", "store limits must be positive", reason="bad_limits")
+            raise ParleyError("bad_argument", "store limits must be positive", reason="bad_limits")
         self.max_entries = max_entries
         self.max_chars = max_chars
         self._entries: OrderedDict[str, _Parked] = OrderedDict()
@@ -200,10 +204,14 @@ def park(
     parked: dict[str, Any],
     *,
     key: str | None,
-    now: int,
+    now: int | datetime,
     ttl: int = HANDLE_TTL,
 ) -> None:
-    """Put every remainder that :func:`parley.fit` returned into ``store``, bound to ``key``."""
+    """Put every remainder :func:`parley.lens.fit` returned into ``store``, bound to ``key``.
+
+    ``now`` is integer epoch seconds or an aware datetime (a naive one is a usage error).
+    """
+    now = epoch_seconds(now, "now")
     for handle, value in parked.items():
         store.put(handle, value, key=key, now=now, ttl=ttl)
 
@@ -363,7 +371,7 @@ def expand(
     budget: int,
     *,
     key: str | None,
-    now: int,
+    now: int | datetime,
     handles: Callable[[], str] = new_handle,
     ttl: int = HANDLE_TTL,
 ) -> dict[str, Any]:
@@ -371,7 +379,9 @@ def expand(
 
     The rest of the value is parked under a new handle bound to ``key``. Returns the
     ANSWER reply body (``kind``, ``data``, ``more``). Raises ``not_found`` or ``expired``.
+    ``now`` is integer epoch seconds or an aware datetime (a naive one is a usage error).
     """
+    now = epoch_seconds(now, "now")
     value = store.get(handle, key=key, now=now)
     answer, parked = expand_slice(value, budget, handles=handles)
     park(store, parked, key=key, now=now, ttl=ttl)

@@ -39,7 +39,7 @@ def split_http_url(url: str) -> SplitResult:
     except ValueError:  # "http://[::1": an unclosed IPv6 literal
         ok = False
     if not ok:
-        raise ParleyError("invalid_params", f"not an http(s) URL: {url[:80]!r}", reason="bad_url")
+        raise ParleyError("bad_config", f"not an http(s) URL: {url[:80]!r}", reason="bad_url")
     return parts
 
 

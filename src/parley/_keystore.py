@@ -331,7 +331,7 @@ class PrincipalKeyStore(_Store):
 
         With ``proposal`` (the full proposal the agent received), the consent is rebuilt
         from it and must name the same service, proposal, capability and hash
-        (:func:`parley.consent_for_shown`); the prompt then also shows its effects, cost,
+        (:func:`parley.grants.consent_for_shown`); the prompt then also shows its effects, cost,
         risk and undo window, which the hash binds. Without it, only the consent's own
         summary can be shown, and the hash is taken on trust.
         """

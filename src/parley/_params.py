@@ -60,20 +60,20 @@ def _parse_type(text: str) -> _Type:
     if "|" in core:
         options = tuple(core.split("|"))
         if len(options) < 2 or not all(options):
-            raise ParleyError("internal", f"bad enum type {text!r}", reason="bad_schema")
+            raise ParleyError("bad_argument", f"bad enum type {text!r}", reason="bad_schema")
         return _Type("enum", array, options)
     if core not in _BASES:
-        raise ParleyError("internal", f"unknown parameter type {text!r}", reason="bad_schema")
+        raise ParleyError("bad_argument", f"unknown parameter type {text!r}", reason="bad_schema")
     return _Type(core, array)
 
 
 def check_schema(schema: object, depth: int = 0) -> dict[str, Any]:
     """Check that ``schema`` is a well-formed compact params schema; return it."""
     if depth > _MAX_DEPTH or not isinstance(schema, dict):
-        raise ParleyError("internal", "a params schema is an object", reason="bad_schema")
+        raise ParleyError("bad_argument", "a params schema is an object", reason="bad_schema")
     for name, value in schema.items():
         if not isinstance(name, str) or not name.rstrip("?"):
-            raise ParleyError("internal", "parameter names are strings", reason="bad_schema")
+            raise ParleyError("bad_argument", "parameter names are strings", reason="bad_schema")
         if isinstance(value, str):
             _parse_type(value)
         elif isinstance(value, dict):
@@ -86,7 +86,7 @@ def check_schema(schema: object, depth: int = 0) -> dict[str, Any]:
                 check_schema(element, depth + 1)
         else:
             raise ParleyError(
-                "internal", f"parameter {name!r} has no valid type", reason="bad_schema"
+                "bad_argument", f"parameter {name!r} has no valid type", reason="bad_schema"
             )
     return schema
 

@@ -30,6 +30,7 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from ._b64 import b64url_encode
@@ -64,6 +65,7 @@ from ._recovery import (
     unresolved,
 )
 from ._state import Lease, MemoryStore, ProposalRecord, ReceiptRecord, Store
+from ._time import epoch_seconds
 from .errors import ParleyError, ParleyProtocolError
 
 __all__ = [
@@ -252,9 +254,9 @@ class Capability:
         risk: str | None = None,
     ) -> None:
         if kind not in ("ask", "intent"):
-            raise ParleyError("internal", "a capability is ask or intent", reason="bad_kind")
+            raise ParleyError("bad_argument", "a capability is ask or intent", reason="bad_kind")
         if risk is not None and risk not in RISK_LEVELS:
-            raise ParleyError("internal", "risk is low, medium or high", reason="bad_risk")
+            raise ParleyError("bad_argument", "risk is low, medium or high", reason="bad_risk")
         self.name = name
         self.kind = kind
         self.handler = handler
@@ -287,8 +289,8 @@ class Capability:
 
         It gets the proposal and a :class:`Context` whose ``idempotency_key`` is the
         proposal id and whose ``plan`` is the proposal's plan, and returns
-        :func:`parley.happened` (with the receipt ``result``) or
-        :func:`parley.not_happened`; anything else (or raising) leaves the commit
+        :func:`parley.service.happened` (with the receipt ``result``) or
+        :func:`parley.service.not_happened`; anything else (or raising) leaves the commit
         unresolved for an operator.
         """
         self.reconcile = fn
@@ -443,7 +445,7 @@ class Service:
     def add(self, capability: Capability) -> Capability:
         """Register a capability; returns it."""
         if capability.name in self.capabilities:
-            raise ParleyError("internal", f"{capability.name} is declared twice", reason="dup")
+            raise ParleyError("bad_argument", f"{capability.name} is declared twice", reason="dup")
         self.capabilities[capability.name] = capability
         return capability
 
@@ -490,8 +492,8 @@ class Service:
 
     # ---------------------------------------------------------------- entry point
 
-    def _now(self, now: int | None) -> int:
-        return int(self.clock()) if now is None else now
+    def _now(self, now: int | datetime | None) -> int:
+        return int(self.clock()) if now is None else epoch_seconds(now, "now")
 
     def _next_id(self) -> str:
         return f"s{next(self._ids)}"
@@ -503,17 +505,22 @@ class Service:
         self,
         data: bytes | str | dict[str, Any],
         *,
-        now: int | None = None,
+        now: int | datetime | None = None,
         emit: Callable[[dict[str, Any]], None] | None = None,
     ) -> list[dict[str, Any]]:
         """Answer one request frame: ``EVENT`` frames, then exactly one final reply.
 
         ``data`` is the raw line (checked against the 1 MiB limit before parsing) or an
-        already-parsed object. Never raises: every failure is an ``ERROR`` reply whose
-        ``re`` is the request's id (``null`` when the frame has none). With ``emit``, each
-        ``EVENT`` frame is passed to it as soon as the capability sends it (transports
-        stream progress that way) and the returned list holds only the final reply.
+        already-parsed object. Nothing in ``data`` makes it raise: every failure is an
+        ``ERROR`` reply whose ``re`` is the request's id (``null`` when the frame has none).
+        ``now`` (default: the service clock) is integer epoch seconds or an aware datetime;
+        a naive one, or another type, is the caller's mistake and raises
+        :class:`parley.ParleyUsageError`. With ``emit``, each ``EVENT`` frame is passed to
+        it as soon as the capability sends it (transports stream progress that way) and the
+        returned list holds only the final reply.
         """
+        if now is not None:
+            now = epoch_seconds(now, "now")
         re: str | None = None
         verb: Any = None
         started = time.perf_counter()
@@ -1069,8 +1076,10 @@ class Service:
         self.store.abort_auto(key, frame_id)  # no effect took place: the retry runs afresh
         return "released"
 
-    def recover(self, *, now: int | None = None) -> list[dict[str, str]]:
+    def recover(self, *, now: int | datetime | None = None) -> list[dict[str, str]]:
         """Reconcile every stale commit and undo in the store; report what became of each.
+
+        ``now`` (default: the service clock) is integer epoch seconds or an aware datetime.
 
         Run it when a service starts (``parley serve`` does): a claim whose owner process
         is gone, or whose lease ran out, is settled by the capability's reconciler

@@ -4,15 +4,15 @@ Every known file found directly in ``DIR`` is run against this implementation:
 
 ==================  =====================================================================
 ``canonical.json``  ``[{name, input, canonical}]``: :func:`parley.canonical`
-``estimate.json``   ``[{text, est}]``: :func:`parley.estimate`
+``estimate.json``   ``[{text, est}]``: :func:`parley.lens.estimate`
 ``hash.json``       ``[{name, proposal, hash}]``: :func:`parley.proposal_hash`
 ``keys.json``       ``[{seed, public}]``: :meth:`parley.Key.from_seed`
 ``proof.json``      ``[{seed, aud, verb, target, ts, key, sig}]``: :func:`parley.sign_proof`
                     (byte-equal) and :func:`parley.verify_proof`
 ``grants.json``     ``{seeds, rootSpendBlockId, cases: [{name, token, trusted, proofKey, ctx,
                     expect: {ok, code?}}]}``: :func:`parley.verify_grant`
-``lens*.json``      ``[{name, type: "value"|"reply", input, lens}]``: ``parley.lean`` and
-                    ``parley.lens``
+``lens*.json``      ``[{name, type: "value"|"reply", input, lens}]``: ``parley.lens.lean`` and
+                    ``parley.lens.lens``
 ==================  =====================================================================
 
 One line is printed per failing case, then ``N passed, N failed``. The exit status is 0
@@ -36,6 +36,7 @@ from ._estimate import estimate
 from ._grants import GrantContext, verify_grant
 from ._keys import Key
 from ._proof import sign_proof, verify_proof
+from ._report import Report as _Report
 from .errors import ParleyError
 
 __all__ = ["Failure", "Report", "main", "run_directory", "run_file"]
@@ -54,7 +55,7 @@ class Failure:
 
 
 @dataclass
-class Report:
+class Report(_Report):
     """The outcome of a run: how many cases passed and every failure."""
 
     passed: int = 0

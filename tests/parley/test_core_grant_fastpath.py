@@ -67,10 +67,10 @@ def test_b64url_decode_accepts_exactly_what_the_reference_accepts(text: str) -> 
         expected = None
     if expected is None:
         with pytest.raises(parley.ParleyError) as caught:
-            parley.b64url_decode(text)
+            parley.wire.b64url_decode(text)
         assert caught.value.reason == "bad_base64url"
     else:
-        assert parley.b64url_decode(text) == expected
+        assert parley.wire.b64url_decode(text) == expected
 
 
 @settings(max_examples=200)
@@ -78,7 +78,7 @@ def test_b64url_decode_accepts_exactly_what_the_reference_accepts(text: str) -> 
 def test_signature_text_check_matches_strict_decoding(raw: bytes, at: int, char: str) -> None:
     message = b"fast path"
     good = P.sign(message)
-    assert parley.verify_signature(P.public, message, good)
+    assert parley.keys.verify_signature(P.public, message, good)
     spelled = base64.urlsafe_b64encode(raw).decode().rstrip("=")
     edited = spelled[:at] + char + spelled[at + 1 :]
     for text in (spelled, edited, good[:at] + char + good[at + 1 :]):
@@ -86,7 +86,7 @@ def test_signature_text_check_matches_strict_decoding(raw: bytes, at: int, char:
             decodable = len(_reference_b64(text)) == 64
         except (ValueError, binascii.Error):
             decodable = False
-        result = parley.verify_signature(P.public, message, text)
+        result = parley.keys.verify_signature(P.public, message, text)
         if not decodable:
             assert result is False
         else:
@@ -98,7 +98,7 @@ def _raw_verify(signature: bytes, message: bytes) -> bool:
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    key = Ed25519PublicKey.from_public_bytes(parley.parse_public_key(P.public))
+    key = Ed25519PublicKey.from_public_bytes(parley.keys.parse_public_key(P.public))
     try:
         key.verify(signature, message)
     except InvalidSignature:
@@ -202,17 +202,17 @@ def test_parse_caveat_matches_the_reference(raw: object) -> None:
         expected = exc.reason
     if isinstance(expected, str):
         with pytest.raises(CaveatError) as caught:
-            parley.parse_caveat(raw)
+            parley.grants.parse_caveat(raw)
         assert caught.value.reason == expected
         with pytest.raises(CaveatError) as again:
             _parse_many([{"risk": "low"}, raw])
         assert again.value.message == caught.value.message
         return
-    got = parley.parse_caveat(raw)
+    got = parley.grants.parse_caveat(raw)
     assert _parse_many([raw, raw]) == (got, got)
-    assert type(got) is parley.Caveat
+    assert type(got) is parley.grants.Caveat
     assert tuple(got) == expected
-    assert got == parley.Caveat(*expected)
+    assert got == parley.grants.Caveat(*expected)
     if isinstance(got.value, tuple) and got.kind in ("per", "spend"):
         assert type(got.value) is Money
 
@@ -240,7 +240,7 @@ def _grant(root: list[Any], second: list[Any] | None) -> str:
     payload = {"iss": P.public, "sub": A.public, "caveats": root, "iat": NOW, "nonce": "n"}
     blocks = [_signed(P, payload)]
     if second is not None:
-        prev = parley.block_id(blocks[0]["s"])
+        prev = parley.grants.block_id(blocks[0]["s"])
         blocks.append(_signed(A, {"prev": prev, "sub": B.public, "caveats": second, "iat": NOW}))
     return _token(blocks)
 
@@ -253,7 +253,7 @@ _contexts = st.builds(
         now,
         None
         if cost is False
-        else parley.ProposalFacts(hash_, None if cost is None else parley.Cost(*cost), risk),
+        else parley.ProposalFacts(hash_, None if cost is None else parley.grants.Cost(*cost), risk),
         spent,
         principal,
     ),
@@ -323,7 +323,7 @@ def test_ok_result_built_in_one_step_equals_a_constructed_one() -> None:
         P, A.public, [{"spend": {"max": 100, "currency": "USD"}}, {"svc": ["s"]}], iat=NOW
     )
     ctx = parley.GrantContext(
-        "s", "COMMIT", "c", NOW, parley.ProposalFacts("h", parley.Cost(5, "USD"), "low")
+        "s", "COMMIT", "c", NOW, parley.ProposalFacts("h", parley.grants.Cost(5, "USD"), "low")
     )
     _grants._prepare.cache_clear()
     fast = parley.verify_grant(token, trusted=[P.public], proof_key=A.public, ctx=ctx)
@@ -336,7 +336,7 @@ def test_ok_result_built_in_one_step_equals_a_constructed_one() -> None:
         principal=P.public,
         holder=A.public,
         index=0,
-        spend_caps=(parley.SpendCap(grant.id, 100, "USD"),),
+        spend_caps=(parley.grants.SpendCap(grant.id, 100, "USD"),),
     )
     assert fast == built
     assert repr(fast) == repr(built)

@@ -29,7 +29,7 @@ def ctx(**kw: Any) -> parley.GrantContext:
         "verb": "COMMIT",
         "capability": "shop.order",
         "now": NOW,
-        "proposal": parley.ProposalFacts(HASH, parley.Cost(1250, "USD"), "low"),
+        "proposal": parley.ProposalFacts(HASH, parley.grants.Cost(1250, "USD"), "low"),
     }
     base.update(kw)
     return parley.GrantContext(**base)
@@ -54,7 +54,7 @@ def test_mint_and_verify_root() -> None:
     assert result.grant == grant.id == grant.block_ids[0] == result.blocks[0]
     assert result.principal == P.public
     assert result.holder == A.public
-    assert parley.block_id(grant.blocks[0].sig) == grant.id
+    assert parley.grants.block_id(grant.blocks[0].sig) == grant.id
     assert grant.token == token
 
 
@@ -137,9 +137,9 @@ def test_effective_caveats_and_inspect() -> None:
 
 
 def test_inspect_shows_tampering_and_malformed() -> None:
-    blocks = json.loads(parley.b64url_decode(mint([])[4:]))
+    blocks = json.loads(parley.wire.b64url_decode(mint([])[4:]))
     blocks[0]["p"]["caveats"] = [{"risk": "toString"}]
-    token = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+    token = "pg1." + parley.wire.b64url_encode(parley.canonical(blocks).encode())
     info = parley.inspect_grant(token)
     assert info["signatures"] is False
     assert info["malformed"] == [{"risk": "toString"}]
@@ -191,7 +191,7 @@ RANDOM_TOKEN_TEXT = st.one_of(
     st.text(max_size=40),
     st.builds(lambda s: "pg1." + s, st.text(alphabet="ABCDEFabcdef0123456789-_=", max_size=60)),
     st.builds(
-        lambda v: "pg1." + parley.b64url_encode(json.dumps(v).encode()),
+        lambda v: "pg1." + parley.wire.b64url_encode(json.dumps(v).encode()),
         st.recursive(
             st.none() | st.booleans() | st.integers() | st.text(max_size=5),
             lambda inner: (
@@ -243,10 +243,10 @@ def test_any_single_character_change_to_a_token_is_rejected(data: st.DataObject)
 @settings(max_examples=200)
 @given(st.data())
 def test_any_single_byte_change_to_the_blocks_is_rejected(data: st.DataObject) -> None:
-    raw = bytearray(parley.b64url_decode(DEPTH2[4:]))
+    raw = bytearray(parley.wire.b64url_decode(DEPTH2[4:]))
     index = data.draw(st.integers(0, len(raw) - 1))
     raw[index] = data.draw(st.integers(0, 255).filter(lambda b: b != raw[index]))
-    result = check("pg1." + parley.b64url_encode(bytes(raw)), S)
+    result = check("pg1." + parley.wire.b64url_encode(bytes(raw)), S)
     assert not result.ok
     assert result.code == "unauthorized"
 
@@ -284,7 +284,9 @@ CONTEXTS = st.builds(
         verb=verb,
         capability=cap,
         now=NOW + dt,
-        proposal=parley.ProposalFacts(h, None if amount is None else parley.Cost(amount, cur), risk)
+        proposal=parley.ProposalFacts(
+            h, None if amount is None else parley.grants.Cost(amount, cur), risk
+        )
         if verb == "COMMIT"
         else None,
         spent=spent,
@@ -307,7 +309,7 @@ def _raw_delegate(token: str, signer: parley.Key, sub: parley.Key, caveats: list
     payload = {"prev": grant.blocks[-1].id, "sub": sub.public, "caveats": caveats, "iat": NOW}
     block = {"p": payload, "s": signer.sign(parley.canonical(payload).encode())}
     blocks = [b.as_json() for b in grant.blocks] + [block]
-    return "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+    return "pg1." + parley.wire.b64url_encode(parley.canonical(blocks).encode())
 
 
 @settings(max_examples=300)

@@ -22,13 +22,13 @@ AGENT = parley.key_from_seed(b"\x02" * 32)
 
 def test_reference_keys() -> None:
     for case in json.loads((REF / "keys.json").read_text(encoding="utf-8")):
-        key = parley.key_from_seed(parley.b64url_decode(case["seed"]))
+        key = parley.key_from_seed(parley.wire.b64url_decode(case["seed"]))
         assert key.public == case["public"]
 
 
 def test_reference_proofs_sign_byte_equal_and_verify() -> None:
     for case in json.loads((REF / "proof.json").read_text(encoding="utf-8")):
-        key = parley.key_from_seed(parley.b64url_decode(case["seed"]))
+        key = parley.key_from_seed(parley.wire.b64url_decode(case["seed"]))
         proof = parley.sign_proof(
             key, aud=case["aud"], verb=case["verb"], target=case["target"], ts=case["ts"]
         )
@@ -43,7 +43,7 @@ def test_private_key_never_shows() -> None:
     seed = bytes(range(32))
     key = parley.key_from_seed(seed)
     texts = [repr(key), str(key), f"{key}", repr([key]), repr({"k": key})]
-    secret_forms = (seed.hex(), parley.b64url_encode(seed), repr(seed))
+    secret_forms = (seed.hex(), parley.wire.b64url_encode(seed), repr(seed))
     for text in texts:
         assert key.public in text
         assert not any(form in text for form in secret_forms)
@@ -51,7 +51,7 @@ def test_private_key_never_shows() -> None:
     assert exposed == ["from_seed", "generate"], "no public way to read the private half"
     with pytest.raises(parley.ParleyError) as caught:
         pickle.dumps(key)
-    assert parley.b64url_encode(seed) not in str(caught.value)
+    assert parley.wire.b64url_encode(seed) not in str(caught.value)
     with pytest.raises(parley.ParleyError):
         copy.deepcopy(key)
 
@@ -67,8 +67,8 @@ def test_generated_keys_differ_and_sign() -> None:
     one, two = parley.generate_key(), parley.generate_key()
     assert one.public != two.public
     sig = one.sign(b"m")
-    assert parley.verify_signature(one.public, b"m", sig)
-    assert not parley.verify_signature(two.public, b"m", sig)
+    assert parley.keys.verify_signature(one.public, b"m", sig)
+    assert not parley.keys.verify_signature(two.public, b"m", sig)
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ def test_generated_keys_differ_and_sign() -> None:
     ],
 )
 def test_verify_signature_is_fail_closed(public: Any, sig: Any) -> None:
-    assert parley.verify_signature(public, b"m", sig) is False
+    assert parley.keys.verify_signature(public, b"m", sig) is False
 
 
 @pytest.mark.parametrize(
@@ -93,7 +93,7 @@ def test_verify_signature_is_fail_closed(public: Any, sig: Any) -> None:
 )
 def test_parse_public_key_refuses(text: Any) -> None:
     with pytest.raises(parley.ParleyError) as caught:
-        parley.parse_public_key(text)
+        parley.keys.parse_public_key(text)
     assert caught.value.reason == "bad_key"
 
 
@@ -106,22 +106,24 @@ def _proof(**kw: Any) -> dict[str, Any]:
 
 
 def test_target_table() -> None:
-    assert parley.proof_target("COMMIT", proposal_hash="h") == "h"
-    assert parley.proof_target("UNDO", receipt="r_1") == "r_1"
-    assert parley.proof_target("ASK", capability="c") == "c"
-    assert parley.proof_target("INTENT", capability="c") == "c"
-    assert parley.proof_target("INTENT", capability="c", auto=True, frame_id="f") == "auto:c:f"
-    assert parley.proof_target("EXPAND", handle="h_1") == "h_1"
+    assert parley.grants.proof_target("COMMIT", proposal_hash="h") == "h"
+    assert parley.grants.proof_target("UNDO", receipt="r_1") == "r_1"
+    assert parley.grants.proof_target("ASK", capability="c") == "c"
+    assert parley.grants.proof_target("INTENT", capability="c") == "c"
+    assert (
+        parley.grants.proof_target("INTENT", capability="c", auto=True, frame_id="f") == "auto:c:f"
+    )
+    assert parley.grants.proof_target("EXPAND", handle="h_1") == "h_1"
     for verb in ("HELLO", "commit", ""):
         with pytest.raises(parley.ParleyError):
-            parley.proof_target(verb, capability="c", proposal_hash="h")
+            parley.grants.proof_target(verb, capability="c", proposal_hash="h")
 
 
 def test_auto_proofs_differ_per_frame() -> None:
     # An auto INTENT proof cannot be replayed as another frame's (finding: replayable auto).
-    one = parley.proof_target("INTENT", capability="c", auto=True, frame_id="f1")
-    two = parley.proof_target("INTENT", capability="c", auto=True, frame_id="f2")
-    plain = parley.proof_target("INTENT", capability="c")
+    one = parley.grants.proof_target("INTENT", capability="c", auto=True, frame_id="f1")
+    two = parley.grants.proof_target("INTENT", capability="c", auto=True, frame_id="f2")
+    plain = parley.grants.proof_target("INTENT", capability="c")
     assert len({one, two, plain}) == 3
 
 

@@ -57,7 +57,7 @@ def test_keygen_writes_private_files(homes: tuple[Path, Path], capsys: Any) -> N
 
 def test_loose_permissions_are_refused(homes: tuple[Path, Path]) -> None:
     agent_home, _ = homes
-    store = parley.AgentKeyStore()
+    store = parley.keys.AgentKeyStore()
     store.create("agent")
     os.chmod(agent_home / "keys" / "agent.json", 0o644)
     with pytest.raises(parley.ParleyError) as caught:
@@ -74,16 +74,16 @@ def test_agent_side_api_cannot_reach_the_principal_key(
     # The agent-side store refuses the principal folder, inside it, or around it ...
     for home in (principal_home, principal_home / "keys", principal_home.parent):
         with pytest.raises(parley.ParleyError) as caught:
-            parley.AgentKeyStore(home)
+            parley.keys.AgentKeyStore(home)
         assert caught.value.reason == "principal_key_isolation"
     # ... and any folder holding a principal store, wherever the environment points.
     monkeypatch.setenv("PARLEY_PRINCIPAL_HOME", str(tmp_path / "elsewhere"))
     with pytest.raises(parley.ParleyError):
-        parley.AgentKeyStore(principal_home)
+        parley.keys.AgentKeyStore(principal_home)
     # The default agent store looks only in its own folder.
     monkeypatch.setenv("PARLEY_PRINCIPAL_HOME", str(principal_home))
     with pytest.raises(parley.ParleyError) as caught:
-        parley.AgentKeyStore().key("principal")
+        parley.keys.AgentKeyStore().key("principal")
     assert caught.value.reason == "key_missing"
     # The principal store is not part of the public API and hands out no key.
     assert "PrincipalKeyStore" not in parley.__all__
@@ -161,7 +161,7 @@ def test_approve_with_confirmation(
     code, out, _ = run(["approve", "-", "--agent", agent, "--now", str(NOW)], capsys)
     assert code == 0
     caveats = parley.decode_grant(out).blocks[0].raw_caveats
-    assert caveats == parley.consent_caveats(frame["consent"])
+    assert caveats == parley.grants.consent_caveats(frame["consent"])
 
 
 def test_grant_delegate_inspect_est(

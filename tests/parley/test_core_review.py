@@ -71,16 +71,16 @@ def _weak_encodings() -> list[bytes]:
 
 def test_identity_key_forgery_is_refused_by_verify_signature() -> None:
     for message in (b"", b"any message at all", parley.canonical({"aud": "a", "ts": 1}).encode()):
-        assert parley.verify_signature(WEAK, message, FORGED) is False
+        assert parley.keys.verify_signature(WEAK, message, FORGED) is False
 
 
 @pytest.mark.parametrize("raw", _weak_encodings(), ids=lambda r: r.hex()[:8] + r.hex()[-2:])
 def test_small_order_and_non_canonical_keys_are_refused(raw: bytes) -> None:
     text = _key_text(raw)
     with pytest.raises(parley.ParleyError) as caught:
-        parley.parse_public_key(text)
+        parley.keys.parse_public_key(text)
     assert caught.value.reason == "bad_key"
-    assert parley.verify_signature(text, b"m", FORGED) is False
+    assert parley.keys.verify_signature(text, b"m", FORGED) is False
     with pytest.raises(parley.ParleyError):
         parley.mint_grant(P, text, [], iat=NOW, nonce="n")
 
@@ -98,7 +98,12 @@ def test_stranger_cannot_extend_a_grant_held_by_a_small_order_key() -> None:
     root_payload = {"iss": P.public, "sub": WEAK, "caveats": [], "iat": NOW, "nonce": "n"}
     root = {"p": root_payload, "s": P.sign(parley.canonical(root_payload).encode())}
     forged = {
-        "p": {"prev": parley.block_id(root["s"]), "sub": X.public, "caveats": [], "iat": NOW},
+        "p": {
+            "prev": parley.grants.block_id(root["s"]),
+            "sub": X.public,
+            "caveats": [],
+            "iat": NOW,
+        },
         "s": FORGED,
     }
     token = "pg1." + _b64(parley.canonical([root, forged]).encode())
@@ -111,8 +116,8 @@ def test_stranger_cannot_extend_a_grant_held_by_a_small_order_key() -> None:
 def test_honest_keys_still_verify() -> None:
     for byte in range(1, 40):
         key = parley.key_from_seed(bytes([byte]) * 32)
-        assert parley.parse_public_key(key.public)
-        assert parley.verify_signature(key.public, b"m", key.sign(b"m"))
+        assert parley.keys.parse_public_key(key.public)
+        assert parley.keys.verify_signature(key.public, b"m", key.sign(b"m"))
 
 
 # ------------------------------------------------------------------ hand-built grants
@@ -121,15 +126,17 @@ def test_honest_keys_still_verify() -> None:
 @pytest.mark.parametrize(
     "grant",
     [
-        parley.Grant(()),
-        parley.Grant((parley.Block({}, "x"),)),
-        parley.Grant((parley.Block({"sub": 1, "caveats": 3, "iat": 1, "iss": 2}, 5),)),  # type: ignore[arg-type]
-        parley.Grant(("x",)),  # type: ignore[arg-type]
-        parley.Grant(None),  # type: ignore[arg-type]
-        parley.Grant((parley.Block([1], "s"),)),  # type: ignore[arg-type]
+        parley.grants.Grant(()),
+        parley.grants.Grant((parley.grants.Block({}, "x"),)),
+        parley.grants.Grant(
+            (parley.grants.Block({"sub": 1, "caveats": 3, "iat": 1, "iss": 2}, 5),)
+        ),  # type: ignore[arg-type]
+        parley.grants.Grant(("x",)),  # type: ignore[arg-type]
+        parley.grants.Grant(None),  # type: ignore[arg-type]
+        parley.grants.Grant((parley.grants.Block([1], "s"),)),  # type: ignore[arg-type]
     ],
 )
-def test_hand_built_grant_objects_raise_only_parley_error(grant: parley.Grant) -> None:
+def test_hand_built_grant_objects_raise_only_parley_error(grant: parley.grants.Grant) -> None:
     with pytest.raises(parley.ParleyError) as caught:
         parley.delegate(grant, A, X.public, [], iat=NOW)
     assert caught.value.reason == "bad_token"
@@ -143,7 +150,7 @@ def test_hand_built_grant_is_checked_like_its_token() -> None:
     assert parley.inspect_grant(grant) == parley.inspect_grant(token)
     # a forged holder in a hand-built block does not let another key delegate
     payload = dict(grant.blocks[0].payload, sub=X.public)
-    forged = parley.Grant((parley.Block(payload, grant.blocks[0].sig),))
+    forged = parley.grants.Grant((parley.grants.Block(payload, grant.blocks[0].sig),))
     child = parley.delegate(forged, X, A.public, [], iat=NOW)
     ctx = parley.GrantContext("s", "ASK", "c", NOW)
     check = parley.verify_grant([child], trusted=[P.public], proof_key=A.public, ctx=ctx)
@@ -173,14 +180,17 @@ def test_too_many_grants_are_refused_before_any_signature_work() -> None:
 
 def test_auto_targets_are_unambiguous() -> None:
     # 'auto:a:b:c' would be capability 'a' frame 'b:c' and capability 'a:b' frame 'c'.
-    assert parley.proof_target("INTENT", capability="a", auto=True, frame_id="b:c") == "auto:a:b:c"
+    assert (
+        parley.grants.proof_target("INTENT", capability="a", auto=True, frame_id="b:c")
+        == "auto:a:b:c"
+    )
     with pytest.raises(parley.ParleyError) as caught:
-        parley.proof_target("INTENT", capability="a:b", auto=True, frame_id="c")
+        parley.grants.proof_target("INTENT", capability="a:b", auto=True, frame_id="c")
     assert caught.value.reason == "bad_target"
     # a plain INTENT on a capability spelled like an auto target would share its proof
     with pytest.raises(parley.ParleyError):
-        parley.proof_target("INTENT", capability="auto:a:b")
-    assert parley.proof_target("ASK", capability="auto:a:b") == "auto:a:b"  # verb differs
+        parley.grants.proof_target("INTENT", capability="auto:a:b")
+    assert parley.grants.proof_target("ASK", capability="auto:a:b") == "auto:a:b"  # verb differs
 
 
 # ------------------------------------------------------------------ principal side
@@ -254,7 +264,7 @@ def test_approval_checks_the_agent_key_before_prompting(homes: tuple[Path, Path]
 
 def test_symlinked_key_files_are_refused(homes: tuple[Path, Path], tmp_path: Path) -> None:
     agent_home, _ = homes
-    store = parley.AgentKeyStore()
+    store = parley.keys.AgentKeyStore()
     store.create("real")
     link = agent_home / "keys" / "agent.json"
     os.symlink(agent_home / "keys" / "real.json", link)
@@ -295,10 +305,10 @@ def test_key_store_io_errors_are_parley_errors(homes: tuple[Path, Path], tmp_pat
     in_the_way.write_text("x", encoding="utf-8")
     for home in (in_the_way, in_the_way / "below", Path("/dev/null/x")):
         with pytest.raises(parley.ParleyError) as caught:
-            parley.AgentKeyStore(home).create("agent")
+            parley.keys.AgentKeyStore(home).create("agent")
         assert caught.value.reason == "key_store"
     with pytest.raises(parley.ParleyError) as caught:
-        parley.AgentKeyStore().create("agent", "not a key")  # type: ignore[arg-type]
+        parley.keys.AgentKeyStore().create("agent", "not a key")  # type: ignore[arg-type]
     assert caught.value.reason == "key_store"
 
 
@@ -309,11 +319,11 @@ def test_two_proposals_under_the_cap_cannot_exceed_it_together() -> None:
     token = parley.mint_grant(
         P, A.public, [{"spend": {"max": 10000, "currency": "USD"}}], iat=NOW, nonce="n"
     )
-    ledger = parley.MemorySpendLedger()
+    ledger = parley.stores.MemorySpendLedger()
     outcomes = []
     for key, digest in (("p_1", "h1"), ("p_2", "h2")):
         blocks = parley.decode_grant(token).block_ids
-        facts = parley.ProposalFacts(digest, parley.Cost(6000, "USD"), "low")
+        facts = parley.ProposalFacts(digest, parley.grants.Cost(6000, "USD"), "low")
         ctx = parley.GrantContext(
             "s", "COMMIT", "c", NOW, proposal=facts, spent=ledger.totals(blocks, excluding=key)
         )
@@ -327,7 +337,7 @@ def test_two_proposals_under_the_cap_cannot_exceed_it_together() -> None:
     assert outcomes == ["ok", "consent_required"]
     # the retry of the first is not refused by its own spend, and is not counted twice
     blocks = parley.decode_grant(token).block_ids
-    facts = parley.ProposalFacts("h1", parley.Cost(6000, "USD"), "low")
+    facts = parley.ProposalFacts("h1", parley.grants.Cost(6000, "USD"), "low")
     ctx = parley.GrantContext(
         "s", "COMMIT", "c", NOW, proposal=facts, spent=ledger.totals(blocks, excluding="p_1")
     )
@@ -405,7 +415,7 @@ def _oracle(blocks: list[dict[str, Any]], trusted: str, holder: str, ctx: dict[s
         return "unauthorized"
     hard = soft = False
     for block in blocks:
-        bid = parley.block_id(block["s"])
+        bid = parley.grants.block_id(block["s"])
         for c in block["p"]["caveats"]:
             if not _well_formed(c):
                 hard = True
@@ -503,7 +513,7 @@ def test_verify_grant_agrees_with_an_independent_oracle(
     blocks = [{"p": root, "s": P.sign(parley.canonical(root).encode())}]
     for i in range(1, depth):
         payload = {
-            "prev": parley.block_id(blocks[-1]["s"]),
+            "prev": parley.grants.block_id(blocks[-1]["s"]),
             "sub": _KEYS[i + 1].public,
             "caveats": caveats[i],
             "iat": NOW,
@@ -517,7 +527,7 @@ def test_verify_grant_agrees_with_an_independent_oracle(
         "verb": verb,
         "capability": capability,
         "now": now,
-        "spent": {parley.block_id(blocks[min(spent[0], depth - 1)]["s"]): spent[1]},
+        "spent": {parley.grants.block_id(blocks[min(spent[0], depth - 1)]["s"]): spent[1]},
     }
     if proposal is not None:
         ctx["proposal"] = proposal
@@ -569,7 +579,7 @@ def test_an_existing_shared_folder_is_refused_not_re_moded(
     shared.mkdir()
     os.chmod(shared, 0o1777)  # noqa: S103 - like /tmp, the folder under test
     with pytest.raises(parley.ParleyError) as caught:
-        parley.AgentKeyStore(shared).create("agent")
+        parley.keys.AgentKeyStore(shared).create("agent")
     assert caught.value.reason == "key_store_permissions"
     assert shared.stat().st_mode & 0o7777 == 0o1777
     assert not (shared / "keys").exists()
@@ -582,7 +592,7 @@ def test_signatures_are_not_malleable() -> None:
     s = int.from_bytes(sig[32:], "little") + order
     assert s < 2**256
     mauled = _b64(sig[:32] + s.to_bytes(32, "little"))
-    assert parley.verify_signature(A.public, b"m", mauled) is False
+    assert parley.keys.verify_signature(A.public, b"m", mauled) is False
 
 
 def test_private_key_stays_out_of_logs_and_errors(caplog: pytest.LogCaptureFixture) -> None:
@@ -688,11 +698,13 @@ _TOKEN = parley.mint_grant(P, A.public, [], iat=NOW, nonce="n")
 _CALLS: dict[str, Any] = {
     "canonical": parley.canonical,
     "proposal_hash": parley.proposal_hash,
-    "parse_caveat": parley.parse_caveat,
+    "parse_caveat": parley.grants.parse_caveat,
     "decode_grant": parley.decode_grant,
     "inspect_grant": parley.inspect_grant,
-    "grant_object": lambda v: parley.inspect_grant(parley.Grant((parley.Block(v, v),))),
-    "grant_blocks": lambda v: parley.delegate(parley.Grant(v), A, X.public, [], iat=NOW),
+    "grant_object": lambda v: parley.inspect_grant(
+        parley.grants.Grant((parley.grants.Block(v, v),))
+    ),
+    "grant_blocks": lambda v: parley.delegate(parley.grants.Grant(v), A, X.public, [], iat=NOW),
     "mint": lambda v: parley.mint_grant(P, A.public, v, iat=NOW),
     "delegate": lambda v: parley.delegate(_TOKEN, A, X.public, v, iat=NOW),
     "verify_proof": lambda v: parley.verify_proof(v, aud="a", verb="ASK", target="t", now=NOW),
@@ -705,10 +717,12 @@ _CALLS: dict[str, Any] = {
     "context_principal": lambda v: parley.GrantContext.from_json(
         {"service": "s", "verb": "ASK", "capability": "c", "now": NOW, "principal": v}
     ),
-    "consent_caveats": parley.consent_caveats,
-    "consent_for_shown": lambda v: parley.consent_for_shown(v, service="s", request=v),
-    "reserve": lambda v: parley.MemorySpendLedger().reserve("k", v, 1, "USD"),
-    "proof_target": lambda v: parley.proof_target("INTENT", capability=v, auto=True, frame_id=v),
+    "consent_caveats": parley.grants.consent_caveats,
+    "consent_for_shown": lambda v: parley.grants.consent_for_shown(v, service="s", request=v),
+    "reserve": lambda v: parley.stores.MemorySpendLedger().reserve("k", v, 1, "USD"),
+    "proof_target": lambda v: parley.grants.proof_target(
+        "INTENT", capability=v, auto=True, frame_id=v
+    ),
 }
 
 
@@ -740,17 +754,17 @@ def test_consent_for_shown_can_pin_the_principal() -> None:
     other = parley.key_from_seed(b"\x05" * 32).public
     request = parley.consent_request(proposal, service="shop.example", principal=other)
     with pytest.raises(parley.ParleyError) as caught:
-        parley.consent_for_shown(
+        parley.grants.consent_for_shown(
             proposal, service="shop.example", request=request, principals=[P.public]
         )
     assert (caught.value.code, caught.value.reason) == ("conflict", "consent_mismatch")
-    ok = parley.consent_for_shown(
+    ok = parley.grants.consent_for_shown(
         proposal, service="shop.example", request=request, principals={P.public, other}
     )
     assert ok["principal"] == other
-    assert parley.consent_for_shown(proposal, service="shop.example", request=request) == ok
+    assert parley.grants.consent_for_shown(proposal, service="shop.example", request=request) == ok
     with pytest.raises(parley.ParleyError):
-        parley.consent_for_shown(
+        parley.grants.consent_for_shown(
             proposal,
             service="shop.example",
             request=request,

@@ -53,7 +53,7 @@ def _check(token: str | list[str], **kw: Any) -> parley.GrantCheck:
 
 def test_concurrent_commits_never_exceed_the_spend_cap() -> None:
     token = parley.mint_grant(P, A.public, [{"spend": {"max": 10000, "currency": "USD"}}], iat=NOW)
-    ledger = parley.MemorySpendLedger()
+    ledger = parley.stores.MemorySpendLedger()
     committed: list[str] = []
     refusals: list[str | None] = []
     start = threading.Barrier(24)
@@ -87,7 +87,7 @@ def test_concurrent_commits_never_exceed_the_spend_cap() -> None:
 
 def test_retried_commit_is_not_refused_by_its_own_spend() -> None:
     token = parley.mint_grant(P, A.public, [{"spend": {"max": 1250, "currency": "USD"}}], iat=NOW)
-    ledger = parley.MemorySpendLedger()
+    ledger = parley.stores.MemorySpendLedger()
     first = _check(token)
     assert ledger.reserve("p_1", first.spend_caps, 1250, "USD") is True
     ledger.commit("p_1")
@@ -104,13 +104,13 @@ def test_retried_commit_is_not_refused_by_its_own_spend() -> None:
 def test_consent_for_another_services_proposal_is_refused() -> None:
     evil = parley.consent_request(PROPOSAL, service="bank.example", principal=P.public)
     with pytest.raises(parley.ParleyError) as caught:
-        parley.consent_for_shown(PROPOSAL, service="shop.example", request=evil)
+        parley.grants.consent_for_shown(PROPOSAL, service="shop.example", request=evil)
     assert (caught.value.code, caught.value.reason) == ("conflict", "consent_mismatch")
     other = {**PROPOSAL, "summary": "Transfer 5000 USD", "id": "p_2"}
     swapped = parley.consent_request(other, service="shop.example", principal=P.public)
     friendly = {**swapped, "summary": PROPOSAL["summary"]}
     with pytest.raises(parley.ParleyError):
-        parley.consent_for_shown(PROPOSAL, service="shop.example", request=friendly)
+        parley.grants.consent_for_shown(PROPOSAL, service="shop.example", request=friendly)
 
 
 def test_risk_tostring_fails_closed() -> None:
@@ -119,7 +119,7 @@ def test_risk_tostring_fails_closed() -> None:
         blocks = [b.as_json() for b in parley.decode_grant(token).blocks]
         blocks[0]["p"]["caveats"] = [{"risk": value}]
         blocks[0]["s"] = P.sign(parley.canonical(blocks[0]["p"]).encode())
-        forged = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+        forged = "pg1." + parley.wire.b64url_encode(parley.canonical(blocks).encode())
         result = _check(forged)
         assert (result.code, result.reason) == ("forbidden", "caveat_malformed"), value
 
@@ -128,7 +128,7 @@ def test_risk_tostring_fails_closed() -> None:
 def test_null_and_odd_caveats_never_raise(caveat: Any) -> None:
     payload = {"iss": P.public, "sub": A.public, "caveats": [caveat], "iat": NOW, "nonce": "n"}
     blocks = [{"p": payload, "s": P.sign(parley.canonical(payload).encode())}]
-    token = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+    token = "pg1." + parley.wire.b64url_encode(parley.canonical(blocks).encode())
     result = _check(token, verb="ASK", proposal=None)
     assert (result.code, result.reason) == ("forbidden", "caveat_malformed")
     assert result.need == (caveat,)
@@ -168,7 +168,7 @@ def test_string_caveat_is_not_a_substring_match() -> None:
     for caveat in ({"svc": "shop.example"}, {"can": "shop.order"}, {"verbs": "COMMIT"}):
         payload = {"iss": P.public, "sub": A.public, "caveats": [caveat], "iat": NOW, "nonce": "n"}
         blocks = [{"p": payload, "s": P.sign(parley.canonical(payload).encode())}]
-        token = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+        token = "pg1." + parley.wire.b64url_encode(parley.canonical(blocks).encode())
         assert _check(token).reason == "caveat_malformed"
 
 

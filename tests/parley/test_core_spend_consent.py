@@ -14,18 +14,18 @@ import parley
 NOW = 1790000000
 P = parley.key_from_seed(b"\x01" * 32)
 A = parley.key_from_seed(b"\x02" * 32)
-CAPS = [parley.SpendCap("root", 5000, "USD"), parley.SpendCap("child", 3000, "USD")]
+CAPS = [parley.grants.SpendCap("root", 5000, "USD"), parley.grants.SpendCap("child", 3000, "USD")]
 
 
 def test_ledger_is_a_spend_ledger() -> None:
-    assert isinstance(parley.MemorySpendLedger(), parley.SpendLedger)
+    assert isinstance(parley.stores.MemorySpendLedger(), parley.stores.SpendLedger)
 
 
 @settings(max_examples=25)
 @given(st.lists(st.integers(0, 1500), min_size=1, max_size=24), st.integers(0, 6000))
 def test_concurrent_reservations_never_exceed_the_cap(amounts: list[int], cap: int) -> None:
-    ledger = parley.MemorySpendLedger()
-    caps = [parley.SpendCap("b", cap, "USD")]
+    ledger = parley.stores.MemorySpendLedger()
+    caps = [parley.grants.SpendCap("b", cap, "USD")]
     won: list[int] = []
     lock = threading.Lock()
     barrier = threading.Barrier(len(amounts))
@@ -50,7 +50,7 @@ def test_concurrent_reservations_never_exceed_the_cap(amounts: list[int], cap: i
 
 
 def test_reserve_checks_every_cap_and_is_all_or_nothing() -> None:
-    ledger = parley.MemorySpendLedger()
+    ledger = parley.stores.MemorySpendLedger()
     assert ledger.reserve("p1", CAPS, 2500, "USD")
     with pytest.raises(parley.ParleyError) as caught:
         ledger.reserve("p2", CAPS, 600, "USD")  # root would fit (3100), child would not (3100)
@@ -59,7 +59,7 @@ def test_reserve_checks_every_cap_and_is_all_or_nothing() -> None:
 
 
 def test_release_and_commit_rules() -> None:
-    ledger = parley.MemorySpendLedger()
+    ledger = parley.stores.MemorySpendLedger()
     ledger.reserve("p1", CAPS, 3000, "USD")
     assert ledger.release("p1") is True
     assert ledger.release("p1") is False
@@ -75,7 +75,7 @@ def test_release_and_commit_rules() -> None:
 
 @pytest.mark.parametrize(("key", "amount"), [("", 1), ("k", -1), ("k", 1.5), (None, 1)])
 def test_reserve_refuses_bad_input_without_change(key: Any, amount: Any) -> None:
-    ledger = parley.MemorySpendLedger()
+    ledger = parley.stores.MemorySpendLedger()
     with pytest.raises(parley.ParleyError):
         ledger.reserve(key, CAPS, amount, "USD")
     assert ledger.totals(["root"]) == {"root": 0}
@@ -104,7 +104,7 @@ def test_consent_round_trip() -> None:
         "summary": "Order 2 coffees",
         "expires": NOW + 600,
     }
-    shown = parley.consent_for_shown(PROPOSAL, service="shop.example", request=consent)
+    shown = parley.grants.consent_for_shown(PROPOSAL, service="shop.example", request=consent)
     assert shown == consent
     token = parley.mint_consent_grant(P, shown, A.public, iat=NOW)
     result = parley.verify_grant(
@@ -134,4 +134,4 @@ def test_consent_request_refuses_bad_proposals(bad: Any) -> None:
 @pytest.mark.parametrize("request_", [None, {}, {"proposal": "p_1"}, "consent"])
 def test_consent_for_shown_refuses_malformed_requests(request_: Any) -> None:
     with pytest.raises(parley.ParleyError):
-        parley.consent_for_shown(PROPOSAL, service="shop.example", request=request_)
+        parley.grants.consent_for_shown(PROPOSAL, service="shop.example", request=request_)

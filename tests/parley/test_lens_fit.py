@@ -162,7 +162,7 @@ def _equal_as_utf16(a: Any, b: Any) -> bool:
 @given(REPLIES, BUDGETS)
 def test_fast_fit_equals_the_reference_loop(reply: dict[str, Any], budget: int) -> None:
     snapshot = copy.deepcopy(reply)
-    fast = parley.fit(reply, budget, handles=handle_factory())
+    fast = parley.lens.fit(reply, budget, handles=handle_factory())
     plain = fit_oracle(reply, budget, handles=handle_factory())
     assert fast == plain
     assert reply == snapshot, "fit never modifies its input"
@@ -177,17 +177,17 @@ def _without_data(proposal: dict[str, Any]) -> dict[str, Any]:
 def test_fit_reaches_the_budget_and_keeps_everything_approved(
     reply: dict[str, Any], budget: int
 ) -> None:
-    fitted, parked = parley.fit(reply, budget, handles=parley.new_handle)
-    text = parley.lens(fitted)
+    fitted, parked = parley.lens.fit(reply, budget, handles=parley.lens.new_handle)
+    text = parley.lens.lens(fitted)
     # Real handles estimate like the placeholder the loop measured with.
     placeholder = copy.deepcopy(fitted)
     for entry in placeholder.get("more", []):
         entry["handle"] = PLACEHOLDER
-    assert parley.estimate(text) == parley.estimate(parley.lens(placeholder))
-    if parley.estimate(text) > budget:
+    assert parley.lens.estimate(text) == parley.lens.estimate(parley.lens.lens(placeholder))
+    if parley.lens.estimate(text) > budget:
         # Over budget only when elision cannot go further: the most elided result.
-        floor, _ = parley.fit(reply, -1, handles=handle_factory())
-        mine, _ = parley.fit(reply, budget, handles=handle_factory())
+        floor, _ = parley.lens.fit(reply, -1, handles=handle_factory())
+        mine, _ = parley.lens.fit(reply, budget, handles=handle_factory())
         assert mine == floor
     # Elision safety: list roots lose whole trailing items; nothing else changes.
     for name in ("proposals", "capabilities"):
@@ -219,17 +219,17 @@ def test_fit_reaches_the_budget_and_keeps_everything_approved(
 def test_fit_keeps_existing_more_first_and_ignores_other_kinds() -> None:
     old = {"handle": "h_old", "path": "data.q", "remaining": 1, "est": 1}
     reply = {"kind": "ANSWER", "data": {"n": list(range(300))}, "more": [old]}
-    fitted, parked = parley.fit(reply, 50, handles=handle_factory())
+    fitted, parked = parley.lens.fit(reply, 50, handles=handle_factory())
     assert fitted["more"][0] == old
     assert [e["path"] for e in fitted["more"][1:]] == ["data.n"]
     assert list(parked) == ["h_aq"]
     event = {"kind": "EVENT", "message": "x" * 5000}
-    assert parley.fit(event, 1, handles=handle_factory()) == (event, {})
+    assert parley.lens.fit(event, 1, handles=handle_factory()) == (event, {})
 
 
 def test_strings_are_cut_in_utf16_units_and_stop_at_200() -> None:
     text = "\U0001f389" * 300  # 600 UTF-16 units
-    fitted, parked = parley.fit({"kind": "ANSWER", "data": text}, 5, handles=handle_factory())
+    fitted, parked = parley.lens.fit({"kind": "ANSWER", "data": text}, 5, handles=handle_factory())
     kept = fitted["data"]
     assert kept.endswith("…")
     assert u16_len(kept) == 201
@@ -241,7 +241,7 @@ def test_strings_are_cut_in_utf16_units_and_stop_at_200() -> None:
 
 def test_a_path_inside_an_elided_item_gets_no_entry() -> None:
     rows = [{"t": "w " * 400} for _ in range(4)]
-    fitted, parked = parley.fit({"kind": "ANSWER", "data": rows}, 1, handles=handle_factory())
+    fitted, parked = parley.lens.fit({"kind": "ANSWER", "data": rows}, 1, handles=handle_factory())
     paths = [e["path"] for e in fitted["more"]]
     assert "data" in paths
     assert all(not p.startswith("data.3") for p in paths)
@@ -250,7 +250,7 @@ def test_a_path_inside_an_elided_item_gets_no_entry() -> None:
 
 def test_list_roots_are_cut_only_after_deep_roots() -> None:
     proposals = [_proposal(i, list(range(50)), True) for i in range(6)]
-    fitted, _ = parley.fit(
+    fitted, _ = parley.lens.fit(
         {"kind": "PROPOSALS", "proposals": proposals}, 1, handles=handle_factory()
     )
     paths = [e["path"] for e in fitted["more"]]
@@ -264,13 +264,13 @@ def test_list_roots_are_cut_only_after_deep_roots() -> None:
 @pytest.mark.parametrize("budget", [1.5, "10", True, None])
 def test_budget_must_be_an_integer(budget: Any) -> None:
     with pytest.raises(parley.ParleyError) as caught:
-        parley.fit({"kind": "ANSWER", "data": 1}, budget, handles=handle_factory())
+        parley.lens.fit({"kind": "ANSWER", "data": 1}, budget, handles=handle_factory())
     assert caught.value.reason == "bad_budget"
 
 
 def test_fit_rejects_non_json_anywhere() -> None:
     with pytest.raises(parley.ParleyError) as caught:
-        parley.fit({"kind": "ANSWER", "data": [1, {2}]}, 10, handles=handle_factory())
+        parley.lens.fit({"kind": "ANSWER", "data": [1, {2}]}, 10, handles=handle_factory())
     assert caught.value.reason == "not_json"
 
 
@@ -284,11 +284,11 @@ def test_expand_slices_concatenate_to_the_value(value: Any, budgets: list[int]) 
     current = value
     make = handle_factory()
     for budget in itertools.cycle(budgets):
-        answer, parked = parley.expand_slice(current, budget, handles=make)
+        answer, parked = parley.lens.expand_slice(current, budget, handles=make)
         part = answer["data"]["items" if isinstance(value, list) else "text"]
         pieces.append(part)
-        text = parley.lens(answer)
-        if parley.estimate(text) > budget:
+        text = parley.lens.lens(answer)
+        if parley.lens.estimate(text) > budget:
             assert len(part) <= 1, "only a single indivisible piece may exceed the budget"
         if not parked:
             assert "more" not in answer
@@ -306,16 +306,16 @@ def test_expand_slices_concatenate_to_the_value(value: Any, budgets: list[int]) 
 @given(JSON, st.integers(0, 40))
 def test_the_meter_measures_exactly_what_lean_renders(value: Any, start: int) -> None:
     meter = _Meter()
-    assert meter.top(value) == parley.estimate(parley.lean(value))
+    assert meter.top(value) == parley.lens.estimate(parley.lens.lean(value))
     assert meter.size(value) == u16_len(compact_json(value))
     for key_text in ("k", '"a,b"'):
         for indent in (0, 1, 3):
             lines: list[str] = []
             entry_lines(key_text, value, indent, lines)
-            expected = parley.estimate("\n".join(lines))
+            expected = parley.lens.estimate("\n".join(lines))
             if indent:
                 expected += 1  # the indentation run before the first line
             assert meter.entry(key_text, value, 1 if indent else 0) == expected
     if isinstance(value, list) and value:
         start = start % len(value)
-        assert meter.rest_top(value, start) == parley.estimate(parley.lean(value[start:]))
+        assert meter.rest_top(value, start) == parley.lens.estimate(parley.lens.lean(value[start:]))

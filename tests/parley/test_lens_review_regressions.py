@@ -37,7 +37,7 @@ def test_array_index_keys_come_first_as_in_javascript() -> None:
     assert compact_json(value) == (
         '{"2":3,"10":2,"4294967294":6,"b":1,"01":4,"-1":5,"4294967295":7,"1.5":8}'
     )
-    assert parley.lean({"b": 1, "2": 2, "1": 3}) == 'b: 1\n"1": 3\n"2": 2'.replace(
+    assert parley.lens.lean({"b": 1, "2": 2, "1": 3}) == 'b: 1\n"1": 3\n"2": 2'.replace(
         'b: 1\n"1": 3\n"2": 2', '"1": 3\n"2": 2\nb: 1'
     )
 
@@ -54,10 +54,12 @@ def test_non_ascii_digits_and_long_numbers_are_not_indexes() -> None:
 def test_table_detection_uses_javascript_key_order() -> None:
     # {"b","1"} and {"1","b"} have the same key order in JavaScript: a table.
     value = {"t": [{"b": 1, "1": 2}, {"1": 3, "b": 4}]}
-    assert parley.lean(value) == 't[2]{"1",b}:\n  2,1\n  3,4'
+    assert parley.lens.lean(value) == 't[2]{"1",b}:\n  2,1\n  3,4'
     # Mixed-list items and nested objects follow the same order.
-    assert parley.lean({"t": [{"z": [1], "7": 0}, 5]}) == 't[2]:\n  - "7": 0\n    z: [1]\n  - 5'
-    assert parley.lean([[{"b": 1, "0": 2}]]) == 'items[1]:\n  - [{"0":2,"b":1}]'
+    assert (
+        parley.lens.lean({"t": [{"z": [1], "7": 0}, 5]}) == 't[2]:\n  - "7": 0\n    z: [1]\n  - 5'
+    )
+    assert parley.lens.lean([[{"b": 1, "0": 2}]]) == 'items[1]:\n  - [{"0":2,"b":1}]'
 
 
 def test_capability_params_follow_javascript_key_order() -> None:
@@ -66,13 +68,13 @@ def test_capability_params_follow_javascript_key_order() -> None:
         "service": {"id": "s"},
         "capabilities": [{"name": "c", "kind": "ask", "params": {"q": "string", "2": "int"}}],
     }
-    assert parley.lens(brief).splitlines()[-1] == "ask c(2: int, q: string)"
+    assert parley.lens.lens(brief).splitlines()[-1] == "ask c(2: int, q: string)"
 
 
 def test_fit_walks_object_members_in_javascript_order() -> None:
     # Two equal-size candidates: JavaScript walks "1" before "a", so "1" is cut first.
     reply = {"kind": "ANSWER", "data": {"a": list(range(30)), "1": list(range(30))}}
-    fitted, _ = parley.fit(reply, 60, handles=_handles())
+    fitted, _ = parley.lens.fit(reply, 60, handles=_handles())
     assert fitted["more"][0]["path"] == "data.1"
     assert fitted == fit_oracle(reply, 60, handles=_handles())[0]
 
@@ -100,7 +102,7 @@ def test_rendering_does_not_depend_on_insertion_order_of_index_keys(value: Any) 
         return v
 
     other = shuffle(value)
-    assert parley.lean(other) == parley.lean(value)
+    assert parley.lens.lean(other) == parley.lens.lean(value)
     assert compact_json(other) == compact_json(value)
 
 
@@ -111,17 +113,17 @@ def test_rendering_does_not_depend_on_insertion_order_of_index_keys(value: Any) 
 def test_fit_of_proposals_without_a_list(body: dict[str, Any]) -> None:
     # Used to raise KeyError / TypeError from the fast fitter.
     reply = {"kind": "PROPOSALS", **body}
-    fitted, parked = parley.fit(reply, 0, handles=_handles())
+    fitted, parked = parley.lens.fit(reply, 0, handles=_handles())
     assert (fitted, parked) == (reply, {})
-    assert parley.lens(fitted) == "0 proposals:"
+    assert parley.lens.lens(fitted) == "0 proposals:"
     assert fit_oracle(reply, 0, handles=_handles()) == (fitted, parked)
 
 
 def test_event_progress_beyond_the_double_range() -> None:
     # A JSON integer with 400 digits used to raise OverflowError.
     frame = json.loads('{"kind": "EVENT", "message": "m", "progress": 1' + "0" * 400 + "}")
-    assert parley.lens(frame) == "… m"
-    assert parley.lens({"kind": "EVENT", "message": "m", "progress": 2**60}) == (
+    assert parley.lens.lens(frame) == "… m"
+    assert parley.lens.lens({"kind": "EVENT", "message": "m", "progress": 2**60}) == (
         "… m (115292150460684700000%)"
     )
 
@@ -130,14 +132,14 @@ def test_event_progress_beyond_the_double_range() -> None:
 def test_times_outside_the_javascript_date_range_are_refused(expires: int) -> None:
     reply = {"kind": "PROPOSALS", "proposals": [{"id": "p", "expires": expires}]}
     with pytest.raises(parley.ParleyError) as caught:
-        parley.lens(reply)
+        parley.lens.lens(reply)
     assert caught.value.reason == "bad_time"
 
 
 def test_times_at_the_edge_of_the_javascript_date_range() -> None:
     def expires(t: Any) -> str:
         reply = {"kind": "PROPOSALS", "proposals": [{"id": "p", "expires": t}]}
-        return parley.lens(reply).splitlines()[-1]
+        return parley.lens.lens(reply).splitlines()[-1]
 
     # new Date(8.64e15).toISOString() === "+275760-09-13T00:00:00.000Z"
     assert (
@@ -177,13 +179,13 @@ def test_the_store_keeps_a_snapshot_of_what_was_parked() -> None:
     # fit changed what later EXPANDs served.
     rows = [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}]
     reply = {"kind": "ANSWER", "data": {"rows": rows}}
-    fitted, parked = parley.fit(reply, 1, handles=_handles())
-    store = parley.MemoryHandleStore()
-    parley.park(store, parked, key=None, now=0)
+    fitted, parked = parley.lens.fit(reply, 1, handles=_handles())
+    store = parley.lens.MemoryHandleStore()
+    parley.lens.park(store, parked, key=None, now=0)
     rows[1]["qty"] = 99
     rows.append({"sku": "c", "qty": 3})
     [entry] = fitted["more"]
-    answer = parley.expand(store, entry["handle"], 1000, key=None, now=1)
+    answer = parley.lens.expand(store, entry["handle"], 1000, key=None, now=1)
     assert answer["data"]["items"] == [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}]
 
 
@@ -225,26 +227,26 @@ def test_any_reply_shape_renders_or_raises_our_error_and_what_renders_fits(
     and a reply that renders can always be fitted, identically by both fitters."""
     reply = {**body, "kind": kind}
     try:
-        parley.lens(reply)
+        parley.lens.lens(reply)
     except parley.ParleyError:
         # Kinds that are never fitted come back as they are; the others raise our error.
         with contextlib.suppress(parley.ParleyError):
-            parley.fit(reply, budget, handles=_handles())
+            parley.lens.fit(reply, budget, handles=_handles())
         return
-    fast = parley.fit(reply, budget, handles=_handles())
+    fast = parley.lens.fit(reply, budget, handles=_handles())
     assert fast == fit_oracle(reply, budget, handles=_handles())
-    parley.lens(fast[0])
+    parley.lens.lens(fast[0])
 
 
 def test_new_handle_refuses_a_randomness_source_that_runs_dry() -> None:
     # Used to spin for ever on empty or rejected-only output.
     with pytest.raises(parley.ParleyError) as caught:
-        parley.new_handle(lambda n: b"")
+        parley.lens.new_handle(lambda n: b"")
     assert caught.value.reason == "bad_random"
     with pytest.raises(parley.ParleyError):
-        parley.new_handle(lambda n: b"\xff" * (n - 1))
+        parley.lens.new_handle(lambda n: b"\xff" * (n - 1))
     with pytest.raises(parley.ParleyError):
-        parley.new_handle(lambda n: b"\xff" * n)
+        parley.lens.new_handle(lambda n: b"\xff" * n)
 
 
 @pytest.mark.parametrize(
@@ -263,7 +265,7 @@ def test_money_treats_amounts_as_javascript_numbers(amount: Any, usd: str, jpy: 
             "kind": "PROPOSALS",
             "proposals": [{"id": "p", "cost": {"amount": amount, "currency": currency}}],
         }
-        return parley.lens(reply).splitlines()[-1].split(" · ")[0]
+        return parley.lens.lens(reply).splitlines()[-1].split(" · ")[0]
 
     assert cost("USD") == f"  cost: {usd}"
     assert cost("JPY") == f"  cost: {jpy}"
@@ -287,7 +289,7 @@ def test_store_expiry_sweep_matches_a_plain_scan(ops: list[Any], cap: int, chars
     """The store sweeps expired handles through an expiry heap instead of scanning every
     entry on every put (a cost an EXPAND flood could drive); it must drop exactly what
     the plain scan dropped: expired first, then the oldest."""
-    store = parley.MemoryHandleStore(max_entries=cap, max_chars=chars)
+    store = parley.lens.MemoryHandleStore(max_entries=cap, max_chars=chars)
     model: dict[str, tuple[list[int], int, int]] = {}  # handle -> (value, expires, size)
     now = 0
     for op, handle, step, ttl, length in ops:
@@ -336,13 +338,13 @@ def test_fit_handles_every_depth_that_lens_renders(shape: str) -> None:
     for depth in range(100, 1000, 100):
         value = nest(depth)
         try:
-            parley.lean(value)
+            parley.lens.lean(value)
         except parley.ParleyError:
             break
         reply = {"kind": "ANSWER", "data": value}
-        parley.fit(reply, 10**6, handles=_handles())
-        parley.fit(reply, 1, handles=_handles())
-        parley.park(parley.MemoryHandleStore(), {"h_x": [value]}, key=None, now=0)
+        parley.lens.fit(reply, 10**6, handles=_handles())
+        parley.lens.fit(reply, 1, handles=_handles())
+        parley.lens.park(parley.lens.MemoryHandleStore(), {"h_x": [value]}, key=None, now=0)
         checked += 1
     assert checked >= 7
 
@@ -374,7 +376,7 @@ def test_fitting_a_wide_object_does_not_remeasure_every_member_each_round(
     calls = _count_measurements(monkeypatch)
     width = 500
     reply = {"kind": "ANSWER", "data": {f"k{i}": [i, i + 1] for i in range(width)}}
-    fitted, _ = parley.fit(reply, 100, handles=_handles())
+    fitted, _ = parley.lens.fit(reply, 100, handles=_handles())
     assert len(fitted["more"]) == 200  # 200 rounds, one cut each
     assert calls[0] < 4 * width  # was about 200 * width
     monkeypatch.undo()
@@ -392,7 +394,7 @@ def test_fitting_many_proposals_does_not_remeasure_every_proposal_each_round(
         for i in range(count)
     ]
     reply = {"kind": "PROPOSALS", "proposals": proposals}
-    fitted, _ = parley.fit(reply, 100, handles=_handles())
+    fitted, _ = parley.lens.fit(reply, 100, handles=_handles())
     assert calls[0] < 10 * count  # was about 200 * count
     monkeypatch.undo()
     assert fitted == fit_oracle(reply, 100, handles=_handles())[0]
@@ -420,10 +422,10 @@ def test_text_prefix_and_suffix_estimates_match_a_fresh_scan(text: str, data: An
         assert slices is not None or cut == 0
         if slices is None:
             continue
-        assert slices.raw.prefix(cut) == parley.estimate(text[:cut])
-        assert slices.rest(cut) == parley.estimate(text[cut:])
+        assert slices.raw.prefix(cut) == parley.lens.estimate(text[:cut])
+        assert slices.rest(cut) == parley.lens.estimate(text[cut:])
         if cut:
-            assert slices.scalar(cut) == parley.estimate(scalar_text(text[:cut]))
+            assert slices.scalar(cut) == parley.lens.estimate(scalar_text(text[:cut]))
 
 
 def _naive_expand_slice(value: str, budget: int) -> tuple[str, int]:
@@ -431,13 +433,13 @@ def _naive_expand_slice(value: str, budget: int) -> tuple[str, int]:
     from parley._lean import scalar_text, u16_len
 
     def fits(k: int) -> bool:
-        total = 2 + parley.estimate(scalar_text(value[:k]))
+        total = 2 + parley.lens.estimate(scalar_text(value[:k]))
         if k < len(value):
             line = (
                 f"… {u16_len(value[k:])} more at data.text — EXPAND h_XXXXXXXXXXXX"
-                f" (~{parley.estimate(value[k:])} tokens)"
+                f" (~{parley.lens.estimate(value[k:])} tokens)"
             )
-            total += parley.estimate(line)
+            total += parley.lens.estimate(line)
         return total <= budget
 
     if not value or fits(len(value)):
@@ -457,10 +459,10 @@ def _naive_expand_slice(value: str, budget: int) -> tuple[str, int]:
 def test_expand_of_text_cuts_where_the_plain_search_cuts(value: str, budget: int) -> None:
     # Each probe of the search used to re-scan the whole text: about 3 s of CPU for one
     # EXPAND of a 1 MB remainder. The indexed estimates must not move the cut.
-    answer, parked = parley.expand_slice(value, budget, handles=_handles())
+    answer, parked = parley.lens.expand_slice(value, budget, handles=_handles())
     part, kept = _naive_expand_slice(value, budget)
     assert answer["data"]["text"] == part
     if kept < len(value):
         [rest] = parked.values()
         assert rest == value[kept:]
-        assert answer["more"][0]["est"] == parley.estimate(value[kept:])
+        assert answer["more"][0]["est"] == parley.lens.estimate(value[kept:])
