@@ -66,9 +66,9 @@ def raw_verifications(token: str) -> Callable[[], None]:
     signers = [grant.principal] + [b.sub for b in grant.blocks[:-1]]
     jobs = []
     for signer, block in zip(signers, grant.blocks, strict=True):
-        key = Ed25519PublicKey.from_public_bytes(parley.parse_public_key(signer))
+        key = Ed25519PublicKey.from_public_bytes(parley.keys.parse_public_key(signer))
         jobs.append(
-            (key, parley.b64url_decode(block.sig), parley.canonical(block.payload).encode())
+            (key, parley.wire.b64url_decode(block.sig), parley.canonical(block.payload).encode())
         )
 
     def run() -> None:
@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--number", type=int, default=200)
     args = parser.parse_args()
-    facts = parley.ProposalFacts("h", parley.Cost(1250, "USD"), "low")
+    facts = parley.ProposalFacts("h", parley.grants.Cost(1250, "USD"), "low")
     trusted = [parley.key_from_seed(b"\x01" * 32).public]
     print("grant verification vs the raw Ed25519 verifications it contains (target <= 1.3x)")
     for label, blocks in (("root grant (1 block)", 1), ("3-block delegation", 3)):

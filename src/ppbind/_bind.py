@@ -326,7 +326,7 @@ def consent_grant(
         )
     m = x["terms"]
     caveats = [
-        *parley.consent_caveats(consent),
+        *parley.grants.consent_caveats(consent),
         {"spend": {"max": m["amount"], "currency": m["currency"]}},
     ]
     return parley.mint_grant(

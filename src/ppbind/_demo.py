@@ -386,7 +386,7 @@ def demo_errand(
         # the attacker mints with her key what her side would refuse to sign
         x = decided["x_binding"]
         caveats = [
-            *parley.consent_caveats(x["parley"]["consent"]),
+            *parley.grants.consent_caveats(x["parley"]["consent"]),
             {"spend": {"max": x["terms"]["amount"], "currency": x["terms"]["currency"]}},
         ]
         nonce = record_digest(nonce_source)
