@@ -6,10 +6,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import parley
 
 NOW = 1790000000
+P = parley.key_from_seed(b"\x01" * 32)
+A = parley.key_from_seed(b"\x02" * 32)
+X = parley.key_from_seed(b"\x09" * 32)
 KEY = parley.key_from_seed(b"\x02" * 32)
 TOKEN = parley.mint_grant(KEY, KEY.public, [], iat=NOW, nonce="n")
 CTX = parley.GrantContext("s", "ASK", "c", NOW)
@@ -79,3 +84,67 @@ def test_verify_grant_turns_every_token_shape_into_a_result() -> None:
         result = parley.verify_grant([value], trusted=[KEY.public], proof_key=KEY.public, ctx=CTX)
         assert result.ok is False
         assert (result.code, result.reason) == ("unauthorized", "bad_token")
+
+
+# ------------------------------------------------------------------ fuzz: ParleyError only
+
+_json = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=True),
+        st.text(max_size=6),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.text(max_size=4), inner, max_size=3),
+        st.tuples(inner),
+        st.binary(max_size=3),
+    ),
+    max_leaves=10,
+)
+_TOKEN = parley.mint_grant(P, A.public, [], iat=NOW, nonce="n")
+_CALLS: dict[str, Any] = {
+    "canonical": parley.canonical,
+    "proposal_hash": parley.proposal_hash,
+    "parse_caveat": parley.grants.parse_caveat,
+    "decode_grant": parley.decode_grant,
+    "inspect_grant": parley.inspect_grant,
+    "grant_object": lambda v: parley.inspect_grant(
+        parley.grants.Grant((parley.grants.Block(v, v),))
+    ),
+    "grant_blocks": lambda v: parley.delegate(parley.grants.Grant(v), A, X.public, [], iat=NOW),
+    "mint": lambda v: parley.mint_grant(P, A.public, v, iat=NOW),
+    "delegate": lambda v: parley.delegate(_TOKEN, A, X.public, v, iat=NOW),
+    "verify_proof": lambda v: parley.verify_proof(v, aud="a", verb="ASK", target="t", now=NOW),
+    "verify_grant": lambda v: parley.verify_grant(
+        v, trusted=[P.public], proof_key=A.public, ctx=parley.GrantContext("s", "ASK", "c", NOW)
+    ),
+    "context": lambda v: parley.GrantContext.from_json(
+        {"service": "s", "verb": "COMMIT", "capability": "c", "now": NOW, "proposal": v}
+    ),
+    "context_principal": lambda v: parley.GrantContext.from_json(
+        {"service": "s", "verb": "ASK", "capability": "c", "now": NOW, "principal": v}
+    ),
+    "consent_caveats": parley.grants.consent_caveats,
+    "consent_for_shown": lambda v: parley.grants.consent_for_shown(v, service="s", request=v),
+    "reserve": lambda v: parley.stores.MemorySpendLedger().reserve("k", v, 1, "USD"),
+    "proof_target": lambda v: parley.grants.proof_target(
+        "INTENT", capability=v, auto=True, frame_id=v
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CALLS))
+@settings(max_examples=60, deadline=None)
+@given(value=_json)
+def test_public_functions_raise_only_parley_error_on_any_json(name: str, value: Any) -> None:
+    error: parley.ParleyError | None = None
+    try:
+        _CALLS[name](value)
+    except parley.ParleyError as exc:  # anything else fails the test
+        error = exc
+    if error is not None:
+        assert error.code
+        assert str(error)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import pickle
@@ -17,6 +18,42 @@ import parley
 TOP = Path(__file__).resolve().parents[2]
 REF = TOP / "vectors" / "third_party" / "parley"
 NOW = 1790000000
+P = parley.key_from_seed(b"\x01" * 32)
+A = parley.key_from_seed(b"\x02" * 32)
+X = parley.key_from_seed(b"\x09" * 32)
+PRIME = 2**255 - 19
+SMALL_ORDER_Y = (
+    0,
+    1,
+    PRIME - 1,
+    2707385501144840649318225287225658788936804267575313519463743609750303402022,
+    55188659117513257062467267217118295137698188065244968500265048394206261417927,
+)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _key_text(raw: bytes) -> str:
+    return "ed25519:" + _b64(raw)
+
+
+IDENTITY = bytes([1]) + bytes(31)
+WEAK = _key_text(IDENTITY)
+FORGED = _b64(IDENTITY + bytes(32))  # R = identity, S = 0: "valid" for every message
+
+
+def _weak_encodings() -> list[bytes]:
+    out = []
+    for y in SMALL_ORDER_Y:
+        for sign in (0, 1):
+            out.append((y | (sign << 255)).to_bytes(32, "little"))
+    for y in (PRIME, PRIME + 1, 2**255 - 1):  # non-canonical spellings (y >= p)
+        out.append(y.to_bytes(32, "little"))
+    return out
+
+
 AGENT = parley.key_from_seed(b"\x02" * 32)
 
 
@@ -183,3 +220,107 @@ def test_malformed_proofs_are_unauthorized(proof: Any) -> None:
     with pytest.raises(parley.ParleyError) as caught:
         parley.verify_proof(proof, aud="a", verb="ASK", target="c", now=NOW)
     assert (caught.value.code, caught.value.reason) == ("unauthorized", "bad_proof")
+
+
+# ------------------------------------------------------------------ keys (6.1): small-order and
+# non-canonical keys, malleable signatures, a private key kept out of logs
+
+
+def test_identity_key_forgery_is_refused_by_verify_signature() -> None:
+    for message in (b"", b"any message at all", parley.canonical({"aud": "a", "ts": 1}).encode()):
+        assert parley.keys.verify_signature(WEAK, message, FORGED) is False
+
+
+@pytest.mark.parametrize("raw", _weak_encodings(), ids=lambda r: r.hex()[:8] + r.hex()[-2:])
+def test_small_order_and_non_canonical_keys_are_refused(raw: bytes) -> None:
+    text = _key_text(raw)
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.keys.parse_public_key(text)
+    assert caught.value.reason == "bad_key"
+    assert parley.keys.verify_signature(text, b"m", FORGED) is False
+    with pytest.raises(parley.ParleyError):
+        parley.mint_grant(P, text, [], iat=NOW, nonce="n")
+
+
+def test_forged_proof_under_a_small_order_key_is_refused() -> None:
+    proof = {"key": WEAK, "ts": NOW, "sig": FORGED}
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.verify_proof(proof, aud="shop.example", verb="ASK", target="shop.x", now=NOW)
+    assert (caught.value.code, caught.value.reason) == ("unauthorized", "bad_proof_signature")
+
+
+def test_stranger_cannot_extend_a_grant_held_by_a_small_order_key() -> None:
+    # A careless (or malicious) holder delegated to the identity point. Under OpenSSL's
+    # equation anyone could then append a block for themselves; the block must not verify.
+    root_payload = {"iss": P.public, "sub": WEAK, "caveats": [], "iat": NOW, "nonce": "n"}
+    root = {"p": root_payload, "s": P.sign(parley.canonical(root_payload).encode())}
+    forged = {
+        "p": {
+            "prev": parley.grants.block_id(root["s"]),
+            "sub": X.public,
+            "caveats": [],
+            "iat": NOW,
+        },
+        "s": FORGED,
+    }
+    token = "pg1." + _b64(parley.canonical([root, forged]).encode())
+    ctx = parley.GrantContext("shop.example", "ASK", "shop.x", NOW)
+    check = parley.verify_grant([token], trusted=[P.public], proof_key=X.public, ctx=ctx)
+    assert (check.ok, check.code, check.reason) == (False, "unauthorized", "bad_signature")
+    assert parley.inspect_grant(token)["signatures"] is False
+
+
+def test_honest_keys_still_verify() -> None:
+    for byte in range(1, 40):
+        key = parley.key_from_seed(bytes([byte]) * 32)
+        assert parley.keys.parse_public_key(key.public)
+        assert parley.keys.verify_signature(key.public, b"m", key.sign(b"m"))
+
+
+def test_signatures_are_not_malleable() -> None:
+    # S + L verifies under a lax verifier; the backend must refuse it (and keep refusing).
+    order = 2**252 + 27742317777372353535851937790883648493
+    sig = base64.urlsafe_b64decode(A.sign(b"m") + "==")
+    s = int.from_bytes(sig[32:], "little") + order
+    assert s < 2**256
+    mauled = _b64(sig[:32] + s.to_bytes(32, "little"))
+    assert parley.keys.verify_signature(A.public, b"m", mauled) is False
+
+
+def test_private_key_stays_out_of_logs_and_errors(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    seed = bytes(range(7, 39))
+    key = parley.key_from_seed(seed)
+    secrets = (seed.hex(), _b64(seed), repr(seed))
+    logging.getLogger("review").warning("key %s %r %s", key, key, [key])
+    errors = []
+    for call in (
+        lambda: parley.sign_proof(key, aud="a", verb="ASK", target="t", ts=2**60),
+        lambda: parley.mint_grant(key, key.public, [{"risk": "x"}], iat=NOW),
+        lambda: parley.delegate("pg1.x", key, key.public, [], iat=NOW),
+        lambda: key.sign("text"),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(parley.ParleyError) as caught:
+            call()
+        errors.append(f"{caught.value!s} {caught.value!r} {caught.value.args}")
+    for text in (caplog.text, *errors):
+        assert not any(form in text for form in secrets)
+
+
+# ------------------------------------------------------------------ proof targets
+
+
+def test_auto_targets_are_unambiguous() -> None:
+    # 'auto:a:b:c' would be capability 'a' frame 'b:c' and capability 'a:b' frame 'c'.
+    assert (
+        parley.grants.proof_target("INTENT", capability="a", auto=True, frame_id="b:c")
+        == "auto:a:b:c"
+    )
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.grants.proof_target("INTENT", capability="a:b", auto=True, frame_id="c")
+    assert caught.value.reason == "bad_target"
+    # a plain INTENT on a capability spelled like an auto target would share its proof
+    with pytest.raises(parley.ParleyError):
+        parley.grants.proof_target("INTENT", capability="auto:a:b")
+    assert parley.grants.proof_target("ASK", capability="auto:a:b") == "auto:a:b"  # verb differs

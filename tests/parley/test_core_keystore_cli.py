@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
 import stat
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,10 @@ from parley import _cli, _cli_core
 from parley._keystore import PrincipalKeyStore
 
 NOW = 1790000000
+P = parley.key_from_seed(b"\x01" * 32)
+A = parley.key_from_seed(b"\x02" * 32)
+# a small-order key (the identity point): anyone can "sign" for it, so it is refused
+WEAK = "ed25519:" + base64.urlsafe_b64encode(bytes([1]) + bytes(31)).rstrip(b"=").decode()
 
 
 @pytest.fixture
@@ -218,3 +224,162 @@ def test_grant_delegate_inspect_est(
     code, _, err = run(["inspect", "pg1.nope"], capsys)
     assert code == 1
     assert err.startswith("error: unauthorized/bad_token")
+
+
+# ------------------------------------------------------------------ principal side
+
+
+SPOOF = "Order 2 coffees\x1b[2K\r  service    shop.example\n\u202eevil\u2028\x9b31m"
+
+
+def _spoofed_consent(principal: str) -> dict[str, Any]:
+    proposal = {
+        "id": "p_1\x1b[8m",
+        "capability": "bank.transfer\r",
+        "summary": SPOOF,
+        "effects": [],
+        "cost": None,
+        "risk": "high",
+        "undo": None,
+        "expires": NOW + 600,
+    }
+    return parley.consent_request(proposal, service="evil.example\x07", principal=principal)
+
+
+def test_consent_text_cannot_rewrite_the_approval_prompt(homes: tuple[Path, Path]) -> None:
+    store = PrincipalKeyStore()
+    principal = store.create("principal")
+    prompts: list[str] = []
+    token = store.approve(
+        _spoofed_consent(principal),
+        A.public,
+        confirm=lambda p: prompts.append(p) or True,
+        iat=NOW,
+    )
+    (prompt,) = prompts
+    lines = prompt.split("\n")
+    assert len(lines) == 6  # the service cannot add or hide a line
+    assert lines[1] == "  service    evil.example\\u0007"
+    bad = [c for c in prompt if c != "\n" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]
+    assert bad == []
+    assert "\\u001b[2K\\u000d" in prompt
+    assert "\\u202eevil\\u2028\\u009b31m" in prompt
+    # the grant itself still binds the exact strings of the consent
+    caveats = parley.inspect_grant(token)["blocks"][0]["caveats"]
+    assert {"svc": ["evil.example\x07"]} in caveats
+
+
+def test_approval_checks_the_agent_key_before_prompting(homes: tuple[Path, Path]) -> None:
+    store = PrincipalKeyStore()
+    principal = store.create("principal")
+    prompts: list[str] = []
+    consent = _spoofed_consent(principal)
+    for bad_agent in ("ed25519:AAAA\n  looks fine", WEAK):
+        with pytest.raises(parley.ParleyError) as caught:
+            store.approve(consent, bad_agent, confirm=lambda p: prompts.append(p) or True, iat=NOW)
+        assert caught.value.reason == "bad_key"
+        with pytest.raises(parley.ParleyError):
+            store.mint(bad_agent, [], confirm=lambda p: prompts.append(p) or True, iat=NOW)
+    with pytest.raises(parley.ParleyError) as caught:
+        store.mint(A.public, [{"risk": "toString"}], confirm=lambda p: True, iat=NOW)
+    assert caught.value.reason == "caveat_malformed"
+    assert prompts == []  # nothing was shown for a request that could not be signed
+
+
+def test_symlinked_key_files_are_refused(homes: tuple[Path, Path], tmp_path: Path) -> None:
+    agent_home, _ = homes
+    store = parley.keys.AgentKeyStore()
+    store.create("real")
+    link = agent_home / "keys" / "agent.json"
+    os.symlink(agent_home / "keys" / "real.json", link)
+    with pytest.raises(parley.ParleyError) as caught:
+        store.key("agent")
+    assert caught.value.reason == "key_store_permissions"
+    assert store.key("real").public == store.public("real")
+
+
+def test_principal_store_refuses_the_agent_folder(
+    homes: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent_home, _ = homes
+    for home in (agent_home, agent_home / "principal", agent_home.parent):
+        with pytest.raises(parley.ParleyError) as caught:
+            PrincipalKeyStore(home)
+        assert caught.value.reason == "principal_key_isolation"
+    monkeypatch.setenv("PARLEY_PRINCIPAL_HOME", str(agent_home / "p"))
+    with pytest.raises(parley.ParleyError):
+        PrincipalKeyStore()
+
+
+def test_inspect_output_escapes_terminal_controls(
+    homes: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from parley import _cli
+
+    token = parley.mint_grant(P, A.public, [{"can": ["shop.\x9b2J\u202e*"]}], iat=NOW, nonce="n")
+    assert _cli.main(["inspect", token]) == 0
+    out = capsys.readouterr().out
+    assert "\x9b" not in out
+    assert "\u202e" not in out
+    assert "\\u009b2J\\u202e" in out
+
+
+def test_key_store_io_errors_are_parley_errors(homes: tuple[Path, Path], tmp_path: Path) -> None:
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("x", encoding="utf-8")
+    for home in (in_the_way, in_the_way / "below", Path("/dev/null/x")):
+        with pytest.raises(parley.ParleyError) as caught:
+            parley.keys.AgentKeyStore(home).create("agent")
+        assert caught.value.reason == "key_store"
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.keys.AgentKeyStore().create("agent", "not a key")  # type: ignore[arg-type]
+    assert caught.value.reason == "key_store"
+
+
+def test_an_existing_shared_folder_is_refused_not_re_moded(
+    homes: tuple[Path, Path], tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)  # noqa: S103 - like /tmp, the folder under test
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.keys.AgentKeyStore(shared).create("agent")
+    assert caught.value.reason == "key_store_permissions"
+    assert shared.stat().st_mode & 0o7777 == 0o1777
+    assert not (shared / "keys").exists()
+
+
+def test_approve_with_the_proposal_checks_the_hash_and_shows_the_effects(
+    homes: tuple[Path, Path],
+) -> None:
+    store = PrincipalKeyStore()
+    principal = store.create("principal")
+    proposal = {
+        "id": "p_1",
+        "capability": "shop.order",
+        "summary": "Order 2 coffees",
+        "effects": [{"op": "charge", "target": "card\x1b[2K", "to": 1250}],
+        "cost": {"amount": 1250, "currency": "USD"},
+        "risk": "medium",
+        "undo": {"window": 600},
+        "expires": NOW + 600,
+    }
+    consent = parley.consent_request(proposal, service="shop.example", principal=principal)
+    prompts: list[str] = []
+
+    def confirm(prompt: str) -> bool:
+        prompts.append(prompt)
+        return True
+
+    # a consent whose hash is not the hash of the proposal shown is refused unprompted
+    swapped = {**proposal, "effects": [{"op": "charge", "target": "card", "to": 99999}]}
+    with pytest.raises(parley.ParleyError) as caught:
+        store.approve(consent, A.public, confirm=confirm, iat=NOW, proposal=swapped)
+    assert caught.value.reason in ("consent_mismatch", "hash_mismatch")
+    assert prompts == []
+    token = store.approve(consent, A.public, confirm=confirm, iat=NOW, proposal=proposal)
+    (prompt,) = prompts
+    assert '  effect     {"op": "charge", "target": "card\\u001b[2K", "to": 1250}' in prompt
+    assert '  cost       {"amount": 1250, "currency": "USD"}' in prompt
+    assert "  risk       medium" in prompt
+    assert {"only": consent["hash"]} in parley.inspect_grant(token)["blocks"][0]["caveats"]

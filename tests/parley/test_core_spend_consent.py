@@ -135,3 +135,70 @@ def test_consent_request_refuses_bad_proposals(bad: Any) -> None:
 def test_consent_for_shown_refuses_malformed_requests(request_: Any) -> None:
     with pytest.raises(parley.ParleyError):
         parley.grants.consent_for_shown(PROPOSAL, service="shop.example", request=request_)
+
+
+# ------------------------------------------------------------------ spend splitting
+
+
+def test_two_proposals_under_the_cap_cannot_exceed_it_together() -> None:
+    token = parley.mint_grant(
+        P, A.public, [{"spend": {"max": 10000, "currency": "USD"}}], iat=NOW, nonce="n"
+    )
+    ledger = parley.stores.MemorySpendLedger()
+    outcomes = []
+    for key, digest in (("p_1", "h1"), ("p_2", "h2")):
+        blocks = parley.decode_grant(token).block_ids
+        facts = parley.ProposalFacts(digest, parley.grants.Cost(6000, "USD"), "low")
+        ctx = parley.GrantContext(
+            "s", "COMMIT", "c", NOW, proposal=facts, spent=ledger.totals(blocks, excluding=key)
+        )
+        check = parley.verify_grant([token], trusted=[P.public], proof_key=A.public, ctx=ctx)
+        if not check.ok:
+            outcomes.append(check.code)
+            continue
+        assert ledger.reserve(key, list(check.spend_caps), 6000, "USD")
+        ledger.commit(key)
+        outcomes.append("ok")
+    assert outcomes == ["ok", "consent_required"]
+    # the retry of the first is not refused by its own spend, and is not counted twice
+    blocks = parley.decode_grant(token).block_ids
+    facts = parley.ProposalFacts("h1", parley.grants.Cost(6000, "USD"), "low")
+    ctx = parley.GrantContext(
+        "s", "COMMIT", "c", NOW, proposal=facts, spent=ledger.totals(blocks, excluding="p_1")
+    )
+    check = parley.verify_grant([token], trusted=[P.public], proof_key=A.public, ctx=ctx)
+    assert check.ok
+    assert ledger.reserve("p_1", list(check.spend_caps), 6000, "USD") is False
+    assert ledger.totals(blocks) == {blocks[0]: 6000}
+
+
+def test_consent_for_shown_can_pin_the_principal() -> None:
+    proposal = {
+        "id": "p_1",
+        "capability": "shop.order",
+        "summary": "Order 2 coffees",
+        "effects": [],
+        "cost": None,
+        "risk": "high",
+        "undo": None,
+        "expires": NOW + 600,
+    }
+    other = parley.key_from_seed(b"\x05" * 32).public
+    request = parley.consent_request(proposal, service="shop.example", principal=other)
+    with pytest.raises(parley.ParleyError) as caught:
+        parley.grants.consent_for_shown(
+            proposal, service="shop.example", request=request, principals=[P.public]
+        )
+    assert (caught.value.code, caught.value.reason) == ("conflict", "consent_mismatch")
+    ok = parley.grants.consent_for_shown(
+        proposal, service="shop.example", request=request, principals={P.public, other}
+    )
+    assert ok["principal"] == other
+    assert parley.grants.consent_for_shown(proposal, service="shop.example", request=request) == ok
+    with pytest.raises(parley.ParleyError):
+        parley.grants.consent_for_shown(
+            proposal,
+            service="shop.example",
+            request=request,
+            principals=other,  # type: ignore[arg-type]
+        )
