@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import parley  # noqa: E402
 import vxp  # noqa: E402
-from parley._grants import SpendCap  # noqa: E402
+from parley.grants import SpendCap  # noqa: E402
 
 COMMITS = 200  # per measurement and process
 APPENDS = 200

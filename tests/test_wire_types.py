@@ -202,7 +202,7 @@ def test_a_pending_result_has_no_parts_and_raises_unavailable() -> None:
     )
     with pytest.raises(parley.ParleyError) as caught:
         pending.raise_for_error()
-    assert (caught.value.code, caught.value.reason) == ("unavailable", "pending")
+    assert (caught.value.code, caught.value.reason) == ("not_ready", "pending")
 
 
 @pytest.mark.parametrize(

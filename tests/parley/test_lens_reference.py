@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 import parley
 from parley._fit_oracle import PLACEHOLDER, fit_oracle
-from parley._grants import Cost
 from parley._lean import compact_json, u16_len
 from parley._lens import effect_line
+from parley.grants import Cost
 
 from .runtime_harness import AGENT, PRINCIPAL, SERVICE_ID, grant, load_shop
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import parley
-from parley._grants import SpendCap
+from parley.grants import SpendCap
 from parley.stores import Lease, ProposalRecord, ReceiptRecord
 
 NOW = 1_790_000_000
