@@ -12,12 +12,13 @@ import json
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
+from typing import TYPE_CHECKING, Any
 
 from .errors import ParleyError
+
+if TYPE_CHECKING:  # jsonschema loads with the first validator, not with `import parley`
+    from jsonschema import Draft202012Validator
+    from referencing import Registry
 
 __all__ = ["load_schema", "schema_names", "validator"]
 
@@ -64,6 +65,8 @@ def load_schema(name: str) -> dict[str, Any]:
 
 @functools.cache
 def _registry() -> Registry[Any]:
+    from referencing import Registry, Resource
+
     pairs: list[tuple[str, Resource[Any]]] = []
     for n in schema_names():
         contents = load_schema(n)
@@ -81,6 +84,8 @@ def validator(name: str) -> Draft202012Validator:
 
     Relative ``$ref`` values resolve against the other schemas of this package by name.
     """
+    from jsonschema import Draft202012Validator
+
     schema = load_schema(name)
     base = dict(schema)
     base.setdefault("$id", name)
