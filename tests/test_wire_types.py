@@ -122,7 +122,9 @@ class _Pair:
         result = None
         for reply in self.service.handle(frame, now=NOW):
             assert _reply_problems(reply) == []
-            result = self.agent.receive(reply) or result
+            got = self.agent.receive(reply)
+            if got is not None:  # a Result has no truth value: compare with None
+                result = got
         assert result is not None
         return result
 
