@@ -144,15 +144,12 @@ def _grant(case: dict[str, Any]) -> str | None:
 
 
 def _lens(case: dict[str, Any]) -> str | None:
-    import parley  # the Lens functions live beside this module; looked up at run time
+    from . import lens  # parley.lens: lean for values, lens for replies
 
     kind = case.get("type", "value")
-    name = "lean" if kind == "value" else "lens" if kind == "reply" else None
-    if name is None:
+    if kind not in ("value", "reply"):
         return f"unknown case type {kind!r}"
-    render: Callable[[Any], str] | None = getattr(parley, name, None)
-    if render is None:
-        return f"parley.{name} is not available"
+    render: Callable[[Any], str] = lens.lean if kind == "value" else lens.lens
     return _compare(render(case["input"]), case["lens"])
 
 
