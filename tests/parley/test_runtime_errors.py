@@ -160,3 +160,21 @@ def test_a_failed_grant_check_raises_only_when_asked() -> None:
     with pytest.raises(parley.ParleyProtocolError) as caught:
         check.raise_for_failure()
     assert (caught.value.code, caught.value.reason) == ("unauthorized", "no_grant")
+
+
+@pytest.mark.parametrize("code", ["bad_argument", "no_such_code"])
+def test_a_capability_refusing_with_a_code_outside_section_7_is_answered_internal(
+    code: str,
+) -> None:
+    service = parley.Service(SERVICE_ID, name="Shop", clock=lambda: 1_790_000_000)
+
+    @service.ask("shop.odd")
+    def odd(params: dict[str, Any], ctx: parley.Context) -> Any:
+        raise parley.ServiceError(code, "a local code cannot travel")
+
+    agent = parley.Agent(AGENT, service=SERVICE_ID, clock=lambda: 1_790_000_000)
+    (reply,) = service.handle(agent.ask("shop.odd"))
+    result = agent.receive(reply)
+    assert result is not None
+    assert result.code == "internal"
+    assert "local code" not in str(result.error)
