@@ -34,9 +34,11 @@ Quick start: a principal grants an agent a capped, scoped grant; a service check
     True
 
 Time is integer epoch seconds; every ``now`` also takes an aware :class:`datetime.datetime`
-(a naive one is a usage error). The rest of the API lives in documented submodules:
+(a naive one is a usage error). :func:`load_schema` and :func:`schema_names` give the JSON
+Schemas of every wire object (as in every package of this distribution). The rest of the
+API lives in documented submodules:
 :mod:`parley.grants` (decoded grants, caveats, proof targets, consent helpers),
-:mod:`parley.keys`, :mod:`parley.wire` (frames, schemas, typed replies),
+:mod:`parley.keys`, :mod:`parley.wire` (frames, typed replies),
 :mod:`parley.lens.lens` (Lens, budgets, handles), :mod:`parley.service`,
 :mod:`parley.stores`, :mod:`parley.net` (transports; loaded only when used),
 :mod:`parley.errors` (the code table) and :mod:`parley.conformance`. ``import parley``
@@ -65,6 +67,7 @@ from ._grants import (
 )
 from ._keys import Key, generate_key, key_from_seed
 from ._proof import sign_proof, verify_proof
+from ._schemas import load_schema, schema_names
 from ._service import Context, Service, ServiceError, clarify, offer
 from ._stores import open_store
 from .errors import ParleyError, ParleyProtocolError, ParleyUsageError
@@ -97,11 +100,13 @@ __all__ = [
     "generate_key",
     "inspect_grant",
     "key_from_seed",
+    "load_schema",
     "mint_consent_grant",
     "mint_grant",
     "offer",
     "open_store",
     "proposal_hash",
+    "schema_names",
     "serve",
     "serve_forever",
     "sign_proof",

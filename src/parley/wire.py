@@ -1,4 +1,4 @@
-"""Parley on the wire: frames, base64url, the JSON Schemas, and typed views of every reply.
+"""Parley on the wire: frames, base64url, and typed views of every reply.
 
 The typed views are :class:`typing.TypedDict` classes (the objects stay plain JSON dicts at
 run time): a reply is the union :data:`Reply` told apart by its ``kind``
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from ._b64 import b64url_decode, b64url_encode
 from ._frames import MAX_FRAME, LineBuffer, encode_frame, parse_frame
-from ._schemas import load_schema, schema_names
 from ._wire import (
     AnswerReply,
     BriefCapability,
@@ -72,7 +71,5 @@ __all__ = [
     "b64url_decode",
     "b64url_encode",
     "encode_frame",
-    "load_schema",
     "parse_frame",
-    "schema_names",
 ]

@@ -193,7 +193,7 @@ def _trigger(code: str) -> None:
     elif code == "not_ready":
         parley.Agent(AGENT).intent("shop.buy")
     elif code == "schema_unknown":
-        parley.wire.load_schema("no/such.json")
+        parley.load_schema("no/such.json")
     else:  # pragma: no cover - a new code needs a trigger here
         raise AssertionError(f"no trigger for {code}")
 
@@ -238,7 +238,7 @@ def test_schemas_missing_in_an_install_without_schemas(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "src" / "_ppcodes", tmp_path / "src" / "_ppcodes")
     code = (
         "import parley.wire\n"
-        "try:\n    parley.wire.schema_names()\n"
+        "try:\n    parley.schema_names()\n"
         "except parley.ParleyUsageError as e:\n    print(e.code)\n"
     )
     out = subprocess.run(
