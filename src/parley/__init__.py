@@ -39,7 +39,7 @@ Schemas of every wire object (as in every package of this distribution). The res
 API lives in documented submodules:
 :mod:`parley.grants` (decoded grants, caveats, proof targets, consent helpers),
 :mod:`parley.keys`, :mod:`parley.wire` (frames, typed replies),
-:mod:`parley.lens.lens` (Lens, budgets, handles), :mod:`parley.service`,
+:mod:`parley.lens` (Lens, budgets, handles), :mod:`parley.service`,
 :mod:`parley.stores`, :mod:`parley.net` (transports; loaded only when used),
 :mod:`parley.errors` (the code table) and :mod:`parley.conformance`. ``import parley``
 loads no transport: :mod:`asyncio`, :mod:`ssl` and :mod:`socket` load with the first

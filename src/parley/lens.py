@@ -5,7 +5,7 @@
 :func:`fit` cuts a reply to a budget, parking the rest behind ``more`` handles that
 :func:`expand` serves back (:func:`park`, :func:`new_handle`, a :class:`HandleStore`).
 
->>> from parley.lens.lens import estimate, lean
+>>> from parley.lens import estimate, lean
 >>> print(lean({"b": 1, "a": [1, 2]}))
 b: 1
 a: [1, 2]

@@ -253,3 +253,11 @@ def test_an_unknown_attribute_is_an_attribute_error() -> None:
         parley.no_such_name  # type: ignore[attr-defined]  # noqa: B018
     assert "connect" in dir(parley)
     assert "net" in dir(parley)
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_every_public_module_docstring_example_runs(name: str) -> None:
+    import doctest
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
