@@ -204,6 +204,19 @@ class Agent:
         clock: Callable[[], float] = time.time,
         rand: Callable[[int], bytes] = secrets.token_bytes,
     ) -> None:
+        if not isinstance(key, Key):
+            raise ParleyError("bad_argument", "an agent is built on a parley.Key", reason="bad_key")
+        if service is not None and not isinstance(service, str):
+            raise ParleyError(
+                "bad_argument", "service is the service id string", reason="bad_argument"
+            )
+        if not callable(clock) or not callable(rand):
+            raise ParleyError("bad_argument", "clock and rand are callables", reason="bad_argument")
+        # grants are tokens, the peer's kind of data: a malformed list is a protocol error
+        if isinstance(grants, (str, bytes)) or not isinstance(grants, Sequence):
+            raise ParleyError("unauthorized", "grants is a list of tokens", reason="bad_token")
+        if not all(isinstance(token, str) for token in grants):
+            raise ParleyError("unauthorized", "every grant is a token string", reason="bad_token")
         self.key = key
         self.grants = list(grants)
         self.service = service

@@ -410,6 +410,12 @@ class Service:
         commit_lease: int = COMMIT_LEASE,
         owner: str | None = None,
     ) -> None:
+        if not isinstance(service_id, str) or not isinstance(name, str):
+            raise ParleyError(
+                "bad_argument", "service_id and name are strings", reason="bad_argument"
+            )
+        if not callable(clock) or not callable(rand):
+            raise ParleyError("bad_argument", "clock and rand are callables", reason="bad_argument")
         self.id = service_id
         self.name = name
         self.summary = summary

@@ -301,3 +301,24 @@ def test_the_callers_own_arguments_are_usage_errors() -> None:
     raises_code(
         lambda: parley.Result({"id": "a1"}).raise_for_error(), ParleyUsageError, "not_ready"
     )
+
+
+def test_agent_and_service_constructors_refuse_bad_arguments_with_parley_errors() -> None:
+    key = parley.key_from_seed(bytes(32))
+    usage = [
+        lambda: parley.Agent("not a key"),  # type: ignore[arg-type]
+        lambda: parley.Agent(key, clock="not callable"),  # type: ignore[arg-type]
+        lambda: parley.Agent(key, rand=None),  # type: ignore[arg-type]
+        lambda: parley.Agent(key, service=7),  # type: ignore[arg-type]
+        lambda: parley.Service(7, name="x"),  # type: ignore[arg-type]
+        lambda: parley.Service("x", name="x", clock="no"),  # type: ignore[arg-type]
+    ]
+    for call in usage:
+        with pytest.raises(ParleyUsageError) as caught:
+            call()
+        assert caught.value.code == "bad_argument"
+    # grants are tokens, protocol data: a malformed list is the protocol error bad_token
+    for grants in (7, [7], "pg1.x"):
+        with pytest.raises(ParleyProtocolError) as refused:
+            parley.Agent(key, grants)  # type: ignore[arg-type]
+        assert refused.value.reason == "bad_token"
