@@ -411,6 +411,10 @@ class Client:
         close: Callable[[], Awaitable[None]] | None = None,
         reconnect: bool = False,
     ) -> None:
+        if not isinstance(agent, Agent) or not callable(send):
+            raise ParleyError(
+                "bad_argument", "a Client takes an Agent and a send callable", reason="bad_argument"
+            )
         self.agent = agent
         self._send = send
         self._close = close

@@ -39,7 +39,12 @@ async def connect(
     ``http://…`` / ``https://…`` (the HTTP bridge, a connection per request). For the
     stream URLs, ``reconnect=True`` dials again after the server closed the connection
     (``attempts`` tries, exponential ``backoff`` seconds); see :func:`connect_stream`.
+    A URL that is not a string is ``bad_config``, an ``agent`` that is not an
+    :class:`parley.Agent` ``bad_argument`` (both usage errors).
     """
+    _check_url(url)
+    if not isinstance(agent, Agent):
+        raise ParleyError("bad_argument", "connect() takes a parley.Agent", reason="bad_argument")
     if url.startswith(("parley://", "parleys://")):
         return await connect_stream(
             url, agent, ssl=ssl, reconnect=reconnect, attempts=attempts, backoff=backoff
@@ -63,8 +68,12 @@ async def serve(
 
     ``parleys`` needs an ``ssl`` server context or ``certfile``/``keyfile``; ``https``
     needs ``certfile``/``keyfile``. Returns the started server (an
-    :class:`asyncio.Server`, or uvicorn's server for HTTP).
+    :class:`asyncio.Server`, or uvicorn's server for HTTP). A URL that is not a string is
+    ``bad_config``, a ``service`` that is not a :class:`parley.Service` ``bad_argument``.
     """
+    _check_url(url)
+    if not isinstance(service, Service):
+        raise ParleyError("bad_argument", "serve() takes a parley.Service", reason="bad_argument")
     if url.startswith(("parley://", "parleys://")):
         scheme, host, port = parse_url(url)
         context = None
@@ -90,6 +99,11 @@ async def serve(
             ssl_keyfile=keyfile if parts.scheme == "https" else None,
         )
     raise ParleyError("bad_config", f"cannot serve at {url[:80]!r}", reason="bad_url")
+
+
+def _check_url(url: object) -> None:
+    if not isinstance(url, str):
+        raise ParleyError("bad_config", "a Parley URL is a string", reason="bad_url")
 
 
 async def serve_forever(url: str, service: Service, **options: Any) -> None:

@@ -37,11 +37,13 @@ def open_store(url: str, *, create: bool = True) -> Store:
     ``:memory:`` is a :class:`~parley.stores.MemoryStore` (lost when the process ends);
     ``sqlite:PATH`` a :class:`~parley.stores.SQLiteStore`, its folder created ``0700`` if missing
     (the file is created ``0600`` by the store). ``create=False`` (read-only commands,
-    ``parley state``) refuses a file that does not exist (``not_found``/``no_state``)
+    ``parley state``) refuses a file that does not exist (``bad_config``/``no_state``)
     rather than creating it and its folders. ``postgresql://…`` is a
     :class:`parley._postgres.PostgresStore` (replicas on one database share it); with
     ``create=False`` a database holding no Parley state is refused the same way.
     """
+    if not isinstance(url, str):
+        raise ParleyError("bad_config", "a state URL is a string", reason="bad_state")
     if url == ":memory:":
         return MemoryStore()
     if url.startswith("sqlite:"):

@@ -322,3 +322,18 @@ def test_agent_and_service_constructors_refuse_bad_arguments_with_parley_errors(
         with pytest.raises(ParleyProtocolError) as refused:
             parley.Agent(key, grants)  # type: ignore[arg-type]
         assert refused.value.reason == "bad_token"
+
+
+def test_entry_points_refuse_arguments_of_the_wrong_type_as_usage_errors() -> None:
+    key = parley.key_from_seed(bytes(32))
+    service = parley.Service("x", name="x")
+    calls = [
+        (lambda: asyncio.run(parley.connect(7, parley.Agent(key))), "bad_config"),  # type: ignore[arg-type]
+        (lambda: asyncio.run(parley.connect("parley://127.0.0.1:1", "agent")), "bad_argument"),  # type: ignore[arg-type]
+        (lambda: asyncio.run(parley.serve(7, service)), "bad_config"),  # type: ignore[arg-type]
+        (lambda: asyncio.run(parley.serve("parley://127.0.0.1:0", "svc")), "bad_argument"),  # type: ignore[arg-type]
+        (lambda: parley.open_store(7), "bad_config"),  # type: ignore[arg-type]
+        (lambda: parley.Client("agent", None), "bad_argument"),  # type: ignore[arg-type]
+    ]
+    for call, code in calls:
+        raises_code(call, ParleyUsageError, code)
