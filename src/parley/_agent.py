@@ -81,13 +81,15 @@ class Result(Report):
     @property
     def kind(self) -> ReplyKind | None:
         """The final reply's kind (``None`` while pending)."""
-        kind = None if self.reply is None else self.reply.get("kind")
+        reply = self._raw()
+        kind = None if reply is None else reply.get("kind")
         return kind if kind in FINAL_KINDS else None
 
     @property
     def ok(self) -> bool:
         """True when the final reply is not an ``ERROR``."""
-        return self.reply is not None and self.reply.get("kind") != "ERROR"
+        reply = self._raw()
+        return reply is not None and reply.get("kind") != "ERROR"
 
     @property
     def code(self) -> ErrorCode | None:
@@ -141,8 +143,14 @@ class Result(Report):
             raise _bad_reply("an ERROR whose reason is not a string")
         return cast(ErrorReply, reply)
 
+    def _raw(self) -> Mapping[str, Any] | None:
+        reply: object = self.reply
+        if reply is not None and not isinstance(reply, Mapping):
+            raise _bad_reply("a reply that is not an object")
+        return reply
+
     def _reply_of(self, kind: ReplyKind) -> Mapping[str, Any] | None:
-        reply: Mapping[str, Any] | None = self.reply
+        reply = self._raw()
         return reply if reply is not None and reply.get("kind") == kind else None
 
     def raise_for_error(self) -> Result:
@@ -153,7 +161,7 @@ class Result(Report):
         the reply's wire ``code`` and ``reason``: the same shape as a peer's bad data
         raised locally, so one ``except parley.ParleyProtocolError`` holds both.
         """
-        if self.reply is None:
+        if self._raw() is None:
             raise ParleyError("not_ready", "the request has no reply yet", reason="pending")
         error = self.error
         if error is None:

@@ -156,8 +156,21 @@ class Clarify:
 
 
 def clarify(question: str, options: Sequence[tuple[str, Mapping[str, Any]]]) -> Clarify:
-    """Build a ``CLARIFY``: each option is ``(label, params merge patch)`` (RFC 7396)."""
-    return Clarify(question, tuple((str(label), dict(patch)) for label, patch in options))
+    """Build a ``CLARIFY``: each option is ``(label, params merge patch)`` (RFC 7396).
+
+    Anything else is the usage error ``bad_argument``.
+    """
+    if not isinstance(question, str) or isinstance(options, (str, bytes, Mapping)):
+        raise ParleyError("bad_argument", "clarify(question, options)", reason="bad_argument")
+    try:
+        pairs: list[tuple[Any, ...]] = [tuple(option) for option in options]
+    except TypeError:
+        pairs = [()]
+    if not all(len(p) == 2 and isinstance(p[1], Mapping) for p in pairs):
+        raise ParleyError(
+            "bad_argument", "each option is a (label, params patch) pair", reason="bad_argument"
+        )
+    return Clarify(question, tuple((str(label), dict(patch)) for label, patch in pairs))
 
 
 def offer(
@@ -178,8 +191,22 @@ def offer(
     is sent but not hashed; ``plan`` is kept by the service for the commit callable and
     never sent; ``ttl`` overrides the service's proposal lifetime.
     """
+    if not isinstance(summary, str) or isinstance(effects, (str, bytes, Mapping)):
+        raise ParleyError("bad_argument", "offer(summary, effects, …)", reason="bad_argument")
+    try:
+        effects = list(effects)
+    except TypeError:
+        effects = [None]  # type: ignore[list-item]
+    if not all(isinstance(e, Mapping) for e in effects):
+        raise ParleyError("bad_argument", "each effect is an object", reason="bad_argument")
     if isinstance(cost, tuple):
+        if len(cost) != 2:
+            raise ParleyError("bad_argument", "cost is (amount, currency)", reason="bad_argument")
         cost = {"amount": cost[0], "currency": cost[1]}
+    elif cost is not None and not isinstance(cost, Mapping):
+        raise ParleyError(
+            "bad_argument", "cost is (amount, currency) or an object", reason="bad_argument"
+        )
     out: dict[str, Any] = {
         "summary": summary,
         "effects": [dict(e) for e in effects],

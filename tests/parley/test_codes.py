@@ -337,3 +337,33 @@ def test_entry_points_refuse_arguments_of_the_wrong_type_as_usage_errors() -> No
     ]
     for call, code in calls:
         raises_code(call, ParleyUsageError, code)
+
+
+@pytest.mark.parametrize("reply", [7, "x", [], 1.5, b"x"])
+def test_a_result_whose_reply_is_not_an_object_is_a_bad_reply(reply: Any) -> None:
+    result = parley.Result({"id": "a1"}, reply)
+    for read in (
+        lambda: result.kind,
+        lambda: result.ok,
+        lambda: result.data,
+        lambda: result.code,
+        result.raise_for_error,
+    ):
+        raises_code(read, ParleyProtocolError, "bad_frame")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: parley.offer("s", 7),  # type: ignore[arg-type]
+        lambda: parley.offer("s", [7]),  # type: ignore[list-item]
+        lambda: parley.offer("s", [], cost=(1,)),  # type: ignore[arg-type]
+        lambda: parley.offer(7, []),  # type: ignore[arg-type]
+        lambda: parley.clarify("q", 7),  # type: ignore[arg-type]
+        lambda: parley.clarify("q", ["x"]),  # type: ignore[list-item]
+        lambda: parley.clarify("q", [("a", 7)]),  # type: ignore[list-item]
+        lambda: parley.clarify(7, []),  # type: ignore[arg-type]
+    ],
+)
+def test_offer_and_clarify_refuse_bad_arguments_as_usage_errors(call: Any) -> None:
+    raises_code(call, ParleyUsageError, "bad_argument")
