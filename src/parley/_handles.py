@@ -65,6 +65,8 @@ def new_handle(randbytes: Callable[[int], bytes] = secrets.token_bytes) -> str:
     >>> handle.startswith("h_"), len(handle)
     (True, 26)
     """
+    if not callable(randbytes):
+        raise ParleyError("bad_argument", "randbytes is a callable", reason="bad_random")
     letters: list[str] = []
     for _ in range(64):  # a fair source needs one chunk, very rarely two
         if len(letters) >= _HANDLE_LETTERS:
@@ -130,6 +132,8 @@ class MemoryHandleStore:
     """
 
     def __init__(self, *, max_entries: int = 10_000, max_chars: int = 64 * 1024 * 1024) -> None:
+        if type(max_entries) is not int or type(max_chars) is not int:
+            raise ParleyError("bad_argument", "store limits are integers", reason="bad_limits")
         if max_entries < 1 or max_chars < 1:
             raise ParleyError("bad_argument", "store limits must be positive", reason="bad_limits")
         self.max_entries = max_entries
@@ -199,6 +203,11 @@ class MemoryHandleStore:
         return parked.value
 
 
+def _check_store(store: object) -> None:
+    if not isinstance(store, HandleStore):
+        raise ParleyError("bad_argument", "store is a HandleStore", reason="bad_argument")
+
+
 def park(
     store: HandleStore,
     parked: dict[str, Any],
@@ -212,6 +221,11 @@ def park(
     ``now`` is integer epoch seconds or an aware datetime (a naive one is a usage error).
     """
     now = epoch_seconds(now, "now")
+    _check_store(store)
+    if not isinstance(parked, dict):
+        raise ParleyError(
+            "bad_argument", "parked is fit()'s dict of remainders", reason="bad_argument"
+        )
     for handle, value in parked.items():
         store.put(handle, value, key=key, now=now, ttl=ttl)
 
@@ -315,6 +329,8 @@ def expand_slice(
     ([0, 1, 2, 3, 4], 45)
     """
     budget = _check_budget(budget)
+    if not callable(handles):
+        raise ParleyError("bad_argument", "handles is a callable", reason="bad_argument")
     if isinstance(value, list):
         name = "items"
     elif isinstance(value, str):
@@ -382,6 +398,7 @@ def expand(
     ``now`` is integer epoch seconds or an aware datetime (a naive one is a usage error).
     """
     now = epoch_seconds(now, "now")
+    _check_store(store)
     value = store.get(handle, key=key, now=now)
     answer, parked = expand_slice(value, budget, handles=handles)
     park(store, parked, key=key, now=now, ttl=ttl)

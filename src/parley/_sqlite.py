@@ -165,6 +165,8 @@ class SQLiteStore:
         receipt_ttl: int = 86_400,
         timeout: float = 30.0,
     ) -> None:
+        if not isinstance(path, str) or not path:
+            raise ParleyError("bad_config", "a SQLite store needs a file path", reason="bad_state")
         self.path = path
         self.max_proposals = max_proposals
         self.max_anonymous = max_anonymous

@@ -770,6 +770,8 @@ def load_state(store: Store, state: dict[str, Any], *, now: int | datetime) -> N
         aware datetime (a naive one is a usage error).
     """
     now = epoch_seconds(now, "now")
+    if not isinstance(store, Store) or not isinstance(state, dict):
+        raise ParleyError("bad_argument", "load_state(store, state dict)", reason="bad_state")
     for raw in state.get("proposals", []):
         store.add_proposal(ProposalRecord.from_json(raw), now=now)
     for block, amount in state.get("spent", {}).items():

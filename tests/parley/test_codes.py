@@ -367,3 +367,26 @@ def test_a_result_whose_reply_is_not_an_object_is_a_bad_reply(reply: Any) -> Non
 )
 def test_offer_and_clarify_refuse_bad_arguments_as_usage_errors(call: Any) -> None:
     raises_code(call, ParleyUsageError, "bad_argument")
+
+
+@pytest.mark.parametrize("bad", [7, None, "x", [], 1.5])
+def test_handles_and_stores_refuse_the_callers_bad_arguments_as_usage_errors(bad: Any) -> None:
+    lens, stores = parley.lens, parley.stores
+    store = lens.MemoryHandleStore()
+    calls = [
+        lambda: lens.park(bad, {"h_x": 1}, key=None, now=NOW),
+        lambda: lens.expand(bad, "h_x", 100, key=None, now=NOW),
+        lambda: lens.new_handle(bad),
+        lambda: lens.expand_slice(list(range(100)), 10, handles=bad),
+        lambda: stores.load_state(bad, {}, now=NOW),
+    ]
+    if not isinstance(bad, int):  # a positive int is a fine limit
+        calls.append(lambda: lens.MemoryHandleStore(max_entries=bad))
+        calls.append(lambda: lens.MemoryHandleStore(max_chars=bad))
+    if not isinstance(bad, str):  # a string is a fine path or state
+        calls.append(lambda: stores.SQLiteStore(bad))
+        calls.append(lambda: lens.park(store, bad, key=None, now=NOW))
+        calls.append(lambda: stores.load_state(stores.MemoryStore(), bad, now=NOW))
+    for call in calls:
+        with pytest.raises(ParleyUsageError):
+            call()
