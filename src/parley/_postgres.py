@@ -224,7 +224,7 @@ class PostgresStore:
                 ).fetchone() == (True,):
                     self._pg.close()
                     raise ParleyError(
-                        "not_found",
+                        "bad_config",
                         f"no Parley state in {self.path[:200]} (check --state)",
                         reason="no_state",
                     )
