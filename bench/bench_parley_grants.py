@@ -59,7 +59,7 @@ CAVEATS: list[dict[str, Any]] = [
     {"spend": {"max": 20000, "currency": "USD"}},
     {"risk": "medium"},
 ]
-FACTS = parley.ProposalFacts("h", parley.Cost(1250, "USD"), "low")
+FACTS = parley.ProposalFacts("h", parley.grants.Cost(1250, "USD"), "low")
 CTX = parley.GrantContext("shop.example", "COMMIT", "shop.order", NOW, FACTS)
 
 
@@ -83,8 +83,8 @@ class Input:
         signers = [grant.principal] + [b.sub for b in grant.blocks[:-1]]
         self.raw = [
             (
-                parley.parse_public_key(signer),
-                parley.b64url_decode(block.sig),
+                parley.keys.parse_public_key(signer),
+                parley.wire.b64url_decode(block.sig),
                 parley.canonical(block.payload).encode(),
             )
             for signer, block in zip(signers, grant.blocks, strict=True)
@@ -123,7 +123,9 @@ def _c_dumps() -> Callable[[Any], str]:
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(parley.GrantCheck)}
 
 
-def _new_authorized(grant: parley.Grant, caps: list[parley.SpendCap], at: int) -> parley.GrantCheck:
+def _new_authorized(
+    grant: parley.grants.Grant, caps: list[parley.grants.SpendCap], at: int
+) -> parley.GrantCheck:
     result: parley.GrantCheck = object.__new__(parley.GrantCheck)
     fields = result.__dict__
     fields.update(_DEFAULTS)
@@ -255,7 +257,7 @@ def _step_savings(item: Input, number: int, rounds: int) -> dict[str, tuple[floa
     grant = parley.decode_grant(item.token)
     payloads = [dict(b.payload) for b in grant.blocks]
     sigs = [b.sig for b in grant.blocks]
-    caps = [parley.SpendCap(grant.id, 20000, "USD")]
+    caps = [parley.grants.SpendCap(grant.id, 20000, "USD")]
     plain_decoder, fast_decoder = _grant_token._DECODER, _ScanOnce(_grant_token._DECODER)
     plain_dumps, fast_dumps = _grant_token._dumps, _c_dumps()
     plain_key = _keys._public_key_object

@@ -234,16 +234,16 @@ def size_table(
     for label, reply, _budget in workloads:
         value = reply["data"] if reply["kind"] == "ANSWER" else reply
         texts = {
-            "Lens": parley.lens(reply),
+            "Lens": parley.lens.lens(reply),
             "minified JSON": json.dumps(value, separators=(",", ":"), ensure_ascii=False),
             "pretty JSON": json.dumps(value, indent=2, ensure_ascii=False),
         }
         if toon is not None:
             texts["TOON"] = toon(value)
-        base_est = parley.estimate(texts["Lens"])
+        base_est = parley.lens.estimate(texts["Lens"])
         base_real = count(texts["Lens"]) if count is not None else None
         for name, text in texts.items():
-            est = parley.estimate(text)
+            est = parley.lens.estimate(text)
             real = count(text) if count is not None else None
             real_text = f"{real:7d}" if real is not None else f"{'-':>7s}"
             ratio = f"{est / base_est:5.2f}x"
@@ -256,8 +256,8 @@ def size_table(
 def handle_table(count: Counter | None) -> None:
     """What one EXPAND handle and one whole ``more`` line cost."""
     print("\n== What EXPAND costs: estimated | real o200k tokens ==")
-    handles = [parley.new_handle() for _ in range(200)]
-    est = statistics.mean(parley.estimate(h) for h in handles)
+    handles = [parley.lens.new_handle() for _ in range(200)]
+    est = statistics.mean(parley.lens.estimate(h) for h in handles)
     line = f"… 9950 more at data.rows — EXPAND {handles[0]} (~{123456} tokens)"
     if count is None:
         print(f"a handle ({handles[0]}): est {est:.1f} (real counts need tiktoken)")
@@ -269,7 +269,7 @@ def handle_table(count: Counter | None) -> None:
         f"{statistics.mean(real):.1f} (min {min(real)}, max {max(real)})"
     )
     print(
-        f"a whole more line ({line!r}): est {parley.estimate(line)} | o200k "
+        f"a whole more line ({line!r}): est {parley.lens.estimate(line)} | o200k "
         f"{statistics.mean(lines):.1f} (mean of 200 handles)"
     )
 
@@ -287,8 +287,8 @@ def speed_table(
         cold_toon = fresh_copies(value, rounds)
         fns: dict[str, Callable[[], Any]] = {
             "json.dumps": lambda v=value: json.dumps(v),
-            "lean warm": lambda v=value: parley.lean(v),
-            "lean cold": lambda c=cold_lean: parley.lean(next(c)),
+            "lean warm": lambda v=value: parley.lens.lean(v),
+            "lean cold": lambda c=cold_lean: parley.lens.lean(next(c)),
         }
         if toon is not None:
             fns["toon warm"] = lambda v=value, e=toon: e(v)
@@ -331,19 +331,19 @@ def main() -> None:
 
     print("\n== Fitting cost, as a multiple of one Lens render of the same reply ==")
     for label, reply, budget in workloads:
-        render = best_of(lambda r=reply: parley.lens(r), repeat)
+        render = best_of(lambda r=reply: parley.lens.lens(r), repeat)
         fast = best_of(
-            lambda r=reply, b=budget: parley.fit(r, b, handles=parley.new_handle), repeat
+            lambda r=reply, b=budget: parley.lens.fit(r, b, handles=parley.lens.new_handle), repeat
         )
         plain = best_of(
-            lambda r=reply, b=budget: fit_oracle(r, b, handles=parley.new_handle),
+            lambda r=reply, b=budget: fit_oracle(r, b, handles=parley.lens.new_handle),
             1 if args.quick else 2,
         )
-        fitted, _ = parley.fit(reply, budget, handles=parley.new_handle)
-        text = parley.lens(fitted)
+        fitted, _ = parley.lens.fit(reply, budget, handles=parley.lens.new_handle)
+        text = parley.lens.lens(fitted)
         real = f" ({count(text)} o200k)" if count is not None else ""
         print(
-            f"{label:20s} budget {budget:5d} -> {parley.estimate(text):5d}{real} | render "
+            f"{label:20s} budget {budget:5d} -> {parley.lens.estimate(text):5d}{real} | render "
             f"{render * 1000:7.2f} ms (baseline) | fit {fast / render:5.2f}x | plain loop "
             f"{plain / render:6.2f}x"
         )

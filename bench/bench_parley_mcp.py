@@ -181,7 +181,7 @@ async def run(count: Callable[[str], int] | None) -> None:
     service = shop.build_service(
         trusted=[PRINCIPAL.public], rand=random.Random(7).randbytes, clock=clock
     )
-    server = await parley.serve_tcp(service, "127.0.0.1", 0)
+    server = await parley.net.serve_tcp(service, "127.0.0.1", 0)
     url = f"parley://127.0.0.1:{server.sockets[0].getsockname()[1]}"
     with tempfile.TemporaryDirectory() as home:
         folder = Path(home) / "agent"
@@ -222,7 +222,7 @@ async def run(count: Callable[[str], int] | None) -> None:
 
     def size(text: str) -> str:
         real = f"{count(text):6d}" if count is not None else "     -"
-        return f"{real} {parley.estimate(text):6d}"
+        return f"{real} {parley.lens.estimate(text):6d}"
 
     labels = ["60-item menu", "order: 2 proposals", "receipt (commit)"]
     trimmed = [minified(lens_fields(json.loads(t))) for t in json_texts]

@@ -77,11 +77,11 @@ async def echo_client(port: int, total: int, inflight: int) -> float:
     waiting: dict[str, asyncio.Future[None]] = {}
 
     async def pump() -> None:
-        lines = parley.LineBuffer()
+        lines = parley.wire.LineBuffer()
         while data := await reader.read(65536):
             for line in lines.feed(data):
                 if line is not None:
-                    frame = parley.parse_frame(line)
+                    frame = parley.wire.parse_frame(line)
                     future = waiting.pop(frame["id"], None)
                     if future is not None:
                         future.set_result(None)
@@ -95,7 +95,7 @@ async def echo_client(port: int, total: int, inflight: int) -> float:
             agent.pending.clear()
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             waiting[frame["id"]] = future
-            writer.write(parley.encode_frame(frame))
+            writer.write(parley.wire.encode_frame(frame))
             await writer.drain()
             await future
 
@@ -114,7 +114,7 @@ def in_process(total: int) -> tuple[float, float]:
     frames = []
     start = time.perf_counter()
     for _ in range(total):
-        frames.append(parley.encode_frame(agent.ask("shop.search", {"query": "latte"})))
+        frames.append(parley.wire.encode_frame(agent.ask("shop.search", {"query": "latte"})))
         agent.pending.clear()
     sign = time.perf_counter() - start
     replies = []
@@ -122,10 +122,10 @@ def in_process(total: int) -> tuple[float, float]:
     for frame in frames:
         replies.append(service.handle(frame[:-1]))
     floor = time.perf_counter() - start
-    encoded = [parley.encode_frame(r[-1]) for r in replies]
+    encoded = [parley.wire.encode_frame(r[-1]) for r in replies]
     start = time.perf_counter()
     for line in encoded:
-        parley.parse_frame(line[:-1])
+        parley.wire.parse_frame(line[:-1])
     parse = time.perf_counter() - start
     return floor / total, (sign + parse) / total
 
@@ -137,7 +137,7 @@ async def threaded(total: int) -> float:
     agent = parley.Agent(AGENT, service="shop.example")
     frames = []
     for _ in range(total):
-        frames.append(parley.encode_frame(agent.ask("shop.search", {"query": "latte"}))[:-1])
+        frames.append(parley.wire.encode_frame(agent.ask("shop.search", {"query": "latte"}))[:-1])
         agent.pending.clear()
     start = time.perf_counter()
     for frame in frames:
@@ -147,7 +147,7 @@ async def threaded(total: int) -> float:
 
 async def bench_tcp(total: int, inflight: int) -> tuple[float, float]:
     """(Parley, echo) seconds per request over TCP with ``inflight`` requests in flight."""
-    server = await parley.serve_tcp(shop(), "127.0.0.1", 0)
+    server = await parley.net.serve_tcp(shop(), "127.0.0.1", 0)
     echo = await asyncio.start_server(echo_connection, "127.0.0.1", 0)
     try:
         port = server.sockets[0].getsockname()[1]
@@ -187,7 +187,7 @@ async def echo_app(scope: Any, receive: Any, send: Any) -> None:
 async def bench_http(total: int) -> tuple[float, float]:
     import uvicorn
 
-    server = await parley.serve_http(shop(), "127.0.0.1", 0)
+    server = await parley.net.serve_http(shop(), "127.0.0.1", 0)
     config = uvicorn.Config(echo_app, host="127.0.0.1", port=0, log_level="warning")
     echo = uvicorn.Server(config)
     echo_task = asyncio.create_task(echo.serve())
@@ -207,7 +207,7 @@ async def bench_http(total: int) -> tuple[float, float]:
                 frame = agent.ask("shop.search", {"query": "latte"})
                 agent.pending.clear()
                 status, _, _ = await http_request(
-                    f"http://127.0.0.1:{echo_port}/", "POST", parley.encode_frame(frame)
+                    f"http://127.0.0.1:{echo_port}/", "POST", parley.wire.encode_frame(frame)
                 )
                 assert status == 200
 

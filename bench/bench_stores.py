@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import parley  # noqa: E402
 import vxp  # noqa: E402
-from parley._grants import SpendCap  # noqa: E402
+from parley.grants import SpendCap  # noqa: E402
 
 COMMITS = 200  # per measurement and process
 APPENDS = 200
@@ -52,7 +52,7 @@ def _commits(url: str, count: int, tag: str, store: Any = None) -> float:
         pid = f"p-{tag}-{n}"
         store.begin_commit(pid, cap, 1, "USD", now=NOW)
         receipt = {"id": f"r-{pid}", "proposal": pid, "at": NOW, "undo": None}
-        store.finish_commit(parley.ReceiptRecord(receipt, "k", None, "h"), now=NOW)
+        store.finish_commit(parley.stores.ReceiptRecord(receipt, "k", None, "h"), now=NOW)
     took = time.perf_counter() - start
     if own and hasattr(store, "close"):
         store.close()
@@ -133,7 +133,7 @@ def _measure(kind: str, name: str, url: str, replicas: int, held: dict[str, Any]
     tag = uuid.uuid4().hex[:8]
     if url == ":memory:":  # memory lives in this process: one object across the rounds
         if kind == "commit":
-            store = held.setdefault("store", parley.MemoryStore(max_receipts=10**7))
+            store = held.setdefault("store", parley.stores.MemoryStore(max_receipts=10**7))
             return count / _commits(url, count, tag, store)
         log = held.setdefault("log", vxp.MerkleLog("bench/log"))
         return count / _appends(url, count, tag, log)

@@ -52,7 +52,7 @@ def main() -> None:
     except parley.ParleyError as exc:
         print("   A wider delegation is refused:", exc)
 
-    ledger = parley.MemorySpendLedger()
+    ledger = parley.stores.MemorySpendLedger()
 
     def commit(proposal: dict[str, object], tokens: list[str], key: parley.Key) -> str:
         digest = parley.proposal_hash(proposal)
@@ -103,10 +103,10 @@ def main() -> None:
 
     print("\n4. The service asks for consent; the agent checks it is about what it showed:")
     consent = parley.consent_request(big, service=SERVICE, principal=principal.public)
-    shown = parley.consent_for_shown(big, service=SERVICE, request=consent)
+    shown = parley.grants.consent_for_shown(big, service=SERVICE, request=consent)
     forged = {**consent, "service": "bank.example"}
     try:
-        parley.consent_for_shown(big, service=SERVICE, request=forged)
+        parley.grants.consent_for_shown(big, service=SERVICE, request=forged)
     except parley.ParleyError as exc:
         print("   A consent request for another service is refused:", exc)
     approval = parley.mint_consent_grant(principal, shown, agent.public, iat=NOW)

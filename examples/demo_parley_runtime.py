@@ -30,15 +30,15 @@ def _shop() -> object:
 def _show(title: str, result: parley.Result) -> None:
     print(f"\n== {title}")
     for event in result.events:
-        print(parley.lens(event))
-    print(parley.lens(result.reply or {}))
+        print(parley.lens.lens(event))
+    print(parley.lens.lens(result.reply or {}))
 
 
 async def _run() -> None:
     principal = parley.key_from_seed(bytes([1]) * 32)
     agent_key = parley.key_from_seed(bytes([2]) * 32)
     service = _shop().build_service(trusted=[principal.public])  # type: ignore[attr-defined]
-    server = await parley.serve_tcp(service, "127.0.0.1", 0)
+    server = await parley.net.serve_tcp(service, "127.0.0.1", 0)
     url = f"parley://127.0.0.1:{server.sockets[0].getsockname()[1]}"
     now = int(time.time())
     policy: list[dict[str, Any]] = [
@@ -60,7 +60,9 @@ async def _run() -> None:
         assert asked.reply is not None
         assert asked.reply["kind"] == "CLARIFY"
         patch = asked.reply["options"][0]["params"]
-        offered = await client.intent("shop.order", parley.merge_patch({"item": "blend"}, patch))
+        offered = await client.intent(
+            "shop.order", parley.service.merge_patch({"item": "blend"}, patch)
+        )
         _show("INTENT again with option 1 merged in", offered)
         proposals = offered.raise_for_error().proposals
         assert proposals is not None

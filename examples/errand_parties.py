@@ -143,7 +143,7 @@ def run_shop(ready: Path, trusted: str) -> None:
     threading.Thread(target=_proof_server, args=(shop, https), daemon=True).start()
 
     async def serve() -> None:
-        server = await parley.serve_tcp(shop.service, "127.0.0.1", 0)
+        server = await parley.net.serve_tcp(shop.service, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         info = {
             "parley": f"parley://127.0.0.1:{port}",

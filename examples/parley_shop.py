@@ -116,14 +116,14 @@ class Orders:
 def build_service(
     *,
     trusted: Sequence[str],
-    store: parley.Store | None = None,
+    store: parley.stores.Store | None = None,
     rand: Callable[[int], bytes] | None = None,
     clock: Callable[[], float] | None = None,
 ) -> parley.Service:
     """Return the shop service trusting the given principal keys.
 
     ``store`` is the service state (``parley serve`` passes the one its ``--state`` names);
-    with a :class:`parley.SQLiteStore`, the shop keeps its orders durably beside it
+    with a :class:`parley.stores.SQLiteStore`, the shop keeps its orders durably beside it
     (``<state file>.orders``), so a crashed commit can be reconciled after a restart.
     """
     extra: dict[str, Any] = {}
@@ -139,7 +139,9 @@ def build_service(
         store=store,
         **extra,
     )
-    orders = Orders(store.path + ".orders" if isinstance(store, parley.SQLiteStore) else None)
+    orders = Orders(
+        store.path + ".orders" if isinstance(store, parley.stores.SQLiteStore) else None
+    )
     svc.orders = orders  # type: ignore[attr-defined]  # for tests and operators
 
     @svc.ask("shop.search", summary="Search the menu", params={"query?": "string"})
@@ -204,10 +206,14 @@ def build_service(
         return {"order": orders.place(ctx.idempotency_key, ctx.plan, ctx.principal)}
 
     @order.on_reconcile
-    def placed(proposal: dict[str, Any], ctx: parley.Context) -> parley.Outcome:
+    def placed(proposal: dict[str, Any], ctx: parley.Context) -> parley.service.Outcome:
         assert ctx.idempotency_key is not None
         found = orders.find(ctx.idempotency_key)
-        return parley.not_happened() if found is None else parley.happened({"order": found[0]})
+        return (
+            parley.service.not_happened()
+            if found is None
+            else parley.service.happened({"order": found[0]})
+        )
 
     @order.on_undo
     def cancel(receipt: dict[str, Any], ctx: parley.Context) -> Any:
@@ -216,11 +222,11 @@ def build_service(
         return {"cancelled": number, "refund": receipt["cost"]}
 
     @order.on_reconcile_undo
-    def cancelled(receipt: dict[str, Any], ctx: parley.Context) -> parley.Outcome:
+    def cancelled(receipt: dict[str, Any], ctx: parley.Context) -> parley.service.Outcome:
         found = orders.find(receipt["proposal"])
         if found is None or found[1]:
-            return parley.not_happened()
-        return parley.happened({"cancelled": found[0], "refund": receipt["cost"]})
+            return parley.service.not_happened()
+        return parley.service.happened({"cancelled": found[0], "refund": receipt["cost"]})
 
     @svc.intent(
         "shop.gift_card",
@@ -263,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     service = build_service(trusted=args.trust)
     if args.url.startswith("stdio:"):
-        parley.serve_stdio(service)
+        parley.net.serve_stdio(service)
         return 0
     asyncio.run(parley.serve_forever(args.url, service))
     return 0

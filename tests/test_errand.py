@@ -362,7 +362,10 @@ def test_a_dearer_offer_under_the_decided_cap_is_refused_by_parley_itself() -> N
     capped = parley.mint_grant(
         ana.parley,
         agent.public,
-        [*parley.consent_caveats(consent), {"spend": {"max": d["amount"], "currency": "EUR"}}],
+        [
+            *parley.grants.consent_caveats(consent),
+            {"spend": {"max": d["amount"], "currency": "EUR"}},
+        ],
         iat=1_796_205_601,
     )
     committer = parley.Agent(agent.parley, service=d["service"], clock=lambda: clock[0])
@@ -376,7 +379,7 @@ def test_a_dearer_offer_under_the_decided_cap_is_refused_by_parley_itself() -> N
         ana.parley,
         agent.public,
         [
-            *parley.consent_caveats(consent),
+            *parley.grants.consent_caveats(consent),
             {"spend": {"max": d["amount"] + 1000, "currency": "EUR"}},
         ],
         iat=1_796_205_602,

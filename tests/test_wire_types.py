@@ -1,7 +1,7 @@
 """Typed wire objects (issue 24 #9): the declarations are what the library returns, the
 ``Result`` accessors read them safely, and ``mypy --strict`` refuses code that misreads them.
 
-``parley.Reply`` and friends, ``pxp.wire.Brief``/``pxp.wire.Agreement`` and
+``parley.wire.Reply`` and friends, ``pxp.wire.Brief``/``pxp.wire.Agreement`` and
 ``handoff.wire.SettledRecord``/``handoff.wire.ObservedItem`` are ``TypedDict`` annotations:
 nothing checks them at run time, so
 these tests hold them to real outputs (every runtime, brief, observer and grant-inspect
@@ -34,15 +34,15 @@ TOP = Path(__file__).resolve().parents[1]
 NOW = 1_790_000_000
 
 REPLY_TYPES: dict[str, Any] = {
-    "BRIEF": parley.BriefReply,
-    "ANSWER": parley.AnswerReply,
-    "PROPOSALS": parley.ProposalsReply,
-    "CLARIFY": parley.ClarifyReply,
-    "RECEIPT": parley.ReceiptReply,
-    "ERROR": parley.ErrorReply,
-    "EVENT": parley.EventFrame,
+    "BRIEF": parley.wire.BriefReply,
+    "ANSWER": parley.wire.AnswerReply,
+    "PROPOSALS": parley.wire.ProposalsReply,
+    "CLARIFY": parley.wire.ClarifyReply,
+    "RECEIPT": parley.wire.ReceiptReply,
+    "ERROR": parley.wire.ErrorReply,
+    "EVENT": parley.wire.EventFrame,
 }
-OPEN = (parley.EffectJSON,)
+OPEN = (parley.wire.EffectJSON,)
 """Declarations whose objects may carry members beyond those declared (SPEC.md section 5.1:
 an effect is ``{op, target, …}``, the shop adds ``detail`` and ``to``)."""
 
@@ -68,16 +68,16 @@ def _schema(protocol: str, name: str) -> dict[str, Any]:
 
 def test_reply_kind_and_error_code_are_the_frame_schemas_sets() -> None:
     frame = _schema("parley", "frame.json")["properties"]
-    assert set(get_args(parley.ReplyKind)) == set(frame["kind"]["enum"])
-    assert set(get_args(parley.ErrorCode)) == set(frame["code"]["enum"])
-    assert set(REPLY_TYPES) == set(get_args(parley.ReplyKind))
+    assert set(get_args(parley.wire.ReplyKind)) == set(frame["kind"]["enum"])
+    assert set(get_args(parley.wire.ErrorCode)) == set(frame["code"]["enum"])
+    assert set(REPLY_TYPES) == set(get_args(parley.wire.ReplyKind))
     for kind, declared in REPLY_TYPES.items():
         assert get_args(get_type_hints(declared)["kind"]) == (kind,)
 
 
 def test_consent_request_is_the_consent_schema() -> None:
     schema = _schema("parley", "consent.json")
-    declared = parley.ConsentRequestJSON
+    declared = parley.wire.ConsentRequestJSON
     assert set(declared.__required_keys__) == set(schema["required"])
     assert set(declared.__annotations__) == set(schema["properties"])
 
@@ -93,18 +93,18 @@ def test_every_runtime_vector_reply_has_its_declared_shape() -> None:
 
 def test_consent_and_grant_inspect_vectors_have_their_declared_shape() -> None:
     for case in _vectors("parley/consent-request.json"):
-        assert problems(case["output"]["consent"], parley.ConsentRequestJSON) == [], case["id"]
+        assert problems(case["output"]["consent"], parley.wire.ConsentRequestJSON) == [], case["id"]
     cases = _vectors("parley/grant-inspect.json")
     assert cases
     for case in cases:
-        assert problems(case["output"], parley.GrantInspection) == [], case["id"]
+        assert problems(case["output"], parley.wire.GrantInspection) == [], case["id"]
 
 
 def test_inspect_grant_of_a_delegated_grant_has_its_declared_shape() -> None:
     other = parley.generate_key()
     token = parley.delegate(grant(now=NOW), AGENT, other.public, [{"risk": "low"}], iat=NOW)
     info = parley.inspect_grant(token)
-    assert problems(info, parley.GrantInspection) == []
+    assert problems(info, parley.wire.GrantInspection) == []
     assert (info["depth"], info["signatures"], info["holder"]) == (2, True, other.public)
     assert info["malformed"] == []
 
@@ -123,7 +123,9 @@ class _Pair:
         result = None
         for reply in self.service.handle(frame, now=NOW):
             assert _reply_problems(reply) == []
-            result = self.agent.receive(reply) or result
+            got = self.agent.receive(reply)
+            if got is not None:  # a Result has no truth value: compare with None
+                result = got
         assert result is not None
         return result
 
@@ -189,7 +191,7 @@ def test_raise_for_error_raises_the_reply_with_the_consent_to_ask_for() -> None:
     assert exc.consent is not None
     assert exc.consent == refused.consent  # rebuilt from what the agent was shown
     assert exc.consent["proposal"] == big.proposals[0]["id"]
-    assert problems(exc.consent, parley.ConsentRequestJSON) == []
+    assert problems(exc.consent, parley.wire.ConsentRequestJSON) == []
 
 
 def test_a_pending_result_has_no_parts_and_raises_unavailable() -> None:
@@ -203,7 +205,7 @@ def test_a_pending_result_has_no_parts_and_raises_unavailable() -> None:
     )
     with pytest.raises(parley.ParleyError) as caught:
         pending.raise_for_error()
-    assert (caught.value.code, caught.value.reason) == ("unavailable", "pending")
+    assert (caught.value.code, caught.value.reason) == ("not_ready", "pending")
 
 
 @pytest.mark.parametrize(

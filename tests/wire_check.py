@@ -1,6 +1,7 @@
 """A run-time check that a JSON value has the shape a ``TypedDict`` declares.
 
-The typed wire objects (``parley.Reply``, ``pxp.wire.Brief``, ``handoff.wire.ObservedItem``, …) are
+The typed wire objects (``parley.wire.Reply``, ``pxp.wire.Brief``, ``handoff.wire.ObservedItem``,
+…) are
 only annotations: nothing checks them at run time. These tests hold them to what the
 library really returns by walking the declaration: every required key present, no key
 the declaration lacks, and every value of the declared type (``Literal`` values exactly,

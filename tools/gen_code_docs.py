@@ -18,6 +18,7 @@ OUT = ROOT / "docs" / "codes"
 # (package, title): each package whose errors come from a code table
 PACKAGES: tuple[tuple[str, str], ...] = (
     ("handoff", "Principal Handoff"),
+    ("parley", "Parley"),
     ("ppbind", "Errand bindings (pp-bind/1)"),
     ("ppstore", "Store plumbing"),
     ("pxp", "PXP"),

@@ -1,19 +1,25 @@
 """Parley: INTENT, PROPOSALS, COMMIT for agents acting for people.
 
-Proposal hashes, undo, Ed25519 capability-chain grants with fail-closed caveats, proof of
-possession, consent bound to one proposal, token budgets, and Lens, a byte-exact compact
-text rendering for models.
+The five things you most likely want:
 
-Quick start::
+1. **Grant an agent a capped, scoped authority**: :func:`mint_grant` (a principal's key
+   signs caveats for an agent's key), :func:`delegate` to narrow it further.
+2. **Check a request as a service**: :func:`verify_proof` (proof of possession) then
+   :func:`verify_grant` with a :class:`GrantContext`; it returns a :class:`GrantCheck`
+   report (read ``.ok``; a report has no truth value) or call ``.raise_for_failure()``.
+3. **Run a service**: a :class:`Service` with capabilities (:func:`offer`,
+   :func:`clarify`, :class:`ServiceError` to refuse), served by :func:`serve` or
+   :func:`serve_forever`, its state in :func:`open_store`.
+4. **Talk to a service as an agent**: :func:`connect` gives a :class:`Client`; each call
+   returns a :class:`Result`, and ``result.raise_for_error()`` raises a service's refusal
+   as a :class:`ReplyError`.
+5. **Catch errors by whose fault they are**: :class:`ParleyProtocolError` (a peer's data or
+   refusal; ``code`` is a wire code of SPEC.md section 7) and :class:`ParleyUsageError`
+   (the caller's own mistake), both :class:`ParleyError`.
+
+Quick start: a principal grants an agent a capped, scoped grant; a service checks it::
 
     >>> import parley
-    >>> issubclass(parley.ParleyError, ValueError)
-    True
-    >>> len(parley.schema_names()) >= 0
-    True
-
-A principal grants an agent a capped, scoped grant; a service checks it with a proof::
-
     >>> principal = parley.key_from_seed(bytes([1]) * 32)
     >>> agent = parley.key_from_seed(bytes([2]) * 32)
     >>> token = parley.mint_grant(principal, agent.public,
@@ -27,211 +33,110 @@ A principal grants an agent a capped, scoped grant; a service checks it with a p
     >>> parley.verify_grant([token], trusted=[principal.public], proof_key=holder, ctx=ctx).ok
     True
 
-Public names are listed in ``__all__``; implementation modules are private.
+Time is integer epoch seconds; every ``now`` also takes an aware :class:`datetime.datetime`
+(a naive one is a usage error). :func:`load_schema` and :func:`schema_names` give the JSON
+Schemas of every wire object (as in every package of this distribution). The rest of the
+API lives in documented submodules:
+:mod:`parley.grants` (decoded grants, caveats, proof targets, consent helpers),
+:mod:`parley.keys`, :mod:`parley.wire` (frames, typed replies),
+:mod:`parley.lens` (Lens, budgets, handles), :mod:`parley.service`,
+:mod:`parley.stores`, :mod:`parley.net` (transports; loaded only when used),
+:mod:`parley.errors` (the code table) and :mod:`parley.conformance`. ``import parley``
+loads no transport: :mod:`asyncio`, :mod:`ssl` and :mod:`socket` load with the first
+:func:`connect` or :func:`serve`.
 """
 
 from __future__ import annotations
 
-# Service and agent runtime, frames, transports (issue 5)
+import logging as _logging
+from typing import TYPE_CHECKING, Any
+
+from . import errors, grants, keys, lens, service, stores, wire  # noqa: F401 (submodules)
 from ._agent import Agent, Client, ReplyError, Result
-from ._b64 import b64url_decode, b64url_encode
 from ._canonical import canonical, proposal_hash
-from ._caveats import Caveat, effective_caveats, parse_caveat
-from ._connect import connect, serve, serve_forever
-from ._consent import consent_caveats, consent_for_shown, consent_request, mint_consent_grant
-from ._errors import ParleyError
-from ._estimate import estimate  # Lens/budgets block (issue 4)
-from ._fit import fit
-from ._frames import MAX_FRAME, LineBuffer, encode_frame, parse_frame
+from ._consent import consent_request, mint_consent_grant
 from ._grants import (
-    TOKEN_PREFIX,
-    Block,
-    Cost,
-    Grant,
     GrantCheck,
     GrantContext,
     GrantVerifier,
     ProposalFacts,
-    SpendCap,
-    block_id,
     decode_grant,
     delegate,
     inspect_grant,
     mint_grant,
     verify_grant,
 )
-from ._handles import (
-    HANDLE_TTL,
-    HandleStore,
-    MemoryHandleStore,
-    expand,
-    expand_slice,
-    new_handle,
-    park,
-)
-from ._http import asgi_app, serve_http
-from ._http_client import discover
-from ._keys import Key, generate_key, key_from_seed, parse_public_key, verify_signature
-from ._keystore import AgentKeyStore
-from ._lean import lean
-from ._lens import lens
-from ._params import ParamsError, check_params, merge_patch
-from ._proof import PROOF_WINDOW, proof_target, sign_proof, verify_proof
-from ._recovery import Outcome, happened, not_happened
+from ._keys import Key, generate_key, key_from_seed
+from ._proof import sign_proof, verify_proof
 from ._schemas import load_schema, schema_names
-from ._service import Capability, Clarify, Context, Service, ServiceError, clarify, offer
-from ._spend import MemorySpendLedger, SpendLedger
-from ._sqlite import SQLiteStore
-from ._state import Lease, MemoryStore, ProposalRecord, ReceiptRecord, Store, load_state
-from ._stores import default_state_url, open_store
-from ._transport_stdio import serve_stdio
-from ._transport_tcp import serve_tcp
-from ._wire import (  # typed views of the wire objects (issue 24 #9)
-    AnswerReply,
-    BriefCapability,
-    BriefReply,
-    BriefService,
-    ClarifyOption,
-    ClarifyReply,
-    ConsentRequestJSON,
-    CostJSON,
-    EffectJSON,
-    ErrorCode,
-    ErrorReply,
-    EventFrame,
-    FinalReply,
-    FixJSON,
-    GrantBlockJSON,
-    GrantInspection,
-    MoreJSON,
-    ProposalJSON,
-    ProposalsReply,
-    ReceiptJSON,
-    ReceiptReply,
-    Reply,
-    ReplyKind,
-    Risk,
-)
+from ._service import Context, Service, ServiceError, clarify, offer
+from ._stores import open_store
+from .errors import ParleyError, ParleyProtocolError, ParleyUsageError
+
+if TYPE_CHECKING:  # loaded on first use by __getattr__ below: they import asyncio and ssl
+    from . import net  # noqa: F401
+    from ._connect import connect, serve, serve_forever
 
 __all__ = [
-    "HANDLE_TTL",
-    "MAX_FRAME",
-    "PROOF_WINDOW",
-    "TOKEN_PREFIX",
     "Agent",
-    "AgentKeyStore",
-    "AnswerReply",
-    "Block",
-    "BriefCapability",
-    "BriefReply",
-    "BriefService",
-    "Capability",
-    "Caveat",
-    "Clarify",
-    "ClarifyOption",
-    "ClarifyReply",
     "Client",
-    "ConsentRequestJSON",
     "Context",
-    "Cost",
-    "CostJSON",
-    "EffectJSON",
-    "ErrorCode",
-    "ErrorReply",
-    "EventFrame",
-    "FinalReply",
-    "FixJSON",
-    "Grant",
-    "GrantBlockJSON",
     "GrantCheck",
     "GrantContext",
-    "GrantInspection",
     "GrantVerifier",
-    "HandleStore",
     "Key",
-    "Lease",
-    "LineBuffer",
-    "MemoryHandleStore",
-    "MemorySpendLedger",
-    "MemoryStore",
-    "MoreJSON",
-    "Outcome",
-    "ParamsError",
     "ParleyError",
+    "ParleyProtocolError",
+    "ParleyUsageError",
     "ProposalFacts",
-    "ProposalJSON",
-    "ProposalRecord",
-    "ProposalsReply",
-    "ReceiptJSON",
-    "ReceiptRecord",
-    "ReceiptReply",
-    "Reply",
     "ReplyError",
-    "ReplyKind",
     "Result",
-    "Risk",
-    "SQLiteStore",
     "Service",
     "ServiceError",
-    "SpendCap",
-    "SpendLedger",
-    "Store",
-    "asgi_app",
-    "b64url_decode",
-    "b64url_encode",
-    "block_id",
     "canonical",
-    "check_params",
     "clarify",
     "connect",
-    "consent_caveats",
-    "consent_for_shown",
     "consent_request",
     "decode_grant",
-    "default_state_url",
     "delegate",
-    "discover",
-    "effective_caveats",
-    "encode_frame",
-    "estimate",
-    "expand",
-    "expand_slice",
-    "fit",
     "generate_key",
-    "happened",
     "inspect_grant",
     "key_from_seed",
-    "lean",
-    "lens",
     "load_schema",
-    "load_state",
-    "merge_patch",
     "mint_consent_grant",
     "mint_grant",
-    "new_handle",
-    "not_happened",
     "offer",
     "open_store",
-    "park",
-    "parse_caveat",
-    "parse_frame",
-    "parse_public_key",
-    "proof_target",
     "proposal_hash",
     "schema_names",
     "serve",
     "serve_forever",
-    "serve_http",
-    "serve_stdio",
-    "serve_tcp",
     "sign_proof",
     "verify_grant",
     "verify_proof",
-    "verify_signature",
 ]
+
+_LAZY = {"connect": "_connect", "serve": "_connect", "serve_forever": "_connect"}
+
+
+def __getattr__(name: str) -> Any:
+    """Load the transports on first use (``import parley`` imports no asyncio or ssl)."""
+    import importlib
+
+    if name == "net":
+        return importlib.import_module(".net", __name__)
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'parley' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | {"net"})
+
 
 # The library logs through `logging` and never configures it: without a handler of the
 # application's, nothing is printed (docs/cli.md, "Logging").
-import logging as _logging
-
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())

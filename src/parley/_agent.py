@@ -15,21 +15,20 @@ follows every ``more`` handle with ``EXPAND`` and splices the rest back in.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ._b64 import b64url_encode
 from ._canonical import proposal_hash
 from ._consent import consent_for_shown
-from ._errors import ParleyError
 from ._frames import FINAL_KINDS, check_envelope, parse_frame
 from ._keys import Key
 from ._proof import proof_target, sign_proof
+from ._report import Report
 from ._wire import (
     ConsentRequestJSON,
     ErrorCode,
@@ -40,6 +39,10 @@ from ._wire import (
     ReceiptJSON,
     ReplyKind,
 )
+from .errors import WIRE_CODES, ParleyError, ParleyProtocolError
+
+if TYPE_CHECKING:  # Client imports asyncio when used: `import parley` loads no event loop
+    import asyncio
 
 __all__ = ["Agent", "Client", "ReplyError", "Result"]
 
@@ -48,17 +51,19 @@ MAX_SHOWN = 1000
 
 
 @dataclass
-class Result:
+class Result(Report):
     """The outcome of one request: its final reply and the ``EVENT``\\ s before it.
 
     ``consent`` is set for a ``consent_required`` error: the consent request to put to the
     principal, rebuilt from the proposal this agent was shown.
 
-    ``reply`` is typed as :data:`parley.FinalReply` (a union told apart by ``kind``), so a
+    ``reply`` is typed as :data:`parley.wire.FinalReply` (a union told apart by ``kind``), so a
     type checker catches ``reply["items"]`` or ``kind == "RECIEPT"``; the accessors
     :attr:`data`, :attr:`proposals`, :attr:`receipt` and :attr:`error` return the part a
     reply of each kind carries (``None`` for another kind) after checking it is there, and
-    :meth:`raise_for_error` turns an ``ERROR`` into a :class:`ParleyError`. A peer's reply
+    :meth:`raise_for_error` turns an ``ERROR`` into a :class:`ReplyError`. A result has no
+    truth value (``if result:`` raises :class:`TypeError`): read :attr:`ok` or call
+    :meth:`raise_for_error`, which returns the result when it is not an error. A peer's reply
     is only as well-formed as the peer: an accessor whose part is missing or of the wrong
     shape raises ``bad_frame`` (reason ``bad_reply``) instead of handing it on.
 
@@ -76,13 +81,15 @@ class Result:
     @property
     def kind(self) -> ReplyKind | None:
         """The final reply's kind (``None`` while pending)."""
-        kind = None if self.reply is None else self.reply.get("kind")
+        reply = self._raw()
+        kind = None if reply is None else reply.get("kind")
         return kind if kind in FINAL_KINDS else None
 
     @property
     def ok(self) -> bool:
         """True when the final reply is not an ``ERROR``."""
-        return self.reply is not None and self.reply.get("kind") != "ERROR"
+        reply = self._raw()
+        return reply is not None and reply.get("kind") != "ERROR"
 
     @property
     def code(self) -> ErrorCode | None:
@@ -130,35 +137,53 @@ class Result:
         reply = self._reply_of("ERROR")
         if reply is None:
             return None
-        if not isinstance(reply.get("code"), str) or not isinstance(reply.get("message"), str):
-            raise _bad_reply("an ERROR without a code and a message")
+        if reply.get("code") not in WIRE_CODES or not isinstance(reply.get("message"), str):
+            raise _bad_reply("an ERROR without a code of SPEC.md section 7 and a message")
+        if not isinstance(reply.get("reason", ""), str):
+            raise _bad_reply("an ERROR whose reason is not a string")
         return cast(ErrorReply, reply)
 
+    def _raw(self) -> Mapping[str, Any] | None:
+        reply: object = self.reply
+        if reply is not None and not isinstance(reply, Mapping):
+            raise _bad_reply("a reply that is not an object")
+        return reply
+
     def _reply_of(self, kind: ReplyKind) -> Mapping[str, Any] | None:
-        reply: Mapping[str, Any] | None = self.reply
+        reply = self._raw()
         return reply if reply is not None and reply.get("kind") == kind else None
 
     def raise_for_error(self) -> Result:
         """Raise an ``ERROR`` reply as a :class:`ReplyError`; return this result otherwise.
 
-        A result still waiting for its reply raises ``unavailable`` (reason ``pending``).
+        A result still waiting for its reply raises the usage error ``not_ready`` (reason
+        ``pending``). A :class:`ReplyError` is a :class:`parley.ParleyProtocolError` with
+        the reply's wire ``code`` and ``reason``: the same shape as a peer's bad data
+        raised locally, so one ``except parley.ParleyProtocolError`` holds both.
         """
-        if self.reply is None:
-            raise ParleyError("unavailable", "the request has no reply yet", reason="pending")
+        if self._raw() is None:
+            raise ParleyError("not_ready", "the request has no reply yet", reason="pending")
         error = self.error
         if error is None:
             return self
         raise ReplyError(error, consent=self.consent)
 
 
-class ReplyError(ParleyError):
+class ReplyError(ParleyProtocolError):
     """An ``ERROR`` reply from the service, raised by :meth:`Result.raise_for_error`.
 
-    ``code``, ``reason`` and the message are the reply's; ``reply`` is the whole
-    :class:`parley.ErrorReply` (``fix``, ``need``, ``retry``), and ``consent`` the consent
-    request to put to the principal on ``consent_required``: the one the agent rebuilt from
-    the proposal it was shown when there is one, else the service's.
+    ``code``, ``reason`` and the message are the reply's; ``code`` is one of the wire codes
+    of SPEC.md section 7, ``reason`` is the service's own word (a service of this library
+    uses the reasons of :data:`parley.errors.CODES`; another may use others). ``reply`` is
+    the whole :class:`parley.wire.ErrorReply` (``fix``, ``need``, ``retry``), and
+    ``consent`` the consent request to put to the principal on ``consent_required``: the
+    one the agent rebuilt from the proposal it was shown when there is one, else the
+    service's.
     """
+
+    def __new__(cls, reply: ErrorReply, *, consent: ConsentRequestJSON | None = None) -> ReplyError:
+        """The reply's code decides nothing but the code: the class is always this one."""
+        return super().__new__(cls, reply["code"], reply["message"])
 
     def __init__(self, reply: ErrorReply, *, consent: ConsentRequestJSON | None = None) -> None:
         super().__init__(reply["code"], reply["message"], reason=reply.get("reason"))
@@ -187,6 +212,19 @@ class Agent:
         clock: Callable[[], float] = time.time,
         rand: Callable[[int], bytes] = secrets.token_bytes,
     ) -> None:
+        if not isinstance(key, Key):
+            raise ParleyError("bad_argument", "an agent is built on a parley.Key", reason="bad_key")
+        if service is not None and not isinstance(service, str):
+            raise ParleyError(
+                "bad_argument", "service is the service id string", reason="bad_argument"
+            )
+        if not callable(clock) or not callable(rand):
+            raise ParleyError("bad_argument", "clock and rand are callables", reason="bad_argument")
+        # grants are tokens, the peer's kind of data: a malformed list is a protocol error
+        if isinstance(grants, (str, bytes)) or not isinstance(grants, Sequence):
+            raise ParleyError("unauthorized", "grants is a list of tokens", reason="bad_token")
+        if not all(isinstance(token, str) for token in grants):
+            raise ParleyError("unauthorized", "every grant is a token string", reason="bad_token")
         self.key = key
         self.grants = list(grants)
         self.service = service
@@ -208,7 +246,7 @@ class Agent:
     def _prove(self, frame: dict[str, Any], target: str, grants: Sequence[str]) -> None:
         if self.service is None:
             raise ParleyError(
-                "invalid_params",
+                "not_ready",
                 "the agent does not know the service id yet; send HELLO first",
                 reason="no_service",
             )
@@ -381,6 +419,10 @@ class Client:
         close: Callable[[], Awaitable[None]] | None = None,
         reconnect: bool = False,
     ) -> None:
+        if not isinstance(agent, Agent) or not callable(send):
+            raise ParleyError(
+                "bad_argument", "a Client takes an Agent and a send callable", reason="bad_argument"
+            )
         self.agent = agent
         self._send = send
         self._close = close
@@ -427,6 +469,8 @@ class Client:
         if self.closed:
             self.agent.pending.pop(frame["id"], None)
             raise ParleyError("unavailable", "the connection is closed", reason="closed")
+        import asyncio
+
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
         self._waiting[frame["id"]] = future
         try:

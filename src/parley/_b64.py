@@ -12,7 +12,7 @@ import base64
 import binascii
 import re
 
-from ._errors import ParleyError
+from .errors import ParleyError
 
 __all__ = ["b64url_decode", "b64url_encode"]
 

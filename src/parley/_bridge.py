@@ -11,7 +11,7 @@ The model never approves anything:
   service that showed it, with the hash it had when shown: the model handles short ids,
   the ``COMMIT`` is bound to exactly what was shown.
 * On ``consent_required`` the consent is rebuilt from the shown proposal
-  (:func:`parley.consent_for_shown`); a request naming another service, proposal,
+  (:func:`parley.grants.consent_for_shown`); a request naming another service, proposal,
   capability, hash or principal is refused. The human is asked through ``human`` (the MCP
   layer uses elicitation); only an explicit accept signs, through the principal store,
   read at that moment and never shown to the model. Otherwise the model is told the exact
@@ -39,7 +39,6 @@ from ._agent import Agent, Client, Result
 from ._canonical import proposal_hash
 from ._connect import connect
 from ._consent import consent_for_shown
-from ._errors import ParleyError
 from ._frames import encode_frame, parse_frame, well_formed
 from ._grant_files import load_tokens, save_pending, save_token
 from ._grants import decode_grant, inspect_grant
@@ -47,6 +46,7 @@ from ._keys import Key
 from ._keystore import PrincipalKeyStore, _shown
 from ._lens import duration_text, effect_line, lens, money_text
 from ._wire import ErrorReply
+from .errors import ParleyError
 
 __all__ = [
     "DEFAULT_BUDGET",

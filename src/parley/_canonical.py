@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from ._b64 import b64url_encode
-from ._errors import ParleyError
+from .errors import ParleyError
 
 __all__ = ["MAX_SAFE_INTEGER", "canonical", "canonical_bytes", "proposal_hash", "sha256_b64url"]
 

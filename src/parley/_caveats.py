@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from ._canonical import MAX_SAFE_INTEGER
-from ._errors import ParleyError
+from .errors import ParleyError, ParleyProtocolError
 
 __all__ = [
     "CAVEAT_KINDS",
@@ -41,8 +41,12 @@ COMMIT_ONLY = frozenset({"per", "spend", "risk", "only"})
 """Kinds that constrain COMMIT and are satisfied for every other verb."""
 
 
-class CaveatError(ParleyError):
+class CaveatError(ParleyProtocolError):
     """A caveat that is unknown or malformed; always a hard ``forbidden`` failure."""
+
+    def __new__(cls, message: str, *, reason: str = "caveat_malformed") -> CaveatError:
+        """Always the wire code ``forbidden``."""
+        return super().__new__(cls, "forbidden", message, reason=reason)
 
     def __init__(self, message: str, *, reason: str = "caveat_malformed") -> None:
         super().__init__("forbidden", message, reason=reason)

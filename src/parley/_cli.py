@@ -13,7 +13,7 @@ from importlib import metadata
 
 from _ppcli.rules import Parser, run
 
-from ._errors import ParleyError
+from .errors import ParleyError
 
 __all__ = ["build_parser", "main"]
 

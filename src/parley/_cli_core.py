@@ -18,10 +18,10 @@ from typing import Any
 from _ppcli.rules import print_out, read_input
 
 from ._caveats import RISK_LEVELS
-from ._errors import ParleyError
 from ._estimate import estimate
 from ._grants import decode_grant, delegate, inspect_grant
 from ._keystore import AgentKeyStore, PrincipalKeyStore, _shown
+from .errors import ParleyError
 
 __all__ = ["register"]
 

@@ -9,13 +9,13 @@ from typing import Any
 
 from _ppcli.rules import read_input
 
-from ._errors import ParleyError
 from ._estimate import estimate
 from ._fit import fit
 from ._frames import well_formed
 from ._handles import new_handle
 from ._lean import lean
 from ._lens import lens
+from .errors import ParleyError
 
 __all__ = ["register"]
 

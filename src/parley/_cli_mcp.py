@@ -8,7 +8,7 @@ import ssl
 import sys
 from typing import Any
 
-from ._errors import ParleyError
+from .errors import ParleyError
 
 __all__ = ["register"]
 

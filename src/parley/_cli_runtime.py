@@ -30,7 +30,6 @@ from _ppcli.rules import add_log_level, cannot_listen, probe_listen, read_input,
 from ._agent import Agent, Result
 from ._b64 import b64url_decode
 from ._connect import connect, serve
-from ._errors import ParleyError
 from ._frames import escape_surrogates, well_formed
 from ._http_client import split_http_url
 from ._keys import Key, generate_key, key_from_seed, parse_public_key
@@ -42,6 +41,7 @@ from ._state import MemoryStore, Store
 from ._stores import default_state_url, open_store
 from ._transport_stdio import serve_stdio
 from ._transport_tcp import parse_url
+from .errors import ParleyError
 
 __all__ = ["register"]
 

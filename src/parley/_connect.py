@@ -7,7 +7,6 @@ import ssl as _ssl
 from typing import Any
 
 from ._agent import Agent, Client
-from ._errors import ParleyError
 from ._http import serve_http
 from ._http_client import connect_http, split_http_url
 from ._service import Service
@@ -19,6 +18,7 @@ from ._transport_tcp import (
     parse_url,
     serve_tcp,
 )
+from .errors import ParleyError
 
 __all__ = ["connect", "serve", "serve_forever"]
 
@@ -39,7 +39,12 @@ async def connect(
     ``http://…`` / ``https://…`` (the HTTP bridge, a connection per request). For the
     stream URLs, ``reconnect=True`` dials again after the server closed the connection
     (``attempts`` tries, exponential ``backoff`` seconds); see :func:`connect_stream`.
+    A URL that is not a string is ``bad_config``, an ``agent`` that is not an
+    :class:`parley.Agent` ``bad_argument`` (both usage errors).
     """
+    _check_url(url)
+    if not isinstance(agent, Agent):
+        raise ParleyError("bad_argument", "connect() takes a parley.Agent", reason="bad_argument")
     if url.startswith(("parley://", "parleys://")):
         return await connect_stream(
             url, agent, ssl=ssl, reconnect=reconnect, attempts=attempts, backoff=backoff
@@ -48,7 +53,7 @@ async def connect(
         return await connect_stdio(url, agent)
     if url.startswith(("http://", "https://")):
         return await connect_http(url, agent, ssl=ssl)
-    raise ParleyError("invalid_params", f"unknown Parley URL form: {url[:80]!r}", reason="bad_url")
+    raise ParleyError("bad_config", f"unknown Parley URL form: {url[:80]!r}", reason="bad_url")
 
 
 async def serve(
@@ -63,8 +68,12 @@ async def serve(
 
     ``parleys`` needs an ``ssl`` server context or ``certfile``/``keyfile``; ``https``
     needs ``certfile``/``keyfile``. Returns the started server (an
-    :class:`asyncio.Server`, or uvicorn's server for HTTP).
+    :class:`asyncio.Server`, or uvicorn's server for HTTP). A URL that is not a string is
+    ``bad_config``, a ``service`` that is not a :class:`parley.Service` ``bad_argument``.
     """
+    _check_url(url)
+    if not isinstance(service, Service):
+        raise ParleyError("bad_argument", "serve() takes a parley.Service", reason="bad_argument")
     if url.startswith(("parley://", "parleys://")):
         scheme, host, port = parse_url(url)
         context = None
@@ -73,7 +82,7 @@ async def serve(
             if context is None:
                 if certfile is None:
                     raise ParleyError(
-                        "invalid_params", "parleys:// needs a certificate", reason="no_cert"
+                        "bad_config", "parleys:// needs a certificate", reason="no_cert"
                     )
                 context = _ssl.create_default_context(_ssl.Purpose.CLIENT_AUTH)
                 context.load_cert_chain(certfile, keyfile)
@@ -89,7 +98,12 @@ async def serve(
             ssl_certfile=certfile if parts.scheme == "https" else None,
             ssl_keyfile=keyfile if parts.scheme == "https" else None,
         )
-    raise ParleyError("invalid_params", f"cannot serve at {url[:80]!r}", reason="bad_url")
+    raise ParleyError("bad_config", f"cannot serve at {url[:80]!r}", reason="bad_url")
+
+
+def _check_url(url: object) -> None:
+    if not isinstance(url, str):
+        raise ParleyError("bad_config", "a Parley URL is a string", reason="bad_url")
 
 
 async def serve_forever(url: str, service: Service, **options: Any) -> None:

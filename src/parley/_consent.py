@@ -18,9 +18,9 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from ._canonical import MAX_SAFE_INTEGER, proposal_hash
-from ._errors import ParleyError
 from ._grants import mint_grant
 from ._keys import Key, parse_public_key
+from .errors import ParleyError
 
 __all__ = [
     "CONSENT_FIELDS",

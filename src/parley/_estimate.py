@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ._errors import ParleyError
+from .errors import ParleyError
 
 __all__ = ["estimate"]
 

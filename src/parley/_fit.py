@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import ParleyError
 from ._estimate import estimate
 from ._lean import (
     compact_json,
@@ -41,6 +40,7 @@ from ._lens import (
     proposals_header,
     shared_attributes,
 )
+from .errors import ParleyError
 
 __all__ = ["MAX_ROUNDS", "PLACEHOLDER", "fit"]
 

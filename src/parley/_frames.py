@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._errors import ParleyError
+from .errors import ParleyError
 
 __all__ = [
     "ERROR_CODES",

@@ -19,9 +19,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from ._errors import ParleyError
 from ._grants import decode_grant
 from ._keystore import _check_private, _private_dir
+from .errors import ParleyError
 
 __all__ = ["KINDS", "load_tokens", "save_pending", "save_token"]
 

@@ -15,7 +15,7 @@ from typing import Any
 from ._b64 import b64url_encode
 from ._canonical import canonical_bytes
 from ._caveats import Caveat, CaveatError, parse_caveat, wider_than
-from ._errors import ParleyError
+from .errors import ParleyError
 from ._grant_context import (
     Cost,
     GrantCheck,

@@ -16,9 +16,9 @@ import secrets
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from ._errors import ParleyError
 from ._estimate import _TOKEN, estimate
 from ._fit import PLACEHOLDER, _check_budget, _Meter
 from ._lean import _NEEDS_ESCAPE as _ESCAPED
@@ -34,6 +34,8 @@ from ._lean import (
 )
 from ._lean import _escape_char as _escape
 from ._lens import more_line
+from ._time import epoch_seconds
+from .errors import ParleyError
 
 __all__ = [
     "HANDLE_TTL",
@@ -63,6 +65,8 @@ def new_handle(randbytes: Callable[[int], bytes] = secrets.token_bytes) -> str:
     >>> handle.startswith("h_"), len(handle)
     (True, 26)
     """
+    if not callable(randbytes):
+        raise ParleyError("bad_argument", "randbytes is a callable", reason="bad_random")
     letters: list[str] = []
     for _ in range(64):  # a fair source needs one chunk, very rarely two
         if len(letters) >= _HANDLE_LETTERS:
@@ -71,13 +75,15 @@ def new_handle(randbytes: Callable[[int], bytes] = secrets.token_bytes) -> str:
         if not isinstance(chunk, (bytes, bytearray, memoryview)) or len(chunk) != 32:
             # A source that runs dry would otherwise loop here for ever.
             raise ParleyError(
-                "internal", "the randomness source returned too few bytes", reason="bad_random"
+                "bad_argument", "the randomness source returned too few bytes", reason="bad_random"
             )
         for byte in chunk:
             if byte < 208 and len(letters) < _HANDLE_LETTERS:  # 208 = 4 * 52
                 letters.append(_LETTERS[byte % 52])
     if len(letters) < _HANDLE_LETTERS:
-        raise ParleyError("internal", "the randomness source looks constant", reason="bad_random")
+        raise ParleyError(
+            "bad_argument", "the randomness source looks constant", reason="bad_random"
+        )
     return "h_" + "".join(letters)
 
 
@@ -126,8 +132,10 @@ class MemoryHandleStore:
     """
 
     def __init__(self, *, max_entries: int = 10_000, max_chars: int = 64 * 1024 * 1024) -> None:
+        if type(max_entries) is not int or type(max_chars) is not int:
+            raise ParleyError("bad_argument", "store limits are integers", reason="bad_limits")
         if max_entries < 1 or max_chars < 1:
-            raise ParleyError("internal", "store limits must be positive", reason="bad_limits")
+            raise ParleyError("bad_argument", "store limits must be positive", reason="bad_limits")
         self.max_entries = max_entries
         self.max_chars = max_chars
         self._entries: OrderedDict[str, _Parked] = OrderedDict()
@@ -195,15 +203,29 @@ class MemoryHandleStore:
         return parked.value
 
 
+def _check_store(store: object) -> None:
+    if not isinstance(store, HandleStore):
+        raise ParleyError("bad_argument", "store is a HandleStore", reason="bad_argument")
+
+
 def park(
     store: HandleStore,
     parked: dict[str, Any],
     *,
     key: str | None,
-    now: int,
+    now: int | datetime,
     ttl: int = HANDLE_TTL,
 ) -> None:
-    """Put every remainder that :func:`parley.fit` returned into ``store``, bound to ``key``."""
+    """Put every remainder :func:`parley.lens.fit` returned into ``store``, bound to ``key``.
+
+    ``now`` is integer epoch seconds or an aware datetime (a naive one is a usage error).
+    """
+    now = epoch_seconds(now, "now")
+    _check_store(store)
+    if not isinstance(parked, dict):
+        raise ParleyError(
+            "bad_argument", "parked is fit()'s dict of remainders", reason="bad_argument"
+        )
     for handle, value in parked.items():
         store.put(handle, value, key=key, now=now, ttl=ttl)
 
@@ -307,6 +329,8 @@ def expand_slice(
     ([0, 1, 2, 3, 4], 45)
     """
     budget = _check_budget(budget)
+    if not callable(handles):
+        raise ParleyError("bad_argument", "handles is a callable", reason="bad_argument")
     if isinstance(value, list):
         name = "items"
     elif isinstance(value, str):
@@ -363,7 +387,7 @@ def expand(
     budget: int,
     *,
     key: str | None,
-    now: int,
+    now: int | datetime,
     handles: Callable[[], str] = new_handle,
     ttl: int = HANDLE_TTL,
 ) -> dict[str, Any]:
@@ -371,7 +395,10 @@ def expand(
 
     The rest of the value is parked under a new handle bound to ``key``. Returns the
     ANSWER reply body (``kind``, ``data``, ``more``). Raises ``not_found`` or ``expired``.
+    ``now`` is integer epoch seconds or an aware datetime (a naive one is a usage error).
     """
+    now = epoch_seconds(now, "now")
+    _check_store(store)
     value = store.get(handle, key=key, now=now)
     answer, parked = expand_slice(value, budget, handles=handles)
     park(store, parked, key=key, now=now, ttl=ttl)

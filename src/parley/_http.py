@@ -253,7 +253,7 @@ async def serve_http(
     Needs the ``http`` extra (``uvicorn``). The bound port is
     ``server.servers[0].sockets[0].getsockname()[1]``; stop with ``server.should_exit =
     True`` and await the returned server's ``task`` attribute. Connections are limited as
-    by :func:`~parley.serve_tcp`: ``max_per_peer`` per address, a request head within
+    by :func:`~parley.net.serve_tcp`: ``max_per_peer`` per address, a request head within
     ``header_timeout`` seconds, and a full server closes its oldest idle connection.
     """
     import uvicorn

@@ -14,9 +14,9 @@ from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from ._agent import Agent, Client
-from ._errors import ParleyError
 from ._frames import MAX_FRAME, LineBuffer, encode_frame, parse_frame
 from ._http import WELL_KNOWN
+from .errors import ParleyError
 
 __all__ = ["connect_http", "discover", "http_request", "split_http_url"]
 
@@ -39,7 +39,7 @@ def split_http_url(url: str) -> SplitResult:
     except ValueError:  # "http://[::1": an unclosed IPv6 literal
         ok = False
     if not ok:
-        raise ParleyError("invalid_params", f"not an http(s) URL: {url[:80]!r}", reason="bad_url")
+        raise ParleyError("bad_config", f"not an http(s) URL: {url[:80]!r}", reason="bad_url")
     return parts
 
 

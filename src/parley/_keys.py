@@ -16,7 +16,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ._b64 import b64url_decode, b64url_encode
-from ._errors import ParleyError
+from .errors import ParleyError
 
 __all__ = [
     "PUBLIC_KEY_PREFIX",

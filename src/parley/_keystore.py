@@ -26,10 +26,10 @@ from typing import Any
 
 from ._b64 import b64url_decode, b64url_encode
 from ._consent import consent_caveats, consent_for_shown, mint_consent_grant
-from ._errors import ParleyError
 from ._grants import _parse_all as _parse_caveats
 from ._grants import mint_grant
 from ._keys import Key, _seed_of, parse_public_key
+from .errors import ParleyError
 
 __all__ = [
     "AGENT_HOME_ENV",
@@ -331,7 +331,7 @@ class PrincipalKeyStore(_Store):
 
         With ``proposal`` (the full proposal the agent received), the consent is rebuilt
         from it and must name the same service, proposal, capability and hash
-        (:func:`parley.consent_for_shown`); the prompt then also shows its effects, cost,
+        (:func:`parley.grants.consent_for_shown`); the prompt then also shows its effects, cost,
         risk and undo window, which the hash binds. Without it, only the consent's own
         summary can be shown, and the hash is taken on trust.
         """

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from ._errors import ParleyError
+from .errors import ParleyError
 
 __all__ = [
     "check_keys",

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ._errors import ParleyError
 from ._lean import (
     check_keys,
     compact_json,
@@ -25,6 +24,7 @@ from ._lean import (
     lean_lines,
     scalar_text,
 )
+from .errors import ParleyError
 
 __all__ = [
     "EntryBlock",

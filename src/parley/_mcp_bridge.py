@@ -48,8 +48,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._bridge import Bridge, Human, NeedInput, ToolText, new_token
-from ._errors import ParleyError
 from ._keystore import _private_dir
+from .errors import ParleyError
 
 __all__ = [
     "CONSENT_INPUT",

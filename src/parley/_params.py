@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import ParleyError
+from .errors import ParleyError, ParleyProtocolError
 
 __all__ = ["ParamsError", "check_params", "check_schema", "merge_patch"]
 
@@ -31,8 +31,14 @@ _MAX_FIXES = 3
 _MAX_FIX = 16 * 1024  # **Ours:** a fix resending a bigger array is left out
 
 
-class ParamsError(ParleyError):
+class ParamsError(ParleyProtocolError):
     """``invalid_params`` with the ``fix`` list of SPEC.md section 7."""
+
+    def __new__(
+        cls, message: str, *, reason: str, fix: list[dict[str, Any]] | None = None
+    ) -> ParamsError:
+        """Always the wire code ``invalid_params``."""
+        return super().__new__(cls, "invalid_params", message, reason=reason)
 
     def __init__(self, message: str, *, reason: str, fix: list[dict[str, Any]] | None = None):
         super().__init__("invalid_params", message, reason=reason)
@@ -54,20 +60,20 @@ def _parse_type(text: str) -> _Type:
     if "|" in core:
         options = tuple(core.split("|"))
         if len(options) < 2 or not all(options):
-            raise ParleyError("internal", f"bad enum type {text!r}", reason="bad_schema")
+            raise ParleyError("bad_argument", f"bad enum type {text!r}", reason="bad_schema")
         return _Type("enum", array, options)
     if core not in _BASES:
-        raise ParleyError("internal", f"unknown parameter type {text!r}", reason="bad_schema")
+        raise ParleyError("bad_argument", f"unknown parameter type {text!r}", reason="bad_schema")
     return _Type(core, array)
 
 
 def check_schema(schema: object, depth: int = 0) -> dict[str, Any]:
     """Check that ``schema`` is a well-formed compact params schema; return it."""
     if depth > _MAX_DEPTH or not isinstance(schema, dict):
-        raise ParleyError("internal", "a params schema is an object", reason="bad_schema")
+        raise ParleyError("bad_argument", "a params schema is an object", reason="bad_schema")
     for name, value in schema.items():
         if not isinstance(name, str) or not name.rstrip("?"):
-            raise ParleyError("internal", "parameter names are strings", reason="bad_schema")
+            raise ParleyError("bad_argument", "parameter names are strings", reason="bad_schema")
         if isinstance(value, str):
             _parse_type(value)
         elif isinstance(value, dict):
@@ -80,7 +86,7 @@ def check_schema(schema: object, depth: int = 0) -> dict[str, Any]:
                 check_schema(element, depth + 1)
         else:
             raise ParleyError(
-                "internal", f"parameter {name!r} has no valid type", reason="bad_schema"
+                "bad_argument", f"parameter {name!r} has no valid type", reason="bad_schema"
             )
     return schema
 

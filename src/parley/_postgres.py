@@ -3,7 +3,7 @@
 Opened by :func:`parley.open_store` for a ``postgresql://`` URL (the ``postgres`` extra).
 Several ``parley serve`` processes on one database share proposals, receipts, commits in
 flight with their leases, auto-INTENT replay memory, EXPAND handles and spend totals,
-exactly: the same transactions as :class:`~parley.SQLiteStore`, with the same bounds.
+exactly: the same transactions as :class:`~parley.stores.SQLiteStore`, with the same bounds.
 
 **Ours** (docs/spec/parley-runtime.md, "PostgreSQL state"):
 
@@ -27,7 +27,6 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ._errors import ParleyError
 from ._grants import SpendCap
 from ._handles import HandleStore
 from ._state import (
@@ -41,6 +40,7 @@ from ._state import (
     UndoClaim,
     check_caps,
 )
+from .errors import ParleyError
 
 if TYPE_CHECKING:
     import psycopg
@@ -184,7 +184,7 @@ class PostgresStore:
 
     ``url`` is a ``postgresql://`` URL (libpq). Open one per process (each holds one
     connection, shared by its threads) on the same database to share everything between
-    service replicas; limits as for :class:`~parley.SQLiteStore`. The schema is created
+    service replicas; limits as for :class:`~parley.stores.SQLiteStore`. The schema is created
     and upgraded on open by the shared migration runner (store name ``parley``);
     ``create=False`` refuses a database where no store was ever created (``no_state``).
     """
@@ -224,7 +224,7 @@ class PostgresStore:
                 ).fetchone() == (True,):
                     self._pg.close()
                     raise ParleyError(
-                        "not_found",
+                        "bad_config",
                         f"no Parley state in {self.path[:200]} (check --state)",
                         reason="no_state",
                     )

@@ -7,11 +7,13 @@ is valid for 300 seconds either side of the verifier's clock.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from ._canonical import MAX_SAFE_INTEGER, canonical_bytes
-from ._errors import ParleyError
 from ._keys import PUBLIC_KEY_PREFIX, Key, verify_signature
+from ._time import epoch_seconds
+from .errors import ParleyError
 
 __all__ = ["PROOF_WINDOW", "proof_payload", "proof_target", "sign_proof", "verify_proof"]
 
@@ -93,21 +95,22 @@ def proof_payload(*, aud: str, verb: str, target: str, ts: int) -> bytes:
     return canonical_bytes({"aud": aud, "verb": verb, "target": target, "ts": ts})
 
 
-def sign_proof(key: Key, *, aud: str, verb: str, target: str, ts: int) -> dict[str, Any]:
+def sign_proof(key: Key, *, aud: str, verb: str, target: str, ts: int | datetime) -> dict[str, Any]:
     """Return the ``proof`` object ``{"key", "ts", "sig"}`` for one request signed by ``key``.
 
-    ``aud`` is the service id, ``target`` comes from :func:`proof_target`, ``ts`` is the
-    current unix time in seconds (passed in).
+    ``aud`` is the service id, ``target`` comes from :func:`parley.grants.proof_target`,
+    ``ts`` is the current time (passed in): integer epoch seconds or an aware datetime (a
+    naive one is the usage error ``bad_argument``). Every argument is the caller's, so a
+    wrong one is a :class:`parley.ParleyUsageError`.
     """
     if not isinstance(key, Key):
-        raise ParleyError("invalid_params", "a proof is signed by a Key", reason="bad_key")
+        raise ParleyError("bad_argument", "a proof is signed by a Key", reason="bad_key")
     for name, value in (("aud", aud), ("verb", verb), ("target", target)):
         if not isinstance(value, str):
             raise ParleyError(
-                "invalid_params", f"the proof's {name} must be a string", reason="bad_proof"
+                "bad_argument", f"the proof's {name} must be a string", reason="bad_proof"
             )
-    if type(ts) is not int:
-        raise ParleyError("invalid_params", "the proof's ts must be an integer", reason="bad_proof")
+    ts = epoch_seconds(ts, "ts")
     sig = key.sign(proof_payload(aud=aud, verb=verb, target=target, ts=ts))
     return {"key": key.public, "ts": ts, "sig": sig}
 
@@ -118,16 +121,32 @@ def verify_proof(
     aud: str,
     verb: str,
     target: str,
-    now: int,
+    now: int | datetime,
     window: int = PROOF_WINDOW,
 ) -> str:
     """Check a request's ``proof`` object; return its key (the claimed grant holder).
 
+    ``now`` is the service clock: integer epoch seconds or an aware datetime. The caller's
+    own arguments (``now``, ``window``, the expected ``aud``, ``verb``, ``target``) raise
+    :class:`parley.ParleyUsageError` (``bad_argument``) when wrong; the proof is a peer's
+    data, so everything about it raises :class:`parley.ParleyProtocolError`.
+
     Fails with :class:`ParleyError` code ``unauthorized`` and reason ``bad_proof`` (not an
     object with a key, an integer ``ts`` and a signature), ``proof_expired`` (``|now - ts|``
     exceeds ``window``) or ``bad_proof_signature`` (the signature does not cover exactly
-    ``aud``, ``verb``, ``target`` and ``ts`` under ``key``). Never raises anything else.
+    ``aud``, ``verb``, ``target`` and ``ts`` under ``key``). The caller's arguments are
+    checked first. Never raises anything else.
     """
+    now = epoch_seconds(now, "now")
+    if type(window) is not int or window < 0:
+        raise ParleyError(
+            "bad_argument", "window is a non-negative integer of seconds", reason="bad_clock"
+        )
+    for name, value in (("aud", aud), ("verb", verb), ("target", target)):
+        if not isinstance(value, str):
+            raise ParleyError(
+                "bad_argument", f"the expected {name} must be a string", reason="bad_target"
+            )
     if not isinstance(proof, dict):
         raise ParleyError("unauthorized", "the proof must be a JSON object", reason="bad_proof")
     key, ts, sig = proof.get("key"), proof.get("ts"), proof.get("sig")
@@ -141,21 +160,12 @@ def verify_proof(
         )
     if not isinstance(sig, str):
         raise ParleyError("unauthorized", "proof.sig must be a string", reason="bad_proof")
-    if type(now) is not int or type(window) is not int:
-        raise ParleyError(
-            "invalid_params", "now and window are integer seconds", reason="bad_clock"
-        )
     if abs(now - ts) > window:
         raise ParleyError(
             "unauthorized",
             f"the proof is {abs(now - ts)} s away from the service clock (at most {window})",
             reason="proof_expired",
         )
-    for name, value in (("aud", aud), ("verb", verb), ("target", target)):
-        if not isinstance(value, str):
-            raise ParleyError(
-                "invalid_params", f"the expected {name} must be a string", reason="bad_target"
-            )
     if not verify_signature(key, proof_payload(aud=aud, verb=verb, target=target, ts=ts), sig):
         raise ParleyError(
             "unauthorized",

@@ -15,14 +15,14 @@ operator runs ``parley state resolve``. See docs/spec/parley-runtime.md.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ._b64 import b64url_encode
-from ._errors import ParleyError
+from ._report import Report
 from ._state import Lease, ReceiptRecord, Store
+from .errors import ParleyError
 
 __all__ = [
     "Outcome",
@@ -41,8 +41,12 @@ Kind = Literal["commit", "undo"]
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """What a reconciler found: did the effect happen, and the receipt ``result`` if so."""
+class Outcome(Report):
+    """What a reconciler found: did the effect happen, and the receipt ``result`` if so.
+
+    It has no truth value (read :attr:`happened`)."""
+
+    _flag = "happened"
 
     happened: bool
     result: Any = None
@@ -63,6 +67,8 @@ def machine_id() -> str:
     PID namespace too (**ours**, review of issue 23): replicas in containers often share a
     host name while each has its own process ids, so only an owner whose process ids this
     process can see is ever checked for life by its pid."""
+    import socket  # here, not at the top: `import parley` loads no transport module
+
     parts = [socket.gethostname()]
     try:
         with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as boot:

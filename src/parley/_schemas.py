@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from _ppschema import SchemaSet
 
-from ._errors import ParleyError
+from .errors import ParleyError
 
 __all__ = ["load_schema", "schema_names", "validator"]
 

@@ -30,13 +30,13 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from ._b64 import b64url_encode
 from ._canonical import proposal_hash
 from ._caveats import RISK_LEVELS
 from ._consent import consent_request
-from ._errors import ParleyError
 from ._fit import fit
 from ._frames import (
     MAX_FRAME,
@@ -65,6 +65,8 @@ from ._recovery import (
     unresolved,
 )
 from ._state import Lease, MemoryStore, ProposalRecord, ReceiptRecord, Store
+from ._time import epoch_seconds
+from .errors import ParleyError, ParleyProtocolError
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -91,12 +93,19 @@ _OPS = frozenset({"create", "update", "delete", "send", "charge", "other"})
 _NAME_SUGGEST_LIMIT = 64
 
 
-class ServiceError(ParleyError):
+class ServiceError(ParleyProtocolError):
     """What a capability raises to refuse a request with a wire error.
 
-    ``code`` must be a code of SPEC.md section 7 (anything else is sent as ``internal``);
-    ``fix`` is the list of ``{"say", "params"?}`` suggestions, ``retry`` seconds.
+    ``code`` must be a code of SPEC.md section 7 (:data:`parley.errors.WIRE_CODES`; any
+    other code is refused when the error is built, so the request is answered
+    ``internal``); ``fix`` is the list of ``{"say", "params"?}`` suggestions, ``retry``
+    seconds. ``reason`` is the application's own word for the failing check: it travels on
+    the wire beside ``code`` and is not limited to the reasons of :data:`parley.errors.CODES`.
     """
+
+    def __new__(cls, code: str, message: str, *args: Any, **kwargs: Any) -> ServiceError:
+        """Check ``code`` against the table; the ``reason`` is the application's own."""
+        return super().__new__(cls, code, message)
 
     def __init__(
         self,
@@ -112,8 +121,14 @@ class ServiceError(ParleyError):
         self.retry = retry
 
 
-class _RefusalError(ParleyError):
-    """An internal refusal that carries ``need``, ``consent`` or ``retry``."""
+class _RefusalError(ParleyProtocolError):
+    """An internal refusal that carries ``need``, ``consent`` or ``retry``.
+
+    It may relay a :class:`ServiceError`'s reason, which is the application's own word."""
+
+    def __new__(cls, code: str, message: str, *args: Any, **kwargs: Any) -> _RefusalError:
+        """Check ``code`` against the table; the ``reason`` may be the application's."""
+        return super().__new__(cls, code, message)
 
     def __init__(
         self,
@@ -141,8 +156,21 @@ class Clarify:
 
 
 def clarify(question: str, options: Sequence[tuple[str, Mapping[str, Any]]]) -> Clarify:
-    """Build a ``CLARIFY``: each option is ``(label, params merge patch)`` (RFC 7396)."""
-    return Clarify(question, tuple((str(label), dict(patch)) for label, patch in options))
+    """Build a ``CLARIFY``: each option is ``(label, params merge patch)`` (RFC 7396).
+
+    Anything else is the usage error ``bad_argument``.
+    """
+    if not isinstance(question, str) or isinstance(options, (str, bytes, Mapping)):
+        raise ParleyError("bad_argument", "clarify(question, options)", reason="bad_argument")
+    try:
+        pairs: list[tuple[Any, ...]] = [tuple(option) for option in options]
+    except TypeError:
+        pairs = [()]
+    if not all(len(p) == 2 and isinstance(p[1], Mapping) for p in pairs):
+        raise ParleyError(
+            "bad_argument", "each option is a (label, params patch) pair", reason="bad_argument"
+        )
+    return Clarify(question, tuple((str(label), dict(patch)) for label, patch in pairs))
 
 
 def offer(
@@ -163,8 +191,22 @@ def offer(
     is sent but not hashed; ``plan`` is kept by the service for the commit callable and
     never sent; ``ttl`` overrides the service's proposal lifetime.
     """
+    if not isinstance(summary, str) or isinstance(effects, (str, bytes, Mapping)):
+        raise ParleyError("bad_argument", "offer(summary, effects, …)", reason="bad_argument")
+    try:
+        effects = list(effects)
+    except TypeError:
+        effects = [None]  # type: ignore[list-item]
+    if not all(isinstance(e, Mapping) for e in effects):
+        raise ParleyError("bad_argument", "each effect is an object", reason="bad_argument")
     if isinstance(cost, tuple):
+        if len(cost) != 2:
+            raise ParleyError("bad_argument", "cost is (amount, currency)", reason="bad_argument")
         cost = {"amount": cost[0], "currency": cost[1]}
+    elif cost is not None and not isinstance(cost, Mapping):
+        raise ParleyError(
+            "bad_argument", "cost is (amount, currency) or an object", reason="bad_argument"
+        )
     out: dict[str, Any] = {
         "summary": summary,
         "effects": [dict(e) for e in effects],
@@ -239,9 +281,9 @@ class Capability:
         risk: str | None = None,
     ) -> None:
         if kind not in ("ask", "intent"):
-            raise ParleyError("internal", "a capability is ask or intent", reason="bad_kind")
+            raise ParleyError("bad_argument", "a capability is ask or intent", reason="bad_kind")
         if risk is not None and risk not in RISK_LEVELS:
-            raise ParleyError("internal", "risk is low, medium or high", reason="bad_risk")
+            raise ParleyError("bad_argument", "risk is low, medium or high", reason="bad_risk")
         self.name = name
         self.kind = kind
         self.handler = handler
@@ -274,8 +316,8 @@ class Capability:
 
         It gets the proposal and a :class:`Context` whose ``idempotency_key`` is the
         proposal id and whose ``plan`` is the proposal's plan, and returns
-        :func:`parley.happened` (with the receipt ``result``) or
-        :func:`parley.not_happened`; anything else (or raising) leaves the commit
+        :func:`parley.service.happened` (with the receipt ``result``) or
+        :func:`parley.service.not_happened`; anything else (or raising) leaves the commit
         unresolved for an operator.
         """
         self.reconcile = fn
@@ -395,6 +437,12 @@ class Service:
         commit_lease: int = COMMIT_LEASE,
         owner: str | None = None,
     ) -> None:
+        if not isinstance(service_id, str) or not isinstance(name, str):
+            raise ParleyError(
+                "bad_argument", "service_id and name are strings", reason="bad_argument"
+            )
+        if not callable(clock) or not callable(rand):
+            raise ParleyError("bad_argument", "clock and rand are callables", reason="bad_argument")
         self.id = service_id
         self.name = name
         self.summary = summary
@@ -431,7 +479,7 @@ class Service:
     def add(self, capability: Capability) -> Capability:
         """Register a capability; returns it."""
         if capability.name in self.capabilities:
-            raise ParleyError("internal", f"{capability.name} is declared twice", reason="dup")
+            raise ParleyError("bad_argument", f"{capability.name} is declared twice", reason="dup")
         self.capabilities[capability.name] = capability
         return capability
 
@@ -478,8 +526,8 @@ class Service:
 
     # ---------------------------------------------------------------- entry point
 
-    def _now(self, now: int | None) -> int:
-        return int(self.clock()) if now is None else now
+    def _now(self, now: int | datetime | None) -> int:
+        return int(self.clock()) if now is None else epoch_seconds(now, "now")
 
     def _next_id(self) -> str:
         return f"s{next(self._ids)}"
@@ -491,17 +539,22 @@ class Service:
         self,
         data: bytes | str | dict[str, Any],
         *,
-        now: int | None = None,
+        now: int | datetime | None = None,
         emit: Callable[[dict[str, Any]], None] | None = None,
     ) -> list[dict[str, Any]]:
         """Answer one request frame: ``EVENT`` frames, then exactly one final reply.
 
         ``data`` is the raw line (checked against the 1 MiB limit before parsing) or an
-        already-parsed object. Never raises: every failure is an ``ERROR`` reply whose
-        ``re`` is the request's id (``null`` when the frame has none). With ``emit``, each
-        ``EVENT`` frame is passed to it as soon as the capability sends it (transports
-        stream progress that way) and the returned list holds only the final reply.
+        already-parsed object. Nothing in ``data`` makes it raise: every failure is an
+        ``ERROR`` reply whose ``re`` is the request's id (``null`` when the frame has none).
+        ``now`` (default: the service clock) is integer epoch seconds or an aware datetime;
+        a naive one, or another type, is the caller's mistake and raises
+        :class:`parley.ParleyUsageError`. With ``emit``, each ``EVENT`` frame is passed to
+        it as soon as the capability sends it (transports stream progress that way) and the
+        returned list holds only the final reply.
         """
+        if now is not None:
+            now = epoch_seconds(now, "now")
         re: str | None = None
         verb: Any = None
         started = time.perf_counter()
@@ -1057,8 +1110,10 @@ class Service:
         self.store.abort_auto(key, frame_id)  # no effect took place: the retry runs afresh
         return "released"
 
-    def recover(self, *, now: int | None = None) -> list[dict[str, str]]:
+    def recover(self, *, now: int | datetime | None = None) -> list[dict[str, str]]:
         """Reconcile every stale commit and undo in the store; report what became of each.
+
+        ``now`` (default: the service clock) is integer epoch seconds or an aware datetime.
 
         Run it when a service starts (``parley serve`` does): a claim whose owner process
         is gone, or whose lease ran out, is settled by the capability's reconciler

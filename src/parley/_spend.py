@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ._errors import ParleyError
 from ._grants import SpendCap
+from .errors import ParleyError
 
 __all__ = ["MemorySpendLedger", "SpendLedger"]
 

@@ -22,7 +22,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from ._errors import ParleyError
 from ._grants import SpendCap
 from ._handles import HandleStore
 from ._state import (
@@ -36,6 +35,7 @@ from ._state import (
     UndoClaim,
     check_caps,
 )
+from .errors import ParleyError
 
 __all__ = ["SQLiteStore"]
 
@@ -165,6 +165,8 @@ class SQLiteStore:
         receipt_ttl: int = 86_400,
         timeout: float = 30.0,
     ) -> None:
+        if not isinstance(path, str) or not path:
+            raise ParleyError("bad_config", "a SQLite store needs a file path", reason="bad_state")
         self.path = path
         self.max_proposals = max_proposals
         self.max_anonymous = max_anonymous

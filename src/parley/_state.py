@@ -19,11 +19,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ._errors import ParleyError
 from ._grants import SpendCap
 from ._handles import HandleStore, MemoryHandleStore
+from ._time import epoch_seconds
+from .errors import ParleyError
 
 __all__ = [
     "REPLAY_TTL",
@@ -753,7 +755,7 @@ class _LockedHandles:
             return self._inner.get(handle, key=key, now=now)
 
 
-def load_state(store: Store, state: dict[str, Any], *, now: int) -> None:
+def load_state(store: Store, state: dict[str, Any], *, now: int | datetime) -> None:
     """Put a JSON description of service state into an empty store (vectors, fixtures).
 
         ``state`` may hold ``proposals`` (:meth:`ProposalRecord.as_json` objects),
@@ -764,8 +766,12 @@ def load_state(store: Store, state: dict[str, Any], *, now: int) -> None:
     ``{"proposal", "amount"?, "blocks"?, "lease"}``, the proposal also under
     ``proposals``), ``undoing`` (undos in flight: ``{"receipt", "lease"}``) and
         ``handles`` (``{"handle", "key", "value", "expires"}``). Only the store's transactions
-        are used, so any :class:`Store` can be loaded.
+        are used, so any :class:`Store` can be loaded. ``now`` is integer epoch seconds or an
+        aware datetime (a naive one is a usage error).
     """
+    now = epoch_seconds(now, "now")
+    if not isinstance(store, Store) or not isinstance(state, dict):
+        raise ParleyError("bad_argument", "load_state(store, state dict)", reason="bad_state")
     for raw in state.get("proposals", []):
         store.add_proposal(ProposalRecord.from_json(raw), now=now)
     for block, amount in state.get("spent", {}).items():

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ._errors import ParleyError
 from ._keystore import agent_home
 from ._sqlite import SQLiteStore
 from ._state import MemoryStore, Store
+from .errors import ParleyError
 
 __all__ = ["default_state_url", "open_store"]
 
@@ -34,23 +34,25 @@ def default_state_url(service_id: str, home: Path | None = None) -> str:
 def open_store(url: str, *, create: bool = True) -> Store:
     """Open the store a state URL names; raise ``invalid_params`` for anything else.
 
-    ``:memory:`` is a :class:`~parley.MemoryStore` (lost when the process ends);
-    ``sqlite:PATH`` a :class:`~parley.SQLiteStore`, its folder created ``0700`` if missing
+    ``:memory:`` is a :class:`~parley.stores.MemoryStore` (lost when the process ends);
+    ``sqlite:PATH`` a :class:`~parley.stores.SQLiteStore`, its folder created ``0700`` if missing
     (the file is created ``0600`` by the store). ``create=False`` (read-only commands,
-    ``parley state``) refuses a file that does not exist (``not_found``/``no_state``)
+    ``parley state``) refuses a file that does not exist (``bad_config``/``no_state``)
     rather than creating it and its folders. ``postgresql://…`` is a
     :class:`parley._postgres.PostgresStore` (replicas on one database share it); with
     ``create=False`` a database holding no Parley state is refused the same way.
     """
+    if not isinstance(url, str):
+        raise ParleyError("bad_config", "a state URL is a string", reason="bad_state")
     if url == ":memory:":
         return MemoryStore()
     if url.startswith("sqlite:"):
         path = Path(url.removeprefix("sqlite:")).expanduser()
         if not url.removeprefix("sqlite:"):
-            raise ParleyError("invalid_params", "sqlite: needs a file path", reason="bad_state")
+            raise ParleyError("bad_config", "sqlite: needs a file path", reason="bad_state")
         if not create and not path.is_file():
             raise ParleyError(
-                "not_found",
+                "bad_config",
                 f"no such state: {str(path)[:200]} does not exist (check --state or --service)",
                 reason="no_state",
             )
@@ -59,7 +61,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
             return SQLiteStore(str(path))
         except OSError as exc:
             raise ParleyError(
-                "invalid_params",
+                "bad_config",
                 f"cannot open the state file {str(path)[:200]}: {exc.strerror or exc}",
                 reason="bad_state",
             ) from None
@@ -67,7 +69,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
             if isinstance(exc, ParleyError):
                 raise
             raise ParleyError(
-                "invalid_params",
+                "bad_config",
                 f"cannot open the state file {str(path)[:200]}: {exc}",
                 reason="bad_state",
             ) from None
@@ -78,7 +80,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
     from ppstore import redact
 
     raise ParleyError(
-        "invalid_params",
+        "bad_config",
         f"unknown state URL {redact(url)[:80]!r}: use sqlite:PATH, postgresql://… or :memory:",
         reason="bad_state",
     )

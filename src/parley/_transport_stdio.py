@@ -18,10 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
 from ._agent import Agent, Client
-from ._errors import ParleyError
 from ._frames import MAX_FRAME, LineBuffer, error_reply
 from ._service import Service
 from ._transport_tcp import MAX_INFLIGHT, _encoded, client_over
+from .errors import ParleyError
 
 __all__ = ["connect_stdio", "serve_stdio"]
 
@@ -79,7 +79,7 @@ async def connect_stdio(url: str, agent: Agent) -> Client:
     """Start the child of ``stdio:<command line>`` and return a client talking to it."""
     if not url.startswith("stdio:") or not url[6:].strip():
         raise ParleyError(
-            "invalid_params", "a stdio URL is stdio: followed by a command", reason="bad_url"
+            "bad_config", "a stdio URL is stdio: followed by a command", reason="bad_url"
         )
     argv = shlex.split(url[6:])
     # the service is the agent's peer: it is not told where the principal's keys are

@@ -19,9 +19,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ._agent import Agent, Client
-from ._errors import ParleyError
 from ._frames import MAX_FRAME, LineBuffer, encode_frame, error_reply, reply
 from ._service import Service
+from .errors import ParleyError
 
 __all__ = [
     "DEFAULT_PORTS",
@@ -86,11 +86,11 @@ def parse_url(url: str) -> tuple[str, str, int]:
         port = parts.port
     except ValueError:  # "parley://[::1": an unclosed IPv6 literal, a port out of range
         raise ParleyError(
-            "invalid_params", f"the URL {url[:80]!r} is malformed", reason="bad_url"
+            "bad_config", f"the URL {url[:80]!r} is malformed", reason="bad_url"
         ) from None
     if parts.scheme not in DEFAULT_PORTS or not hostname:
         raise ParleyError(
-            "invalid_params", f"not a parley:// or parleys:// URL: {url[:80]!r}", reason="bad_url"
+            "bad_config", f"not a parley:// or parleys:// URL: {url[:80]!r}", reason="bad_url"
         )
     return parts.scheme, hostname, port or DEFAULT_PORTS[parts.scheme]
 

@@ -4,15 +4,15 @@ Every known file found directly in ``DIR`` is run against this implementation:
 
 ==================  =====================================================================
 ``canonical.json``  ``[{name, input, canonical}]``: :func:`parley.canonical`
-``estimate.json``   ``[{text, est}]``: :func:`parley.estimate`
+``estimate.json``   ``[{text, est}]``: :func:`parley.lens.estimate`
 ``hash.json``       ``[{name, proposal, hash}]``: :func:`parley.proposal_hash`
 ``keys.json``       ``[{seed, public}]``: :meth:`parley.Key.from_seed`
 ``proof.json``      ``[{seed, aud, verb, target, ts, key, sig}]``: :func:`parley.sign_proof`
                     (byte-equal) and :func:`parley.verify_proof`
 ``grants.json``     ``{seeds, rootSpendBlockId, cases: [{name, token, trusted, proofKey, ctx,
                     expect: {ok, code?}}]}``: :func:`parley.verify_grant`
-``lens*.json``      ``[{name, type: "value"|"reply", input, lens}]``: ``parley.lean`` and
-                    ``parley.lens``
+``lens*.json``      ``[{name, type: "value"|"reply", input, lens}]``: ``parley.lens.lean`` and
+                    ``parley.lens.lens``
 ==================  =====================================================================
 
 One line is printed per failing case, then ``N passed, N failed``. The exit status is 0
@@ -32,11 +32,12 @@ from typing import Any
 
 from ._b64 import b64url_decode
 from ._canonical import canonical, proposal_hash
-from ._errors import ParleyError
 from ._estimate import estimate
 from ._grants import GrantContext, verify_grant
 from ._keys import Key
 from ._proof import sign_proof, verify_proof
+from ._report import Report as _Report
+from .errors import ParleyError
 
 __all__ = ["Failure", "Report", "main", "run_directory", "run_file"]
 
@@ -54,7 +55,7 @@ class Failure:
 
 
 @dataclass
-class Report:
+class Report(_Report):
     """The outcome of a run: how many cases passed and every failure."""
 
     passed: int = 0
@@ -143,15 +144,12 @@ def _grant(case: dict[str, Any]) -> str | None:
 
 
 def _lens(case: dict[str, Any]) -> str | None:
-    import parley  # the Lens functions live beside this module; looked up at run time
+    from . import lens  # parley.lens: lean for values, lens for replies
 
     kind = case.get("type", "value")
-    name = "lean" if kind == "value" else "lens" if kind == "reply" else None
-    if name is None:
+    if kind not in ("value", "reply"):
         return f"unknown case type {kind!r}"
-    render: Callable[[Any], str] | None = getattr(parley, name, None)
-    if render is None:
-        return f"parley.{name} is not available"
+    render: Callable[[Any], str] = lens.lean if kind == "value" else lens.lens
     return _compare(render(case["input"]), case["lens"])
 
 

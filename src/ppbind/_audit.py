@@ -221,14 +221,14 @@ class _Audit:
                 intent["proof"],
                 aud=m["service"],
                 verb="INTENT",
-                target=parley.proof_target("INTENT", capability=intent.get("capability")),
+                target=parley.grants.proof_target("INTENT", capability=intent.get("capability")),
                 now=intent["proof"]["ts"],
             )
             parley.verify_proof(
                 commit["proof"],
                 aud=m["service"],
                 verb="COMMIT",
-                target=parley.proof_target("COMMIT", proposal_hash=commit.get("hash")),
+                target=parley.grants.proof_target("COMMIT", proposal_hash=commit.get("hash")),
                 now=commit["proof"]["ts"],
             )
             ctx = parley.GrantContext(
@@ -397,7 +397,7 @@ class _Audit:
         assert grant is not None
         root = grant.blocks[0].payload
         expected = [
-            *parley.consent_caveats(consent),
+            *parley.grants.consent_caveats(consent),
             {"spend": {"max": machine.amount, "currency": machine.currency}},
         ]
         agent = commit["proof"]["key"]

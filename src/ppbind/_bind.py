@@ -396,7 +396,7 @@ def _consent_grant(
         )
     m = x["terms"]
     caveats = [
-        *parley.consent_caveats(consent),
+        *parley.grants.consent_caveats(consent),
         {"spend": {"max": m["amount"], "currency": m["currency"]}},
     ]
     return parley.mint_grant(

@@ -58,19 +58,19 @@ def raw_key(key: object) -> bytes:
     else:
         raise _unsupported("a key is an ed25519:… string or a JWK object", "not_ed25519")
     try:
-        return parley.parse_public_key(text)
+        return parley.keys.parse_public_key(text)
     except parley.ParleyError as exc:
         raise _unsupported(f"the Ed25519 public key is not usable: {exc}", "bad_encoding") from exc
 
 
 def parley_key_of(key: object) -> str:
     """Return the Parley spelling ``ed25519:…`` of an Ed25519 key given in either spelling."""
-    return "ed25519:" + parley.b64url_encode(raw_key(key))
+    return "ed25519:" + parley.wire.b64url_encode(raw_key(key))
 
 
 def jwk_of(key: object) -> dict[str, str]:
     """Return the public JWK ``{"kty": "OKP", "crv": "Ed25519", "x"}`` of an Ed25519 key."""
-    return {"kty": "OKP", "crv": "Ed25519", "x": parley.b64url_encode(raw_key(key))}
+    return {"kty": "OKP", "crv": "Ed25519", "x": parley.wire.b64url_encode(raw_key(key))}
 
 
 def same_key(a: object, b: object) -> bool:

@@ -181,7 +181,7 @@ def _negotiate(proxies: Mapping[str, pxp.Proxy], at: Callable[[], datetime]) -> 
 def _consent_caveats(x: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The caveats of the consent grant C for a Decision's ``x_binding`` (§5.3)."""
     return [
-        *parley.consent_caveats(x["parley"]["consent"]),
+        *parley.grants.consent_caveats(x["parley"]["consent"]),
         {"spend": {"max": x["terms"]["amount"], "currency": x["terms"]["currency"]}},
     ]
 

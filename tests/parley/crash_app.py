@@ -38,20 +38,22 @@ def _die() -> None:
 class _DiesBeforeReceipt:
     """A store that kills the process when asked to store a receipt."""
 
-    def __init__(self, inner: parley.Store) -> None:
+    def __init__(self, inner: parley.stores.Store) -> None:
         self._inner = inner
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     def finish_commit(
-        self, record: parley.ReceiptRecord, *, now: int, owner: str | None = None
+        self, record: parley.stores.ReceiptRecord, *, now: int, owner: str | None = None
     ) -> bool:
         _die()
         return False
 
 
-def build_service(*, trusted: Sequence[str], store: parley.Store | None = None) -> parley.Service:
+def build_service(
+    *, trusted: Sequence[str], store: parley.stores.Store | None = None
+) -> parley.Service:
     """The shop, with the crash of ``$PARLEY_TEST_CRASH`` wired in."""
     step = os.environ.get("PARLEY_TEST_CRASH", "")
     svc: parley.Service = _load_shop().build_service(trusted=trusted, store=store)

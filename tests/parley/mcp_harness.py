@@ -46,7 +46,7 @@ class Homes:
     def __init__(self, root: Path, *, grants: list[str] | None = None) -> None:
         self.agent = root / "agent-home"
         self.principal = root / "principal-home"
-        parley.AgentKeyStore(self.agent).create("agent", AGENT)
+        parley.keys.AgentKeyStore(self.agent).create("agent", AGENT)
         old = os.environ.get("PARLEY_HOME")
         os.environ["PARLEY_HOME"] = str(self.agent)  # the principal store checks overlap
         try:

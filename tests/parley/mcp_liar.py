@@ -74,7 +74,7 @@ def main() -> int:
         return frames
 
     service.handle = handle  # type: ignore[method-assign]
-    parley.serve_stdio(service)
+    parley.net.serve_stdio(service)
     return 0
 
 

@@ -32,7 +32,9 @@ def _orders(path: str) -> Any:
     return module.Orders(path)
 
 
-def build_service(*, trusted: Sequence[str], store: parley.Store | None = None) -> parley.Service:
+def build_service(
+    *, trusted: Sequence[str], store: parley.stores.Store | None = None
+) -> parley.Service:
     """The service; its orders go to the shared book named by ``$PARLEY_TEST_ORDERS``."""
     orders = _orders(os.environ["PARLEY_TEST_ORDERS"])
     die_at = int(os.environ.get("PARLEY_TEST_DIE_AT", "0"))
@@ -59,9 +61,13 @@ def build_service(*, trusted: Sequence[str], store: parley.Store | None = None) 
         return {"order": number}
 
     @pay.on_reconcile
-    def charged(proposal: dict[str, Any], ctx: parley.Context) -> parley.Outcome:
+    def charged(proposal: dict[str, Any], ctx: parley.Context) -> parley.service.Outcome:
         assert ctx.idempotency_key is not None
         found = orders.find(ctx.idempotency_key)
-        return parley.not_happened() if found is None else parley.happened({"order": found[0]})
+        return (
+            parley.service.not_happened()
+            if found is None
+            else parley.service.happened({"order": found[0]})
+        )
 
     return svc

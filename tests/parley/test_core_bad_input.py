@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 import parley
 
 NOW = 1790000000
+P = parley.key_from_seed(b"\x01" * 32)
+A = parley.key_from_seed(b"\x02" * 32)
+X = parley.key_from_seed(b"\x09" * 32)
 KEY = parley.key_from_seed(b"\x02" * 32)
 TOKEN = parley.mint_grant(KEY, KEY.public, [], iat=NOW, nonce="n")
 CTX = parley.GrantContext("s", "ASK", "c", NOW)
@@ -20,14 +23,14 @@ JUNK: list[Any] = [None, 0, -1, 1.5, True, "", "x", b"x", [], [None], {}, {"a": 
 CALLS: dict[str, Callable[[Any], Any]] = {
     "canonical": parley.canonical,
     "proposal_hash": parley.proposal_hash,
-    "b64url_decode": parley.b64url_decode,
-    "b64url_encode": parley.b64url_encode,
+    "b64url_decode": parley.wire.b64url_decode,
+    "b64url_encode": parley.wire.b64url_encode,
     "key_from_seed": parley.key_from_seed,
-    "parse_public_key": parley.parse_public_key,
-    "parse_caveat": parley.parse_caveat,
-    "effective_caveats": lambda v: parley.effective_caveats([v]),
+    "parse_public_key": parley.keys.parse_public_key,
+    "parse_caveat": parley.grants.parse_caveat,
+    "effective_caveats": lambda v: parley.grants.effective_caveats([v]),
     "sign": KEY.sign,
-    "proof_target": lambda v: parley.proof_target(v, capability=v, proposal_hash=v),
+    "proof_target": lambda v: parley.grants.proof_target(v, capability=v, proposal_hash=v),
     "sign_proof": lambda v: parley.sign_proof(KEY, aud=v, verb="ASK", target="c", ts=v),
     "sign_proof_key": lambda v: parley.sign_proof(v, aud="a", verb="ASK", target="c", ts=NOW),
     "verify_proof": lambda v: parley.verify_proof(v, aud="a", verb="ASK", target="c", now=NOW),
@@ -50,14 +53,14 @@ CALLS: dict[str, Callable[[Any], Any]] = {
     "proposal_facts": parley.ProposalFacts.from_json,
     "consent_request": lambda v: parley.consent_request(v, service="s", principal=KEY.public),
     "consent_request_principal": lambda v: parley.consent_request({}, service=v, principal=v),
-    "consent_caveats": parley.consent_caveats,
-    "consent_for_shown": lambda v: parley.consent_for_shown(v, service="s", request=v),
+    "consent_caveats": parley.grants.consent_caveats,
+    "consent_for_shown": lambda v: parley.grants.consent_for_shown(v, service="s", request=v),
     "mint_consent_grant": lambda v: parley.mint_consent_grant(KEY, v, KEY.public, iat=NOW),
-    "ledger_reserve": lambda v: parley.MemorySpendLedger().reserve(v, v, v, v),
-    "ledger_commit": lambda v: parley.MemorySpendLedger().commit(v),
-    "ledger_release": lambda v: parley.MemorySpendLedger().release(v),
-    "ledger_totals": lambda v: parley.MemorySpendLedger().totals(v, excluding=v),
-    "agent_key_store": parley.AgentKeyStore,
+    "ledger_reserve": lambda v: parley.stores.MemorySpendLedger().reserve(v, v, v, v),
+    "ledger_commit": lambda v: parley.stores.MemorySpendLedger().commit(v),
+    "ledger_release": lambda v: parley.stores.MemorySpendLedger().release(v),
+    "ledger_totals": lambda v: parley.stores.MemorySpendLedger().totals(v, excluding=v),
+    "agent_key_store": parley.keys.AgentKeyStore,
 }
 
 
@@ -95,11 +98,13 @@ _TOKEN = parley.mint_grant(P, A.public, [], iat=NOW, nonce="n")
 _CALLS: dict[str, Any] = {
     "canonical": parley.canonical,
     "proposal_hash": parley.proposal_hash,
-    "parse_caveat": parley.parse_caveat,
+    "parse_caveat": parley.grants.parse_caveat,
     "decode_grant": parley.decode_grant,
     "inspect_grant": parley.inspect_grant,
-    "grant_object": lambda v: parley.inspect_grant(parley.Grant((parley.Block(v, v),))),
-    "grant_blocks": lambda v: parley.delegate(parley.Grant(v), A, X.public, [], iat=NOW),
+    "grant_object": lambda v: parley.inspect_grant(
+        parley.grants.Grant((parley.grants.Block(v, v),))
+    ),
+    "grant_blocks": lambda v: parley.delegate(parley.grants.Grant(v), A, X.public, [], iat=NOW),
     "mint": lambda v: parley.mint_grant(P, A.public, v, iat=NOW),
     "delegate": lambda v: parley.delegate(_TOKEN, A, X.public, v, iat=NOW),
     "verify_proof": lambda v: parley.verify_proof(v, aud="a", verb="ASK", target="t", now=NOW),
@@ -112,10 +117,12 @@ _CALLS: dict[str, Any] = {
     "context_principal": lambda v: parley.GrantContext.from_json(
         {"service": "s", "verb": "ASK", "capability": "c", "now": NOW, "principal": v}
     ),
-    "consent_caveats": parley.consent_caveats,
-    "consent_for_shown": lambda v: parley.consent_for_shown(v, service="s", request=v),
-    "reserve": lambda v: parley.MemorySpendLedger().reserve("k", v, 1, "USD"),
-    "proof_target": lambda v: parley.proof_target("INTENT", capability=v, auto=True, frame_id=v),
+    "consent_caveats": parley.grants.consent_caveats,
+    "consent_for_shown": lambda v: parley.grants.consent_for_shown(v, service="s", request=v),
+    "reserve": lambda v: parley.stores.MemorySpendLedger().reserve("k", v, 1, "USD"),
+    "proof_target": lambda v: parley.grants.proof_target(
+        "INTENT", capability=v, auto=True, frame_id=v
+    ),
 }
 
 

@@ -20,6 +20,10 @@ from parley import _cli, _cli_core
 from parley._keystore import PrincipalKeyStore
 
 NOW = 1790000000
+P = parley.key_from_seed(b"\x01" * 32)
+A = parley.key_from_seed(b"\x02" * 32)
+# a small-order key (the identity point): anyone can "sign" for it, so it is refused
+WEAK = "ed25519:" + base64.urlsafe_b64encode(bytes([1]) + bytes(31)).rstrip(b"=").decode()
 
 
 @pytest.fixture
@@ -59,7 +63,7 @@ def test_keygen_writes_private_files(homes: tuple[Path, Path], capsys: Any) -> N
 
 def test_loose_permissions_are_refused(homes: tuple[Path, Path]) -> None:
     agent_home, _ = homes
-    store = parley.AgentKeyStore()
+    store = parley.keys.AgentKeyStore()
     store.create("agent")
     os.chmod(agent_home / "keys" / "agent.json", 0o644)
     with pytest.raises(parley.ParleyError) as caught:
@@ -76,16 +80,16 @@ def test_agent_side_api_cannot_reach_the_principal_key(
     # The agent-side store refuses the principal folder, inside it, or around it ...
     for home in (principal_home, principal_home / "keys", principal_home.parent):
         with pytest.raises(parley.ParleyError) as caught:
-            parley.AgentKeyStore(home)
+            parley.keys.AgentKeyStore(home)
         assert caught.value.reason == "principal_key_isolation"
     # ... and any folder holding a principal store, wherever the environment points.
     monkeypatch.setenv("PARLEY_PRINCIPAL_HOME", str(tmp_path / "elsewhere"))
     with pytest.raises(parley.ParleyError):
-        parley.AgentKeyStore(principal_home)
+        parley.keys.AgentKeyStore(principal_home)
     # The default agent store looks only in its own folder.
     monkeypatch.setenv("PARLEY_PRINCIPAL_HOME", str(principal_home))
     with pytest.raises(parley.ParleyError) as caught:
-        parley.AgentKeyStore().key("principal")
+        parley.keys.AgentKeyStore().key("principal")
     assert caught.value.reason == "key_missing"
     # The principal store is not part of the public API and hands out no key.
     assert "PrincipalKeyStore" not in parley.__all__
@@ -163,7 +167,7 @@ def test_approve_with_confirmation(
     code, out, _ = run(["approve", "-", "--agent", agent, "--now", str(NOW)], capsys)
     assert code == 0
     caveats = parley.decode_grant(out).blocks[0].raw_caveats
-    assert caveats == parley.consent_caveats(frame["consent"])
+    assert caveats == parley.grants.consent_caveats(frame["consent"])
 
 
 def test_grant_delegate_inspect_est(
@@ -299,7 +303,7 @@ def test_approval_checks_the_agent_key_before_prompting(homes: tuple[Path, Path]
 
 def test_symlinked_key_files_are_refused(homes: tuple[Path, Path], tmp_path: Path) -> None:
     agent_home, _ = homes
-    store = parley.AgentKeyStore()
+    store = parley.keys.AgentKeyStore()
     store.create("real")
     link = agent_home / "keys" / "agent.json"
     os.symlink(agent_home / "keys" / "real.json", link)
@@ -343,10 +347,10 @@ def test_key_store_io_errors_are_parley_errors(homes: tuple[Path, Path], tmp_pat
     in_the_way.write_text("x", encoding="utf-8")
     for home in (in_the_way, in_the_way / "below", Path("/dev/null/x")):
         with pytest.raises(parley.ParleyError) as caught:
-            parley.AgentKeyStore(home).create("agent")
+            parley.keys.AgentKeyStore(home).create("agent")
         assert caught.value.reason == "key_store"
     with pytest.raises(parley.ParleyError) as caught:
-        parley.AgentKeyStore().create("agent", "not a key")  # type: ignore[arg-type]
+        parley.keys.AgentKeyStore().create("agent", "not a key")  # type: ignore[arg-type]
     assert caught.value.reason == "key_store"
 
 
@@ -357,7 +361,7 @@ def test_an_existing_shared_folder_is_refused_not_re_moded(
     shared.mkdir()
     os.chmod(shared, 0o1777)  # noqa: S103 - like /tmp, the folder under test
     with pytest.raises(parley.ParleyError) as caught:
-        parley.AgentKeyStore(shared).create("agent")
+        parley.keys.AgentKeyStore(shared).create("agent")
     assert caught.value.reason == "key_store_permissions"
     assert shared.stat().st_mode & 0o7777 == 0o1777
     assert not (shared / "keys").exists()

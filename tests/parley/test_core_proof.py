@@ -28,7 +28,7 @@ REF = TOP / "vectors" / "third_party" / "parley"
 
 def test_reference_proofs_sign_byte_equal_and_verify() -> None:
     for case in json.loads((REF / "proof.json").read_text(encoding="utf-8")):
-        key = parley.key_from_seed(parley.b64url_decode(case["seed"]))
+        key = parley.key_from_seed(parley.wire.b64url_decode(case["seed"]))
         proof = parley.sign_proof(
             key, aud=case["aud"], verb=case["verb"], target=case["target"], ts=case["ts"]
         )
@@ -40,22 +40,24 @@ def test_reference_proofs_sign_byte_equal_and_verify() -> None:
 
 
 def test_target_table() -> None:
-    assert parley.proof_target("COMMIT", proposal_hash="h") == "h"
-    assert parley.proof_target("UNDO", receipt="r_1") == "r_1"
-    assert parley.proof_target("ASK", capability="c") == "c"
-    assert parley.proof_target("INTENT", capability="c") == "c"
-    assert parley.proof_target("INTENT", capability="c", auto=True, frame_id="f") == "auto:c:f"
-    assert parley.proof_target("EXPAND", handle="h_1") == "h_1"
+    assert parley.grants.proof_target("COMMIT", proposal_hash="h") == "h"
+    assert parley.grants.proof_target("UNDO", receipt="r_1") == "r_1"
+    assert parley.grants.proof_target("ASK", capability="c") == "c"
+    assert parley.grants.proof_target("INTENT", capability="c") == "c"
+    assert (
+        parley.grants.proof_target("INTENT", capability="c", auto=True, frame_id="f") == "auto:c:f"
+    )
+    assert parley.grants.proof_target("EXPAND", handle="h_1") == "h_1"
     for verb in ("HELLO", "commit", ""):
         with pytest.raises(parley.ParleyError):
-            parley.proof_target(verb, capability="c", proposal_hash="h")
+            parley.grants.proof_target(verb, capability="c", proposal_hash="h")
 
 
 def test_auto_proofs_differ_per_frame() -> None:
     # An auto INTENT proof cannot be replayed as another frame's (finding: replayable auto).
-    one = parley.proof_target("INTENT", capability="c", auto=True, frame_id="f1")
-    two = parley.proof_target("INTENT", capability="c", auto=True, frame_id="f2")
-    plain = parley.proof_target("INTENT", capability="c")
+    one = parley.grants.proof_target("INTENT", capability="c", auto=True, frame_id="f1")
+    two = parley.grants.proof_target("INTENT", capability="c", auto=True, frame_id="f2")
+    plain = parley.grants.proof_target("INTENT", capability="c")
     assert len({one, two, plain}) == 3
 
 
@@ -148,11 +150,14 @@ def test_forged_proof_under_a_small_order_key_is_refused() -> None:
 
 def test_auto_targets_are_unambiguous() -> None:
     # 'auto:a:b:c' would be capability 'a' frame 'b:c' and capability 'a:b' frame 'c'.
-    assert parley.proof_target("INTENT", capability="a", auto=True, frame_id="b:c") == "auto:a:b:c"
+    assert (
+        parley.grants.proof_target("INTENT", capability="a", auto=True, frame_id="b:c")
+        == "auto:a:b:c"
+    )
     with pytest.raises(parley.ParleyError) as caught:
-        parley.proof_target("INTENT", capability="a:b", auto=True, frame_id="c")
+        parley.grants.proof_target("INTENT", capability="a:b", auto=True, frame_id="c")
     assert caught.value.reason == "bad_target"
     # a plain INTENT on a capability spelled like an auto target would share its proof
     with pytest.raises(parley.ParleyError):
-        parley.proof_target("INTENT", capability="auto:a:b")
-    assert parley.proof_target("ASK", capability="auto:a:b") == "auto:a:b"  # verb differs
+        parley.grants.proof_target("INTENT", capability="auto:a:b")
+    assert parley.grants.proof_target("ASK", capability="auto:a:b") == "auto:a:b"  # verb differs

@@ -17,18 +17,18 @@ import parley
 NOW = 1790000000
 P = parley.key_from_seed(b"\x01" * 32)
 A = parley.key_from_seed(b"\x02" * 32)
-CAPS = [parley.SpendCap("root", 5000, "USD"), parley.SpendCap("child", 3000, "USD")]
+CAPS = [parley.grants.SpendCap("root", 5000, "USD"), parley.grants.SpendCap("child", 3000, "USD")]
 
 
 def test_ledger_is_a_spend_ledger() -> None:
-    assert isinstance(parley.MemorySpendLedger(), parley.SpendLedger)
+    assert isinstance(parley.stores.MemorySpendLedger(), parley.stores.SpendLedger)
 
 
 @settings(max_examples=25)
 @given(st.lists(st.integers(0, 1500), min_size=1, max_size=24), st.integers(0, 6000))
 def test_concurrent_reservations_never_exceed_the_cap(amounts: list[int], cap: int) -> None:
-    ledger = parley.MemorySpendLedger()
-    caps = [parley.SpendCap("b", cap, "USD")]
+    ledger = parley.stores.MemorySpendLedger()
+    caps = [parley.grants.SpendCap("b", cap, "USD")]
     won: list[int] = []
     lock = threading.Lock()
     barrier = threading.Barrier(len(amounts))
@@ -53,7 +53,7 @@ def test_concurrent_reservations_never_exceed_the_cap(amounts: list[int], cap: i
 
 
 def test_reserve_checks_every_cap_and_is_all_or_nothing() -> None:
-    ledger = parley.MemorySpendLedger()
+    ledger = parley.stores.MemorySpendLedger()
     assert ledger.reserve("p1", CAPS, 2500, "USD")
     with pytest.raises(parley.ParleyError) as caught:
         ledger.reserve("p2", CAPS, 600, "USD")  # root would fit (3100), child would not (3100)
@@ -62,7 +62,7 @@ def test_reserve_checks_every_cap_and_is_all_or_nothing() -> None:
 
 
 def test_release_and_commit_rules() -> None:
-    ledger = parley.MemorySpendLedger()
+    ledger = parley.stores.MemorySpendLedger()
     ledger.reserve("p1", CAPS, 3000, "USD")
     assert ledger.release("p1") is True
     assert ledger.release("p1") is False
@@ -78,7 +78,7 @@ def test_release_and_commit_rules() -> None:
 
 @pytest.mark.parametrize(("key", "amount"), [("", 1), ("k", -1), ("k", 1.5), (None, 1)])
 def test_reserve_refuses_bad_input_without_change(key: Any, amount: Any) -> None:
-    ledger = parley.MemorySpendLedger()
+    ledger = parley.stores.MemorySpendLedger()
     with pytest.raises(parley.ParleyError):
         ledger.reserve(key, CAPS, amount, "USD")
     assert ledger.totals(["root"]) == {"root": 0}
@@ -107,7 +107,7 @@ def test_consent_round_trip() -> None:
         "summary": "Order 2 coffees",
         "expires": NOW + 600,
     }
-    shown = parley.consent_for_shown(PROPOSAL, service="shop.example", request=consent)
+    shown = parley.grants.consent_for_shown(PROPOSAL, service="shop.example", request=consent)
     assert shown == consent
     token = parley.mint_consent_grant(P, shown, A.public, iat=NOW)
     result = parley.verify_grant(
@@ -137,7 +137,7 @@ def test_consent_request_refuses_bad_proposals(bad: Any) -> None:
 @pytest.mark.parametrize("request_", [None, {}, {"proposal": "p_1"}, "consent"])
 def test_consent_for_shown_refuses_malformed_requests(request_: Any) -> None:
     with pytest.raises(parley.ParleyError):
-        parley.consent_for_shown(PROPOSAL, service="shop.example", request=request_)
+        parley.grants.consent_for_shown(PROPOSAL, service="shop.example", request=request_)
 
 
 # -------------------------------- splitting a spend, pinning the principal
@@ -147,11 +147,11 @@ def test_two_proposals_under_the_cap_cannot_exceed_it_together() -> None:
     token = parley.mint_grant(
         P, A.public, [{"spend": {"max": 10000, "currency": "USD"}}], iat=NOW, nonce="n"
     )
-    ledger = parley.MemorySpendLedger()
+    ledger = parley.stores.MemorySpendLedger()
     outcomes = []
     for key, digest in (("p_1", "h1"), ("p_2", "h2")):
         blocks = parley.decode_grant(token).block_ids
-        facts = parley.ProposalFacts(digest, parley.Cost(6000, "USD"), "low")
+        facts = parley.ProposalFacts(digest, parley.grants.Cost(6000, "USD"), "low")
         ctx = parley.GrantContext(
             "s", "COMMIT", "c", NOW, proposal=facts, spent=ledger.totals(blocks, excluding=key)
         )
@@ -165,7 +165,7 @@ def test_two_proposals_under_the_cap_cannot_exceed_it_together() -> None:
     assert outcomes == ["ok", "consent_required"]
     # the retry of the first is not refused by its own spend, and is not counted twice
     blocks = parley.decode_grant(token).block_ids
-    facts = parley.ProposalFacts("h1", parley.Cost(6000, "USD"), "low")
+    facts = parley.ProposalFacts("h1", parley.grants.Cost(6000, "USD"), "low")
     ctx = parley.GrantContext(
         "s", "COMMIT", "c", NOW, proposal=facts, spent=ledger.totals(blocks, excluding="p_1")
     )
@@ -189,17 +189,17 @@ def test_consent_for_shown_can_pin_the_principal() -> None:
     other = parley.key_from_seed(b"\x05" * 32).public
     request = parley.consent_request(proposal, service="shop.example", principal=other)
     with pytest.raises(parley.ParleyError) as caught:
-        parley.consent_for_shown(
+        parley.grants.consent_for_shown(
             proposal, service="shop.example", request=request, principals=[P.public]
         )
     assert (caught.value.code, caught.value.reason) == ("conflict", "consent_mismatch")
-    ok = parley.consent_for_shown(
+    ok = parley.grants.consent_for_shown(
         proposal, service="shop.example", request=request, principals={P.public, other}
     )
     assert ok["principal"] == other
-    assert parley.consent_for_shown(proposal, service="shop.example", request=request) == ok
+    assert parley.grants.consent_for_shown(proposal, service="shop.example", request=request) == ok
     with pytest.raises(parley.ParleyError):
-        parley.consent_for_shown(
+        parley.grants.consent_for_shown(
             proposal,
             service="shop.example",
             request=request,
@@ -244,7 +244,7 @@ def _check(token: str | list[str], **kw: Any) -> parley.GrantCheck:
 
 def test_concurrent_commits_never_exceed_the_spend_cap() -> None:
     token = parley.mint_grant(P, A.public, [{"spend": {"max": 10000, "currency": "USD"}}], iat=NOW)
-    ledger = parley.MemorySpendLedger()
+    ledger = parley.stores.MemorySpendLedger()
     committed: list[str] = []
     refusals: list[str | None] = []
     start = threading.Barrier(24)
@@ -278,7 +278,7 @@ def test_concurrent_commits_never_exceed_the_spend_cap() -> None:
 
 def test_retried_commit_is_not_refused_by_its_own_spend() -> None:
     token = parley.mint_grant(P, A.public, [{"spend": {"max": 1250, "currency": "USD"}}], iat=NOW)
-    ledger = parley.MemorySpendLedger()
+    ledger = parley.stores.MemorySpendLedger()
     first = _check(token)
     assert ledger.reserve("p_1", first.spend_caps, 1250, "USD") is True
     ledger.commit("p_1")
@@ -295,13 +295,13 @@ def test_retried_commit_is_not_refused_by_its_own_spend() -> None:
 def test_consent_for_another_services_proposal_is_refused() -> None:
     evil = parley.consent_request(ORDER, service="bank.example", principal=P.public)
     with pytest.raises(parley.ParleyError) as caught:
-        parley.consent_for_shown(ORDER, service="shop.example", request=evil)
+        parley.grants.consent_for_shown(ORDER, service="shop.example", request=evil)
     assert (caught.value.code, caught.value.reason) == ("conflict", "consent_mismatch")
     other = {**ORDER, "summary": "Transfer 5000 USD", "id": "p_2"}
     swapped = parley.consent_request(other, service="shop.example", principal=P.public)
     friendly = {**swapped, "summary": ORDER["summary"]}
     with pytest.raises(parley.ParleyError):
-        parley.consent_for_shown(ORDER, service="shop.example", request=friendly)
+        parley.grants.consent_for_shown(ORDER, service="shop.example", request=friendly)
 
 
 def test_consent_grant_authorizes_one_commit_and_nothing_else() -> None:

@@ -116,4 +116,6 @@ def test_approve_signs_after_yes_typed_on_the_terminal(env: dict[str, str], tmp_
     assert code == 0, out
     assert "Order 2 coffees" in out
     token = next(w for w in out.split() if w.startswith("pg1."))
-    assert parley.decode_grant(token).blocks[0].raw_caveats == parley.consent_caveats(consent)
+    assert parley.decode_grant(token).blocks[0].raw_caveats == parley.grants.consent_caveats(
+        consent
+    )

@@ -58,7 +58,7 @@ def test_floats_print_as_number_to_string(x: float) -> None:
 @given(st.floats(min_value=1e-4, max_value=1e16, exclude_max=True))
 def test_the_common_range_prints_as_number_to_string(x: float) -> None:
     assert js_number(x) == number_to_string(x)
-    assert parley.lean(-x) == number_to_string(-x)
+    assert parley.lens.lean(-x) == number_to_string(-x)
 
 
 _CHARS = re.compile(r"[A-Za-z0-9_@./+\-:() '!?&%$#*=<>~^]+")

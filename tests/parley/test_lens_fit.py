@@ -164,7 +164,7 @@ def _equal_as_utf16(a: Any, b: Any) -> bool:
 @given(REPLIES, BUDGETS)
 def test_fast_fit_equals_the_reference_loop(reply: dict[str, Any], budget: int) -> None:
     snapshot = copy.deepcopy(reply)
-    fast = parley.fit(reply, budget, handles=handle_factory())
+    fast = parley.lens.fit(reply, budget, handles=handle_factory())
     plain = fit_oracle(reply, budget, handles=handle_factory())
     assert fast == plain
     assert reply == snapshot, "fit never modifies its input"
@@ -179,17 +179,17 @@ def _without_data(proposal: dict[str, Any]) -> dict[str, Any]:
 def test_fit_reaches_the_budget_and_keeps_everything_approved(
     reply: dict[str, Any], budget: int
 ) -> None:
-    fitted, parked = parley.fit(reply, budget, handles=parley.new_handle)
-    text = parley.lens(fitted)
+    fitted, parked = parley.lens.fit(reply, budget, handles=parley.lens.new_handle)
+    text = parley.lens.lens(fitted)
     # Real handles estimate like the placeholder the loop measured with.
     placeholder = copy.deepcopy(fitted)
     for entry in placeholder.get("more", []):
         entry["handle"] = PLACEHOLDER
-    assert parley.estimate(text) == parley.estimate(parley.lens(placeholder))
-    if parley.estimate(text) > budget:
+    assert parley.lens.estimate(text) == parley.lens.estimate(parley.lens.lens(placeholder))
+    if parley.lens.estimate(text) > budget:
         # Over budget only when elision cannot go further: the most elided result.
-        floor, _ = parley.fit(reply, -1, handles=handle_factory())
-        mine, _ = parley.fit(reply, budget, handles=handle_factory())
+        floor, _ = parley.lens.fit(reply, -1, handles=handle_factory())
+        mine, _ = parley.lens.fit(reply, budget, handles=handle_factory())
         assert mine == floor
     # Elision safety: list roots lose whole trailing items; nothing else changes.
     for name in ("proposals", "capabilities"):
@@ -221,17 +221,17 @@ def test_fit_reaches_the_budget_and_keeps_everything_approved(
 def test_fit_keeps_existing_more_first_and_ignores_other_kinds() -> None:
     old = {"handle": "h_old", "path": "data.q", "remaining": 1, "est": 1}
     reply = {"kind": "ANSWER", "data": {"n": list(range(300))}, "more": [old]}
-    fitted, parked = parley.fit(reply, 50, handles=handle_factory())
+    fitted, parked = parley.lens.fit(reply, 50, handles=handle_factory())
     assert fitted["more"][0] == old
     assert [e["path"] for e in fitted["more"][1:]] == ["data.n"]
     assert list(parked) == ["h_aq"]
     event = {"kind": "EVENT", "message": "x" * 5000}
-    assert parley.fit(event, 1, handles=handle_factory()) == (event, {})
+    assert parley.lens.fit(event, 1, handles=handle_factory()) == (event, {})
 
 
 def test_strings_are_cut_in_utf16_units_and_stop_at_200() -> None:
     text = "\U0001f389" * 300  # 600 UTF-16 units
-    fitted, parked = parley.fit({"kind": "ANSWER", "data": text}, 5, handles=handle_factory())
+    fitted, parked = parley.lens.fit({"kind": "ANSWER", "data": text}, 5, handles=handle_factory())
     kept = fitted["data"]
     assert kept.endswith("…")
     assert u16_len(kept) == 201
@@ -243,7 +243,7 @@ def test_strings_are_cut_in_utf16_units_and_stop_at_200() -> None:
 
 def test_a_path_inside_an_elided_item_gets_no_entry() -> None:
     rows = [{"t": "w " * 400} for _ in range(4)]
-    fitted, parked = parley.fit({"kind": "ANSWER", "data": rows}, 1, handles=handle_factory())
+    fitted, parked = parley.lens.fit({"kind": "ANSWER", "data": rows}, 1, handles=handle_factory())
     paths = [e["path"] for e in fitted["more"]]
     assert "data" in paths
     assert all(not p.startswith("data.3") for p in paths)
@@ -252,7 +252,7 @@ def test_a_path_inside_an_elided_item_gets_no_entry() -> None:
 
 def test_list_roots_are_cut_only_after_deep_roots() -> None:
     proposals = [_proposal(i, list(range(50)), True) for i in range(6)]
-    fitted, _ = parley.fit(
+    fitted, _ = parley.lens.fit(
         {"kind": "PROPOSALS", "proposals": proposals}, 1, handles=handle_factory()
     )
     paths = [e["path"] for e in fitted["more"]]
@@ -266,13 +266,13 @@ def test_list_roots_are_cut_only_after_deep_roots() -> None:
 @pytest.mark.parametrize("budget", [1.5, "10", True, None])
 def test_budget_must_be_an_integer(budget: Any) -> None:
     with pytest.raises(parley.ParleyError) as caught:
-        parley.fit({"kind": "ANSWER", "data": 1}, budget, handles=handle_factory())
+        parley.lens.fit({"kind": "ANSWER", "data": 1}, budget, handles=handle_factory())
     assert caught.value.reason == "bad_budget"
 
 
 def test_fit_rejects_non_json_anywhere() -> None:
     with pytest.raises(parley.ParleyError) as caught:
-        parley.fit({"kind": "ANSWER", "data": [1, {2}]}, 10, handles=handle_factory())
+        parley.lens.fit({"kind": "ANSWER", "data": [1, {2}]}, 10, handles=handle_factory())
     assert caught.value.reason == "not_json"
 
 
@@ -286,11 +286,11 @@ def test_expand_slices_concatenate_to_the_value(value: Any, budgets: list[int]) 
     current = value
     make = handle_factory()
     for budget in itertools.cycle(budgets):
-        answer, parked = parley.expand_slice(current, budget, handles=make)
+        answer, parked = parley.lens.expand_slice(current, budget, handles=make)
         part = answer["data"]["items" if isinstance(value, list) else "text"]
         pieces.append(part)
-        text = parley.lens(answer)
-        if parley.estimate(text) > budget:
+        text = parley.lens.lens(answer)
+        if parley.lens.estimate(text) > budget:
             assert len(part) <= 1, "only a single indivisible piece may exceed the budget"
         if not parked:
             assert "more" not in answer
@@ -308,19 +308,19 @@ def test_expand_slices_concatenate_to_the_value(value: Any, budgets: list[int]) 
 @given(JSON, st.integers(0, 40))
 def test_the_meter_measures_exactly_what_lean_renders(value: Any, start: int) -> None:
     meter = _Meter()
-    assert meter.top(value) == parley.estimate(parley.lean(value))
+    assert meter.top(value) == parley.lens.estimate(parley.lens.lean(value))
     assert meter.size(value) == u16_len(compact_json(value))
     for key_text in ("k", '"a,b"'):
         for indent in (0, 1, 3):
             lines: list[str] = []
             entry_lines(key_text, value, indent, lines)
-            expected = parley.estimate("\n".join(lines))
+            expected = parley.lens.estimate("\n".join(lines))
             if indent:
                 expected += 1  # the indentation run before the first line
             assert meter.entry(key_text, value, 1 if indent else 0) == expected
     if isinstance(value, list) and value:
         start = start % len(value)
-        assert meter.rest_top(value, start) == parley.estimate(parley.lean(value[start:]))
+        assert meter.rest_top(value, start) == parley.lens.estimate(parley.lens.lean(value[start:]))
 
 
 # -------------------------------- any shape, any depth, linear work
@@ -334,7 +334,7 @@ def _handles() -> Any:
 def test_fit_walks_object_members_in_javascript_order() -> None:
     # Two equal-size candidates: JavaScript walks "1" before "a", so "1" is cut first.
     reply = {"kind": "ANSWER", "data": {"a": list(range(30)), "1": list(range(30))}}
-    fitted, _ = parley.fit(reply, 60, handles=_handles())
+    fitted, _ = parley.lens.fit(reply, 60, handles=_handles())
     assert fitted["more"][0]["path"] == "data.1"
     assert fitted == fit_oracle(reply, 60, handles=_handles())[0]
 
@@ -343,9 +343,9 @@ def test_fit_walks_object_members_in_javascript_order() -> None:
 def test_fit_of_proposals_without_a_list(body: dict[str, Any]) -> None:
     # Used to raise KeyError / TypeError from the fast fitter.
     reply = {"kind": "PROPOSALS", **body}
-    fitted, parked = parley.fit(reply, 0, handles=_handles())
+    fitted, parked = parley.lens.fit(reply, 0, handles=_handles())
     assert (fitted, parked) == (reply, {})
-    assert parley.lens(fitted) == "0 proposals:"
+    assert parley.lens.lens(fitted) == "0 proposals:"
     assert fit_oracle(reply, 0, handles=_handles()) == (fitted, parked)
 
 
@@ -391,15 +391,15 @@ def test_any_reply_shape_renders_or_raises_our_error_and_what_renders_fits(
     and a reply that renders can always be fitted, identically by both fitters."""
     reply = {**body, "kind": kind}
     try:
-        parley.lens(reply)
+        parley.lens.lens(reply)
     except parley.ParleyError:
         # Kinds that are never fitted come back as they are; the others raise our error.
         with contextlib.suppress(parley.ParleyError):
-            parley.fit(reply, budget, handles=_handles())
+            parley.lens.fit(reply, budget, handles=_handles())
         return
-    fast = parley.fit(reply, budget, handles=_handles())
+    fast = parley.lens.fit(reply, budget, handles=_handles())
     assert fast == fit_oracle(reply, budget, handles=_handles())
-    parley.lens(fast[0])
+    parley.lens.lens(fast[0])
 
 
 @pytest.mark.parametrize("shape", ["object", "list"])
@@ -416,13 +416,13 @@ def test_fit_handles_every_depth_that_lens_renders(shape: str) -> None:
     for depth in range(100, 1000, 100):
         value = nest(depth)
         try:
-            parley.lean(value)
+            parley.lens.lean(value)
         except parley.ParleyError:
             break
         reply = {"kind": "ANSWER", "data": value}
-        parley.fit(reply, 10**6, handles=_handles())
-        parley.fit(reply, 1, handles=_handles())
-        parley.park(parley.MemoryHandleStore(), {"h_x": [value]}, key=None, now=0)
+        parley.lens.fit(reply, 10**6, handles=_handles())
+        parley.lens.fit(reply, 1, handles=_handles())
+        parley.lens.park(parley.lens.MemoryHandleStore(), {"h_x": [value]}, key=None, now=0)
         checked += 1
     assert checked >= 7
 
@@ -451,7 +451,7 @@ def test_fitting_a_wide_object_does_not_remeasure_every_member_each_round(
     calls = _count_measurements(monkeypatch)
     width = 500
     reply = {"kind": "ANSWER", "data": {f"k{i}": [i, i + 1] for i in range(width)}}
-    fitted, _ = parley.fit(reply, 100, handles=_handles())
+    fitted, _ = parley.lens.fit(reply, 100, handles=_handles())
     assert len(fitted["more"]) == 200  # 200 rounds, one cut each
     assert calls[0] < 4 * width  # was about 200 * width
     monkeypatch.undo()
@@ -469,7 +469,7 @@ def test_fitting_many_proposals_does_not_remeasure_every_proposal_each_round(
         for i in range(count)
     ]
     reply = {"kind": "PROPOSALS", "proposals": proposals}
-    fitted, _ = parley.fit(reply, 100, handles=_handles())
+    fitted, _ = parley.lens.fit(reply, 100, handles=_handles())
     assert calls[0] < 10 * count  # was about 200 * count
     monkeypatch.undo()
     assert fitted == fit_oracle(reply, 100, handles=_handles())[0]

@@ -19,7 +19,7 @@ NOW = 1790000000
 
 
 def test_new_handles_are_long_random_letters_estimating_like_the_placeholder() -> None:
-    handles = {parley.new_handle() for _ in range(2000)}
+    handles = {parley.lens.new_handle() for _ in range(2000)}
     assert len(handles) == 2000
     for handle in itertools.islice(handles, 50):
         assert handle.startswith("h_")
@@ -27,27 +27,27 @@ def test_new_handles_are_long_random_letters_estimating_like_the_placeholder() -
         assert body.isascii()
         assert body.isalpha()
         assert len(body) * math.log2(52) >= 128
-        assert parley.estimate(handle) == parley.estimate("h_XXXXXXXXXXXX") == 3
+        assert parley.lens.estimate(handle) == parley.lens.estimate("h_XXXXXXXXXXXX") == 3
 
 
 def test_new_handle_uses_the_injected_randomness_and_rejects_biased_bytes() -> None:
     stream = iter([bytes([255, 207, 0, 51, 52] * 10)] * 3)
-    handle = parley.new_handle(lambda n: next(stream)[:n])
+    handle = parley.lens.new_handle(lambda n: next(stream)[:n])
     # 255 is rejected (>= 208); 207 % 52 = 51 -> "z"; 0 -> "A"; 51 -> "z"; 52 -> "A".
     assert handle.startswith("h_zAzAzAzA")
 
 
 def test_default_lifetime_is_at_least_ten_minutes() -> None:
-    assert parley.HANDLE_TTL >= 600
+    assert parley.lens.HANDLE_TTL >= 600
 
 
-def _store(**limits: int) -> parley.MemoryHandleStore:
-    return parley.MemoryHandleStore(**limits)
+def _store(**limits: int) -> parley.lens.MemoryHandleStore:
+    return parley.lens.MemoryHandleStore(**limits)
 
 
 def test_bound_handle_reads_only_for_its_key() -> None:
     store = _store()
-    assert isinstance(store, parley.HandleStore)
+    assert isinstance(store, parley.lens.HandleStore)
     store.put("h_a", [1, 2], key=ALICE, now=NOW, ttl=600)
     assert store.get("h_a", key=ALICE, now=NOW + 599) == [1, 2]
     for key in (MALLORY, None):
@@ -117,17 +117,17 @@ def test_store_never_grows_without_bound() -> None:
 def test_expand_serves_slices_bound_to_the_requester() -> None:
     value: list[Any] = [{"sku": f"S{i}", "qty": i} for i in range(200)]
     reply = {"kind": "ANSWER", "data": {"rows": value}}
-    fitted, parked = parley.fit(reply, 120, handles=parley.new_handle)
+    fitted, parked = parley.lens.fit(reply, 120, handles=parley.lens.new_handle)
     store = _store()
-    parley.park(store, parked, key=ALICE, now=NOW)
+    parley.lens.park(store, parked, key=ALICE, now=NOW)
     [entry] = fitted["more"]
     got = list(fitted["data"]["rows"])
     handle = entry["handle"]
     for step in itertools.count():
         with pytest.raises(parley.ParleyError):
-            parley.expand(store, handle, 300, key=MALLORY, now=NOW + step)
-        answer = parley.expand(store, handle, 300, key=ALICE, now=NOW + step)
-        assert parley.estimate(parley.lens(answer)) <= 300
+            parley.lens.expand(store, handle, 300, key=MALLORY, now=NOW + step)
+        answer = parley.lens.expand(store, handle, 300, key=ALICE, now=NOW + step)
+        assert parley.lens.estimate(parley.lens.lens(answer)) <= 300
         got.extend(answer["data"]["items"])
         if "more" not in answer:
             break
@@ -138,11 +138,11 @@ def test_expand_serves_slices_bound_to_the_requester() -> None:
 def test_expand_of_text_and_of_a_bad_remainder() -> None:
     store = _store()
     store.put("h_t", "word " * 300, key=None, now=NOW, ttl=600)
-    answer = parley.expand(store, "h_t", 40, key=None, now=NOW)
+    answer = parley.lens.expand(store, "h_t", 40, key=None, now=NOW)
     assert answer["data"]["text"]
     assert answer["more"][0]["path"] == "data.text"
     with pytest.raises(parley.ParleyError) as caught:
-        parley.expand_slice({"a": 1}, 10, handles=parley.new_handle)
+        parley.lens.expand_slice({"a": 1}, 10, handles=parley.lens.new_handle)
     assert caught.value.reason == "bad_remainder"
 
 

@@ -29,26 +29,26 @@ VALUES = [case for case in _load("lens.json") if case["type"] == "value"]
 @pytest.mark.parametrize("case", VALUES, ids=lambda c: c["name"])
 def test_reference_lens_values(case: dict[str, Any]) -> None:
     assert case["type"] == "value"
-    assert parley.lean(case["input"]) == case["lens"]
+    assert parley.lens.lean(case["input"]) == case["lens"]
 
 
 @pytest.mark.parametrize("case", _load("estimate.json"), ids=lambda c: repr(c["text"]))
 def test_reference_estimates(case: dict[str, Any]) -> None:
-    assert parley.estimate(case["text"]) == case["est"]
+    assert parley.lens.estimate(case["text"]) == case["est"]
 
 
 def test_estimate_rejects_non_text() -> None:
     with pytest.raises(parley.ParleyError) as caught:
-        parley.estimate(b"bytes")  # type: ignore[arg-type]
+        parley.lens.estimate(b"bytes")  # type: ignore[arg-type]
     assert caught.value.reason == "not_text"
 
 
 def test_estimate_counts_code_points_and_indentation() -> None:
-    assert parley.estimate("\U0001f389") == 1  # one code point, not two UTF-16 units
-    assert parley.estimate("\n ") == 0
-    assert parley.estimate("\n  ") == 1
-    assert parley.estimate("1234567") == 3
-    assert parley.estimate("\u00a0") == 1
+    assert parley.lens.estimate("\U0001f389") == 1  # one code point, not two UTF-16 units
+    assert parley.lens.estimate("\n ") == 0
+    assert parley.lens.estimate("\n  ") == 1
+    assert parley.lens.estimate("1234567") == 3
+    assert parley.lens.estimate("\u00a0") == 1
 
 
 BARE = ["hello world", "0x1F", ".5", "01", "+1", "a-b", "Ana (x)", "1:1", "x=y<z>~^", "ok!?&%$#*"]
@@ -82,14 +82,14 @@ QUOTED = {
 
 @pytest.mark.parametrize("text", BARE)
 def test_bare_strings(text: str) -> None:
-    assert parley.lean(text) == text
-    assert parley.lean({text: 1}) == f"{text}: 1"
+    assert parley.lens.lean(text) == text
+    assert parley.lens.lean({text: 1}) == f"{text}: 1"
 
 
 @pytest.mark.parametrize(("text", "rendered"), sorted(QUOTED.items()))
 def test_quoted_strings(text: str, rendered: str) -> None:
-    assert parley.lean(text) == rendered
-    assert parley.lean({text: 1}) == f"{rendered}: 1"
+    assert parley.lens.lean(text) == rendered
+    assert parley.lens.lean({text: 1}) == f"{rendered}: 1"
 
 
 @pytest.mark.parametrize(
@@ -113,37 +113,39 @@ def test_quoted_strings(text: str, rendered: str) -> None:
 )
 def test_numbers_follow_ecmascript(number: float, text: str) -> None:
     assert js_number(number) == text
-    assert parley.lean(number) == text
+    assert parley.lens.lean(number) == text
 
 
 @pytest.mark.parametrize("number", [math.inf, -math.inf, math.nan, 10**400])
 def test_non_finite_numbers_render_dash(number: float) -> None:
-    assert parley.lean(number) == "-"
+    assert parley.lens.lean(number) == "-"
     assert compact_json([number]) == "[null]"
 
 
 def test_empty_and_top_level_forms() -> None:
-    assert parley.lean({}) == "{}"
-    assert parley.lean([]) == "items: []"
-    assert parley.lean(None) == "-"
-    assert parley.lean({"a": {}, "b": []}) == "a: {}\nb: []"
-    assert parley.lean([[1, 2]]) == "items[1]:\n  - [1, 2]"
+    assert parley.lens.lean({}) == "{}"
+    assert parley.lens.lean([]) == "items: []"
+    assert parley.lens.lean(None) == "-"
+    assert parley.lens.lean({"a": {}, "b": []}) == "a: {}\nb: []"
+    assert parley.lens.lean([[1, 2]]) == "items[1]:\n  - [1, 2]"
 
 
 def test_table_requires_same_keys_in_same_order_and_scalars() -> None:
-    assert parley.lean({"t": [{"a": 1, "b": 2}, {"a": 3, "b": 4}]}) == "t[2]{a,b}:\n  1,2\n  3,4"
-    swapped = parley.lean({"t": [{"a": 1, "b": 2}, {"b": 4, "a": 3}]})
+    assert (
+        parley.lens.lean({"t": [{"a": 1, "b": 2}, {"a": 3, "b": 4}]}) == "t[2]{a,b}:\n  1,2\n  3,4"
+    )
+    swapped = parley.lens.lean({"t": [{"a": 1, "b": 2}, {"b": 4, "a": 3}]})
     assert swapped == "t[2]:\n  - a: 1\n    b: 2\n  - b: 4\n    a: 3"
-    nested = parley.lean({"t": [{"a": [1]}, {"a": [2]}]})
+    nested = parley.lens.lean({"t": [{"a": [1]}, {"a": [2]}]})
     assert nested == "t[2]:\n  - a: [1]\n  - a: [2]"
-    with_empty = parley.lean({"t": [{"a": 1}, {}]})
+    with_empty = parley.lens.lean({"t": [{"a": 1}, {}]})
     assert with_empty == "t[2]:\n  - a: 1\n  - {}"
-    assert parley.lean({"t": [{"k,v": "x,y"}]}) == 't[1]{"k,v"}:\n  "x,y"'
+    assert parley.lens.lean({"t": [{"k,v": "x,y"}]}) == 't[1]{"k,v"}:\n  "x,y"'
 
 
 def test_list_item_forms() -> None:
     value = {"x": [None, True, [], [{"a": 1}, 2], {"a": {"b": {}}, "c": [1, {"d": 2}]}]}
-    assert parley.lean(value) == (
+    assert parley.lens.lean(value) == (
         'x[5]:\n  - -\n  - true\n  - []\n  - [{"a":1},2]\n  - a:\n      b: {}\n'
         "    c[2]:\n      - 1\n      - d: 2"
     )
@@ -152,7 +154,7 @@ def test_list_item_forms() -> None:
 @pytest.mark.parametrize("bad", [{1, 2}, b"x", {"a": object()}, {1: "x"}, [(1, 2)], {"a": {3}}])
 def test_non_json_raises_our_error(bad: Any) -> None:
     with pytest.raises(parley.ParleyError) as caught:
-        parley.lean(bad)
+        parley.lens.lean(bad)
     assert caught.value.code == "bad_frame"
     assert caught.value.reason == "not_json"
 
@@ -181,9 +183,9 @@ JSON = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(JSON)
 def test_lean_is_total_and_deterministic(value: Any) -> None:
-    first = parley.lean(value)
+    first = parley.lens.lean(value)
     assert isinstance(first, str)
-    assert parley.lean(json.loads(json.dumps(value))) == first
+    assert parley.lens.lean(json.loads(json.dumps(value))) == first
 
 
 @settings(max_examples=200, deadline=None)
@@ -226,18 +228,18 @@ def _split_row(row: str) -> list[str]:
 @settings(max_examples=200, deadline=None)
 @given(ROWS)
 def test_a_table_row_never_holds_an_unquoted_comma(rows: list[dict[str, Any]]) -> None:
-    lines = parley.lean({"t": rows}).split("\n")
+    lines = parley.lens.lean({"t": rows}).split("\n")
     assert lines[0] == f"t[{len(rows)}]{{a,b,c}}:"
     for line, row in zip(lines[1:], rows, strict=True):
         cells = _split_row(line[2:])
         assert len(cells) == 3
-        assert cells == [parley.lean(v) for v in row.values()]
+        assert cells == [parley.lens.lean(v) for v in row.values()]
 
 
 @settings(max_examples=200, deadline=None)
 @given(TEXT)
 def test_quoted_strings_are_json_and_bare_ones_are_not_ambiguous(text: str) -> None:
-    rendered = parley.lean(text)
+    rendered = parley.lens.lean(text)
     if rendered.startswith('"'):
         assert json.loads(rendered) == text or "\\ud" in rendered
     else:
@@ -257,14 +259,14 @@ def test_absurdly_deep_values_raise_our_error() -> None:
     nested: Any = 1
     for _ in range(20_000):
         nested = [nested]
-    for render in (parley.lean, compact_json):
+    for render in (parley.lens.lean, compact_json):
         with pytest.raises(parley.ParleyError) as caught:
             render(nested)
         assert caught.value.reason == "too_deep"
     with pytest.raises(parley.ParleyError):
-        parley.lens({"kind": "ANSWER", "data": nested})
+        parley.lens.lens({"kind": "ANSWER", "data": nested})
     with pytest.raises(parley.ParleyError):
-        parley.fit({"kind": "ANSWER", "data": nested}, 10, handles=parley.new_handle)
+        parley.lens.fit({"kind": "ANSWER", "data": nested}, 10, handles=parley.lens.new_handle)
 
 
 # -------------------------------- JavaScript property order
@@ -277,7 +279,7 @@ def test_array_index_keys_come_first_as_in_javascript() -> None:
     assert compact_json(value) == (
         '{"2":3,"10":2,"4294967294":6,"b":1,"01":4,"-1":5,"4294967295":7,"1.5":8}'
     )
-    assert parley.lean({"b": 1, "2": 2, "1": 3}) == 'b: 1\n"1": 3\n"2": 2'.replace(
+    assert parley.lens.lean({"b": 1, "2": 2, "1": 3}) == 'b: 1\n"1": 3\n"2": 2'.replace(
         'b: 1\n"1": 3\n"2": 2', '"1": 3\n"2": 2\nb: 1'
     )
 
@@ -294,10 +296,12 @@ def test_non_ascii_digits_and_long_numbers_are_not_indexes() -> None:
 def test_table_detection_uses_javascript_key_order() -> None:
     # {"b","1"} and {"1","b"} have the same key order in JavaScript: a table.
     value = {"t": [{"b": 1, "1": 2}, {"1": 3, "b": 4}]}
-    assert parley.lean(value) == 't[2]{"1",b}:\n  2,1\n  3,4'
+    assert parley.lens.lean(value) == 't[2]{"1",b}:\n  2,1\n  3,4'
     # Mixed-list items and nested objects follow the same order.
-    assert parley.lean({"t": [{"z": [1], "7": 0}, 5]}) == 't[2]:\n  - "7": 0\n    z: [1]\n  - 5'
-    assert parley.lean([[{"b": 1, "0": 2}]]) == 'items[1]:\n  - [{"0":2,"b":1}]'
+    assert (
+        parley.lens.lean({"t": [{"z": [1], "7": 0}, 5]}) == 't[2]:\n  - "7": 0\n    z: [1]\n  - 5'
+    )
+    assert parley.lens.lean([[{"b": 1, "0": 2}]]) == 'items[1]:\n  - [{"0":2,"b":1}]'
 
 
 KEYS = st.sampled_from(["a", "b", "0", "1", "10", "01", "-1", "4294967295", "x y"])
@@ -325,5 +329,5 @@ def test_rendering_does_not_depend_on_insertion_order_of_index_keys(value: Any) 
         return v
 
     other = shuffle(value)
-    assert parley.lean(other) == parley.lean(value)
+    assert parley.lens.lean(other) == parley.lens.lean(value)
     assert compact_json(other) == compact_json(value)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import parley
 from parley._lean import compact_json, u16_len
 from parley._lens import effect_line
+from parley.grants import Cost
 
 from .fit_oracle import PLACEHOLDER, fit_oracle
 from .runtime_harness import AGENT, PRINCIPAL, SERVICE_ID, grant, load_shop
@@ -63,7 +64,10 @@ def test_effect_fields_in_a_whole_reply() -> None:
             ],
         },
     }
-    assert parley.lens(reply) == "✓ Done (receipt r_1) · irreversible\n  ~ update a\n  ~ update b.x"
+    assert (
+        parley.lens.lens(reply)
+        == "✓ Done (receipt r_1) · irreversible\n  ~ update a\n  ~ update b.x"
+    )
 
 
 @pytest.mark.parametrize("blank", ["", None, 0, False])
@@ -73,22 +77,24 @@ def test_brief_summaries_and_risk_follow_the_same_truthiness(blank: Any) -> None
         "service": {"id": "s", "name": "S", "summary": blank},
         "capabilities": [{"kind": "ask", "name": "a", "summary": blank, "risk": blank}],
     }
-    assert parley.lens(reply) == "# S (s)\nask a()"
+    assert parley.lens.lens(reply) == "# S (s)\nask a()"
 
 
 # -------------------------------- finding 3: lone surrogates
 
 
 def test_lean_writes_a_lone_surrogate_raw_as_the_reference_quote_does() -> None:
-    assert parley.lean({"t": "a\ud83d"}) == 't: "a\ud83d"'
-    assert parley.lean(["\ude00", "x"]) == 'items: ["\ude00", x]'
-    assert parley.lean({"k\udfff": 1}) == '"k\udfff": 1'
+    assert parley.lens.lean({"t": "a\ud83d"}) == 't: "a\ud83d"'
+    assert parley.lens.lean(["\ude00", "x"]) == 'items: ["\ude00", x]'
+    assert parley.lens.lean({"k\udfff": 1}) == '"k\udfff": 1'
 
 
 def test_compact_json_still_escapes_a_lone_surrogate_as_json_stringify_does() -> None:
     # ES2019 well-formed JSON.stringify: used in fix params, need, and nested list items
     assert compact_json(["a\ud83d"]) == '["a\\ud83d"]'
-    assert parley.lean({"x": [["\ud83d", {}], {"y": 1}]}) == 'x[2]:\n  - ["\\ud83d",{}]\n  - y: 1'
+    assert (
+        parley.lens.lean({"x": [["\ud83d", {}], {"y": 1}]}) == 'x[2]:\n  - ["\\ud83d",{}]\n  - y: 1'
+    )
 
 
 def test_a_cut_through_an_emoji_fits_the_reference_unit_count() -> None:
@@ -100,13 +106,13 @@ def test_a_cut_through_an_emoji_fits_the_reference_unit_count() -> None:
     kept = "a" + "\U0001f600" * 149 + "\ud83d"
     rest = "\ude00" + "\U0001f600" * 150
     shown = f't: "{kept}…"\n… 301 more at data.t — EXPAND {PLACEHOLDER} (~151 tokens)'
-    budget = parley.estimate(shown)
+    budget = parley.lens.estimate(shown)
     reply = {"kind": "ANSWER", "data": {"t": text}}
-    fitted, parked = parley.fit(reply, budget, handles=iter(["h_one"]).__next__)
+    fitted, parked = parley.lens.fit(reply, budget, handles=iter(["h_one"]).__next__)
     assert fitted["data"]["t"] == kept + "…"
     assert u16_len(fitted["data"]["t"]) == 301
     assert parked["h_one"] == rest
-    assert parley.lens(fitted).startswith(f't: "{kept}…"')
+    assert parley.lens.lens(fitted).startswith(f't: "{kept}…"')
     assert fit_oracle(reply, budget, handles=iter(["h_one"]).__next__) == (fitted, parked)
 
 
@@ -133,9 +139,11 @@ def _send(service: Any, frame: dict[str, Any]) -> dict[str, Any]:
 
 def test_consent_required_carries_only_consent_as_the_reference_authorize_does() -> None:
     service = SHOP.build_service(
-        trusted=[PRINCIPAL.public], store=parley.MemoryStore(), clock=lambda: NOW
+        trusted=[PRINCIPAL.public], store=parley.stores.MemoryStore(), clock=lambda: NOW
     )
-    target = parley.proof_target("INTENT", capability="shop.gift_card", auto=False, frame_id="i1")
+    target = parley.grants.proof_target(
+        "INTENT", capability="shop.gift_card", auto=False, frame_id="i1"
+    )
     intent = {
         "parley": 1,
         "id": "i1",
@@ -160,7 +168,7 @@ def test_consent_required_carries_only_consent_as_the_reference_authorize_does()
     assert reply["code"] == "consent_required"
     assert reply["consent"]["hash"] == proposal["hash"]
     assert "need" not in reply
-    lines = parley.lens(reply).split("\n")
+    lines = parley.lens.lens(reply).split("\n")
     assert [line.split(":")[0] for line in lines[1:]] == ["  consent"]
 
 
@@ -178,7 +186,7 @@ _BAD_KEY_VALUES = [
 @pytest.mark.parametrize("value", _BAD_KEY_VALUES, ids=range(len(_BAD_KEY_VALUES)))
 def test_lean_with_a_non_string_key_raises_our_error(value: Any) -> None:
     with pytest.raises(parley.ParleyError) as caught:
-        parley.lean(value)
+        parley.lens.lean(value)
     assert (caught.value.code, caught.value.reason) == ("bad_frame", "not_json")
 
 
@@ -209,14 +217,14 @@ _BAD_KEY_REPLIES: list[dict[Any, Any]] = [
 @pytest.mark.parametrize("reply", _BAD_KEY_REPLIES, ids=range(len(_BAD_KEY_REPLIES)))
 def test_lens_with_a_non_string_key_raises_our_error(reply: dict[Any, Any]) -> None:
     with pytest.raises(parley.ParleyError) as caught:
-        parley.lens(reply)
+        parley.lens.lens(reply)
     assert (caught.value.code, caught.value.reason) == ("bad_frame", "not_json")
 
 
 @pytest.mark.parametrize("data", [5, None, 1.5, object(), ["{}"], memoryview(b"{}")])
 def test_parse_frame_with_neither_bytes_nor_text_raises_our_error(data: Any) -> None:
     with pytest.raises(parley.ParleyError) as caught:
-        parley.parse_frame(data)
+        parley.wire.parse_frame(data)
     assert (caught.value.code, caught.value.reason) == ("bad_frame", "not_json")
 
 
@@ -227,11 +235,11 @@ def test_parse_frame_with_neither_bytes_nor_text_raises_our_error(data: Any) -> 
         (lambda: parley.ProposalFacts("h", None, None), "risk"),  # type: ignore[arg-type]
         (lambda: parley.ProposalFacts(7, None, "low"), "hash"),  # type: ignore[arg-type]
         (lambda: parley.ProposalFacts("h", {"amount": 1}, "low"), "cost"),  # type: ignore[arg-type]
-        (lambda: parley.ProposalFacts("h", parley.Cost("12", "USD"), "low"), "amount"),  # type: ignore[arg-type]
-        (lambda: parley.ProposalFacts("h", parley.Cost(True, "USD"), "low"), "amount"),
-        (lambda: parley.ProposalFacts("h", parley.Cost(-1, "USD"), "low"), "amount"),
-        (lambda: parley.ProposalFacts("h", parley.Cost(2**53, "USD"), "low"), "amount"),
-        (lambda: parley.ProposalFacts("h", parley.Cost(1, 840), "low"), "currency"),  # type: ignore[arg-type]
+        (lambda: parley.ProposalFacts("h", parley.grants.Cost("12", "USD"), "low"), "amount"),  # type: ignore[arg-type]
+        (lambda: parley.ProposalFacts("h", parley.grants.Cost(True, "USD"), "low"), "amount"),
+        (lambda: parley.ProposalFacts("h", parley.grants.Cost(-1, "USD"), "low"), "amount"),
+        (lambda: parley.ProposalFacts("h", parley.grants.Cost(2**53, "USD"), "low"), "amount"),
+        (lambda: parley.ProposalFacts("h", parley.grants.Cost(1, 840), "low"), "currency"),  # type: ignore[arg-type]
     ],
 )
 def test_hand_built_proposal_facts_with_odd_values_raise_our_error(make: Any, what: str) -> None:
@@ -251,7 +259,7 @@ def test_hand_built_proposal_facts_that_are_right_still_check() -> None:
         "COMMIT",
         "x",
         NOW,
-        proposal=parley.ProposalFacts("h", parley.Cost(100, "USD"), "low"),
+        proposal=parley.ProposalFacts("h", parley.grants.Cost(100, "USD"), "low"),
     )
     assert parley.verify_grant([token], trusted=[key.public], proof_key=AGENT.public, ctx=ctx).ok
 
@@ -278,6 +286,6 @@ _KINDS = st.sampled_from(["BRIEF", "ANSWER", "PROPOSALS", "CLARIFY", "RECEIPT", 
 def test_lens_and_lean_of_any_shape_give_text_or_our_error(
     kind: str, body: dict[Any, Any], value: Any
 ) -> None:
-    for render, arg in ((parley.lens, {**body, "kind": kind}), (parley.lean, value)):
+    for render, arg in ((parley.lens.lens, {**body, "kind": kind}), (parley.lens.lean, value)):
         with contextlib.suppress(parley.ParleyError):
             assert isinstance(render(arg), str)  # type: ignore[operator]

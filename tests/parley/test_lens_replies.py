@@ -52,19 +52,19 @@ def test_brief() -> None:
             {"name": "c.ping", "kind": "ask"},
         ],
     }
-    assert parley.lens(reply) == (
+    assert parley.lens.lens(reply) == (
         "# Cal (cal.example.com)\nYour calendar.\n"
         "ask c.find(q?: string) — Search\n"
         "intent c.order(items: [{sku: string, qty: int}], o: {a: date}) [risk:low]\n"
         "ask c.ping()"
     )
     del reply["service"]["summary"]  # type: ignore[attr-defined]
-    assert parley.lens(reply).split("\n")[1] == "ask c.find(q?: string) — Search"
+    assert parley.lens.lens(reply).split("\n")[1] == "ask c.find(q?: string) — Search"
 
 
 def test_one_proposal_has_only_own_attributes_and_data() -> None:
     reply = {"kind": "PROPOSALS", "proposals": [proposal("p_1", data={"seats": [1, 2]})]}
-    assert parley.lens(reply) == (
+    assert parley.lens.lens(reply) == (
         "1 proposal:\n[p_1] Move 1:1\n"
         "  ~ update event/e42.start: a → b\n"
         "  > send ana@example.com — update notification\n"
@@ -76,7 +76,7 @@ def test_one_proposal_has_only_own_attributes_and_data() -> None:
 def test_shared_attributes_go_to_the_header() -> None:
     a = proposal("p_1", effects=[])
     b = proposal("p_2", effects=[], cost={"amount": 1250, "currency": "USD"})
-    assert parley.lens({"kind": "PROPOSALS", "proposals": [a, b]}) == (
+    assert parley.lens.lens({"kind": "PROPOSALS", "proposals": [a, b]}) == (
         "2 proposals — risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z:\n"
         "[p_1] Move 1:1\n  cost: free\n"
         "[p_2] Move 1:1\n  cost: 12.50 USD"
@@ -85,13 +85,13 @@ def test_shared_attributes_go_to_the_header() -> None:
 
 def test_all_shared_omits_attribute_lines_and_nothing_shared_plain_header() -> None:
     a, b = proposal("p_1", effects=[]), proposal("p_2", effects=[])
-    assert parley.lens({"kind": "PROPOSALS", "proposals": [a, b]}) == (
+    assert parley.lens.lens({"kind": "PROPOSALS", "proposals": [a, b]}) == (
         "2 proposals — cost: free · risk: low · undo: 1h · expires: 2026-09-21T14:23:20Z:\n"
         "[p_1] Move 1:1\n[p_2] Move 1:1"
     )
     c = proposal("p_1", effects=[], risk="high", undo=None, expires=1790000660)
     d = proposal("p_2", effects=[], cost={"amount": 5, "currency": "JPY"})
-    assert parley.lens({"kind": "PROPOSALS", "proposals": [c, d]}).split("\n")[0] == (
+    assert parley.lens.lens({"kind": "PROPOSALS", "proposals": [c, d]}).split("\n")[0] == (
         "2 proposals:"
     )
 
@@ -102,7 +102,7 @@ def test_clarify() -> None:
         "question": "Which Ana?",
         "options": [{"label": "Lee"}, {"label": "Ruiz"}],
     }
-    assert parley.lens(reply) == "? Which Ana?\n  1. Lee\n  2. Ruiz"
+    assert parley.lens.lens(reply) == "? Which Ana?\n  1. Lee\n  2. Ruiz"
 
 
 RECEIPT = {
@@ -115,12 +115,12 @@ RECEIPT = {
 
 
 def test_receipt_plain_auto_replay_irreversible_undo() -> None:
-    plain = parley.lens({"kind": "RECEIPT", "receipt": RECEIPT})
+    plain = parley.lens.lens({"kind": "RECEIPT", "receipt": RECEIPT})
     assert plain == (
         "✓ Moved 1:1 (receipt r_91) · undo until 2026-09-21T15:15Z\n"
         "  result:\n    event: e42\n    at: 1790000100"
     )
-    auto = parley.lens({"kind": "RECEIPT", "auto": True, "replay": True, "receipt": RECEIPT})
+    auto = parley.lens.lens({"kind": "RECEIPT", "auto": True, "replay": True, "receipt": RECEIPT})
     assert auto.split("\n")[:3] == [
         "✓ Moved 1:1 (receipt r_91) (replay) · undo until 2026-09-21T15:15Z",
         "  ~ update event/e42.start: a → b",
@@ -128,11 +128,11 @@ def test_receipt_plain_auto_replay_irreversible_undo() -> None:
     ]
     final = {**RECEIPT, "undo": None}
     del final["result"]
-    assert parley.lens({"kind": "RECEIPT", "receipt": final}) == (
+    assert parley.lens.lens({"kind": "RECEIPT", "receipt": final}) == (
         "✓ Moved 1:1 (receipt r_91) · irreversible"
     )
     undo = {"id": "r_92", "summary": "Moved back", "undoes": "r_91", "undo": None, "result": 1}
-    assert parley.lens({"kind": "RECEIPT", "receipt": undo}) == (
+    assert parley.lens.lens({"kind": "RECEIPT", "receipt": undo}) == (
         "↶ undid r_91: Moved back (receipt r_92)\n  result: 1"
     )
 
@@ -147,7 +147,7 @@ def test_error_every_line() -> None:
         "consent": {"hash": "Qm9", "summary": "Buy 2"},
         "retry": 90,
     }
-    assert parley.lens(reply) == (
+    assert parley.lens.lens(reply) == (
         "✗ forbidden: Not allowed.\n"
         '  fix: ask → params {"to":"x","n":1.5}\n'
         "  fix: wait\n"
@@ -156,7 +156,7 @@ def test_error_every_line() -> None:
         "  retry in: 90s"
     )
     bare = {"kind": "ERROR", "code": "internal", "message": "Oops.", "need": [], "retry": None}
-    assert parley.lens(bare) == "✗ internal: Oops."
+    assert parley.lens.lens(bare) == "✗ internal: Oops."
 
 
 @pytest.mark.parametrize(
@@ -167,7 +167,7 @@ def test_event_progress_rounds_half_up(progress: float | None, shown: str) -> No
     reply: dict[str, Any] = {"kind": "EVENT", "message": "working"}
     if progress is not None:
         reply["progress"] = progress
-    assert parley.lens(reply) == "… working" + shown
+    assert parley.lens.lens(reply) == "… working" + shown
 
 
 def test_answer_and_more_lines() -> None:
@@ -176,7 +176,7 @@ def test_answer_and_more_lines() -> None:
         "data": {"n": 1},
         "more": [{"handle": "h_a", "path": "data.x", "remaining": 3, "est": 12}],
     }
-    assert parley.lens(reply) == "n: 1\n… 3 more at data.x — EXPAND h_a (~12 tokens)"
+    assert parley.lens.lens(reply) == "n: 1\n… 3 more at data.x — EXPAND h_a (~12 tokens)"
 
 
 @pytest.mark.parametrize(
@@ -226,7 +226,7 @@ def test_times(unix: int, text: str) -> None:
 
 
 def test_a_field_named_at_inside_data_stays_plain() -> None:
-    assert parley.lens({"kind": "ANSWER", "data": {"at": 1790000100}}) == "at: 1790000100"
+    assert parley.lens.lens({"kind": "ANSWER", "data": {"at": 1790000100}}) == "at: 1790000100"
 
 
 @pytest.mark.parametrize(
@@ -243,7 +243,7 @@ def test_a_field_named_at_inside_data_stays_plain() -> None:
 )
 def test_malformed_replies_raise_our_error(reply: Any) -> None:
     with pytest.raises(parley.ParleyError) as caught:
-        parley.lens(reply)
+        parley.lens.lens(reply)
     assert caught.value.code == "bad_frame"
 
 
@@ -328,19 +328,19 @@ def test_lens_is_total_over_reply_shapes(
 ) -> None:
     reply = _shaped(kind, fields, inner)
     try:
-        first = parley.lens(reply)
+        first = parley.lens.lens(reply)
     except parley.ParleyError as exc:
         code = exc.code
         first = None
     if first is None:
         assert code == "bad_frame"
         return
-    assert parley.lens(copy.deepcopy(reply)) == first
+    assert parley.lens.lens(copy.deepcopy(reply)) == first
     try:
-        fitted, parked = parley.fit(reply, 30, handles=parley.new_handle)
+        fitted, parked = parley.lens.fit(reply, 30, handles=parley.lens.new_handle)
     except parley.ParleyError as exc:  # pragma: no cover - lens succeeded, so must fit
         raise AssertionError(exc) from exc
-    assert isinstance(parley.lens(fitted), str)
+    assert isinstance(parley.lens.lens(fitted), str)
     assert isinstance(parked, dict)
 
 
@@ -363,12 +363,12 @@ def test_non_json_anywhere_raises_our_error(value: Any, bad: Any, where: int) ->
         {"x": {"y": bad, "z": value}},
     ][where]
     with pytest.raises(parley.ParleyError) as caught:
-        parley.lean(planted)
+        parley.lens.lean(planted)
     assert caught.value.reason == "not_json"
     with pytest.raises(parley.ParleyError):
-        parley.lens({"kind": "ANSWER", "data": planted})
+        parley.lens.lens({"kind": "ANSWER", "data": planted})
     with pytest.raises(parley.ParleyError):
-        parley.fit({"kind": "ANSWER", "data": planted}, 5, handles=parley.new_handle)
+        parley.lens.fit({"kind": "ANSWER", "data": planted}, 5, handles=parley.lens.new_handle)
 
 
 # -------------------------------- JavaScript numbers, dates and key order; the lens command
@@ -380,14 +380,14 @@ def test_capability_params_follow_javascript_key_order() -> None:
         "service": {"id": "s"},
         "capabilities": [{"name": "c", "kind": "ask", "params": {"q": "string", "2": "int"}}],
     }
-    assert parley.lens(brief).splitlines()[-1] == "ask c(2: int, q: string)"
+    assert parley.lens.lens(brief).splitlines()[-1] == "ask c(2: int, q: string)"
 
 
 def test_event_progress_beyond_the_double_range() -> None:
     # A JSON integer with 400 digits used to raise OverflowError.
     frame = json.loads('{"kind": "EVENT", "message": "m", "progress": 1' + "0" * 400 + "}")
-    assert parley.lens(frame) == "… m"
-    assert parley.lens({"kind": "EVENT", "message": "m", "progress": 2**60}) == (
+    assert parley.lens.lens(frame) == "… m"
+    assert parley.lens.lens({"kind": "EVENT", "message": "m", "progress": 2**60}) == (
         "… m (115292150460684700000%)"
     )
 
@@ -396,14 +396,14 @@ def test_event_progress_beyond_the_double_range() -> None:
 def test_times_outside_the_javascript_date_range_are_refused(expires: int) -> None:
     reply = {"kind": "PROPOSALS", "proposals": [{"id": "p", "expires": expires}]}
     with pytest.raises(parley.ParleyError) as caught:
-        parley.lens(reply)
+        parley.lens.lens(reply)
     assert caught.value.reason == "bad_time"
 
 
 def test_times_at_the_edge_of_the_javascript_date_range() -> None:
     def expires(t: Any) -> str:
         reply = {"kind": "PROPOSALS", "proposals": [{"id": "p", "expires": t}]}
-        return parley.lens(reply).splitlines()[-1]
+        return parley.lens.lens(reply).splitlines()[-1]
 
     # new Date(8.64e15).toISOString() === "+275760-09-13T00:00:00.000Z"
     assert (
@@ -431,7 +431,7 @@ def test_money_treats_amounts_as_javascript_numbers(amount: Any, usd: str, jpy: 
             "kind": "PROPOSALS",
             "proposals": [{"id": "p", "cost": {"amount": amount, "currency": currency}}],
         }
-        return parley.lens(reply).splitlines()[-1].split(" · ")[0]
+        return parley.lens.lens(reply).splitlines()[-1].split(" · ")[0]
 
     assert cost("USD") == f"  cost: {usd}"
     assert cost("JPY") == f"  cost: {jpy}"

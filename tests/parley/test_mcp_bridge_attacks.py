@@ -492,7 +492,7 @@ def test_a_service_that_does_not_answer_is_a_sentence(tmp_path: Path) -> None:
         ("parley://127.0.0.1:1", "error: unavailable/connect: cannot connect to 127.0.0.1:1"),
         # the child exits before or while HELLO is sent: either sentence, same code
         ("stdio:true", "error: unavailable/closed: the connection"),
-        ("ftp://shop.example", "error: invalid_params/bad_url: unknown Parley URL form"),
+        ("ftp://shop.example", "error: bad_config/bad_url: unknown Parley URL form"),
     ],
 )
 def test_a_service_that_cannot_be_reached_at_start_stops_it(

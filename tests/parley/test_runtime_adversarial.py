@@ -22,14 +22,14 @@ from .test_runtime_service import NOW, Rig
 HELLO = b'{"parley":1,"id":"last","verb":"HELLO"}'
 
 
-def _receipt(n: int, *, until: int | None) -> parley.ReceiptRecord:
+def _receipt(n: int, *, until: int | None) -> parley.stores.ReceiptRecord:
     receipt = {
         "id": f"r{n}",
         "proposal": f"p{n}",
         "at": NOW,
         "undo": None if until is None else {"until": until},
     }
-    return parley.ReceiptRecord(receipt, "k", PRINCIPAL.public, "h")
+    return parley.stores.ReceiptRecord(receipt, "k", PRINCIPAL.public, "h")
 
 
 def _commit(store: Any, n: int, *, until: int | None) -> None:
@@ -38,7 +38,10 @@ def _commit(store: Any, n: int, *, until: int | None) -> None:
 
 
 def _stores(tmp_path: Path, **limits: int) -> list[Any]:
-    return [parley.MemoryStore(**limits), parley.SQLiteStore(str(tmp_path / "s.db"), **limits)]
+    return [
+        parley.stores.MemoryStore(**limits),
+        parley.stores.SQLiteStore(str(tmp_path / "s.db"), **limits),
+    ]
 
 
 # ------------------------------------------------------------------ receipts: bounded, not lossy
@@ -93,7 +96,7 @@ def test_auto_replay_memory_covers_the_last_second_of_proof_validity(
 ) -> None:
     rig = Rig()
     if backend == "sqlite":
-        rig.store = parley.SQLiteStore(str(tmp_path / "r.db"))
+        rig.store = parley.stores.SQLiteStore(str(tmp_path / "r.db"))
         rig.service.store = rig.store
     g = grant(now=NOW)
     # the agent's clock is 300 s ahead: the proof is accepted from NOW to NOW + 600
@@ -113,23 +116,23 @@ def test_auto_replay_memory_covers_the_last_second_of_proof_validity(
 
 
 def test_free_commits_take_no_spend_total_slot(tmp_path: Path) -> None:
-    cap = [parley.SpendCap("block-a", 1000, "USD")]
+    cap = [parley.grants.SpendCap("block-a", 1000, "USD")]
     for store in _stores(tmp_path):
-        if isinstance(store, parley.MemoryStore):
+        if isinstance(store, parley.stores.MemoryStore):
             store.max_blocks = 1
         for n in range(5):
             assert store.begin_commit(f"free{n}", cap, 0, "", now=NOW) == "new"
             store.finish_commit(_free(n), now=NOW)
-        other = [parley.SpendCap("block-b", 1000, "USD")]
+        other = [parley.grants.SpendCap("block-b", 1000, "USD")]
         assert store.begin_commit("paid", other, 100, "USD", now=NOW) == "new"
         assert store.spent(["block-a", "block-b"]) == {"block-a": 0, "block-b": 100}
         sizes = store.sizes()
         assert sizes.get("blocks", sizes.get("totals")) == 1, "only the paid block is counted"
 
 
-def _free(n: int) -> parley.ReceiptRecord:
+def _free(n: int) -> parley.stores.ReceiptRecord:
     receipt = {"id": f"rf{n}", "proposal": f"free{n}", "at": NOW, "undo": None}
-    return parley.ReceiptRecord(receipt, "k", PRINCIPAL.public, "h")
+    return parley.stores.ReceiptRecord(receipt, "k", PRINCIPAL.public, "h")
 
 
 # ------------------------------------------------------------------ frames and offers
@@ -195,9 +198,9 @@ async def _eof(reader: asyncio.StreamReader) -> bytes:
 def test_tcp_cuts_a_slowloris_but_not_a_peer_waiting_for_a_reply() -> None:
     async def run() -> None:
         svc, gate = _service_with_gate()
-        server = await parley.serve_tcp(svc, "127.0.0.1", 0, frame_timeout=0.3)
+        server = await parley.net.serve_tcp(svc, "127.0.0.1", 0, frame_timeout=0.3)
         port = server.sockets[0].getsockname()[1]
-        idle = await parley.serve_tcp(svc, "127.0.0.1", 0, idle_timeout=0.3)
+        idle = await parley.net.serve_tcp(svc, "127.0.0.1", 0, idle_timeout=0.3)
         try:
             # trickling a frame that never ends: the server hangs up
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -256,7 +259,7 @@ def test_tcp_cuts_a_slowloris_but_not_a_peer_waiting_for_a_reply() -> None:
 def test_tcp_answers_a_last_frame_ended_by_eof_and_caps_connections() -> None:
     async def run() -> None:
         svc, _ = _service_with_gate()
-        server = await parley.serve_tcp(svc, "127.0.0.1", 0, max_connections=1)
+        server = await parley.net.serve_tcp(svc, "127.0.0.1", 0, max_connections=1)
         port = server.sockets[0].getsockname()[1]
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -284,7 +287,7 @@ def test_tcp_answers_a_last_frame_ended_by_eof_and_caps_connections() -> None:
 def test_an_event_that_cannot_be_encoded_does_not_end_its_request_early() -> None:
     async def run() -> None:
         svc, _ = _service_with_gate()
-        server = await parley.serve_tcp(svc, "127.0.0.1", 0)
+        server = await parley.net.serve_tcp(svc, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         try:
             client = await parley.connect(f"parley://127.0.0.1:{port}", parley.Agent(AGENT))
@@ -302,7 +305,7 @@ def test_an_event_that_cannot_be_encoded_does_not_end_its_request_early() -> Non
 def test_stdio_answers_a_last_line_without_newline() -> None:
     svc, _ = _service_with_gate()
     out = io.BytesIO()
-    parley.serve_stdio(svc, io.BytesIO(b'{"parley":1,"id":"a","verb":"HELLO"}\n' + HELLO), out)
+    parley.net.serve_stdio(svc, io.BytesIO(b'{"parley":1,"id":"a","verb":"HELLO"}\n' + HELLO), out)
     replies = [json.loads(line) for line in out.getvalue().splitlines()]
     assert sorted(r["re"] for r in replies) == ["a", "last"]
     # and the real child process does the same
@@ -321,7 +324,7 @@ def test_http_bridge_drops_a_body_that_trickles_in() -> None:
 
     async def run() -> None:
         svc, _ = _service_with_gate()
-        server = await parley.serve_http(svc, "127.0.0.1", 0, body_timeout=0.3)
+        server = await parley.net.serve_http(svc, "127.0.0.1", 0, body_timeout=0.3)
         port = server.servers[0].sockets[0].getsockname()[1]
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -370,7 +373,7 @@ def test_sqlite_store_refuses_a_tampered_schema_and_syncs_fully(tmp_path: Path) 
     import sqlite3
 
     path = tmp_path / "t.db"
-    good = parley.SQLiteStore(str(path))
+    good = parley.stores.SQLiteStore(str(path))
     assert good._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     good.close()
     db = sqlite3.connect(path)
@@ -379,13 +382,13 @@ def test_sqlite_store_refuses_a_tampered_schema_and_syncs_fully(tmp_path: Path) 
     db.commit()
     db.close()
     with pytest.raises(parley.ParleyError) as exc:
-        parley.SQLiteStore(str(path))
+        parley.stores.SQLiteStore(str(path))
     assert exc.value.reason == "bad_store"
     assert str(path) not in exc.value.message
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"not a database at all " * 100)
     with pytest.raises(parley.ParleyError) as exc:
-        parley.SQLiteStore(str(junk))
+        parley.stores.SQLiteStore(str(junk))
     assert exc.value.reason == "bad_store"
 
 
@@ -457,15 +460,15 @@ def test_call_reads_the_agent_seed_from_a_file_or_the_environment(
 
 
 def test_a_commit_that_loses_the_race_to_its_own_twin_is_a_replay() -> None:
-    class Racy(parley.MemoryStore):
+    class Racy(parley.stores.MemoryStore):
         """Answers as if the twin COMMIT finished between the lookups and the claim."""
 
-        stale: parley.ProposalRecord | None = None
+        stale: parley.stores.ProposalRecord | None = None
 
-        def receipt_for(self, proposal_id: str) -> parley.ReceiptRecord | None:
+        def receipt_for(self, proposal_id: str) -> parley.stores.ReceiptRecord | None:
             return None if self.stale is not None else super().receipt_for(proposal_id)
 
-        def proposal(self, proposal_id: str, *, now: int) -> parley.ProposalRecord | None:
+        def proposal(self, proposal_id: str, *, now: int) -> parley.stores.ProposalRecord | None:
             stale, self.stale = self.stale, None
             return stale if stale is not None else super().proposal(proposal_id, now=now)
 
@@ -477,7 +480,7 @@ def test_a_commit_that_loses_the_race_to_its_own_twin_is_a_replay() -> None:
     proposal = rig.proposals({"item": "latte", "ship": "pickup"}, grants=[g])[0]
     first = rig.send(rig.commit(proposal, grants=[g]))
     assert "replay" not in first
-    store.stale = parley.ProposalRecord(proposal, AGENT.public, PRINCIPAL.public)
+    store.stale = parley.stores.ProposalRecord(proposal, AGENT.public, PRINCIPAL.public)
     twin = rig.send(rig.commit(proposal, grants=[g]))
     assert twin["kind"] == "RECEIPT"
     assert twin["replay"] is True, "was: a second fresh-looking receipt"
@@ -500,7 +503,7 @@ def test_auto_intents_without_a_grant_take_no_replay_memory() -> None:
 def test_tcp_answers_a_lone_surrogate_id_and_keeps_going() -> None:
     async def run() -> None:
         svc, _ = _service_with_gate()
-        server = await parley.serve_tcp(svc, "127.0.0.1", 0)
+        server = await parley.net.serve_tcp(svc, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -592,17 +595,17 @@ def test_every_fix_inside_an_array_is_a_merge_patch_that_repairs(
 ) -> None:
     # was: {"qty": {"1": 2}}, which turns the array into an object when applied
     with pytest.raises(parley.ParleyError) as exc:
-        parley.check_params(schema, params)
+        parley.service.check_params(schema, params)
     fixes = exc.value.fix  # type: ignore[attr-defined]
     assert fixes
     for fix in fixes:
-        parley.check_params(schema, parley.merge_patch(params, fix["params"]))
+        parley.service.check_params(schema, parley.service.merge_patch(params, fix["params"]))
 
 
 def test_no_fix_resends_a_huge_array() -> None:
     params = {"qty": [1] * 50_000 + ["2"]}
     with pytest.raises(parley.ParleyError) as exc:
-        parley.check_params({"qty": "int[]"}, params)
+        parley.service.check_params({"qty": "int[]"}, params)
     assert exc.value.fix == []  # type: ignore[attr-defined]
 
 
@@ -622,7 +625,7 @@ def test_discovery_of_a_hostile_endpoint_is_unavailable_not_a_crash() -> None:
         port = server.sockets[0].getsockname()[1]
         try:
             with pytest.raises(parley.ParleyError) as exc:
-                await parley.discover(f"http://127.0.0.1:{port}/")
+                await parley.net.discover(f"http://127.0.0.1:{port}/")
             assert exc.value.code == "unavailable"
         finally:
             server.close()
@@ -632,7 +635,7 @@ def test_discovery_of_a_hostile_endpoint_is_unavailable_not_a_crash() -> None:
 
 
 def test_the_store_never_reserves_across_currencies_or_past_a_cap(tmp_path: Path) -> None:
-    caps = [parley.SpendCap("blk", 1000, "USD")]
+    caps = [parley.grants.SpendCap("blk", 1000, "USD")]
     for store in _stores(tmp_path):
         for amount, currency in ((10, "EUR"), (1001, "USD")):
             with pytest.raises(parley.ParleyError) as exc:

@@ -21,16 +21,16 @@ from .runtime_harness import AGENT, PRINCIPAL, grant, load_shop
 SHOP = load_shop()
 
 
-def _unresolved(db: Path) -> tuple[parley.SQLiteStore, str, str]:
+def _unresolved(db: Path) -> tuple[parley.stores.SQLiteStore, str, str]:
     """A store holding one commit and one undo left unresolved: (store, proposal, receipt)."""
-    store = parley.SQLiteStore(str(db))
+    store = parley.stores.SQLiteStore(str(db))
     svc = SHOP.build_service(trusted=[PRINCIPAL.public], store=store)
     agent = parley.Agent(AGENT, [grant()], service=svc.id)
     now = int(time.time())
     [shown] = svc.handle(agent.intent("shop.order", {"item": "latte"}), now=now)
     first, second = shown["proposals"][:2]
     done = svc.handle(agent.commit(first), now=now)[-1]["receipt"]
-    gone = parley.Lease("", now - 10, 0, AGENT.public, PRINCIPAL.public, second["hash"])
+    gone = parley.stores.Lease("", now - 10, 0, AGENT.public, PRINCIPAL.public, second["hash"])
     assert store.begin_commit(second["id"], [], 0, "", now=now, lease=gone) == "new"
     assert store.begin_undo(done["id"], lease=gone) == "new"
     return store, second["id"], done["id"]
@@ -106,6 +106,6 @@ def test_a_state_file_is_created_private(tmp_path: Path) -> None:
     db = tmp_path / "s.sqlite"
     parley.open_store(f"sqlite:{db}").add_proposal  # noqa: B018 - opening creates it
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
-    store = parley.SQLiteStore(str(tmp_path / "direct.sqlite"))
+    store = parley.stores.SQLiteStore(str(tmp_path / "direct.sqlite"))
     store.close()
     assert stat.S_IMODE((tmp_path / "direct.sqlite").stat().st_mode) == 0o600

@@ -28,7 +28,7 @@ def _shop() -> parley.Service:
 
 def test_a_connection_idle_after_a_request_outlives_the_frame_timeout() -> None:
     async def run() -> None:
-        server = await parley.serve_tcp(
+        server = await parley.net.serve_tcp(
             _shop(), "127.0.0.1", 0, idle_timeout=30.0, frame_timeout=0.3
         )
         port = server.sockets[0].getsockname()[1]
@@ -64,7 +64,7 @@ def _watch_drops(client: parley.Client) -> asyncio.Event:
 
 def test_the_agent_redials_with_backoff_after_the_server_drops_it() -> None:
     async def run() -> None:
-        server = await parley.serve_tcp(_shop(), "127.0.0.1", 0, idle_timeout=0.2)
+        server = await parley.net.serve_tcp(_shop(), "127.0.0.1", 0, idle_timeout=0.2)
         port = server.sockets[0].getsockname()[1]
         url = f"parley://127.0.0.1:{port}"
         client = await parley.connect(url, parley.Agent(AGENT), reconnect=True, backoff=0.05)
@@ -82,7 +82,7 @@ def test_the_agent_redials_with_backoff_after_the_server_drops_it() -> None:
 
             async def restart() -> asyncio.Server:
                 await asyncio.sleep(0.3)
-                return await parley.serve_tcp(_shop(), "127.0.0.1", port)
+                return await parley.net.serve_tcp(_shop(), "127.0.0.1", port)
 
             later = asyncio.create_task(restart())
             assert (await client.ask("shop.search", {"query": "latte"})).ok
@@ -106,7 +106,7 @@ def test_redialling_gives_up_after_its_attempts_and_never_resends() -> None:
             return handle(data, **kw)  # type: ignore[arg-type]
 
         svc.handle = counting  # type: ignore[method-assign]
-        server = await parley.serve_tcp(svc, "127.0.0.1", 0, idle_timeout=0.1)
+        server = await parley.net.serve_tcp(svc, "127.0.0.1", 0, idle_timeout=0.1)
         port = server.sockets[0].getsockname()[1]
         url = f"parley://127.0.0.1:{port}"
         client = await parley.connect(
@@ -131,9 +131,9 @@ def test_redialling_gives_up_after_its_attempts_and_never_resends() -> None:
 def test_an_anonymous_intent_flood_does_not_evict_a_committable_proposal() -> None:
     async def run() -> None:
         # the default caps scaled down tenfold (10,000 and 1,000), so the flood stays short
-        store = parley.MemoryStore(max_proposals=1000, max_anonymous=100)
+        store = parley.stores.MemoryStore(max_proposals=1000, max_anonymous=100)
         svc = SHOP.build_service(trusted=[PRINCIPAL.public], store=store)
-        server = await parley.serve_tcp(svc, "127.0.0.1", 0)
+        server = await parley.net.serve_tcp(svc, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         try:
             client = await parley.connect(
@@ -179,9 +179,11 @@ def test_a_keyed_intent_flood_without_grants_does_not_evict_a_committable_propos
     # Review F3: a throwaway key proves possession of itself but carries no grant, so its
     # proposals compete only with other proposals of INTENTs without a verified grant.
     async def run() -> None:
-        store = parley.SQLiteStore(str(tmp_path / "s.sqlite"), max_proposals=40, max_anonymous=20)
+        store = parley.stores.SQLiteStore(
+            str(tmp_path / "s.sqlite"), max_proposals=40, max_anonymous=20
+        )
         svc = SHOP.build_service(trusted=[PRINCIPAL.public], store=store)
-        server = await parley.serve_tcp(svc, "127.0.0.1", 0)
+        server = await parley.net.serve_tcp(svc, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         try:
             client = await parley.connect(

@@ -115,7 +115,7 @@ async def _client(server: Server, grants: list[str]) -> parley.Client:
 
 def _spent(db: Path, token: str) -> int:
     block = parley.decode_grant(token).block_ids[-1]
-    store = parley.SQLiteStore(str(db))
+    store = parley.stores.SQLiteStore(str(db))
     try:
         return store.spent([block])[block]
     finally:

@@ -1,7 +1,7 @@
 """Frame parsing costs a small multiple of ``json.loads``, with the depth limit kept (#7).
 
 No timing here (benches live in bench/): the old depth check walked every character in
-Python, so these tests count the Python lines :func:`parley.parse_frame` runs, and check
+Python, so these tests count the Python lines :func:`parley.wire.parse_frame` runs, and check
 the fast depth rule against the plain character walk kept below as the oracle.
 """
 
@@ -58,7 +58,7 @@ def _lines_run(text: str | bytes) -> int:
 
     sys.settrace(tracer)
     try:
-        parley.parse_frame(text)
+        parley.wire.parse_frame(text)
     finally:
         sys.settrace(None)
     return count
@@ -81,7 +81,7 @@ def _frame_with(payload: Any) -> str:
 @pytest.mark.parametrize("as_bytes", [True, False], ids=["bytes", "str"])
 def test_a_big_frame_is_not_walked_character_by_character(payload: Any, as_bytes: bool) -> None:
     text = _frame_with(payload)
-    assert len(text) < parley.MAX_FRAME
+    assert len(text) < parley.wire.MAX_FRAME
     # the character walk ran a line per character here (400,000 to a million)
     assert _lines_run(text.encode() if as_bytes else text) < 200
 
@@ -103,13 +103,13 @@ def test_the_depth_limit_holds(depth: int) -> None:
     text = head + "[" * depth + "]" * depth + "}"  # the frame object adds one level
     if depth + 1 > MAX_DEPTH:
         with pytest.raises(parley.ParleyError) as caught:
-            parley.parse_frame(text)
+            parley.wire.parse_frame(text)
         assert caught.value.reason == "too_deep"
     else:
-        assert parley.parse_frame(text)["verb"] == "ASK"
+        assert parley.wire.parse_frame(text)["verb"] == "ASK"
     unterminated = head + '"' + "[" * depth  # inside a string that never ends
     with pytest.raises(parley.ParleyError) as caught:
-        parley.parse_frame(unterminated)
+        parley.wire.parse_frame(unterminated)
     assert caught.value.reason == "not_json"
 
 
@@ -133,7 +133,7 @@ def _best_of(rounds: int, work: Any) -> float:
 
 def _refused(text: str) -> None:
     with pytest.raises(parley.ParleyError):
-        parley.parse_frame(text)
+        parley.wire.parse_frame(text)
 
 
 def test_an_unterminated_string_of_escaped_quotes_costs_a_multiple_of_json_loads() -> None:
@@ -145,8 +145,8 @@ def test_an_unterminated_string_of_escaped_quotes_costs_a_multiple_of_json_loads
     benign = _frame_with('"' * ((1 << 19) - 100))
     baseline = _best_of(3, lambda: json.loads(benign))
     head = '{"parley":1,"id":"x","verb":"HELLO","a":' + "[" * 65 + '"'
-    for size in (16_000, parley.MAX_FRAME - 200):  # the small one fails fast when quadratic
+    for size in (16_000, parley.wire.MAX_FRAME - 200):  # the small one fails fast when quadratic
         hostile = head + '\\"' * ((size - len(head)) // 2)
-        assert len(hostile.encode()) <= parley.MAX_FRAME
+        assert len(hostile.encode()) <= parley.wire.MAX_FRAME
         cost = _best_of(3, lambda: _refused(hostile))  # noqa: B023
         assert cost < 50 * baseline, (size, cost, baseline)

@@ -36,7 +36,7 @@ class Shop:
             SERVICE_ID,
             name="shop",
             trusted=[PRINCIPAL.public],
-            store=parley.SQLiteStore(str(db)),
+            store=parley.stores.SQLiteStore(str(db)),
             commit_lease=LEASE,
             owner=owner,
         )
@@ -63,15 +63,19 @@ class Shop:
             effect("undo", ctx.idempotency_key)
             return {"refunded": 1000}
 
-        def seen(kind: str, key: str) -> parley.Outcome:
+        def seen(kind: str, key: str) -> parley.service.Outcome:
             with lock:
-                return parley.happened() if (kind, key) in ledger else parley.not_happened()
+                return (
+                    parley.service.happened()
+                    if (kind, key) in ledger
+                    else parley.service.not_happened()
+                )
 
         order.on_reconcile(lambda p, ctx: seen("commit", ctx.idempotency_key))
         order.on_reconcile_undo(lambda r, ctx: seen("undo", ctx.idempotency_key))
 
 
-def _renewed(store: parley.SQLiteStore, kind: Any, subject: str, past: int) -> None:
+def _renewed(store: parley.stores.SQLiteStore, kind: Any, subject: str, past: int) -> None:
     """Wait (at most 10 s) until the lease on ``subject`` runs past ``past``."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -104,7 +108,7 @@ def test_a_commit_slower_than_its_lease_keeps_it_and_runs_once(tmp_path: Path) -
     proposal = reply["proposals"][0]
     thread, out = _run(lambda: a.svc.handle(agent.commit(proposal), now=t0))
     assert a.entered.wait(30)
-    store = parley.SQLiteStore(str(tmp_path / "shared.sqlite"))
+    store = parley.stores.SQLiteStore(str(tmp_path / "shared.sqlite"))
     _renewed(store, "commit", proposal["id"], t0 + LEASE + 1)
     # later than the lease first taken, but the owner is alive and renewing it
     retry = b.svc.handle(agent.commit(proposal), now=t0 + LEASE + 1)[-1]
@@ -138,7 +142,7 @@ def test_a_commit_finishing_after_its_claim_was_released_still_counts(
         if outcome and outcome[0]["outcome"] != "busy":
             break
     assert outcome == [{"kind": "commit", "id": proposal["id"], "outcome": "released"}]
-    store = parley.SQLiteStore(str(tmp_path / "shared.sqlite"))
+    store = parley.stores.SQLiteStore(str(tmp_path / "shared.sqlite"))
     block = parley.decode_grant(token).block_ids[-1]
     assert store.spent([block]) == {block: 0}
     with caplog.at_level(logging.WARNING, logger="parley"):
@@ -169,7 +173,7 @@ def test_an_undo_slower_than_its_lease_keeps_it_and_runs_once(tmp_path: Path) ->
     a.entered.clear()
     thread, out = _run(lambda: a.svc.handle(agent.undo(receipt["id"]), now=t0))
     assert a.entered.wait(30)
-    store = parley.SQLiteStore(str(tmp_path / "shared.sqlite"))
+    store = parley.stores.SQLiteStore(str(tmp_path / "shared.sqlite"))
     _renewed(store, "undo", receipt["id"], t0 + LEASE + 1)
     retry = b.svc.handle(agent.undo(receipt["id"]), now=t0 + LEASE + 1)[-1]
     a.release.set()
@@ -180,14 +184,14 @@ def test_an_undo_slower_than_its_lease_keeps_it_and_runs_once(tmp_path: Path) ->
     assert store.leases("undo") == []
 
 
-class _PrunedUnderTheClaim(parley.SQLiteStore):
+class _PrunedUnderTheClaim(parley.stores.SQLiteStore):
     """This replica's store; another replica prunes the receipt just before the claim."""
 
     def __init__(self, path: str, prune: Any) -> None:
         super().__init__(path)
         self._prune = prune
 
-    def begin_undo(self, receipt_id: str, *, lease: parley.Lease | None = None) -> Any:
+    def begin_undo(self, receipt_id: str, *, lease: parley.stores.Lease | None = None) -> Any:
         self._prune()
         return super().begin_undo(receipt_id, lease=lease)
 
@@ -203,7 +207,7 @@ def test_an_undo_whose_receipt_is_pruned_meanwhile_refunds_nothing(tmp_path: Pat
     t0 = int(time.time())
     [reply] = shop.svc.handle(agent.intent("shop.order", {}), now=t0)
     receipt = shop.svc.handle(agent.commit(reply["proposals"][0]), now=t0)[-1]["receipt"]
-    ahead = parley.SQLiteStore(str(db), max_receipts=1)
+    ahead = parley.stores.SQLiteStore(str(db), max_receipts=1)
     pruning = _PrunedUnderTheClaim(
         str(db), lambda: ahead.begin_commit("p_ahead", [], 0, "USD", now=t0 + 3601)
     )

@@ -40,11 +40,11 @@ def _service() -> parley.Service:
 
 def test_encode_frame_writes_a_lone_surrogate_as_json_stringify_does() -> None:
     frame = {"parley": 1, "id": "s1", "re": "a1", "kind": "ANSWER", "data": {"t": "x\ud83d"}}
-    line = parley.encode_frame(frame)
+    line = parley.wire.encode_frame(frame)
     assert line == b'{"parley":1,"id":"s1","re":"a1","kind":"ANSWER","data":{"t":"x\\ud83d"}}\n'
-    assert parley.parse_frame(line)["data"]["t"] == "x\ud83d"
+    assert parley.wire.parse_frame(line)["data"]["t"] == "x\ud83d"
     # a well-formed pair held as two code points becomes the character again
-    paired = parley.encode_frame({**frame, "data": {"t": "\ud83d\ude00"}})
+    paired = parley.wire.encode_frame({**frame, "data": {"t": "\ud83d\ude00"}})
     assert json.loads(paired)["data"]["t"] == "😀"
 
 
@@ -58,7 +58,7 @@ def test_encode_frame_writes_a_lone_surrogate_as_json_stringify_does() -> None:
 )
 def test_requests_and_envelopes_with_a_lone_surrogate_are_still_refused(line: bytes) -> None:
     with pytest.raises(parley.ParleyError) as caught:
-        parley.parse_frame(line)
+        parley.wire.parse_frame(line)
     assert caught.value.reason == "not_json"
 
 
@@ -66,7 +66,7 @@ def test_a_cut_through_an_emoji_crosses_tcp_and_is_rebuilt() -> None:
     svc = _service()
 
     async def main() -> None:
-        server = await parley.serve_tcp(svc, "127.0.0.1", 0)
+        server = await parley.net.serve_tcp(svc, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         try:
             agent = parley.Agent(AGENT)
@@ -78,7 +78,7 @@ def test_a_cut_through_an_emoji_crosses_tcp_and_is_rebuilt() -> None:
                 text = got.reply["data"]["text"]
                 assert text.endswith("\ud83d…")  # the cut split a pair, as the reference's
                 # the Lens the agent renders is the one fitting renders in process
-                fitted, _parked = parley.fit(
+                fitted, _parked = parley.lens.fit(
                     {"kind": "ANSWER", "data": {"text": TEXT}}, 60, handles=lambda: "h_x"
                 )
                 assert fitted["data"]["text"] == text

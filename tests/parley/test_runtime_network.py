@@ -27,11 +27,11 @@ async def read_frames(reader: asyncio.StreamReader, count: int) -> list[dict[str
 
 def test_tcp_survives_garbage_oversize_and_aborts() -> None:
     async def run() -> None:
-        server = await parley.serve_tcp(shop(), "127.0.0.1", 0)
+        server = await parley.net.serve_tcp(shop(), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(b"x" * (parley.MAX_FRAME + 10) + b"\n")
+            writer.write(b"x" * (parley.wire.MAX_FRAME + 10) + b"\n")
             writer.write(b"garbage\n")
             writer.write(b'{"parley":1,"id":"ok","verb":"HELLO"}\n')
             await writer.drain()
@@ -60,7 +60,7 @@ def test_tcp_survives_garbage_oversize_and_aborts() -> None:
 
 def test_concurrent_failing_undos_keep_their_re() -> None:
     async def run() -> None:
-        server = await parley.serve_tcp(shop(), "127.0.0.1", 0)
+        server = await parley.net.serve_tcp(shop(), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         try:
             client = await parley.connect(
@@ -106,7 +106,7 @@ def test_http_bridge_survives_malformed_requests() -> None:
     need_uvicorn()
 
     async def run() -> None:
-        server = await parley.serve_http(shop(), "127.0.0.1", 0)
+        server = await parley.net.serve_http(shop(), "127.0.0.1", 0)
         port = server.servers[0].sockets[0].getsockname()[1]
         url = f"http://127.0.0.1:{port}/"
         try:
@@ -114,7 +114,7 @@ def test_http_bridge_survives_malformed_requests() -> None:
             assert out.startswith(b"HTTP/1.1 200")
             assert b'"code":"bad_frame"' in out
             assert b"application/x-ndjson" in out
-            out = await raw_http(port, post(b"{}", length=parley.MAX_FRAME + 1))
+            out = await raw_http(port, post(b"{}", length=parley.wire.MAX_FRAME + 1))
             assert out.startswith(b"HTTP/1.1 200")
             assert b"too_large" in out
             chunked = (
@@ -220,7 +220,7 @@ def test_events_stream_before_the_commit_finishes() -> None:
             PRINCIPAL, AGENT.public, [{"svc": ["live.example"]}], iat=now, nonce="live"
         )
         svc, release = _live_service()
-        server = await parley.serve_tcp(svc, "127.0.0.1", 0)
+        server = await parley.net.serve_tcp(svc, "127.0.0.1", 0)
         try:
             url = f"parley://127.0.0.1:{server.sockets[0].getsockname()[1]}"
             async with await parley.connect(url, parley.Agent(AGENT, [token])) as client:
@@ -229,7 +229,7 @@ def test_events_stream_before_the_commit_finishes() -> None:
             server.close()
             await server.wait_closed()
         svc, release = _live_service()
-        http = await parley.serve_http(svc, "127.0.0.1", 0)
+        http = await parley.net.serve_http(svc, "127.0.0.1", 0)
         try:
             url = f"http://127.0.0.1:{http.servers[0].sockets[0].getsockname()[1]}/"
             async with await parley.connect(url, parley.Agent(AGENT, [token])) as client:

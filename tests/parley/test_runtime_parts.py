@@ -23,7 +23,7 @@ NOW = 1_790_000_000
 )
 def test_line_buffer_is_independent_of_chunking(lines: list[bytes], cuts: list[int]) -> None:
     stream = b"".join(line + b"\n" for line in lines)
-    buffer = parley.LineBuffer(limit=20)
+    buffer = parley.wire.LineBuffer(limit=20)
     out: list[bytes | None] = []
     start, index = 0, 0
     while start < len(stream):
@@ -50,7 +50,7 @@ def test_params_nested_arrays_and_times() -> None:
         "tags": ["a"],
         "where": {"city": "Oslo"},
     }
-    assert parley.check_params(schema, good) == good
+    assert parley.service.check_params(schema, good) == good
     for bad, reason in (
         ({"items": [{"sku": "A", "qty": True}]}, "bad_type"),
         ({"items": {"sku": "A"}}, "bad_type"),
@@ -60,21 +60,23 @@ def test_params_nested_arrays_and_times() -> None:
         ({"items": [], "where": {}}, "missing_param"),
         ({"items": [], "where": {"city": "x", "zip": 1}}, "unknown_param"),
     ):
-        with pytest.raises(parley.ParamsError) as caught:
-            parley.check_params(schema, bad)
+        with pytest.raises(parley.service.ParamsError) as caught:
+            parley.service.check_params(schema, bad)
         assert caught.value.reason == reason
-    with pytest.raises(parley.ParamsError) as caught:
-        parley.check_params(schema, {"items": [], "tags": "a"})
+    with pytest.raises(parley.service.ParamsError) as caught:
+        parley.service.check_params(schema, {"items": [], "tags": "a"})
     assert caught.value.fix == [{"say": "wrap it in a list", "params": {"tags": ["a"]}}]
 
 
 def test_merge_patch_follows_rfc7396() -> None:
-    assert parley.merge_patch({"a": 1, "b": {"c": 2}}, {"b": {"c": None, "d": 3}, "e": 4}) == {
+    assert parley.service.merge_patch(
+        {"a": 1, "b": {"c": 2}}, {"b": {"c": None, "d": 3}, "e": 4}
+    ) == {
         "a": 1,
         "b": {"d": 3},
         "e": 4,
     }
-    assert parley.merge_patch({"a": 1}, [1]) == [1]
+    assert parley.service.merge_patch({"a": 1}, [1]) == [1]
 
 
 def test_bad_schemas_are_refused_at_declaration() -> None:
@@ -127,7 +129,7 @@ def test_agent_builds_consent_only_from_what_it_was_shown() -> None:
     frame = agent.commit(proposal)
     lying = json.loads(json.dumps(honest))
     lying["re"] = frame["id"]
-    lying["consent"]["hash"] = parley.b64url_encode(bytes(32))
+    lying["consent"]["hash"] = parley.wire.b64url_encode(bytes(32))
     result = agent.receive(lying)
     assert result is not None
     assert result.consent is None, "a swapped hash is not signed"

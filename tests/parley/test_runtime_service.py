@@ -23,7 +23,7 @@ class Rig:
 
     def __init__(self, **store_options: Any) -> None:
         self.now = NOW
-        self.store = parley.MemoryStore(**store_options)
+        self.store = parley.stores.MemoryStore(**store_options)
         self.service = SHOP.build_service(
             trusted=[PRINCIPAL.public, OTHER_PRINCIPAL.public],
             store=self.store,
@@ -65,7 +65,7 @@ class Rig:
         if auto:
             frame["auto"] = True
         if key is not None:
-            target = parley.proof_target(
+            target = parley.grants.proof_target(
                 "INTENT", capability=capability, auto=auto, frame_id=frame["id"]
             )
             frame["proof"] = self.proof(key, "INTENT", target, ts)
@@ -126,7 +126,7 @@ class Rig:
         (b"\xff\xfe", "not_utf8"),
         (b'{"parley":1,"id":"1","verb":"DANCE"}', "unknown_verb"),
         (b'{"parley":1,"id":"1","verb":"HELLO","x":' + b"[" * 100 + b"]" * 100 + b"}", "too_deep"),
-        (b" " * (parley.MAX_FRAME + 1), "too_large"),
+        (b" " * (parley.wire.MAX_FRAME + 1), "too_large"),
     ],
 )
 def test_malformed_frames_become_bad_frame_errors(data: bytes, reason: str) -> None:
@@ -184,7 +184,7 @@ def test_any_request_shape_gets_one_final_reply(fields: dict[str, Any]) -> None:
 
 
 def test_frame_limit_is_checked_before_parsing() -> None:
-    big = json.dumps({"parley": 1, "id": "1", "verb": "HELLO", "pad": "x" * parley.MAX_FRAME})
+    big = json.dumps({"parley": 1, "id": "1", "verb": "HELLO", "pad": "x" * parley.wire.MAX_FRAME})
     assert Rig().send(big.encode())["reason"] == "too_large"
 
 
@@ -227,7 +227,7 @@ def test_clarify_options_are_merge_patches() -> None:
     rig = Rig()
     reply = rig.send(rig.intent({"item": "blend"}))
     assert reply["kind"] == "CLARIFY"
-    patched = parley.merge_patch({"item": "blend"}, reply["options"][1]["params"])
+    patched = parley.service.merge_patch({"item": "blend"}, reply["options"][1]["params"])
     assert rig.send(rig.intent(patched))["kind"] == "PROPOSALS"
 
 
@@ -259,7 +259,7 @@ def test_commit_then_replay_returns_the_original_receipt() -> None:
 def test_commit_needs_the_exact_hash_and_never_echoes_it() -> None:
     rig = Rig()
     proposal = rig.proposals()[0]
-    wrong = parley.b64url_encode(bytes(32))
+    wrong = parley.wire.b64url_encode(bytes(32))
     reply = rig.send(rig.commit(proposal, hash_=wrong))
     assert reply["code"] == "conflict"
     assert proposal["hash"] not in json.dumps(reply)
@@ -296,14 +296,14 @@ def test_replayed_commit_by_another_key_leaks_nothing() -> None:
     rig = Rig()
     proposal = rig.proposals()[0]
     receipt = rig.send(rig.commit(proposal))["receipt"]
-    for hash_ in (proposal["hash"], parley.b64url_encode(bytes(32))):
+    for hash_ in (proposal["hash"], parley.wire.b64url_encode(bytes(32))):
         reply = rig.send(rig.commit(proposal, key=INTRUDER, hash_=hash_))
         assert reply["code"] == "not_found"
         text = json.dumps(reply)
         assert receipt["id"] not in text
         assert proposal["hash"] not in text
     # the original key with a wrong hash gets a conflict without the hash either
-    reply = rig.send(rig.commit(proposal, hash_=parley.b64url_encode(bytes(32))))
+    reply = rig.send(rig.commit(proposal, hash_=parley.wire.b64url_encode(bytes(32))))
     assert reply["code"] == "conflict"
     assert proposal["hash"] not in json.dumps(reply)
 

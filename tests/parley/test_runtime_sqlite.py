@@ -21,7 +21,7 @@ NOW = 1_790_000_000
 
 
 def service(path: Path) -> parley.Service:
-    store = parley.SQLiteStore(str(path))
+    store = parley.stores.SQLiteStore(str(path))
     return SHOP.build_service(trusted=[PRINCIPAL.public], store=store, clock=lambda: NOW)
 
 
@@ -141,7 +141,7 @@ WORKER = textwrap.dedent(
     import parley
     from tests.parley.runtime_harness import AGENT, PRINCIPAL, load_shop
     NOW = 1_790_000_000
-    store = parley.SQLiteStore(sys.argv[1])
+    store = parley.stores.SQLiteStore(sys.argv[1])
     svc = load_shop().build_service(trusted=[PRINCIPAL.public], store=store, clock=lambda: NOW)
     work = json.loads(sys.argv[2])
     def proof(t):
@@ -192,12 +192,12 @@ def test_two_processes_sharing_one_database_never_pass_the_cap(tmp_path: Path) -
     price = proposals[0]["cost"]["amount"]
     assert kinds.count("RECEIPT") == 1000 // price
     assert len(kinds) == 64
-    check = parley.SQLiteStore(str(db))
+    check = parley.stores.SQLiteStore(str(db))
     assert check.spent([block])[block] == kinds.count("RECEIPT") * price <= 1000
 
 
 def test_sqlite_maps_are_bounded(tmp_path: Path) -> None:
-    store = parley.SQLiteStore(str(tmp_path / "s.db"), max_proposals=2)
+    store = parley.stores.SQLiteStore(str(tmp_path / "s.db"), max_proposals=2)
     svc = SHOP.build_service(trusted=[PRINCIPAL.public], store=store, clock=lambda: NOW)
     g = [grant(now=NOW)]
     assert svc.handle(intent("a", g, {"item": "latte"}))[-1]["kind"] == "PROPOSALS"
@@ -212,7 +212,7 @@ CRASHER = textwrap.dedent(
     sys.path.insert(0, sys.argv[3])
     import parley
     from tests.parley.runtime_harness import PRINCIPAL, load_shop
-    store = parley.SQLiteStore(sys.argv[1])
+    store = parley.stores.SQLiteStore(sys.argv[1])
     svc = load_shop().build_service(
         trusted=[PRINCIPAL.public], store=store, clock=lambda: 1_790_000_000
     )
@@ -280,7 +280,7 @@ def test_a_version_1_store_is_migrated_on_open(tmp_path: Path) -> None:
     raw.execute("INSERT INTO totals VALUES ('b1', 500)")
     raw.commit()
     raw.close()
-    store = parley.SQLiteStore(str(db))
+    store = parley.stores.SQLiteStore(str(db))
     try:
         assert store.spent(["b1"]) == {"b1": 500}
         # a commit in flight from before leases existed: ownerless, so reconcilable
@@ -297,7 +297,7 @@ def test_a_version_1_store_is_migrated_on_open(tmp_path: Path) -> None:
     newer.commit()
     newer.close()
     with pytest.raises(parley.ParleyError) as caught:
-        parley.SQLiteStore(str(db))
+        parley.stores.SQLiteStore(str(db))
     assert caught.value.reason == "bad_store"
 
 

@@ -83,7 +83,7 @@ def test_a_good_client_is_served_while_2000_idle_and_slow_connections_are_held()
 
     async def run() -> None:
         svc = SHOP.build_service(trusted=[PRINCIPAL.public])
-        server = await parley.serve_tcp(svc, "127.0.0.1", 0)
+        server = await parley.net.serve_tcp(svc, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         held: Held = []
         try:
@@ -104,7 +104,9 @@ def test_a_good_client_is_served_while_2000_idle_and_slow_connections_are_held()
 def test_a_full_server_closes_its_oldest_idle_connection_for_a_new_one() -> None:
     async def run() -> None:
         svc = SHOP.build_service(trusted=[PRINCIPAL.public])
-        server = await parley.serve_tcp(svc, "127.0.0.1", 0, max_connections=40, max_per_peer=1000)
+        server = await parley.net.serve_tcp(
+            svc, "127.0.0.1", 0, max_connections=40, max_per_peer=1000
+        )
         port = server.sockets[0].getsockname()[1]
         try:
             # the oldest connection is busy: its request is in flight the whole time
@@ -150,7 +152,7 @@ def test_a_full_server_closes_its_oldest_idle_connection_for_a_new_one() -> None
 def test_per_peer_limit_and_first_frame_timeout() -> None:
     async def run() -> None:
         svc = SHOP.build_service(trusted=[PRINCIPAL.public])
-        server = await parley.serve_tcp(
+        server = await parley.net.serve_tcp(
             svc, "127.0.0.1", 0, max_per_peer=5, first_frame_timeout=0.3
         )
         port = server.sockets[0].getsockname()[1]
@@ -187,7 +189,7 @@ def test_the_http_bridge_serves_a_good_client_past_idle_and_slow_header_connecti
 
     async def run() -> None:
         svc = SHOP.build_service(trusted=[PRINCIPAL.public])
-        server = await parley.serve_http(svc, "127.0.0.1", 0)
+        server = await parley.net.serve_http(svc, "127.0.0.1", 0)
         port = server.servers[0].sockets[0].getsockname()[1]
         held: Held = []
         try:
@@ -217,7 +219,7 @@ def test_the_http_bridge_closes_a_trickled_header() -> None:
 
     async def run() -> None:
         svc = SHOP.build_service(trusted=[PRINCIPAL.public])
-        server = await parley.serve_http(svc, "127.0.0.1", 0, header_timeout=0.3)
+        server = await parley.net.serve_http(svc, "127.0.0.1", 0, header_timeout=0.3)
         port = server.servers[0].sockets[0].getsockname()[1]
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -244,7 +246,7 @@ def test_the_http_bridge_closes_a_trickled_header_on_a_kept_alive_connection() -
 
     async def run() -> None:
         svc = SHOP.build_service(trusted=[PRINCIPAL.public])
-        server = await parley.serve_http(svc, "127.0.0.1", 0, header_timeout=0.3)
+        server = await parley.net.serve_http(svc, "127.0.0.1", 0, header_timeout=0.3)
         port = server.servers[0].sockets[0].getsockname()[1]
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)

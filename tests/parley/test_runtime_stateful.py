@@ -42,7 +42,7 @@ class Runtime(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.now = NOW
-        self.store = parley.MemoryStore(max_proposals=50)
+        self.store = parley.stores.MemoryStore(max_proposals=50)
         self.service = SHOP.build_service(
             trusted=[PRINCIPAL.public, OTHER_PRINCIPAL.public], store=self.store
         )
@@ -76,7 +76,9 @@ class Runtime(RuleBasedStateMachine):
     @rule(who=st.sampled_from(["agent", "intruder"]), qty=st.integers(1, 3), auto=st.booleans())
     def intent(self, who: str, qty: int, auto: bool) -> None:
         fid = self.fid()
-        target = parley.proof_target("INTENT", capability="shop.order", auto=auto, frame_id=fid)
+        target = parley.grants.proof_target(
+            "INTENT", capability="shop.order", auto=auto, frame_id=fid
+        )
         frame = {
             "parley": 1,
             "id": fid,

@@ -51,7 +51,7 @@ async def scenario(client: parley.Client) -> None:
     assert ask.kind == "CLARIFY"
     assert ask.reply is not None
     option = ask.reply["options"][0]
-    params = parley.merge_patch({"item": "blend"}, option["params"])
+    params = parley.service.merge_patch({"item": "blend"}, option["params"])
     offered = await client.intent("shop.order", params)
     assert offered.kind == "PROPOSALS"
     assert offered.reply is not None
@@ -99,7 +99,7 @@ def agent() -> parley.Agent:
 @contextlib.asynccontextmanager
 async def tcp_server(ssl: Any = None) -> AsyncIterator[int]:
     service = SHOP.build_service(trusted=[PRINCIPAL.public])
-    server = await parley.serve_tcp(service, "127.0.0.1", 0, ssl=ssl)
+    server = await parley.net.serve_tcp(service, "127.0.0.1", 0, ssl=ssl)
     try:
         yield server.sockets[0].getsockname()[1]
     finally:
@@ -149,10 +149,10 @@ def test_over_http_bridge() -> None:
 
     async def run() -> None:
         service = SHOP.build_service(trusted=[PRINCIPAL.public])
-        server = await parley.serve_http(service, "127.0.0.1", 0)
+        server = await parley.net.serve_http(service, "127.0.0.1", 0)
         try:
             port = server.servers[0].sockets[0].getsockname()[1]
-            brief = await parley.discover(f"http://127.0.0.1:{port}/")
+            brief = await parley.net.discover(f"http://127.0.0.1:{port}/")
             assert brief["kind"] == "BRIEF"
             assert brief["service"]["id"] == "shop.example"
             client = await parley.connect(f"http://127.0.0.1:{port}/", agent())
@@ -174,16 +174,16 @@ def test_over_https_bridge(tmp_path: Path) -> None:
 
     async def run() -> None:
         service = SHOP.build_service(trusted=[PRINCIPAL.public])
-        server = await parley.serve_http(
+        server = await parley.net.serve_http(
             service, "127.0.0.1", 0, ssl_certfile=str(cert_file), ssl_keyfile=str(key_file)
         )
         try:
             port = server.servers[0].sockets[0].getsockname()[1]
             url = f"https://127.0.0.1:{port}/"
-            brief = await parley.discover(url, ssl=client_ctx)
+            brief = await parley.net.discover(url, ssl=client_ctx)
             assert brief["service"]["id"] == "shop.example"
             with pytest.raises(parley.ParleyError) as refused:  # the default trust store
-                await parley.discover(url)
+                await parley.net.discover(url)
             assert refused.value.reason == "tls"
             assert "certificate was not accepted (self-signed" in refused.value.message
             async with await parley.connect(url, agent(), ssl=client_ctx) as client:

@@ -1,6 +1,6 @@
 """One contract for every Parley state store: memory, SQLite and PostgreSQL alike (issue 23).
 
-Each test runs against the three stores through the :class:`parley.Store` interface only.
+Each test runs against the three stores through the :class:`parley.stores.Store` interface only.
 ``Stores.open()`` gives another handle on the same state (another connection for SQLite
 and PostgreSQL, which stands for another service replica; the same object for memory).
 """
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import parley
-from parley import Lease, ProposalRecord, ReceiptRecord
-from parley._grants import SpendCap
+from parley.grants import SpendCap
+from parley.stores import Lease, ProposalRecord, ReceiptRecord
 
 NOW = 1_790_000_000
 USD = "USD"
@@ -29,16 +29,16 @@ class Stores:
         self.kind = kind
         self.where = where
         self.opened: list[Any] = []
-        self._memory: parley.Store | None = None
+        self._memory: parley.stores.Store | None = None
 
-    def open(self, **limits: int) -> parley.Store:
+    def open(self, **limits: int) -> parley.stores.Store:
         """A handle on the shared state (``limits``: the store's size caps)."""
         if self.kind == "memory":
             if self._memory is None:
-                self._memory = parley.MemoryStore(**limits)
+                self._memory = parley.stores.MemoryStore(**limits)
             return self._memory
         if self.kind == "sqlite":
-            store: Any = parley.SQLiteStore(self.where, **limits)
+            store: Any = parley.stores.SQLiteStore(self.where, **limits)
         else:
             from parley._postgres import PostgresStore
 
@@ -418,7 +418,7 @@ def test_load_state_fills_any_store(stores: Stores) -> None:
         "replay": [{"key": "k1", "id": "f1", "reply": None, "lease": {"owner": "A"}}],
         "handles": [{"handle": "h_x", "key": "k1", "value": [1], "expires": NOW + 60}],
     }
-    parley.load_state(store, state, now=NOW)
+    parley.stores.load_state(store, state, now=NOW)
     assert store.spent(["b1"]) == {"b1": 325}
     assert [s for s, _ in store.leases("commit")] == ["p1"]
     assert [c.frame for c in store.auto_claims()] == ["f1"]
@@ -426,4 +426,4 @@ def test_load_state_fills_any_store(stores: Stores) -> None:
     assert store.receipt("r_p0") is not None
 
 
-StoreFactory = Callable[..., parley.Store]
+StoreFactory = Callable[..., parley.stores.Store]

@@ -114,7 +114,7 @@ def test_the_consent_grant_follows_the_decision(errand: dict[str, Any]) -> None:
     token = ppbind.consent_grant(ana, settlement, terms, now=consent["expires"] - 31)
     root = parley.decode_grant(token).blocks[0].payload
     assert root["nonce"] == handoff.digests.digest(settlement)
-    assert root["caveats"][:5] == parley.consent_caveats(consent)
+    assert root["caveats"][:5] == parley.grants.consent_caveats(consent)
     assert root["caveats"][5] == {"spend": {"max": 44000, "currency": "EUR"}}
     assert root["sub"] == terms["x_binding"]["agent"]
     assert ppbind.is_late(consent, consent["expires"] - 30)

@@ -1445,7 +1445,7 @@ def verify_case_list() -> list[Case]:
         SAMPLE_PROPOSAL, service="shop.example", principal=PUB["principal"]
     )
     ctok = parley.mint_consent_grant(P, consent, PUB["agent"], iat=NOW, nonce="n-consent")
-    five = parley.consent_caveats(consent)
+    five = parley.grants.consent_caveats(consent)
     add(
         vcase(
             "consent-commit-ok",
@@ -1954,7 +1954,7 @@ def upstream_estimate() -> Any:
         "\n\n  \n   x",
         "😀😀",
     ]
-    return [{"text": t, "est": parley.estimate(t)} for t in texts]
+    return [{"text": t, "est": parley.lens.estimate(t)} for t in texts]
 
 
 @raw_file(f"{UPSTREAM}/proof.json")

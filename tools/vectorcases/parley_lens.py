@@ -946,11 +946,16 @@ def fit_cases() -> Iterator[Case]:
     good: Case | None = None
     for vid, reply, budget, comment, flags in _fit_cases():
         fitted, parked = fit_oracle(reply, budget, handles=iter(HANDLES).__next__)
-        text = parley.lens(fitted)
+        text = parley.lens.lens(fitted)
         case = Case(
             vid,
             {"reply": reply, "budget": budget, "handles": HANDLES[:8]},
-            output={"fitted": fitted, "parked": parked, "lens": text, "est": parley.estimate(text)},
+            output={
+                "fitted": fitted,
+                "parked": parked,
+                "lens": text,
+                "est": parley.lens.estimate(text),
+            },
             comment=comment,
             flags=flags,
         )

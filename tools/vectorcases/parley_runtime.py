@@ -459,7 +459,9 @@ def _intent(
     if auto:
         frame["auto"] = True
     if key is not None:
-        target = parley.proof_target("INTENT", capability=capability, auto=auto, frame_id=fid)
+        target = parley.grants.proof_target(
+            "INTENT", capability=capability, auto=auto, frame_id=fid
+        )
         frame["proof"] = _proof("INTENT", target, key, ts)
         if grants is not None:
             frame["grants"] = grants
@@ -874,7 +876,7 @@ def _runtime_cases() -> Iterator[Case]:
     )
     yield _case(
         "commit-replay-wrong-hash",
-        _commit(P_LATTE, digest=parley.b64url_encode(bytes(32))),
+        _commit(P_LATTE, digest=parley.wire.b64url_encode(bytes(32))),
         ("ERROR", "conflict", "hash"),
         "the committing key with another hash: conflict without the hash",
         state={"receipts": [_receipt(P_LATTE)]},
@@ -882,7 +884,7 @@ def _runtime_cases() -> Iterator[Case]:
     )
     yield _case(
         "commit-hash-mismatch",
-        _commit(P_LATTE, digest=parley.b64url_encode(bytes(32))),
+        _commit(P_LATTE, digest=parley.wire.b64url_encode(bytes(32))),
         ("ERROR", "conflict", "hash_mismatch"),
         "the hash must be exact; the error does not echo it",
         state=open_latte,

@@ -10,7 +10,7 @@ from .._registry import handler
 
 
 def _seed(value: Any) -> parley.Key:
-    return parley.key_from_seed(parley.b64url_decode(value, what="seed"))
+    return parley.key_from_seed(parley.wire.b64url_decode(value, what="seed"))
 
 
 @handler("parley.canonical")
@@ -25,7 +25,7 @@ def proposal_hash(input_: dict[str, Any]) -> dict[str, Any]:
 
 @handler("parley.b64url_decode")
 def b64url_decode(input_: dict[str, Any]) -> dict[str, Any]:
-    return {"hex": parley.b64url_decode(input_["text"]).hex()}
+    return {"hex": parley.wire.b64url_decode(input_["text"]).hex()}
 
 
 @handler("parley.public_key")
@@ -35,7 +35,7 @@ def public_key(input_: dict[str, Any]) -> dict[str, Any]:
 
 @handler("parley.proof_target")
 def proof_target(input_: dict[str, Any]) -> dict[str, Any]:
-    target = parley.proof_target(
+    target = parley.grants.proof_target(
         input_["verb"],
         capability=input_.get("capability"),
         proposal_hash=input_.get("proposal_hash"),
@@ -132,7 +132,7 @@ def consent_grant(input_: dict[str, Any]) -> dict[str, Any]:
 
 @handler("parley.consent_check")
 def consent_check(input_: dict[str, Any]) -> dict[str, Any]:
-    consent = parley.consent_for_shown(
+    consent = parley.grants.consent_for_shown(
         input_["shown"],
         service=input_["service"],
         request=input_["request"],
@@ -143,8 +143,8 @@ def consent_check(input_: dict[str, Any]) -> dict[str, Any]:
 
 @handler("parley.spend_ledger")
 def spend_ledger(input_: dict[str, Any]) -> dict[str, Any]:
-    ledger = parley.MemorySpendLedger()
-    caps = [parley.SpendCap(c["block"], c["max"], c["currency"]) for c in input_["caps"]]
+    ledger = parley.stores.MemorySpendLedger()
+    caps = [parley.grants.SpendCap(c["block"], c["max"], c["currency"]) for c in input_["caps"]]
     results: list[Any] = []
     for op in input_["ops"]:
         try:

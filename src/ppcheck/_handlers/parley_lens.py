@@ -25,47 +25,47 @@ def _handles(input_: dict[str, Any]) -> Callable[[], str]:
 
 @handler("parley.estimate")
 def estimate(input_: dict[str, Any]) -> dict[str, Any]:
-    return {"est": parley.estimate(input_["text"])}
+    return {"est": parley.lens.estimate(input_["text"])}
 
 
 @handler("parley.lean")
 def lean(input_: dict[str, Any]) -> dict[str, Any]:
-    return {"lens": parley.lean(input_["value"])}
+    return {"lens": parley.lens.lean(input_["value"])}
 
 
 @handler("parley.lens")
 def lens(input_: dict[str, Any]) -> dict[str, Any]:
-    return {"lens": parley.lens(input_["reply"])}
+    return {"lens": parley.lens.lens(input_["reply"])}
 
 
 @handler("parley.fit")
 def fit(input_: dict[str, Any]) -> dict[str, Any]:
-    fitted, parked = parley.fit(input_["reply"], input_["budget"], handles=_handles(input_))
-    text = parley.lens(fitted)
-    return {"fitted": fitted, "parked": parked, "lens": text, "est": parley.estimate(text)}
+    fitted, parked = parley.lens.fit(input_["reply"], input_["budget"], handles=_handles(input_))
+    text = parley.lens.lens(fitted)
+    return {"fitted": fitted, "parked": parked, "lens": text, "est": parley.lens.estimate(text)}
 
 
 @handler("parley.expand_slice")
 def expand_slice(input_: dict[str, Any]) -> dict[str, Any]:
-    answer, parked = parley.expand_slice(
+    answer, parked = parley.lens.expand_slice(
         input_["value"], input_["budget"], handles=_handles(input_)
     )
-    return {"answer": answer, "parked": parked, "lens": parley.lens(answer)}
+    return {"answer": answer, "parked": parked, "lens": parley.lens.lens(answer)}
 
 
 @handler("parley.expand")
 def expand(input_: dict[str, Any]) -> dict[str, Any]:
-    store = parley.MemoryHandleStore()
+    store = parley.lens.MemoryHandleStore()
     stored = input_["stored"]
     store.put(
         stored["handle"],
         stored["value"],
         key=stored["key"],
         now=stored["at"],
-        ttl=stored.get("ttl", parley.HANDLE_TTL),
+        ttl=stored.get("ttl", parley.lens.HANDLE_TTL),
     )
     request = input_["request"]
-    answer = parley.expand(
+    answer = parley.lens.expand(
         store,
         request["handle"],
         request["budget"],
@@ -73,4 +73,4 @@ def expand(input_: dict[str, Any]) -> dict[str, Any]:
         now=request["now"],
         handles=_handles(input_),
     )
-    return {"answer": answer, "lens": parley.lens(answer)}
+    return {"answer": answer, "lens": parley.lens.lens(answer)}

@@ -20,7 +20,9 @@ from .._registry import handler
 def frame_parse(input_: dict[str, Any]) -> dict[str, Any]:
     line = input_["line"]
     data = bytes.fromhex(line["hex"]) if isinstance(line, dict) else line
-    return {"frame": parley.parse_frame(data, limit=input_.get("limit", parley.MAX_FRAME))}
+    return {
+        "frame": parley.wire.parse_frame(data, limit=input_.get("limit", parley.wire.MAX_FRAME))
+    }
 
 
 def _rand() -> Any:
@@ -74,7 +76,7 @@ def _add(svc: parley.Service, spec: dict[str, Any]) -> None:
             for o in spec.get("offers", [])
         ]
 
-    cap = parley.Capability(
+    cap = parley.service.Capability(
         spec["name"],
         spec["kind"],
         run,
@@ -101,15 +103,17 @@ def _add(svc: parley.Service, spec: dict[str, Any]) -> None:
         settle = spec.get("reconcile")
         if settle is not None:  # the answer a crashed commit's or undo's reconciler gives
 
-            def reconcile(proposal: dict[str, Any], ctx: parley.Context) -> parley.Outcome:
+            def reconcile(proposal: dict[str, Any], ctx: parley.Context) -> parley.service.Outcome:
                 if settle != "happened":
-                    return parley.not_happened()
-                return parley.happened(copy.deepcopy(spec.get("result")))
+                    return parley.service.not_happened()
+                return parley.service.happened(copy.deepcopy(spec.get("result")))
 
-            def reconcile_undo(receipt: dict[str, Any], ctx: parley.Context) -> parley.Outcome:
+            def reconcile_undo(
+                receipt: dict[str, Any], ctx: parley.Context
+            ) -> parley.service.Outcome:
                 if settle != "happened":
-                    return parley.not_happened()
-                return parley.happened(copy.deepcopy(spec.get("undo_result")))
+                    return parley.service.not_happened()
+                return parley.service.happened(copy.deepcopy(spec.get("undo_result")))
 
             cap.on_reconcile(reconcile)
             cap.on_reconcile_undo(reconcile_undo)
@@ -119,7 +123,7 @@ def _add(svc: parley.Service, spec: dict[str, Any]) -> None:
 @handler("parley.runtime")
 def runtime(input_: dict[str, Any]) -> dict[str, Any]:
     spec, now = input_["service"], input_["now"]
-    store = parley.MemoryStore(**spec.get("limits", {}))
+    store = parley.stores.MemoryStore(**spec.get("limits", {}))
     svc = parley.Service(
         spec["id"],
         name=spec["name"],
@@ -131,7 +135,7 @@ def runtime(input_: dict[str, Any]) -> dict[str, Any]:
     )
     for cap in spec["capabilities"]:
         _add(svc, cap)
-    parley.load_state(store, input_.get("state", {}), now=now)
+    parley.stores.load_state(store, input_.get("state", {}), now=now)
     frame = input_["frame"]
     replies = svc.handle(frame if isinstance(frame, dict) else frame.encode("utf-8"), now=now)
     out: dict[str, Any] = {"replies": replies}
