@@ -123,6 +123,14 @@ class SchemaSet:
             self._files[name] = parsed
         return parsed
 
+    def own(self, name: object) -> dict[str, Any]:
+        """Return the parsed schema ``name``, read once and shared inside the package.
+
+        For the package's own code only: the value is never handed to a caller and never
+        changed (callers get :meth:`load`'s copy).
+        """
+        return self._parsed(self.check(name))
+
     def load(self, name: object) -> dict[str, Any]:
         """Return the parsed schema ``name`` (a relative path such as ``"card.json"``).
 

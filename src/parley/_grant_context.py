@@ -14,7 +14,9 @@ from typing import Any
 
 from ._canonical import MAX_SAFE_INTEGER
 from ._caveats import RISK_LEVELS
-from ._errors import ParleyError
+from ._report import Report
+from ._time import as_epoch
+from .errors import ParleyError
 
 __all__ = [
     "Cost",
@@ -28,6 +30,7 @@ __all__ = [
 
 def check_time(value: object, name: str) -> int:
     """Return ``value`` if it is a safe integer time, else the ``bad_clock`` usage error."""
+    value = as_epoch(value, name)  # an aware datetime is epoch seconds; a naive one refused
     if type(value) is not int or abs(value) > MAX_SAFE_INTEGER:
         raise ParleyError("invalid_params", f"{name} must be a safe integer", reason="bad_clock")
     return value
@@ -119,7 +122,7 @@ class GrantContext:
             raise _ctx_error("service and verb must be strings")
         if self.capability is not None and not isinstance(self.capability, str):
             raise _ctx_error("capability must be a string or None")
-        check_time(self.now, "now")
+        object.__setattr__(self, "now", check_time(self.now, "now"))
         if self.proposal is not None and not isinstance(self.proposal, ProposalFacts):
             raise _ctx_error("proposal must be ProposalFacts or None")
         if self.principal is not None and not isinstance(self.principal, str):
@@ -164,7 +167,7 @@ class SpendCap:
 
 
 @dataclass(frozen=True)
-class GrantCheck:
+class GrantCheck(Report):
     """The result of :func:`verify_grant`.
 
     ``ok`` is true when one grant authorizes the request; otherwise ``code`` is

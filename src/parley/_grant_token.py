@@ -20,7 +20,7 @@ from typing import Any
 
 from ._b64 import b64url_decode, b64url_encode
 from ._canonical import MAX_SAFE_INTEGER, canonical_bytes, sha256_b64url
-from ._errors import ParleyError
+from .errors import ParleyError
 
 __all__ = [
     "MAX_BLOCKS",

@@ -26,11 +26,11 @@ from ._caveats import (
     matches,
     parse_caveat,
 )
-from ._errors import ParleyError
 from ._grant_context import GrantCheck, GrantContext, SpendCap, _ctx_error
 from ._grant_token import Grant, as_grant, decode_grant
 from ._keys import verify_signature
 from ._wire import GrantInspection
+from .errors import ParleyError
 
 __all__ = [
     "MAX_GRANTS",
@@ -376,7 +376,7 @@ def _check_caveats(grant: Grant, ctx: GrantContext, at: int) -> GrantCheck:
             False,
             "forbidden",
             reason,
-            _describe(reason, hard[0][1]),
+            _describe(reason, next(c for r, c in hard if r == reason)),
             need=need,
             grant=ids[0],
             blocks=ids,

@@ -15,7 +15,6 @@ from typing import Any
 from ._b64 import b64url_encode
 from ._canonical import canonical_bytes
 from ._caveats import Caveat, CaveatError, parse_caveat, wider_than
-from .errors import ParleyError
 from ._grant_context import (
     Cost,
     GrantCheck,
@@ -35,6 +34,7 @@ from ._grant_token import (
 )
 from ._grant_verify import MAX_GRANTS, GrantVerifier, inspect_grant, verify_grant
 from ._keys import Key, parse_public_key
+from .errors import ParleyError
 
 __all__ = [
     "MAX_BLOCKS",

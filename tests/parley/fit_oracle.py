@@ -1,4 +1,4 @@
-"""The plain reference fitting loop of NOTES.md, kept as the oracle for :func:`parley.fit`.
+"""The plain reference fitting loop of NOTES.md, kept as the oracle for :func:`parley.lens.fit`.
 
 It re-renders the whole reply after every cut and walks every candidate every round,
 exactly as the prose describes, with no caching. Tests compare the shipped fitter with it
@@ -14,8 +14,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from parley import estimate, lean, lens
 from parley._lean import compact_json, js_items, u16_len, u16_slice
+from parley.lens import estimate, lean, lens
 
 __all__ = ["PLACEHOLDER", "fit_oracle"]
 

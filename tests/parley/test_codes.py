@@ -236,6 +236,7 @@ def test_schemas_missing_in_an_install_without_schemas(tmp_path: Path) -> None:
     """A copy of the package with neither packaged nor checkout schemas (a real import)."""
     shutil.copytree(ROOT / "src" / "parley", tmp_path / "src" / "parley")
     shutil.copytree(ROOT / "src" / "_ppcodes", tmp_path / "src" / "_ppcodes")
+    shutil.copytree(ROOT / "src" / "_ppschema", tmp_path / "src" / "_ppschema")
     code = (
         "import parley.wire\n"
         "try:\n    parley.schema_names()\n"

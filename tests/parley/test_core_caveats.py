@@ -117,17 +117,17 @@ def test_parse_caveat_matches_the_reference(raw: object) -> None:
         expected = exc.reason
     if isinstance(expected, str):
         with pytest.raises(CaveatError) as caught:
-            parley.parse_caveat(raw)
+            parley.grants.parse_caveat(raw)
         assert caught.value.reason == expected
         with pytest.raises(CaveatError) as again:
             _parse_many([{"risk": "low"}, raw])
         assert again.value.message == caught.value.message
         return
-    got = parley.parse_caveat(raw)
+    got = parley.grants.parse_caveat(raw)
     assert _parse_many([raw, raw]) == (got, got)
-    assert type(got) is parley.Caveat
+    assert type(got) is parley.grants.Caveat
     assert tuple(got) == expected
-    assert got == parley.Caveat(*expected)
+    assert got == parley.grants.Caveat(*expected)
     if isinstance(got.value, tuple) and got.kind in ("per", "spend"):
         assert type(got.value) is Money
 
@@ -172,7 +172,7 @@ def test_risk_tostring_fails_closed() -> None:
         blocks = [b.as_json() for b in parley.decode_grant(token).blocks]
         blocks[0]["p"]["caveats"] = [{"risk": value}]
         blocks[0]["s"] = P.sign(parley.canonical(blocks[0]["p"]).encode())
-        forged = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+        forged = "pg1." + parley.wire.b64url_encode(parley.canonical(blocks).encode())
         result = _check(forged)
         assert (result.code, result.reason) == ("forbidden", "caveat_malformed"), value
 
@@ -181,7 +181,7 @@ def test_risk_tostring_fails_closed() -> None:
 def test_null_and_odd_caveats_never_raise(caveat: Any) -> None:
     payload = {"iss": P.public, "sub": A.public, "caveats": [caveat], "iat": NOW, "nonce": "n"}
     blocks = [{"p": payload, "s": P.sign(parley.canonical(payload).encode())}]
-    token = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+    token = "pg1." + parley.wire.b64url_encode(parley.canonical(blocks).encode())
     result = _check(token, verb="ASK", proposal=None)
     assert (result.code, result.reason) == ("forbidden", "caveat_malformed")
     assert result.need == (caveat,)
@@ -191,5 +191,5 @@ def test_string_caveat_is_not_a_substring_match() -> None:
     for caveat in ({"svc": "shop.example"}, {"can": "shop.order"}, {"verbs": "COMMIT"}):
         payload = {"iss": P.public, "sub": A.public, "caveats": [caveat], "iat": NOW, "nonce": "n"}
         blocks = [{"p": payload, "s": P.sign(parley.canonical(payload).encode())}]
-        token = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+        token = "pg1." + parley.wire.b64url_encode(parley.canonical(blocks).encode())
         assert _check(token).reason == "caveat_malformed"

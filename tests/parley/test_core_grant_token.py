@@ -33,7 +33,7 @@ def ctx(**kw: Any) -> parley.GrantContext:
         "verb": "COMMIT",
         "capability": "shop.order",
         "now": NOW,
-        "proposal": parley.ProposalFacts(HASH, parley.Cost(1250, "USD"), "low"),
+        "proposal": parley.ProposalFacts(HASH, parley.grants.Cost(1250, "USD"), "low"),
     }
     base.update(kw)
     return parley.GrantContext(**base)
@@ -58,7 +58,7 @@ def test_mint_and_verify_root() -> None:
     assert result.grant == grant.id == grant.block_ids[0] == result.blocks[0]
     assert result.principal == P.public
     assert result.holder == A.public
-    assert parley.block_id(grant.blocks[0].sig) == grant.id
+    assert parley.grants.block_id(grant.blocks[0].sig) == grant.id
     assert grant.token == token
 
 
@@ -141,9 +141,9 @@ def test_effective_caveats_and_inspect() -> None:
 
 
 def test_inspect_shows_tampering_and_malformed() -> None:
-    blocks = json.loads(parley.b64url_decode(mint([])[4:]))
+    blocks = json.loads(parley.wire.b64url_decode(mint([])[4:]))
     blocks[0]["p"]["caveats"] = [{"risk": "toString"}]
-    token = "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+    token = "pg1." + parley.wire.b64url_encode(parley.canonical(blocks).encode())
     info = parley.inspect_grant(token)
     assert info["signatures"] is False
     assert info["malformed"] == [{"risk": "toString"}]
@@ -174,10 +174,10 @@ def test_any_single_character_change_to_a_token_is_rejected(data: st.DataObject)
 @settings(max_examples=200)
 @given(st.data())
 def test_any_single_byte_change_to_the_blocks_is_rejected(data: st.DataObject) -> None:
-    raw = bytearray(parley.b64url_decode(DEPTH2[4:]))
+    raw = bytearray(parley.wire.b64url_decode(DEPTH2[4:]))
     index = data.draw(st.integers(0, len(raw) - 1))
     raw[index] = data.draw(st.integers(0, 255).filter(lambda b: b != raw[index]))
-    result = check("pg1." + parley.b64url_encode(bytes(raw)), S)
+    result = check("pg1." + parley.wire.b64url_encode(bytes(raw)), S)
     assert not result.ok
     assert result.code == "unauthorized"
 
@@ -188,15 +188,17 @@ def test_any_single_byte_change_to_the_blocks_is_rejected(data: st.DataObject) -
 @pytest.mark.parametrize(
     "grant",
     [
-        parley.Grant(()),
-        parley.Grant((parley.Block({}, "x"),)),
-        parley.Grant((parley.Block({"sub": 1, "caveats": 3, "iat": 1, "iss": 2}, 5),)),  # type: ignore[arg-type]
-        parley.Grant(("x",)),  # type: ignore[arg-type]
-        parley.Grant(None),  # type: ignore[arg-type]
-        parley.Grant((parley.Block([1], "s"),)),  # type: ignore[arg-type]
+        parley.grants.Grant(()),
+        parley.grants.Grant((parley.grants.Block({}, "x"),)),
+        parley.grants.Grant(
+            (parley.grants.Block({"sub": 1, "caveats": 3, "iat": 1, "iss": 2}, 5),)
+        ),  # type: ignore[arg-type]
+        parley.grants.Grant(("x",)),  # type: ignore[arg-type]
+        parley.grants.Grant(None),  # type: ignore[arg-type]
+        parley.grants.Grant((parley.grants.Block([1], "s"),)),  # type: ignore[arg-type]
     ],
 )
-def test_hand_built_grant_objects_raise_only_parley_error(grant: parley.Grant) -> None:
+def test_hand_built_grant_objects_raise_only_parley_error(grant: parley.grants.Grant) -> None:
     with pytest.raises(parley.ParleyError) as caught:
         parley.delegate(grant, A, X.public, [], iat=NOW)
     assert caught.value.reason == "bad_token"
@@ -210,7 +212,7 @@ def test_hand_built_grant_is_checked_like_its_token() -> None:
     assert parley.inspect_grant(grant) == parley.inspect_grant(token)
     # a forged holder in a hand-built block does not let another key delegate
     payload = dict(grant.blocks[0].payload, sub=X.public)
-    forged = parley.Grant((parley.Block(payload, grant.blocks[0].sig),))
+    forged = parley.grants.Grant((parley.grants.Block(payload, grant.blocks[0].sig),))
     child = parley.delegate(forged, X, A.public, [], iat=NOW)
     ctx = parley.GrantContext("s", "ASK", "c", NOW)
     check = parley.verify_grant([child], trusted=[P.public], proof_key=A.public, ctx=ctx)

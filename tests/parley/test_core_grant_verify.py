@@ -46,7 +46,7 @@ def ctx(**kw: Any) -> parley.GrantContext:
         "verb": "COMMIT",
         "capability": "shop.order",
         "now": NOW,
-        "proposal": parley.ProposalFacts(HASH, parley.Cost(1250, "USD"), "low"),
+        "proposal": parley.ProposalFacts(HASH, parley.grants.Cost(1250, "USD"), "low"),
     }
     base.update(kw)
     return parley.GrantContext(**base)
@@ -101,7 +101,7 @@ RANDOM_TOKEN_TEXT = st.one_of(
     st.text(max_size=40),
     st.builds(lambda s: "pg1." + s, st.text(alphabet="ABCDEFabcdef0123456789-_=", max_size=60)),
     st.builds(
-        lambda v: "pg1." + parley.b64url_encode(json.dumps(v).encode()),
+        lambda v: "pg1." + parley.wire.b64url_encode(json.dumps(v).encode()),
         st.recursive(
             st.none() | st.booleans() | st.integers() | st.text(max_size=5),
             lambda inner: (
@@ -163,7 +163,9 @@ CONTEXTS = st.builds(
         verb=verb,
         capability=cap,
         now=NOW + dt,
-        proposal=parley.ProposalFacts(h, None if amount is None else parley.Cost(amount, cur), risk)
+        proposal=parley.ProposalFacts(
+            h, None if amount is None else parley.grants.Cost(amount, cur), risk
+        )
         if verb == "COMMIT"
         else None,
         spent=spent,
@@ -186,7 +188,7 @@ def _raw_delegate(token: str, signer: parley.Key, sub: parley.Key, caveats: list
     payload = {"prev": grant.blocks[-1].id, "sub": sub.public, "caveats": caveats, "iat": NOW}
     block = {"p": payload, "s": signer.sign(parley.canonical(payload).encode())}
     blocks = [b.as_json() for b in grant.blocks] + [block]
-    return "pg1." + parley.b64url_encode(parley.canonical(blocks).encode())
+    return "pg1." + parley.wire.b64url_encode(parley.canonical(blocks).encode())
 
 
 @settings(max_examples=300)
@@ -257,7 +259,12 @@ def test_stranger_cannot_extend_a_grant_held_by_a_small_order_key() -> None:
     root_payload = {"iss": P.public, "sub": WEAK, "caveats": [], "iat": NOW, "nonce": "n"}
     root = {"p": root_payload, "s": P.sign(parley.canonical(root_payload).encode())}
     forged = {
-        "p": {"prev": parley.block_id(root["s"]), "sub": X.public, "caveats": [], "iat": NOW},
+        "p": {
+            "prev": parley.grants.block_id(root["s"]),
+            "sub": X.public,
+            "caveats": [],
+            "iat": NOW,
+        },
         "s": FORGED,
     }
     token = "pg1." + _b64(parley.canonical([root, forged]).encode())
@@ -441,7 +448,7 @@ def _oracle(blocks: list[dict[str, Any]], trusted: str, holder: str, ctx: dict[s
         return "unauthorized"
     hard = soft = False
     for block in blocks:
-        bid = parley.block_id(block["s"])
+        bid = parley.grants.block_id(block["s"])
         for c in block["p"]["caveats"]:
             if not _well_formed(c):
                 hard = True
@@ -505,7 +512,7 @@ def test_verify_grant_agrees_with_an_independent_oracle(
     blocks = [{"p": root, "s": P.sign(parley.canonical(root).encode())}]
     for i in range(1, depth):
         payload = {
-            "prev": parley.block_id(blocks[-1]["s"]),
+            "prev": parley.grants.block_id(blocks[-1]["s"]),
             "sub": _KEYS[i + 1].public,
             "caveats": caveats[i],
             "iat": NOW,
@@ -519,7 +526,7 @@ def test_verify_grant_agrees_with_an_independent_oracle(
         "verb": verb,
         "capability": capability,
         "now": now,
-        "spent": {parley.block_id(blocks[min(spent[0], depth - 1)]["s"]): spent[1]},
+        "spent": {parley.grants.block_id(blocks[min(spent[0], depth - 1)]["s"]): spent[1]},
     }
     if proposal is not None:
         ctx["proposal"] = proposal
@@ -611,7 +618,7 @@ _contexts = st.builds(
         now,
         None
         if cost is False
-        else parley.ProposalFacts(hash_, None if cost is None else parley.Cost(*cost), risk),
+        else parley.ProposalFacts(hash_, None if cost is None else parley.grants.Cost(*cost), risk),
         spent,
         principal,
     ),
@@ -650,7 +657,7 @@ def _grant(root: list[Any], second: list[Any] | None) -> str:
     payload = {"iss": P.public, "sub": A.public, "caveats": root, "iat": NOW, "nonce": "n"}
     blocks = [_signed(P, payload)]
     if second is not None:
-        prev = parley.block_id(blocks[0]["s"])
+        prev = parley.grants.block_id(blocks[0]["s"])
         blocks.append(_signed(A, {"prev": prev, "sub": B.public, "caveats": second, "iat": NOW}))
     return _token(blocks)
 
@@ -696,7 +703,7 @@ def test_an_ok_result_equals_one_built_by_its_constructor() -> None:
         P, A.public, [{"spend": {"max": 100, "currency": "USD"}}, {"svc": ["s"]}], iat=NOW
     )
     ctx = parley.GrantContext(
-        "s", "COMMIT", "c", NOW, parley.ProposalFacts("h", parley.Cost(5, "USD"), "low")
+        "s", "COMMIT", "c", NOW, parley.ProposalFacts("h", parley.grants.Cost(5, "USD"), "low")
     )
     fast = parley.verify_grant(token, trusted=[P.public], proof_key=A.public, ctx=ctx)
     grant = parley.decode_grant(token)
@@ -708,7 +715,7 @@ def test_an_ok_result_equals_one_built_by_its_constructor() -> None:
         principal=P.public,
         holder=A.public,
         index=0,
-        spend_caps=(parley.SpendCap(grant.id, 100, "USD"),),
+        spend_caps=(parley.grants.SpendCap(grant.id, 100, "USD"),),
     )
     assert fast == built
     assert repr(fast) == repr(built)
@@ -758,7 +765,7 @@ def decodes(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     seen: list[object] = []
     real = _grant_verify.decode_grant
 
-    def spy(token: object) -> parley.Grant:
+    def spy(token: object) -> parley.grants.Grant:
         seen.append(token)
         return real(token)
 
@@ -824,7 +831,7 @@ def test_a_bad_token_is_never_remembered(decodes: list[object]) -> None:
 def _unsigned(nonce: str) -> str:
     """A well-formed token whose signature is junk (anyone can make one)."""
     payload = {"iss": P.public, "sub": A.public, "caveats": [], "iat": NOW, "nonce": nonce}
-    return "pg1." + parley.b64url_encode(parley.canonical([{"p": payload, "s": "x"}]).encode())
+    return "pg1." + parley.wire.b64url_encode(parley.canonical([{"p": payload, "s": "x"}]).encode())
 
 
 def test_only_a_chain_that_passes_steps_2_to_5_is_remembered(decodes: list[object]) -> None:

@@ -37,7 +37,7 @@ REF = TOP / "vectors" / "third_party" / "parley"
 
 def test_reference_keys() -> None:
     for case in json.loads((REF / "keys.json").read_text(encoding="utf-8")):
-        key = parley.key_from_seed(parley.b64url_decode(case["seed"]))
+        key = parley.key_from_seed(parley.wire.b64url_decode(case["seed"]))
         assert key.public == case["public"]
 
 
@@ -45,7 +45,7 @@ def test_private_key_never_shows() -> None:
     seed = bytes(range(32))
     key = parley.key_from_seed(seed)
     texts = [repr(key), str(key), f"{key}", repr([key]), repr({"k": key})]
-    secret_forms = (seed.hex(), parley.b64url_encode(seed), repr(seed))
+    secret_forms = (seed.hex(), parley.wire.b64url_encode(seed), repr(seed))
     for text in texts:
         assert key.public in text
         assert not any(form in text for form in secret_forms)
@@ -53,7 +53,7 @@ def test_private_key_never_shows() -> None:
     assert exposed == ["from_seed", "generate"], "no public way to read the private half"
     with pytest.raises(parley.ParleyError) as caught:
         pickle.dumps(key)
-    assert parley.b64url_encode(seed) not in str(caught.value)
+    assert parley.wire.b64url_encode(seed) not in str(caught.value)
     with pytest.raises(parley.ParleyError):
         copy.deepcopy(key)
 
@@ -69,8 +69,8 @@ def test_generated_keys_differ_and_sign() -> None:
     one, two = parley.generate_key(), parley.generate_key()
     assert one.public != two.public
     sig = one.sign(b"m")
-    assert parley.verify_signature(one.public, b"m", sig)
-    assert not parley.verify_signature(two.public, b"m", sig)
+    assert parley.keys.verify_signature(one.public, b"m", sig)
+    assert not parley.keys.verify_signature(two.public, b"m", sig)
 
 
 @pytest.mark.parametrize(
@@ -87,7 +87,7 @@ def test_generated_keys_differ_and_sign() -> None:
     ],
 )
 def test_verify_signature_is_fail_closed(public: Any, sig: Any) -> None:
-    assert parley.verify_signature(public, b"m", sig) is False
+    assert parley.keys.verify_signature(public, b"m", sig) is False
 
 
 @pytest.mark.parametrize(
@@ -95,7 +95,7 @@ def test_verify_signature_is_fail_closed(public: Any, sig: Any) -> None:
 )
 def test_parse_public_key_refuses(text: Any) -> None:
     with pytest.raises(parley.ParleyError) as caught:
-        parley.parse_public_key(text)
+        parley.keys.parse_public_key(text)
     assert caught.value.reason == "bad_key"
 
 
@@ -118,7 +118,7 @@ WEAK = _key_text(IDENTITY)
 
 def test_identity_key_forgery_is_refused_by_verify_signature() -> None:
     for message in (b"", b"any message at all", parley.canonical({"aud": "a", "ts": 1}).encode()):
-        assert parley.verify_signature(WEAK, message, FORGED) is False
+        assert parley.keys.verify_signature(WEAK, message, FORGED) is False
 
 
 SMALL_ORDER_Y = (
@@ -144,9 +144,9 @@ def _weak_encodings() -> list[bytes]:
 def test_small_order_and_non_canonical_keys_are_refused(raw: bytes) -> None:
     text = _key_text(raw)
     with pytest.raises(parley.ParleyError) as caught:
-        parley.parse_public_key(text)
+        parley.keys.parse_public_key(text)
     assert caught.value.reason == "bad_key"
-    assert parley.verify_signature(text, b"m", FORGED) is False
+    assert parley.keys.verify_signature(text, b"m", FORGED) is False
     with pytest.raises(parley.ParleyError):
         parley.mint_grant(P, text, [], iat=NOW, nonce="n")
 
@@ -154,8 +154,8 @@ def test_small_order_and_non_canonical_keys_are_refused(raw: bytes) -> None:
 def test_honest_keys_still_verify() -> None:
     for byte in range(1, 40):
         key = parley.key_from_seed(bytes([byte]) * 32)
-        assert parley.parse_public_key(key.public)
-        assert parley.verify_signature(key.public, b"m", key.sign(b"m"))
+        assert parley.keys.parse_public_key(key.public)
+        assert parley.keys.verify_signature(key.public, b"m", key.sign(b"m"))
 
 
 def test_signatures_are_not_malleable() -> None:
@@ -165,7 +165,7 @@ def test_signatures_are_not_malleable() -> None:
     s = int.from_bytes(sig[32:], "little") + order
     assert s < 2**256
     mauled = _b64(sig[:32] + s.to_bytes(32, "little"))
-    assert parley.verify_signature(A.public, b"m", mauled) is False
+    assert parley.keys.verify_signature(A.public, b"m", mauled) is False
 
 
 def test_private_key_stays_out_of_logs_and_errors(caplog: pytest.LogCaptureFixture) -> None:
@@ -196,7 +196,7 @@ def _raw_verify(signature: bytes, message: bytes) -> bool:
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    key = Ed25519PublicKey.from_public_bytes(parley.parse_public_key(P.public))
+    key = Ed25519PublicKey.from_public_bytes(parley.keys.parse_public_key(P.public))
     try:
         key.verify(signature, message)
     except InvalidSignature:
@@ -221,7 +221,7 @@ def _reference_b64(text: object) -> bytes:
 def test_signature_text_check_matches_strict_decoding(raw: bytes, at: int, char: str) -> None:
     message = b"fast path"
     good = P.sign(message)
-    assert parley.verify_signature(P.public, message, good)
+    assert parley.keys.verify_signature(P.public, message, good)
     spelled = base64.urlsafe_b64encode(raw).decode().rstrip("=")
     edited = spelled[:at] + char + spelled[at + 1 :]
     for text in (spelled, edited, good[:at] + char + good[at + 1 :]):
@@ -229,7 +229,7 @@ def test_signature_text_check_matches_strict_decoding(raw: bytes, at: int, char:
             decodable = len(_reference_b64(text)) == 64
         except (ValueError, binascii.Error):
             decodable = False
-        result = parley.verify_signature(P.public, message, text)
+        result = parley.keys.verify_signature(P.public, message, text)
         if not decodable:
             assert result is False
         else:
@@ -252,6 +252,6 @@ def test_key_parsing_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(_keys, "Ed25519PublicKey", Spy)
     signature = A.sign(b"m")
-    assert parley.verify_signature(A.public, b"m", signature)
-    assert parley.verify_signature(A.public, b"m", signature)
+    assert parley.keys.verify_signature(A.public, b"m", signature)
+    assert parley.keys.verify_signature(A.public, b"m", signature)
     assert len(loaded) == 2

@@ -159,25 +159,25 @@ def test_the_store_keeps_a_snapshot_of_what_was_parked() -> None:
     # fit changed what later EXPANDs served.
     rows = [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}]
     reply = {"kind": "ANSWER", "data": {"rows": rows}}
-    fitted, parked = parley.fit(reply, 1, handles=_handles())
-    store = parley.MemoryHandleStore()
-    parley.park(store, parked, key=None, now=0)
+    fitted, parked = parley.lens.fit(reply, 1, handles=_handles())
+    store = parley.lens.MemoryHandleStore()
+    parley.lens.park(store, parked, key=None, now=0)
     rows[1]["qty"] = 99
     rows.append({"sku": "c", "qty": 3})
     [entry] = fitted["more"]
-    answer = parley.expand(store, entry["handle"], 1000, key=None, now=1)
+    answer = parley.lens.expand(store, entry["handle"], 1000, key=None, now=1)
     assert answer["data"]["items"] == [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}]
 
 
 def test_new_handle_refuses_a_randomness_source_that_runs_dry() -> None:
     # Used to spin for ever on empty or rejected-only output.
     with pytest.raises(parley.ParleyError) as caught:
-        parley.new_handle(lambda n: b"")
+        parley.lens.new_handle(lambda n: b"")
     assert caught.value.reason == "bad_random"
     with pytest.raises(parley.ParleyError):
-        parley.new_handle(lambda n: b"\xff" * (n - 1))
+        parley.lens.new_handle(lambda n: b"\xff" * (n - 1))
     with pytest.raises(parley.ParleyError):
-        parley.new_handle(lambda n: b"\xff" * n)
+        parley.lens.new_handle(lambda n: b"\xff" * n)
 
 
 _OPS = st.lists(
@@ -198,7 +198,7 @@ def test_store_expiry_sweep_matches_a_plain_scan(ops: list[Any], cap: int, chars
     """The store sweeps expired handles through an expiry heap instead of scanning every
     entry on every put (a cost an EXPAND flood could drive); it must drop exactly what
     the plain scan dropped: expired first, then the oldest."""
-    store = parley.MemoryHandleStore(max_entries=cap, max_chars=chars)
+    store = parley.lens.MemoryHandleStore(max_entries=cap, max_chars=chars)
     model: dict[str, tuple[list[int], int, int]] = {}  # handle -> (value, expires, size)
     now = 0
     for op, handle, step, ttl, length in ops:
@@ -252,10 +252,10 @@ def test_text_prefix_and_suffix_estimates_match_a_fresh_scan(text: str, data: An
         assert slices is not None or cut == 0
         if slices is None:
             continue
-        assert slices.raw.prefix(cut) == parley.estimate(text[:cut])
-        assert slices.rest(cut) == parley.estimate(text[cut:])
+        assert slices.raw.prefix(cut) == parley.lens.estimate(text[:cut])
+        assert slices.rest(cut) == parley.lens.estimate(text[cut:])
         if cut:
-            assert slices.scalar(cut) == parley.estimate(scalar_text(text[:cut]))
+            assert slices.scalar(cut) == parley.lens.estimate(scalar_text(text[:cut]))
 
 
 def _naive_expand_slice(value: str, budget: int) -> tuple[str, int]:
@@ -263,13 +263,13 @@ def _naive_expand_slice(value: str, budget: int) -> tuple[str, int]:
     from parley._lean import scalar_text, u16_len
 
     def fits(k: int) -> bool:
-        total = 2 + parley.estimate(scalar_text(value[:k]))
+        total = 2 + parley.lens.estimate(scalar_text(value[:k]))
         if k < len(value):
             line = (
                 f"… {u16_len(value[k:])} more at data.text — EXPAND h_XXXXXXXXXXXX"
-                f" (~{parley.estimate(value[k:])} tokens)"
+                f" (~{parley.lens.estimate(value[k:])} tokens)"
             )
-            total += parley.estimate(line)
+            total += parley.lens.estimate(line)
         return total <= budget
 
     if not value or fits(len(value)):
@@ -289,10 +289,10 @@ def _naive_expand_slice(value: str, budget: int) -> tuple[str, int]:
 def test_expand_of_text_cuts_where_the_plain_search_cuts(value: str, budget: int) -> None:
     # Each probe of the search used to re-scan the whole text: about 3 s of CPU for one
     # EXPAND of a 1 MB remainder. The indexed estimates must not move the cut.
-    answer, parked = parley.expand_slice(value, budget, handles=_handles())
+    answer, parked = parley.lens.expand_slice(value, budget, handles=_handles())
     part, kept = _naive_expand_slice(value, budget)
     assert answer["data"]["text"] == part
     if kept < len(value):
         [rest] = parked.values()
         assert rest == value[kept:]
-        assert answer["more"][0]["est"] == parley.estimate(value[kept:])
+        assert answer["more"][0]["est"] == parley.lens.estimate(value[kept:])

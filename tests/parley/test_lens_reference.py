@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 import parley
 from parley._lean import compact_json, u16_len
 from parley._lens import effect_line
-from parley.grants import Cost
 
 from .fit_oracle import PLACEHOLDER, fit_oracle
 from .runtime_harness import AGENT, PRINCIPAL, SERVICE_ID, grant, load_shop
