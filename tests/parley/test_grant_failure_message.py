@@ -23,6 +23,7 @@ FAILS = {"svc": ["bank.example"]}  # well formed; only this request is for anoth
 MALFORMED = {"risk": "bogus"}
 UNKNOWN = {"zzz": 1}
 
+
 def _forged(caveats: list[Any]) -> str:
     """A grant the principal really signed, holding caveats ``mint_grant`` would refuse."""
     payload = {"iss": P.public, "sub": A.public, "caveats": caveats, "iat": NOW, "nonce": "n"}
