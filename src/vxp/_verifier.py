@@ -61,7 +61,12 @@ _PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*")
 
 
 def leaf_data(statement_digest: str, logged_at: str) -> bytes:
-    """Return the log entry of one statement: ``JCS({"logged_at", "statement"})``."""
+    """Return the log entry of one statement: ``JCS({"logged_at", "statement"})``.
+
+    Both come from a package, so anything but two strings is ``package_malformed``.
+    """
+    if not isinstance(statement_digest, str) or not isinstance(logged_at, str):
+        raise _malformed("a log entry needs a statement digest and a logged_at string", "log")
     if _PLAIN.fullmatch(logged_at) and _PLAIN.fullmatch(statement_digest):
         # nothing to escape: exactly what JCS writes, members in code-point order
         return f'{{"logged_at":"{logged_at}","statement":"{statement_digest}"}}'.encode()

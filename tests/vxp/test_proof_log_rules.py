@@ -211,3 +211,11 @@ def test_a_witness_counts_only_when_saved_and_live_both_recognise_it() -> None:
     both = vxp.Verifier(op.metadata, op.jwks, live_metadata=op.metadata, live_jwks=op.jwks)
     verdict = both.verify(op.package, now=op.now)
     assert (verdict.logged, verdict.witnesses) == (True, 1)
+
+
+@pytest.mark.parametrize("args", [(None, "x"), ("x", None), (1, 2), (b"d", "t")])
+def test_a_log_entry_of_other_types_is_a_malformed_package(args: tuple[Any, Any]) -> None:
+    # leaf_data reads a package's statement digest and logged_at (review i25 vxp #6)
+    with pytest.raises(vxp.VxpProtocolError) as caught:
+        leaf_data(*args)
+    assert (caught.value.code, caught.value.reason) == ("package_malformed", "log")
