@@ -93,7 +93,7 @@ async def serve(
         return await serve_http(
             service,
             parts.hostname or "127.0.0.1",
-            parts.port or default,
+            default if parts.port is None else parts.port,
             endpoint=parts.path or "/",
             ssl_certfile=certfile if parts.scheme == "https" else None,
             ssl_keyfile=keyfile if parts.scheme == "https" else None,

@@ -59,7 +59,7 @@ async def http_request(
     returned body is empty); other bodies are passed on once, whole.
     """
     parts = split_http_url(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    port = (443 if parts.scheme == "https" else 80) if parts.port is None else parts.port
     context = None
     if parts.scheme == "https":
         context = ssl if ssl is not None else _ssl.create_default_context()

@@ -92,7 +92,7 @@ def parse_url(url: str) -> tuple[str, str, int]:
         raise ParleyError(
             "bad_config", f"not a parley:// or parleys:// URL: {url[:80]!r}", reason="bad_url"
         )
-    return parts.scheme, hostname, port or DEFAULT_PORTS[parts.scheme]
+    return parts.scheme, hostname, DEFAULT_PORTS[parts.scheme] if port is None else port
 
 
 def _encoded(frame: dict[str, Any]) -> bytes:

@@ -239,3 +239,28 @@ def test_events_stream_before_the_commit_finishes() -> None:
             await http.task
 
     asyncio.run(run())
+
+
+def test_serving_a_url_on_port_0_takes_a_free_port_not_the_default() -> None:
+    # Port 0 is "any free port", as for serve_tcp; it used to read as "no port" and bind
+    # 7447 (parley://) or 80 (http://) instead (review i24 cli #4).
+    need_uvicorn()
+
+    async def run() -> None:
+        tcp = await parley.serve("parley://127.0.0.1:0", shop())
+        http = await parley.serve("http://127.0.0.1:0/", shop())
+        try:
+            tcp_port = tcp.sockets[0].getsockname()[1]
+            http_port = http.servers[0].sockets[0].getsockname()[1]
+            assert tcp_port not in (0, 7447)
+            assert http_port not in (0, 80)
+            client = await parley.connect(f"parley://127.0.0.1:{tcp_port}", parley.Agent(AGENT))
+            async with client:
+                assert (await client.hello()).kind == "BRIEF"
+        finally:
+            tcp.close()
+            await tcp.wait_closed()
+            http.should_exit = True
+            await http.task
+
+    asyncio.run(run())
