@@ -15,6 +15,7 @@ import pty
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import termios
@@ -211,6 +212,37 @@ def test_sigterm_ends_a_server_with_143_and_one_line(server: Running) -> None:
     _no_traceback(lines)
     assert re.fullmatch(r"error: terminated: \S+ stopped by SIGTERM", lines[-1]), lines
     assert [line for line in lines if line.startswith("error:")] == [lines[-1]], lines
+
+
+@pytest.mark.parametrize("name", ["pxp", "parley-http"])
+def test_sigterm_stops_a_server_a_client_holds_a_request_open_on(
+    name: str, tmp_path: Path
+) -> None:
+    """Review i24 cli #5: a client that sent half a request kept uvicorn waiting for it with
+    no deadline, so SIGTERM never stopped the server; shutdown now waits a bounded grace."""
+    extras, argv = SERVERS[name]
+    _needs(*extras)
+    running = Running(argv(0, tmp_path), tmp_path)
+    try:
+        port, _ = _announced(running, ANNOUNCED[name])
+        running.wait_listening(port)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as held:
+            path = "/mcp" if name == "pxp" else "/"
+            held.sendall(
+                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{".encode()
+            )
+            time.sleep(0.5)
+            running.proc.send_signal(signal.SIGTERM)
+            status, lines = running.finish()
+    finally:
+        if running.proc.poll() is None:
+            running.proc.kill()
+            running.proc.wait()
+    assert status == 143, lines
+    # the request cut short is logged (uvicorn says it cancelled it); no traceback
+    assert "Traceback" not in "\n".join(lines), lines
+    assert re.fullmatch(r"error: terminated: \S+ stopped by SIGTERM", lines[-1]), lines
 
 
 @pytest.mark.parametrize("name", sorted(SERVERS))

@@ -278,6 +278,7 @@ async def serve_http(
         backlog=1024,
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
+        timeout_graceful_shutdown=5,  # a stop waits 5 s for open requests, then closes them
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

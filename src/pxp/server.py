@@ -52,6 +52,8 @@ __all__ = [
     "sqlite_service",
 ]
 
+_SHUTDOWN_GRACE_SECONDS = 5  # how long a stop waits for open requests before closing them
+
 
 def sqlite_service(
     path: str | Path,
@@ -133,4 +135,7 @@ def serve(
         lifespan="on",
         # the peer address tells clients apart for the wait cap: never take it from a header
         proxy_headers=False,
+        # a stop (SIGTERM, Ctrl-C) waits this long for open requests, then closes them: a
+        # client holding half a request open cannot keep the server running
+        timeout_graceful_shutdown=_SHUTDOWN_GRACE_SECONDS,
     )
