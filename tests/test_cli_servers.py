@@ -215,9 +215,7 @@ def test_sigterm_ends_a_server_with_143_and_one_line(server: Running) -> None:
 
 
 @pytest.mark.parametrize("name", ["pxp", "parley-http"])
-def test_sigterm_stops_a_server_a_client_holds_a_request_open_on(
-    name: str, tmp_path: Path
-) -> None:
+def test_sigterm_stops_a_server_a_client_holds_a_request_open_on(name: str, tmp_path: Path) -> None:
     """Review i24 cli #5: a client that sent half a request kept uvicorn waiting for it with
     no deadline, so SIGTERM never stopped the server; shutdown now waits a bounded grace."""
     extras, argv = SERVERS[name]

@@ -39,7 +39,7 @@ def test_every_public_name_is_documented(name: str) -> None:
     assert module.__doc__, name
     for attr in module.__all__:
         value = getattr(module, attr)
-        if inspect.isclass(value) or inspect.isfunction(inspect.unwrap(value)):
+        if inspect.isclass(value) or inspect.isroutine(inspect.unwrap(value)):
             assert inspect.getdoc(value), f"{name}.{attr} has no docstring"
         else:  # a constant: an attribute docstring right after its definition
             assert _constant_documented(attr), f"{name}.{attr} is not documented"

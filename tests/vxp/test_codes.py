@@ -136,17 +136,15 @@ def _cli(tmp_path: Path, *argv: str) -> str:
 
 
 def _no_schemas(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], object]:
-    """The schemas neither installed nor in a checkout (only the lookup is replaced)."""
+    """The schemas neither installed nor in a checkout (only where they are looked for is
+    replaced: the shared loader's checkout folder, and nothing found yet)."""
     import vxp._schemas as schemas_module
 
-    class _Nowhere:
-        @staticmethod
-        def files(package: str) -> Path:
-            return tmp_path
-
-    monkeypatch.setattr(schemas_module, "resources", _Nowhere)
-    monkeypatch.setattr(schemas_module, "__file__", str(tmp_path / "a" / "b" / "c.py"))
-    return schemas_module._root
+    found = schemas_module._SET
+    monkeypatch.setattr(found, "_checkout", tmp_path / "nowhere")
+    monkeypatch.setattr(found, "_root", None)
+    monkeypatch.setattr(found, "_names", None)
+    return schemas_module.schema_names
 
 
 OP = vxp.demo_operation("succeeded")
