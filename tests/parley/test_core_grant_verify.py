@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 import parley
 from parley import _grant_verify
 
+from .caveat_strategies import _caveats, _good_caveats
+
 A = parley.key_from_seed(b"\x02" * 32)
 HASH = "3YBSE3lWje0kWnzf3PaGMr3CI3aoO1qdYRLxUkmOJVU"
 NOW = 1790000000
@@ -538,56 +540,6 @@ def test_verify_grant_agrees_with_an_independent_oracle(
 
 
 # -------------------------------- a GrantVerifier answers as verify_grant
-
-
-_any_money = st.fixed_dictionaries(
-    {"max": st.integers(-2, 30000), "currency": st.sampled_from(["USD", "EUR", ""])}
-)
-
-
-_good_caveats = st.one_of(
-    st.builds(
-        lambda k, v: {k: v},
-        st.sampled_from(["svc", "verbs", "can"]),
-        st.lists(
-            st.sampled_from(["shop.example", "a.example", "ASK", "COMMIT", "shop.*", "*", "x"]),
-            max_size=3,
-        ),
-    ),
-    st.builds(lambda k, v: {k: v}, st.sampled_from(["exp", "nbf"]), st.integers(NOW - 9, NOW + 9)),
-    st.builds(lambda k, v: {k: v}, st.sampled_from(["per", "spend"]), _any_money),
-    st.builds(lambda v: {"risk": v}, st.sampled_from(["low", "medium", "high", "extreme"])),
-    st.builds(lambda v: {"only": v}, st.sampled_from(["h", "other"])),
-)
-
-
-_kinds = st.sampled_from(
-    ["svc", "verbs", "can", "exp", "nbf", "per", "spend", "risk", "only", "toString", "x"]
-)
-
-
-_scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-(2**64), 2**64),
-    st.sampled_from([0, -1, SAFE, SAFE + 1, 2**63, 1.5, "", "USD", "low", "toString", "a.x"]),
-    st.text(max_size=4),
-)
-
-
-_values = st.recursive(
-    _scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3),
-        st.dictionaries(st.sampled_from(["max", "currency", "x"]), inner, max_size=3),
-    ),
-    max_leaves=6,
-)
-
-
-_caveats = st.one_of(
-    _good_caveats, st.dictionaries(_kinds, _values, min_size=1, max_size=2), _scalars
-)
 
 
 _caveat_lists = st.builds(
