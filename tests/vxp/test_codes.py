@@ -135,18 +135,6 @@ def _cli(tmp_path: Path, *argv: str) -> str:
     return done.stderr
 
 
-def _no_schemas(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], object]:
-    """The schemas neither installed nor in a checkout (only where they are looked for is
-    replaced: the shared loader's checkout folder, and nothing found yet)."""
-    import vxp._schemas as schemas_module
-
-    found = schemas_module._SET
-    monkeypatch.setattr(found, "_checkout", tmp_path / "nowhere")
-    monkeypatch.setattr(found, "_root", None)
-    monkeypatch.setattr(found, "_names", None)
-    return schemas_module.schema_names
-
-
 OP = vxp.demo_operation("succeeded")
 NAIVE = datetime(2030, 1, 1)  # the naive datetime under test
 
@@ -321,8 +309,27 @@ _OTHER_TESTS = {
 }
 
 
-def test_schemas_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    raises_code(_no_schemas(monkeypatch, tmp_path), VxpUsageError, "schemas_missing")
+def test_schemas_missing(tmp_path: Path) -> None:
+    """A copy of the package with neither packaged nor checkout schemas (a real import in
+    a real interpreter; nothing replaced)."""
+    import shutil
+
+    for package in ("vxp", "_ppcodes", "_ppschema"):
+        shutil.copytree(ROOT / "src" / package, tmp_path / "src" / package)
+    code = (
+        "import vxp\n"
+        "try:\n    vxp.schema_names()\n"
+        "except vxp.VxpUsageError as e:\n    print(e.code)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": str(tmp_path / "src"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.stdout.strip() == "schemas_missing", out.stderr
 
 
 def test_log_origin_mismatch(tmp_path: Path) -> None:
