@@ -75,7 +75,7 @@ dist: $(STAMP)
 # The API reference, generated from the docstrings (pdoc), one page per package.
 docs: $(STAMP)
 	rm -rf build/docs
-	$(BIN)/pdoc --docformat restructuredtext -o build/docs pxp handoff vxp parley ppcheck ppbind
+	$(BIN)/pdoc --docformat restructuredtext -o build/docs pxp handoff vxp parley ppcheck ppbind ppstore
 	@echo "API reference: build/docs/index.html"
 
 lint: $(STAMP)

@@ -98,11 +98,37 @@ class Result:
         return {"output": self.output}
 
 
+def _input_problem(suite: str, input_: object) -> str | None:
+    """Why ``input_`` is not of ``suite``'s input shape (its schema), or ``None``."""
+    protocol, _, operation = suite.partition(".")
+    name = f"vectors/{operation}.input.json"
+    # The package's schema set: its files are read and compiled once, as for its own checks.
+    schemas = importlib.import_module(f"{protocol}._schemas")
+    if name not in schemas.schema_names():
+        return None if isinstance(input_, dict) else "it is not a JSON object"
+    errors = schemas.validator(name).iter_errors(input_)
+    first = min(errors, key=lambda e: ([str(p) for p in e.absolute_path], e.message), default=None)
+    if first is None:
+        return None
+    where = "/".join(str(p) for p in first.absolute_path) or "(the input)"
+    return f"{where}: {first.message} ({protocol} schema {name})"
+
+
 def run(suite: str, input_: dict[str, Any]) -> Result:
-    """Run one vector ``input_`` of ``suite`` through this library."""
+    """Run one vector ``input_`` of ``suite`` through this library.
+
+    ``input_`` is first held to the suite's input schema: input of another shape is the
+    caller's mistake and raises :class:`RunnerError` naming the member, never reaching the
+    library (so a library exception other than the package's own error is a bug).
+    """
     fn = handlers(suite.partition(".")[0]).get(suite)
     if fn is None:
         return Result(unsupported=True)
+    problem = _input_problem(suite, input_)
+    if problem is not None:
+        from ._runner import RunnerError
+
+        raise RunnerError(f"the input of {suite} is not of its shape: {problem}")
     try:
         output = fn(input_)
     except _package_errors() as exc:

@@ -4,7 +4,8 @@ It speaks the harness protocol of docs/conformance.md exactly as a port's adapte
 one JSON request per line on standard input, one JSON response per line on standard output,
 in order, flushed after each line. A suite it does not know is answered ``unsupported``.
 It exits 0 at the end of its input and non-zero only for its own faults (a request line that
-is not a JSON object with ``suite``, ``id`` and ``input``).
+is not a JSON object with ``suite``, ``id`` and ``input``, or whose input is not of its
+suite's shape).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from typing import IO, Any
 
 from ._registry import run
+from ._runner import RunnerError
 
 __all__ = ["main", "serve"]
 
@@ -32,7 +34,12 @@ def serve(stdin: IO[str], stdout: IO[str]) -> int:
         if not isinstance(input_, dict):
             print("ppcheck.adapter: a request's input must be an object", file=sys.stderr)
             return 2
-        answer = {"id": case_id, **run(str(suite), input_).as_json()}
+        try:
+            result = run(str(suite), input_)
+        except RunnerError as exc:
+            print(f"ppcheck.adapter: request {case_id!r}: {exc}", file=sys.stderr)
+            return 2
+        answer = {"id": case_id, **result.as_json()}
         stdout.write(json.dumps(answer, ensure_ascii=True, separators=(",", ":")) + "\n")
         stdout.flush()
     return 0

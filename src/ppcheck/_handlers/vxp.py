@@ -13,12 +13,15 @@ from typing import Any
 import vxp
 
 from .._registry import handler
+from .._runner import RunnerError
 
 __all__: list[str] = []
 
 
-def _fail(message: str) -> vxp.VxpError:
-    return vxp.VxpError("vector_input_invalid", message)
+def _fail(message: str) -> RunnerError:
+    # Input the suite's schema admits but the operation cannot read: the caller's mistake
+    # (ppcheck.run holds every input to its schema first), never a vxp refusal.
+    return RunnerError(f"the input is not of its suite's shape: {message}")
 
 
 def _get(input_: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:

@@ -10,15 +10,16 @@ from typing import Any
 import vxp
 
 from .._registry import handler
+from .._runner import RunnerError
 
 
 def _time(value: object, where: str) -> datetime:
     if not isinstance(value, str) or not value.endswith("Z"):
-        raise vxp.VxpError("vector_input_invalid", f"{where} is not an RFC 3339 UTC time")
+        raise RunnerError(f"the input's {where} is not an RFC 3339 UTC time")
     try:
         return datetime.fromisoformat(value[:-1]).replace(tzinfo=UTC)
     except ValueError as exc:
-        raise vxp.VxpError("vector_input_invalid", f"{where} is not a time") from exc
+        raise RunnerError(f"the input's {where} is not a time") from exc
 
 
 def _rng(seed: str) -> Callable[[int], bytes]:
@@ -75,7 +76,7 @@ def _call(builder: vxp.OperationBuilder, step: dict[str, Any]) -> None:
     elif name == "revoke":
         builder.revoke(reason=args["reason"], now=now)
     else:
-        raise vxp.VxpError("vector_input_invalid", f"unknown step {name!r}")
+        raise RunnerError(f"the input names an unknown step {name!r}")
 
 
 @handler("vxp.issue_operation")
