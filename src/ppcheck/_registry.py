@@ -89,6 +89,11 @@ class Result:
     unsupported: bool = False
     """True when the implementation does not support the suite."""
 
+    def __bool__(self) -> bool:
+        """Refused: a result is a report (``if ppcheck.run(...):`` would read a refusal as
+        a pass). Read :attr:`error`, :attr:`output` or :attr:`unsupported`."""
+        raise TypeError("a Result is a report; read .error, .output or .unsupported")
+
     def as_json(self) -> dict[str, Any]:
         """Return the result in the harness message shape (without the ``id``)."""
         if self.unsupported:

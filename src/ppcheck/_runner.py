@@ -49,6 +49,11 @@ class CaseOutcome:
     seconds: float = 0.0
     """How long the case took, wall clock."""
 
+    def __bool__(self) -> bool:
+        """Refused: an outcome is a report (``if outcome:`` would pass a failed case).
+        Read :attr:`status`."""
+        raise TypeError("a CaseOutcome is a report; read .status")
+
 
 @dataclass(frozen=True)
 class SuiteReport:
@@ -68,6 +73,11 @@ class SuiteReport:
     def count(self, status: str) -> int:
         """Return how many cases ended with ``status``."""
         return sum(1 for c in self.cases if c.status == status)
+
+    def __bool__(self) -> bool:
+        """Refused: a suite report is a report (``if report:`` would pass a failed suite).
+        Read :meth:`count` or :attr:`fault`, or ``ppcheck.failure_count``."""
+        raise TypeError("a SuiteReport is a report; read .count('failed') and .fault")
 
 
 def _judge(known: bool, problem: str | None, unsupported: bool) -> tuple[str, str | None]:
