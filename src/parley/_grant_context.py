@@ -203,9 +203,17 @@ class GrantCheck(Report):
         out["blocks"] = list(self.blocks)
         return out
 
-    def raise_for_failure(self) -> None:
-        """Raise :class:`ParleyError` with this result's code and reason unless ``ok``."""
+    def raise_for_failure(self) -> GrantCheck:
+        """Return this check when ``ok``; raise :class:`~parley.ParleyProtocolError` otherwise.
+
+        The returned check names the verified grant (``grant``, ``principal``, ``holder``,
+        ``index``) and its ``spend_caps``, so a service can write
+        ``check = parley.verify_grant(...).raise_for_failure()``. A failed check raises
+        with its own ``code`` (``unauthorized``, ``forbidden`` or ``consent_required``),
+        ``reason`` and message.
+        """
         if not self.ok:
             raise ParleyError(
                 self.code or "unauthorized", self.message, reason=self.reason or "no_grant"
             )
+        return self

@@ -78,7 +78,16 @@ def test_multi_grant_precedence() -> None:
 
 
 def test_raise_for_failure() -> None:
-    check(mint([])).raise_for_failure()
+    passed = check(mint([]))
+    assert passed.raise_for_failure() is passed  # the verified check, to read grant and caps
+    token = mint([{"spend": {"max": 5000, "currency": "USD"}}], nonce="caps")
+    verified = check([token]).raise_for_failure()
+    assert (verified.grant, verified.principal, verified.holder) == (
+        parley.decode_grant(token).id,
+        P.public,
+        A.public,
+    )
+    assert [(c.max, c.currency) for c in verified.spend_caps] == [(5000, "USD")]
     with pytest.raises(parley.ParleyError) as caught:
         check(mint([{"svc": ["x"]}])).raise_for_failure()
     assert (caught.value.code, caught.value.reason) == ("forbidden", "caveat_failed")
