@@ -15,6 +15,7 @@ different proposal behind a friendly summary).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from datetime import datetime
 from typing import Any
 
 from ._canonical import MAX_SAFE_INTEGER, proposal_hash
@@ -119,14 +120,14 @@ def mint_consent_grant(
     consent: Mapping[str, Any],
     agent: str,
     *,
-    iat: int,
+    iat: int | datetime,
     nonce: str | None = None,
 ) -> str:
     """Sign the consent grant for ``consent`` with the principal's key, to holder ``agent``.
 
     This is the principal's act: run it where the principal key lives (``parley approve``
     asks for an interactive confirmation first). Refuses a consent addressed to another
-    principal.
+    principal. ``iat`` is integer epoch seconds or an aware :class:`~datetime.datetime`.
     """
     checked = _checked_consent(consent)
     if not isinstance(principal, Key) or principal.public != checked["principal"]:

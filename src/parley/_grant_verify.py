@@ -246,7 +246,9 @@ class GrantVerifier:
 
     def __init__(self, *, remember: int = REMEMBERED_TOKENS) -> None:
         if type(remember) is not int or remember < 0:
-            raise _ctx_error("remember must be a non-negative integer")
+            raise ParleyError(
+                "bad_argument", "remember must be a non-negative integer", reason="bad_argument"
+            )
         self._size = remember
         self._longest = MAX_REMEMBERED_TOKEN_LENGTH if remember else -1
         self._tokens: dict[str, _Prepared] = {}

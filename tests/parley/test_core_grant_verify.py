@@ -838,9 +838,9 @@ def test_a_str_subclass_is_decoded_afresh_not_matched_against_memory() -> None:
 
 @pytest.mark.parametrize("remember", [-1, 1.5, "256", True, None])
 def test_a_verifier_refuses_a_size_that_is_not_a_count(remember: Any) -> None:
-    with pytest.raises(parley.ParleyError) as caught:
+    with pytest.raises(parley.ParleyUsageError) as caught:
         parley.GrantVerifier(remember=remember)
-    assert (caught.value.code, caught.value.reason) == ("invalid_params", "bad_context")
+    assert (caught.value.code, caught.value.reason) == ("bad_argument", "bad_argument")
 
 
 def test_one_verifier_shared_by_threads_gives_every_thread_its_own_answer() -> None:
