@@ -209,8 +209,8 @@ def effective_caveats(caveats: Iterable[Caveat]) -> list[Caveat]:
     for caveat in caveats:
         if not isinstance(caveat, Caveat):
             raise ParleyError(
-                "invalid_params",
-                "effective_caveats takes parsed Caveat objects",
+                "bad_argument",
+                "effective_caveats takes parsed Caveat objects (see parse_caveat)",
                 reason="bad_caveat",
             )
         by_kind.setdefault(caveat.kind, []).append(caveat)

@@ -87,19 +87,21 @@ def mint_grant(
     to 16 random bytes in base64url. ``iat`` is integer epoch seconds or an aware
     :class:`~datetime.datetime` (a naive one is the usage error ``naive_datetime``).
     """
+    # the caller's own arguments first (usage errors), then the protocol data
     if not isinstance(issuer, Key):
-        raise ParleyError("invalid_params", "a grant is signed by a Key", reason="bad_key")
+        raise ParleyError("bad_argument", "a grant is signed by a Key", reason="bad_key")
+    issued = epoch_seconds(iat, "iat")
+    if nonce is not None and not isinstance(nonce, str):
+        raise ParleyError("bad_argument", "the nonce must be a string", reason="bad_argument")
     parse_public_key(sub)
     _parse_all(caveats, "the grant's")
     payload = {
         "iss": issuer.public,
         "sub": sub,
         "caveats": [dict(c) for c in caveats],
-        "iat": epoch_seconds(iat, "iat"),
+        "iat": issued,
         "nonce": b64url_encode(secrets.token_bytes(16)) if nonce is None else nonce,
     }
-    if not isinstance(payload["nonce"], str):
-        raise ParleyError("invalid_params", "the nonce must be a string", reason="bad_token")
     block = Block(payload, issuer.sign(canonical_bytes(payload)))
     return Grant((block,)).token
 
@@ -121,8 +123,11 @@ def delegate(
     would mislead whoever reads the token, so it is refused. An empty list inherits.
     ``iat`` is integer epoch seconds or an aware :class:`~datetime.datetime`.
     """
+    if not isinstance(holder, Key):
+        raise ParleyError("bad_argument", "a grant is delegated with a Key", reason="bad_key")
+    issued = epoch_seconds(iat, "iat")
     parent = as_grant(grant)
-    if not isinstance(holder, Key) or holder.public != parent.holder:
+    if holder.public != parent.holder:
         raise ParleyError(
             "invalid_params",
             "only the grant's holder can delegate it; the key given is not its holder",
@@ -145,7 +150,7 @@ def delegate(
         "prev": parent.blocks[-1].id,
         "sub": sub,
         "caveats": [dict(c) for c in caveats],
-        "iat": epoch_seconds(iat, "iat"),
+        "iat": issued,
     }
     block = Block(payload, holder.sign(canonical_bytes(payload)))
     return Grant((*parent.blocks, block)).token

@@ -43,7 +43,7 @@ class Key:
     def __init__(self, private: Ed25519PrivateKey) -> None:
         if not isinstance(private, Ed25519PrivateKey):
             raise ParleyError(
-                "invalid_params", "a Key wraps an Ed25519 private key", reason="bad_key"
+                "bad_argument", "a Key wraps an Ed25519 private key", reason="bad_key"
             )
         self._private = private
         raw = private.public_key().public_bytes_raw()
@@ -59,7 +59,7 @@ class Key:
         """Return the key whose 32-byte Ed25519 seed (RFC 8032 private key) is ``seed``."""
         if not isinstance(seed, (bytes, bytearray)) or len(seed) != 32:
             raise ParleyError(
-                "invalid_params", "an Ed25519 seed must be exactly 32 bytes", reason="bad_key"
+                "bad_argument", "an Ed25519 seed must be exactly 32 bytes", reason="bad_key"
             )
         return cls(Ed25519PrivateKey.from_private_bytes(bytes(seed)))
 
@@ -67,7 +67,7 @@ class Key:
         """Return ``b64url(Ed25519 signature of data)``."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise ParleyError(
-                "invalid_params", f"a Key signs bytes, got {type(data).__name__}", reason="bad_key"
+                "bad_argument", f"a Key signs bytes, got {type(data).__name__}", reason="bad_key"
             )
         return b64url_encode(self._private.sign(bytes(data)))
 
@@ -84,7 +84,7 @@ class Key:
 
     def __reduce__(self) -> NoReturn:
         raise ParleyError(
-            "invalid_params",
+            "bad_argument",
             "a Key cannot be pickled; store it with a key store instead",
             reason="private_key",
         )

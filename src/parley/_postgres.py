@@ -213,9 +213,12 @@ class PostgresStore:
         self.receipt_ttl = receipt_ttl
         try:
             self._pg = Pg(url, application_name="parley")
-        except StoreError as exc:
+        except StoreError as exc:  # the URL or the installed extras: the caller's configuration
+            missing = exc.code == "postgres_unavailable"
             raise ParleyError(
-                "invalid_params", f"cannot open the state store: {exc.message}", reason="bad_state"
+                "bad_config",
+                f"cannot open the state store: {exc.message}",
+                reason="extra_missing" if missing else "bad_state",
             ) from None
         try:
             with self._pg.connection() as conn:

@@ -32,7 +32,7 @@ def default_state_url(service_id: str, home: Path | None = None) -> str:
 
 
 def open_store(url: str, *, create: bool = True) -> Store:
-    """Open the store a state URL names; raise ``invalid_params`` for anything else.
+    """Open the store a state URL names; raise ``bad_config`` for anything else.
 
     ``:memory:`` is a :class:`~parley.stores.MemoryStore` (lost when the process ends);
     ``sqlite:PATH`` a :class:`~parley.stores.SQLiteStore`, its folder created ``0700`` if missing
