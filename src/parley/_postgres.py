@@ -1,4 +1,4 @@
-"""A PostgreSQL :class:`~parley._state.Store` shared by service replicas (psycopg 3).
+"""A PostgreSQL :class:`~parley.stores.Store` shared by service replicas (psycopg 3).
 
 Opened by :func:`parley.open_store` for a ``postgresql://`` URL (the ``postgres`` extra).
 Several ``parley serve`` processes on one database share proposals, receipts, commits in
@@ -180,7 +180,7 @@ class _Handles:
 
 
 class PostgresStore:
-    """A :class:`~parley._state.Store` in a PostgreSQL database (tables ``parley_*``).
+    """A :class:`~parley.stores.Store` in a PostgreSQL database (tables ``parley_*``).
 
     ``url`` is a ``postgresql://`` URL (libpq). Open one per process (each holds one
     connection, shared by its threads) on the same database to share everything between

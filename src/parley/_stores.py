@@ -39,7 +39,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
     (the file is created ``0600`` by the store). ``create=False`` (read-only commands,
     ``parley state``) refuses a file that does not exist (``bad_config``/``no_state``)
     rather than creating it and its folders. ``postgresql://…`` is a
-    :class:`parley._postgres.PostgresStore` (replicas on one database share it); with
+    :class:`~parley.stores.PostgresStore` (replicas on one database share it); with
     ``create=False`` a database holding no Parley state is refused the same way.
     """
     if not isinstance(url, str):

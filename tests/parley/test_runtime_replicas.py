@@ -182,9 +182,7 @@ def test_two_replicas_share_one_cap_and_settle_a_killed_commit(
     assert len(receipts) + extra == CAP // PRICE
 
     # every effect has exactly one receipt, and every receipt one effect
-    from parley._postgres import PostgresStore
-
-    store = PostgresStore(postgres_url)
+    store = parley.stores.PostgresStore(postgres_url)
     try:
         assert store.spent([block])[block] == CAP
         assert store.leases("commit") == []  # nothing left in flight
