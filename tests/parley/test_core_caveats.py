@@ -2,6 +2,10 @@
 
 Anything else is ``caveat_malformed`` or ``caveat_unknown`` and fails closed; the table
 parser is compared with a plain chain of checks on random input.
+
+Private imports: ``parley._caveats._parse_many`` is the fast path that parses a whole
+caveat list at once (what grant verification runs); it is held here to
+:func:`parley.grants.parse_caveat` applied one caveat at a time, its oracle.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 
 import parley
-from parley._caveats import CaveatError, Money, _parse_many
+from parley._caveats import _parse_many
+from parley.grants import CaveatError, Money
 
 from .caveat_strategies import _caveats
 

@@ -4,6 +4,11 @@ Signatures, ``prev`` links, a trusted root, the holder, then every caveat; sever
 and their precedence; an independent oracle of sections 6.3, 6.4 and 6.6; and a
 :class:`parley.GrantVerifier`, which answers exactly as one-shot verification and whose
 memory is its own (DESIGN.md, "Speed without hidden state").
+
+Private imports: :class:`parley.GrantVerifier` is a fast path (it remembers decoded tokens)
+held to one-shot verification, its oracle; the tests count decodings by spying on
+``parley._grant_verify.decode_grant``, the only observable of that memory, and read its
+private limit ``MAX_REMEMBERED_TOKEN_LENGTH``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,13 @@
-"""Principal key isolation, key stores and the authorization-core CLI subcommands."""
+"""Principal key isolation, key stores and the authorization-core CLI subcommands.
+
+Private imports: it drives the command line in process through ``parley._cli.main(argv)``:
+the CLI's public contract is its argv, output and exit status, which these tests hold (our
+decision: no public ``cli`` modules). It replaces the terminal prompt
+(``parley._cli_core._tty_confirm``) and opens the principal key store behind ``parley keygen
+--principal``, ``grant`` and ``approve`` (``parley._keystore.PrincipalKeyStore``),
+deliberately not public: the principal's key stays with the command line, away from agent
+code.
+"""
 
 from __future__ import annotations
 

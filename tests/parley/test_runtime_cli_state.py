@@ -2,6 +2,10 @@
 
 A refused resolve leaves the claim exactly as it found it (never half applied); a
 read-only command never creates a store; a state file is created private (0600).
+
+Private imports: it drives the command line in process through ``parley._cli.main(argv)``:
+the CLI's public contract is its argv, output and exit status, which these tests hold (our
+decision: no public ``cli`` modules).
 """
 
 from __future__ import annotations

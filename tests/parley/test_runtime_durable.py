@@ -3,6 +3,10 @@
 Every test runs the real command line as a server process on loopback, kills it with
 SIGKILL (the crash tests make the server kill itself at an exact step of a COMMIT or
 UNDO), restarts it on the same state and talks to it with the real agent (issue 18 #2, #3).
+
+Private imports: it drives the command line in process through ``parley._cli.main(argv)``:
+the CLI's public contract is its argv, output and exit status, which these tests hold (our
+decision: no public ``cli`` modules).
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ the middle of a commit (its effect done, its receipt not stored). The other repl
 carries on, and settles the cut commit when the agent retries it there. Afterwards the
 cap holds exactly, every effect has exactly one receipt, and the cap can be filled to
 the last cent (no reservation leaked).
+
+Private imports: it drives the command line in process through ``parley._cli.main(argv)``:
+the CLI's public contract is its argv, output and exit status, which these tests hold (our
+decision: no public ``cli`` modules).
 """
 
 from __future__ import annotations
