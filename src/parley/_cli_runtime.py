@@ -19,7 +19,7 @@ import secrets
 import ssl
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -35,7 +35,7 @@ from ._http_client import split_http_url
 from ._keys import Key, generate_key, key_from_seed, parse_public_key
 from ._keystore import AgentKeyStore, _private_dir, agent_home
 from ._lens import lens
-from ._recovery import Kind, happened, not_happened, owner_id, resolve, stale
+from ._recovery import Kind, Outcome, happened, not_happened, owner_id, resolve, stale
 from ._service import Service
 from ._state import MemoryStore, Store
 from ._stores import default_state_url, open_store
@@ -245,17 +245,30 @@ def _state_url(args: argparse.Namespace) -> str:
     )
 
 
-def _state_list(args: argparse.Namespace) -> int:
+@contextlib.contextmanager
+def _opened_state(args: argparse.Namespace) -> Iterator[Store]:
+    """The state ``--state``/``--service`` names, opened read-only and closed afterwards
+    (whether the command succeeds or not); a store without ``close`` has nothing to close."""
     store = open_store(_state_url(args), create=False)
-    now = int(time.time())
-    kinds: tuple[Kind, ...] = ("commit", "undo")
-    for kind in kinds:
-        for subject, lease in store.leases(kind, limit=10_000):
-            row = {"kind": kind, "id": subject, **lease.as_json()}
-            row["state"] = (
-                "unresolved" if not lease.owner else "stale" if stale(lease, now) else "running"
-            )
-            print(json.dumps(row, ensure_ascii=False))
+    try:
+        yield store
+    finally:
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+
+
+def _state_list(args: argparse.Namespace) -> int:
+    with _opened_state(args) as store:
+        now = int(time.time())
+        kinds: tuple[Kind, ...] = ("commit", "undo")
+        for kind in kinds:
+            for subject, lease in store.leases(kind, limit=10_000):
+                row = {"kind": kind, "id": subject, **lease.as_json()}
+                row["state"] = (
+                    "unresolved" if not lease.owner else "stale" if stale(lease, now) else "running"
+                )
+                print(json.dumps(row, ensure_ascii=False))
     return 0
 
 
@@ -283,8 +296,6 @@ def _state_resolve(args: argparse.Namespace) -> int:
     if args.result is not None and not args.happened:
         raise ParleyError("bad_argument", "--result goes with --happened only", reason="bad_result")
     outcome = happened(_json_arg(args.result, "--result")) if args.happened else not_happened()
-    store = open_store(_state_url(args), create=False)
-    now = int(time.time())
     kind: Kind = "commit" if args.kind == "commit" else "undo"
     subject = str(args.id)
     try:
@@ -293,6 +304,12 @@ def _state_resolve(args: argparse.Namespace) -> int:
         raise ParleyError(
             "bad_argument", f"the {kind} id is not text (no such id)", reason="bad_id"
         ) from None
+    with _opened_state(args) as store:
+        return _resolve_in(store, kind, subject, outcome)
+
+
+def _resolve_in(store: Store, kind: Kind, subject: str, outcome: Outcome) -> int:
+    now = int(time.time())
     lease = store.lease(kind, subject)
     if lease is None:
         raise ParleyError(
