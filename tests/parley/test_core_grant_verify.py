@@ -30,6 +30,7 @@ import parley
 from parley import _grant_verify
 
 from .caveat_strategies import _caveats, _good_caveats
+from .orders import commit_check
 
 A = parley.key_from_seed(b"\x02" * 32)
 HASH = "3YBSE3lWje0kWnzf3PaGMr3CI3aoO1qdYRLxUkmOJVU"
@@ -962,40 +963,12 @@ def test_the_service_keeps_its_own_verifier() -> None:
 # -------------------------------- the operation's principal
 
 
-PROPOSAL: dict[str, Any] = {
-    "id": "p_1",
-    "capability": "shop.order",
-    "summary": "Order 2 coffees",
-    "effects": [{"op": "charge", "target": "card", "to": 1250}],
-    "cost": {"amount": 1250, "currency": "USD"},
-    "risk": "low",
-    "undo": {"window": 600},
-    "expires": NOW + 600,
-}
-
-
-def _ctx(**kw: Any) -> parley.GrantContext:
-    base: dict[str, Any] = {
-        "service": "shop.example",
-        "verb": "COMMIT",
-        "capability": "shop.order",
-        "now": NOW,
-        "proposal": parley.ProposalFacts.from_json({**PROPOSAL, "hash": HASH}),
-    }
-    return parley.GrantContext(**(base | kw))
-
-
-def _check(token: str | list[str], **kw: Any) -> parley.GrantCheck:
-    trusted = [P.public, OP.public]
-    return parley.verify_grant(token, trusted=trusted, proof_key=A.public, ctx=_ctx(**kw))
-
-
 def test_grant_selection_respects_the_principal_of_the_operation() -> None:
     mine = parley.mint_grant(P, A.public, [], iat=NOW, nonce="mine")
     theirs = parley.mint_grant(OP, A.public, [], iat=NOW, nonce="theirs")
-    result = _check([theirs, mine], verb="UNDO", proposal=None, principal=P.public)
+    result = commit_check([theirs, mine], verb="UNDO", proposal=None, principal=P.public)
     assert result.ok
     assert result.index == 1
     assert result.principal == P.public
-    denied = _check([theirs], verb="UNDO", proposal=None, principal=P.public)
+    denied = commit_check([theirs], verb="UNDO", proposal=None, principal=P.public)
     assert (denied.code, denied.reason) == ("forbidden", "principal_mismatch")

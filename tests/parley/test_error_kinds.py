@@ -28,22 +28,12 @@ import parley
 from parley._cli import main
 from parley.errors import ParleyProtocolError, ParleyUsageError
 
-NOW = 1_790_000_000
-P = parley.key_from_seed(b"\x01" * 32)
-A = parley.key_from_seed(b"\x02" * 32)
+from .orders import NOW, A, P, order
+
 TOKEN = parley.mint_grant(P, A.public, [{"spend": {"max": 100, "currency": "USD"}}], iat=NOW)
 CTX = parley.GrantContext("shop.example", "ASK", "shop.search", NOW)
 CAPS = [parley.grants.SpendCap("b", 100, "USD")]
-PROPOSAL: dict[str, Any] = {
-    "id": "p_1",
-    "capability": "shop.order",
-    "summary": "Order 2 coffees",
-    "effects": [],
-    "cost": {"amount": 1250, "currency": "USD"},
-    "risk": "low",
-    "undo": None,
-    "expires": NOW + 600,
-}
+PROPOSAL = order()
 CONSENT = parley.consent_request(PROPOSAL, service="shop.example", principal=P.public)
 
 Call = Callable[[], object]

@@ -13,13 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,83 +23,12 @@ import pytest
 import parley
 from parley._cli import main
 
-from ..listening import listening
-from .runtime_harness import AGENT, PRINCIPAL, ROOT, grant
+from .runtime_harness import AGENT, grant
+from .serve_process import ServeProcess as Server
 
 CRASH_APP = Path(__file__).with_name("crash_app.py")
 CAP = 1200
 pytestmark = pytest.mark.slow  # real servers and processes
-
-
-def _port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class Server:
-    """``python -m parley serve`` as a child process.
-
-    The port is probed free, then handed to the child, so another process can take it in
-    between (more likely with pytest -n running tests side by side): a child that ends
-    because the address is in use is started again on another port.
-    """
-
-    def __init__(self, home: Path, state: list[str], env: dict[str, str] | None = None) -> None:
-        for _ in range(5):
-            if self._start(home, state, env):
-                return
-        raise AssertionError(f"no free port after 5 tries: {self.log}")
-
-    def _start(self, home: Path, state: list[str], env: dict[str, str] | None) -> bool:
-        self.port = _port()
-        self.url = f"parley://127.0.0.1:{self.port}"
-        argv = [sys.executable, "-m", "parley", "serve", self.url, "--trust", PRINCIPAL.public]
-        argv += ["--app", f"{CRASH_APP}:build_service", *state]
-        full = {**os.environ, "PARLEY_HOME": str(home), "PYTHONPATH": str(ROOT / "src")}
-        full.update(env or {})
-        self.proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=full)
-        self.log: list[str] = []
-        assert self.proc.stderr is not None
-        while True:
-            line = self.proc.stderr.readline()
-            assert line, f"the server ended: {self.log}"
-            self.log.append(line.strip())
-            if line.startswith("serving"):
-                break
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:  # it could not listen
-                self.log += [line.strip() for line in self.proc.stderr]
-                self.proc.stderr.close()
-                assert any("in use" in line for line in self.log), self.log
-                return False
-            if listening(self.proc.pid, self.port):  # this child, not whoever took the port
-                return True
-            time.sleep(0.025)
-        raise AssertionError("the server never listened")
-
-    def killed(self) -> int:
-        """Wait for the process (it kills itself, or is killed); return its status."""
-        try:
-            return self.proc.wait(timeout=20)
-        finally:
-            if self.proc.stderr is not None:
-                self.proc.stderr.close()
-
-    def stop(self) -> None:
-        """SIGKILL the server (no clean shutdown) and reap it."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.killed()
-
-
-@pytest.fixture
-def servers() -> Iterator[list[Server]]:
-    started: list[Server] = []
-    yield started
-    for server in started:
-        server.stop()
 
 
 def _spend_grant() -> str:
@@ -156,12 +80,12 @@ def test_default_state_survives_kill_9(tmp_path: Path, servers: list[Server]) ->
             assert third.reply is not None
             return replayed.reply, orders.reply["data"]["orders"], third.reply
 
-    servers.append(Server(home, []))
+    servers.append(Server(home, CRASH_APP, []))
     frame, receipt = asyncio.run(before())
     servers[-1].stop()
     db = home / "state" / "shop.example.sqlite"
     assert db.exists()
-    servers.append(Server(home, []))
+    servers.append(Server(home, CRASH_APP, []))
     replayed, orders, third = asyncio.run(after(frame))
     assert replayed["kind"] == "RECEIPT"
     assert replayed["receipt"]["id"] == receipt["id"]
@@ -176,7 +100,7 @@ def test_default_state_survives_kill_9(tmp_path: Path, servers: list[Server]) ->
 def test_memory_state_only_when_asked_with_a_warning(
     tmp_path: Path, servers: list[Server], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    servers.append(Server(tmp_path, ["--state", ":memory:"]))
+    servers.append(Server(tmp_path, CRASH_APP, ["--state", ":memory:"]))
     assert any(line.startswith("warning: --state :memory:") for line in servers[-1].log)
     assert not (tmp_path / "state").exists()
     for bad in ("mysql://db", "sqlite:", "postgresql://db/x"):
@@ -224,10 +148,10 @@ def test_commit_killed_at_each_step_is_reconciled(
     token = _spend_grant()
     db = tmp_path / "shop.sqlite"
     state = ["--state", f"sqlite:{db}"]
-    servers.append(Server(tmp_path, state, {"PARLEY_TEST_CRASH": step}))
+    servers.append(Server(tmp_path, CRASH_APP, state, {"PARLEY_TEST_CRASH": step}))
     proposal = asyncio.run(_commit_first(servers[-1], token))
     assert servers[-1].killed() == -signal.SIGKILL
-    servers.append(Server(tmp_path, state))
+    servers.append(Server(tmp_path, CRASH_APP, state))
     assert f"recovered commit {proposal['id']}: {outcome}" in servers[-1].log
     reply = asyncio.run(_retry(servers[-1], token, proposal))
     assert reply["kind"] == "RECEIPT", reply
@@ -246,10 +170,10 @@ def test_unreconcilable_commit_is_unavailable_until_an_operator_resolves_it(
     token = _spend_grant()
     db = tmp_path / "shop.sqlite"
     state = ["--state", f"sqlite:{db}"]
-    servers.append(Server(tmp_path, state, {"PARLEY_TEST_CRASH": "after_effect"}))
+    servers.append(Server(tmp_path, CRASH_APP, state, {"PARLEY_TEST_CRASH": "after_effect"}))
     proposal = asyncio.run(_commit_first(servers[-1], token))
     servers[-1].killed()
-    servers.append(Server(tmp_path, state, {"PARLEY_TEST_NO_RECONCILE": "1"}))
+    servers.append(Server(tmp_path, CRASH_APP, state, {"PARLEY_TEST_NO_RECONCILE": "1"}))
     assert any("unresolved" in line for line in servers[-1].log)
     for _ in range(2):  # never `busy`, however often it is retried
         refused = asyncio.run(_retry(servers[-1], token, proposal))
@@ -293,11 +217,11 @@ def test_undo_killed_after_its_effect_is_reconciled(tmp_path: Path, servers: lis
             assert again.reply is not None
             return again.reply
 
-    servers.append(Server(tmp_path, state, {"PARLEY_TEST_CRASH": "undo_after_effect"}))
+    servers.append(Server(tmp_path, CRASH_APP, state, {"PARLEY_TEST_CRASH": "undo_after_effect"}))
     receipt = asyncio.run(commit_then_undo())
     assert servers[-1].killed() == -signal.SIGKILL
     started = time.monotonic()
-    servers.append(Server(tmp_path, state))
+    servers.append(Server(tmp_path, CRASH_APP, state))
     assert f"recovered undo {receipt['id']}: done" in servers[-1].log
     reply = asyncio.run(undo_again(receipt))
     assert time.monotonic() - started < 30
@@ -331,11 +255,11 @@ def test_auto_intent_killed_mid_commit_is_settled_at_restart(
     token = _spend_grant()
     db = tmp_path / "shop.sqlite"
     state = ["--state", f"sqlite:{db}"]
-    servers.append(Server(tmp_path, state, {"PARLEY_TEST_CRASH": step}))
+    servers.append(Server(tmp_path, CRASH_APP, state, {"PARLEY_TEST_CRASH": step}))
     frame, cut = asyncio.run(_auto(servers[-1], token, None))
     assert isinstance(cut, parley.ParleyError), cut
     assert servers[-1].killed() == -signal.SIGKILL
-    servers.append(Server(tmp_path, state))
+    servers.append(Server(tmp_path, CRASH_APP, state))
     assert f"recovered auto {frame['id']}: {outcome}" in servers[-1].log, servers[-1].log
     _, reply = asyncio.run(_auto(servers[-1], token, frame))  # the very same frame again
     assert isinstance(reply, dict), reply
