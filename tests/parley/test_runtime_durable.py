@@ -24,11 +24,19 @@ import parley
 from parley._cli import main
 
 from .runtime_harness import AGENT, grant
-from .serve_process import ServeProcess as Server
+from .serve_process import ServeProcess
 
 CRASH_APP = Path(__file__).with_name("crash_app.py")
 CAP = 1200
 pytestmark = pytest.mark.slow  # real servers and processes
+
+
+class Server(ServeProcess):
+    """``parley serve`` of the crash app (``crash_app.py``) with the ``state`` arguments
+    (``[]``: the default state; ``["--state", URL]``) and ``env`` (crash points)."""
+
+    def __init__(self, home: Path, state: list[str], env: dict[str, str] | None = None) -> None:
+        super().__init__(home, CRASH_APP, state, env)
 
 
 def _spend_grant() -> str:
@@ -80,12 +88,12 @@ def test_default_state_survives_kill_9(tmp_path: Path, servers: list[Server]) ->
             assert third.reply is not None
             return replayed.reply, orders.reply["data"]["orders"], third.reply
 
-    servers.append(Server(home, CRASH_APP, []))
+    servers.append(Server(home, []))
     frame, receipt = asyncio.run(before())
     servers[-1].stop()
     db = home / "state" / "shop.example.sqlite"
     assert db.exists()
-    servers.append(Server(home, CRASH_APP, []))
+    servers.append(Server(home, []))
     replayed, orders, third = asyncio.run(after(frame))
     assert replayed["kind"] == "RECEIPT"
     assert replayed["receipt"]["id"] == receipt["id"]
@@ -100,7 +108,7 @@ def test_default_state_survives_kill_9(tmp_path: Path, servers: list[Server]) ->
 def test_memory_state_only_when_asked_with_a_warning(
     tmp_path: Path, servers: list[Server], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    servers.append(Server(tmp_path, CRASH_APP, ["--state", ":memory:"]))
+    servers.append(Server(tmp_path, ["--state", ":memory:"]))
     assert any(line.startswith("warning: --state :memory:") for line in servers[-1].log)
     assert not (tmp_path / "state").exists()
     for bad in ("mysql://db", "sqlite:", "postgresql://db/x"):
@@ -148,10 +156,10 @@ def test_commit_killed_at_each_step_is_reconciled(
     token = _spend_grant()
     db = tmp_path / "shop.sqlite"
     state = ["--state", f"sqlite:{db}"]
-    servers.append(Server(tmp_path, CRASH_APP, state, {"PARLEY_TEST_CRASH": step}))
+    servers.append(Server(tmp_path, state, {"PARLEY_TEST_CRASH": step}))
     proposal = asyncio.run(_commit_first(servers[-1], token))
     assert servers[-1].killed() == -signal.SIGKILL
-    servers.append(Server(tmp_path, CRASH_APP, state))
+    servers.append(Server(tmp_path, state))
     assert f"recovered commit {proposal['id']}: {outcome}" in servers[-1].log
     reply = asyncio.run(_retry(servers[-1], token, proposal))
     assert reply["kind"] == "RECEIPT", reply
@@ -170,10 +178,10 @@ def test_unreconcilable_commit_is_unavailable_until_an_operator_resolves_it(
     token = _spend_grant()
     db = tmp_path / "shop.sqlite"
     state = ["--state", f"sqlite:{db}"]
-    servers.append(Server(tmp_path, CRASH_APP, state, {"PARLEY_TEST_CRASH": "after_effect"}))
+    servers.append(Server(tmp_path, state, {"PARLEY_TEST_CRASH": "after_effect"}))
     proposal = asyncio.run(_commit_first(servers[-1], token))
     servers[-1].killed()
-    servers.append(Server(tmp_path, CRASH_APP, state, {"PARLEY_TEST_NO_RECONCILE": "1"}))
+    servers.append(Server(tmp_path, state, {"PARLEY_TEST_NO_RECONCILE": "1"}))
     assert any("unresolved" in line for line in servers[-1].log)
     for _ in range(2):  # never `busy`, however often it is retried
         refused = asyncio.run(_retry(servers[-1], token, proposal))
@@ -217,11 +225,11 @@ def test_undo_killed_after_its_effect_is_reconciled(tmp_path: Path, servers: lis
             assert again.reply is not None
             return again.reply
 
-    servers.append(Server(tmp_path, CRASH_APP, state, {"PARLEY_TEST_CRASH": "undo_after_effect"}))
+    servers.append(Server(tmp_path, state, {"PARLEY_TEST_CRASH": "undo_after_effect"}))
     receipt = asyncio.run(commit_then_undo())
     assert servers[-1].killed() == -signal.SIGKILL
     started = time.monotonic()
-    servers.append(Server(tmp_path, CRASH_APP, state))
+    servers.append(Server(tmp_path, state))
     assert f"recovered undo {receipt['id']}: done" in servers[-1].log
     reply = asyncio.run(undo_again(receipt))
     assert time.monotonic() - started < 30
@@ -255,11 +263,11 @@ def test_auto_intent_killed_mid_commit_is_settled_at_restart(
     token = _spend_grant()
     db = tmp_path / "shop.sqlite"
     state = ["--state", f"sqlite:{db}"]
-    servers.append(Server(tmp_path, CRASH_APP, state, {"PARLEY_TEST_CRASH": step}))
+    servers.append(Server(tmp_path, state, {"PARLEY_TEST_CRASH": step}))
     frame, cut = asyncio.run(_auto(servers[-1], token, None))
     assert isinstance(cut, parley.ParleyError), cut
     assert servers[-1].killed() == -signal.SIGKILL
-    servers.append(Server(tmp_path, CRASH_APP, state))
+    servers.append(Server(tmp_path, state))
     assert f"recovered auto {frame['id']}: {outcome}" in servers[-1].log, servers[-1].log
     _, reply = asyncio.run(_auto(servers[-1], token, frame))  # the very same frame again
     assert isinstance(reply, dict), reply
