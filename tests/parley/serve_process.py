@@ -44,8 +44,13 @@ class ServeProcess:
     ) -> None:
         self.log: list[str] = []
         for _ in range(5):
-            if self._start(home, app, args, env or {}):
-                return
+            try:
+                if self._start(home, app, args, env or {}):
+                    return
+            except BaseException:
+                if hasattr(self, "proc"):
+                    self.stop()  # a child that failed to start is reaped, never left running
+                raise
         raise AssertionError(f"no free port after 5 tries: {self.log}")
 
     def _start(self, home: Path, app: Path, args: Sequence[str], env: Mapping[str, str]) -> bool:
