@@ -15,7 +15,8 @@ The five things you most likely want:
    returns a :class:`Result`, and ``result.raise_for_error()`` raises a service's refusal
    as a :class:`ReplyError`.
 5. **Catch errors by whose fault they are**: :class:`ParleyProtocolError` (a peer's data or
-   refusal; ``code`` is a wire code of SPEC.md section 7) and :class:`ParleyUsageError`
+   refusal; ``code`` is a wire code of the Parley v1 SPEC.md section 7, listed in
+   :data:`parley.errors.WIRE_CODES`) and :class:`ParleyUsageError`
    (the caller's own mistake), both :class:`ParleyError`.
 
 Quick start: a principal grants an agent a capped, scoped grant; a service checks it::
