@@ -206,6 +206,11 @@ def effective_caveats(caveats: Iterable[Caveat]) -> list[Caveat]:
     can spend.
     """
     by_kind: dict[str, list[Caveat]] = {}
+    given: object = caveats  # a str's characters are refused below, one by one
+    if not isinstance(given, Iterable):
+        raise ParleyError(
+            "bad_argument", "effective_caveats takes a list of parsed Caveats", reason="bad_caveat"
+        )
     for caveat in caveats:
         if not isinstance(caveat, Caveat):
             raise ParleyError(

@@ -435,9 +435,18 @@ def _remember(proposals: list[Any]) -> None:
 def _proposal_arg(text: str) -> dict[str, Any]:
     """``call commit``'s target: a proposal object, or the id of one from the last intent."""
     if text.lstrip().startswith("{"):
-        proposal = _json_arg(text, "the proposal")
-        if not isinstance(proposal, dict):
-            raise ParleyError("bad_argument", "commit takes a proposal object", reason="io")
+        # the proposal a service showed, pasted: the peer's data, as a file given to
+        # `parley approve --proposal` is
+        try:
+            proposal = json.loads(text)
+        except (ValueError, RecursionError):
+            raise ParleyError(
+                "invalid_params", "the proposal is not JSON", reason="bad_proposal"
+            ) from None
+        if not isinstance(proposal, dict):  # pragma: no cover - text starting with { is one
+            raise ParleyError(
+                "invalid_params", "commit takes a proposal object", reason="bad_proposal"
+            )
         return proposal
     try:
         kept = json.loads((agent_home() / _LAST).read_text(encoding="utf-8"))

@@ -65,11 +65,7 @@ class Key:
 
     def sign(self, data: bytes) -> str:
         """Return ``b64url(Ed25519 signature of data)``."""
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise ParleyError(
-                "bad_argument", f"a Key signs bytes, got {type(data).__name__}", reason="bad_key"
-            )
-        return b64url_encode(self._private.sign(bytes(data)))
+        return b64url_encode(self._private.sign(_own_bytes(data, "a Key signs", "bad_key")))
 
     def __repr__(self) -> str:
         return f"Key(public={self.public!r})"
@@ -169,19 +165,15 @@ def parse_public_key(text: object) -> bytes:
 def verify_signature(public: object, data: object, signature: object) -> bytes:
     """Check that ``signature`` (b64url) is ``public``'s Ed25519 signature of ``data``.
 
-    Returns ``data`` as :class:`bytes` (now known to be signed by ``public``). The key and
+    Returns ``data`` as :class:`bytes` (now known to be signed by ``public``); success is
+    that it returns at all, so never test the result for truth (empty data verifies to
+    ``b""``). The key and
     the signature are protocol data: a malformed or weak key raises
     :class:`~parley.ParleyProtocolError` ``unauthorized``/``bad_key``; a malformed signature,
     or one that does not verify, ``unauthorized``/``bad_signature``. ``data`` is the caller's
     own: anything but bytes-like is :class:`~parley.ParleyUsageError` ``bad_argument``.
     """
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise ParleyError(
-            "bad_argument",
-            f"verify_signature checks bytes, got {type(data).__name__}",
-            reason="bad_argument",
-        )
-    message = data if type(data) is bytes else bytes(data)
+    message = _own_bytes(data, "verify_signature checks", "bad_argument")
     if not isinstance(public, str) or not public.startswith(PUBLIC_KEY_PREFIX):
         raise ParleyError(
             "unauthorized", "the public key is not an 'ed25519:' key", reason="bad_key"
@@ -197,6 +189,18 @@ def verify_signature(public: object, data: object, signature: object) -> bytes:
             reason="bad_signature",
         )
     return message
+
+
+def _own_bytes(data: object, what: str, reason: str) -> bytes:
+    """The caller's bytes-like ``data`` as :class:`bytes`, or the usage error ``bad_argument``."""
+    if type(data) is bytes:
+        return data
+    try:
+        if isinstance(data, (bytearray, memoryview)):
+            return bytes(data)
+    except ValueError:  # a released memoryview
+        pass
+    raise ParleyError("bad_argument", f"{what} bytes, got {type(data).__name__}", reason=reason)
 
 
 def _signature_ok(public: object, data: object, signature: object) -> bool:

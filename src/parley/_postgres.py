@@ -615,7 +615,7 @@ class PostgresStore:
         def work(conn: Conn) -> None:
             _subject(conn, "undo", receipt_id)
             held = None if owner is None else self._lease(conn, "undo", receipt_id)
-            if held is not None and held.owner != owner:
+            if held is not None and not held_by(held, owner):
                 return
             conn.execute(
                 "UPDATE parley_receipts SET undoing = false, undo_lease = NULL WHERE id = %s",

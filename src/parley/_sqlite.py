@@ -535,7 +535,7 @@ class SQLiteStore:
         """Release the undo claim (only ``owner``'s, when given)."""
         with self._tx() as db:
             held = None if owner is None else self.lease("undo", receipt_id)
-            if held is not None and held.owner != owner:
+            if held is not None and not held_by(held, owner):
                 return
             db.execute(
                 "UPDATE receipts SET undoing = 0, undo_lease = NULL WHERE id = ?", (receipt_id,)

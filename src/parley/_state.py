@@ -386,11 +386,17 @@ def forgotten(expires: int, now: int) -> bool:
     return expires + PROPOSAL_GRACE <= now
 
 
+def remembered(until: int, now: int) -> bool:
+    """Whether an auto request remembered ``until`` is still remembered at ``now`` (the
+    memory is kept through ``until`` inclusive)."""
+    return until >= now
+
+
 def replayed(until: int, reply: str | None, now: int) -> Literal["busy"] | dict[str, Any] | None:
     """What a remembered auto request ``(until, reply)`` answers at ``now``: its stored reply
     (``reply`` as :func:`record_text` wrote it), ``"busy"`` while it has none yet, or ``None``
-    once forgotten (the memory is kept through ``until`` inclusive)."""
-    if until < now:
+    once forgotten (see :func:`remembered`)."""
+    if not remembered(until, now):
         return None
     if reply is None:
         return "busy"
@@ -756,10 +762,12 @@ class MemoryStore:
         """Claim ``(key, frame_id)`` (see :class:`Store`)."""
         with self._lock:
             entry = self._replay.get((key, frame_id))
-            if entry is not None and entry[0] >= now:  # kept through `until` inclusive
+            if entry is not None and remembered(entry[0], now):
                 return "busy" if entry[1] is None else entry[1]
             if len(self._replay) >= self.max_replay:
-                for old in [k for k, (until, _) in self._replay.items() if until < now]:
+                for old in [
+                    k for k, (until, _) in self._replay.items() if not remembered(until, now)
+                ]:
                     del self._replay[old]
                     self._auto.pop(old, None)
             if len(self._replay) >= self.max_replay:

@@ -119,11 +119,26 @@ def test_verify_signature_refuses_malformed_keys_and_signatures(public: Any, sig
     assert caught.value.reason == ("bad_key" if bad_key else "bad_signature")
 
 
-@pytest.mark.parametrize("data", ["m", None, 7, ["m"]])
+def _released() -> memoryview:
+    view = memoryview(b"m")
+    view.release()
+    return view
+
+
+@pytest.mark.parametrize("data", ["m", None, 7, ["m"], _released()])
 def test_verify_signature_data_that_is_not_bytes_is_a_usage_error(data: Any) -> None:
     with pytest.raises(ParleyUsageError) as caught:
         parley.keys.verify_signature(A.public, data, A.sign(b"m"))
     assert (caught.value.code, caught.value.reason) == ("bad_argument", "bad_argument")
+    with pytest.raises(ParleyUsageError):
+        A.sign(data)
+
+
+def test_verify_signature_of_empty_data_succeeds_by_not_raising() -> None:
+    # the verified value of empty data is b"", which is falsy: success is "did not raise"
+    assert parley.keys.verify_signature(A.public, b"", A.sign(b"")) == b""
+    with pytest.raises(ParleyProtocolError):
+        parley.keys.verify_signature(A.public, b"", A.sign(b"m"))
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ is the caller's mistake (``bad_argument``/``naive_datetime``, a usage error).
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 
@@ -123,10 +124,35 @@ def test_every_public_time_argument_takes_seconds_or_an_aware_datetime(entry: st
     assert call(NOW) == call(UTC_NOW) == call(PARIS_NOW)
 
 
+class _BrokenZone(dt.tzinfo):
+    """A time zone whose offset is not a timedelta (an application's broken tzinfo)."""
+
+    def __init__(self, offset: object) -> None:
+        self.offset = offset
+
+    def utcoffset(self, when: dt.datetime | None) -> Any:
+        return self.offset
+
+    def dst(self, when: dt.datetime | None) -> None:
+        return None
+
+
+class _DividingZone(dt.tzinfo):
+    """A time zone whose offset computation fails."""
+
+    def utcoffset(self, when: dt.datetime | None) -> dt.timedelta:
+        return dt.timedelta(seconds=1 // 0)
+
+    def dst(self, when: dt.datetime | None) -> None:
+        return None
+
+
 @pytest.mark.parametrize("entry", sorted(TIME_ENTRY_POINTS))
 @pytest.mark.parametrize(
     ("bad", "reason"),
     [
+        (dt.datetime(2026, 12, 2, 8, 0, tzinfo=_BrokenZone("+01:00")), "bad_clock"),
+        (dt.datetime(2026, 12, 2, 8, 0, tzinfo=_DividingZone()), "bad_clock"),
         (dt.datetime(2026, 12, 2, 8, 0), "naive_datetime"),
         (1.5, "bad_clock"),
         ("1790000000", "bad_clock"),

@@ -82,6 +82,10 @@ KEY_ARGUMENTS: dict[str, tuple[Call, str]] = {
         lambda: parley.grants.effective_caveats([{"risk": "low"}]),  # type: ignore[list-item]
         "bad_caveat",
     ),
+    "effective_caveats(5)": (
+        lambda: parley.grants.effective_caveats(5),  # type: ignore[arg-type]
+        "bad_caveat",
+    ),
     "consent_for_shown(principals=text)": (
         lambda: parley.grants.consent_for_shown(
             PROPOSAL, service="shop.example", request=CONSENT, principals=P.public
@@ -250,7 +254,6 @@ def _cli_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 CLI_FLAGS: dict[str, tuple[list[str], str]] = {
     "call without a target": (["call", "stdio:true", "ask"], "bad_argument/io"),
     "call --timeout 0": (["call", "stdio:true", "hello", "--timeout", "0"], "bad_argument/io"),
-    "call commit not JSON": (["call", "stdio:true", "commit", "{[1]"], "bad_argument/not_json"),
     "call --params not JSON": (
         ["call", "stdio:true", "ask", "x", "--params", "{"],
         "bad_argument/not_json",
@@ -321,6 +324,17 @@ def test_a_consent_file_is_protocol_data(
     for name in ("consent.json", "list.json"):
         line = _cli_error(["approve", str(tmp_path / name), "--agent", A.public], capsys)
         assert line.startswith("error: invalid_params/bad_consent: "), line
+
+
+@pytest.mark.parametrize("text", ["{[1]", "{not json", '{"a": 1} [2]'])
+def test_a_proposal_given_to_call_commit_is_protocol_data(
+    text: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # the proposal a service showed, pasted: malformed, it is the peer's data, as a consent
+    # or proposal file of `parley approve` is
+    monkeypatch.setenv("PARLEY_HOME", str(tmp_path / "home"))
+    line = _cli_error(["call", "stdio:true", "commit", text], capsys)
+    assert line.startswith("error: invalid_params/bad_proposal: "), line
 
 
 # ---------------------------------------------------------------- the MCP bridge
