@@ -128,7 +128,7 @@ def test_handoff_validate_binary_config_is_one_coded_line(files: Path) -> None:
 @pytest.mark.slow
 def test_parley_est_binary_file_is_one_coded_line(files: Path) -> None:
     done = _cli("parley", "est", "binary.dat", cwd=files)
-    _one_error(done, 1, "error: invalid_params/bad_file:", "binary.dat is not UTF-8")
+    _one_error(done, 1, "error: bad_argument/bad_file:", "binary.dat is not UTF-8")
 
 
 @pytest.mark.slow

@@ -6,7 +6,8 @@ The five things you most likely want:
    signs caveats for an agent's key), :func:`delegate` to narrow it further.
 2. **Check a request as a service**: :func:`verify_proof` (proof of possession) then
    :func:`verify_grant` with a :class:`GrantContext`; it returns a :class:`GrantCheck`
-   report (read ``.ok``; a report has no truth value) or call ``.raise_for_failure()``.
+   report (read ``.ok``; a report has no truth value), or ``.raise_for_failure()`` returns
+   the passed check (its grant and spend caps) and raises the refusal otherwise.
 3. **Run a service**: a :class:`Service` with capabilities (:func:`offer`,
    :func:`clarify`, :class:`ServiceError` to refuse), served by :func:`serve` or
    :func:`serve_forever`, its state in :func:`open_store`.
@@ -14,7 +15,8 @@ The five things you most likely want:
    returns a :class:`Result`, and ``result.raise_for_error()`` raises a service's refusal
    as a :class:`ReplyError`.
 5. **Catch errors by whose fault they are**: :class:`ParleyProtocolError` (a peer's data or
-   refusal; ``code`` is a wire code of SPEC.md section 7) and :class:`ParleyUsageError`
+   refusal; ``code`` is a wire code of the Parley v1 SPEC.md section 7, listed in
+   :data:`parley.errors.WIRE_CODES`) and :class:`ParleyUsageError`
    (the caller's own mistake), both :class:`ParleyError`.
 
 Quick start: a principal grants an agent a capped, scoped grant; a service checks it::

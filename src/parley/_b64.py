@@ -27,7 +27,7 @@ def b64url_encode(data: bytes) -> str:
     """Return ``data`` as base64url text without padding."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ParleyError(
-            "invalid_params",
+            "bad_argument",
             f"base64url encodes bytes, got {type(data).__name__}",
             reason="bad_base64url",
         )

@@ -140,19 +140,19 @@ def split_pin(entry: str) -> tuple[str | None, str]:
     claim another's id (and be sent the grants, and proofs, meant for it).
     """
     if not isinstance(entry, str):
-        raise ParleyError("invalid_params", "a service URL is a string", reason="bad_url")
+        raise ParleyError("bad_config", "a service URL is a string", reason="bad_url")
     found = _PIN.fullmatch(entry)
     return (found.group(1), found.group(2)) if found else (None, entry)
 
 
-def _check_budget(budget: object) -> int:
+def _check_budget(budget: object, code: str = "invalid_params") -> int:
+    """A budget from the model's tool call (protocol data) or, with ``code="bad_argument"``,
+    the bridge's own configuration."""
     if budget is None:
         return DEFAULT_BUDGET
     if type(budget) is not int or not 1 <= budget <= 1_000_000:
         raise ParleyError(
-            "invalid_params",
-            "budget must be a whole number of tokens from 1 to 1000000",
-            reason="bad_budget",
+            code, "budget must be a whole number of tokens from 1 to 1000000", reason="bad_budget"
         )
     return budget
 
@@ -295,18 +295,20 @@ class Bridge:
         clock: Callable[[], float] = time.time,
         warn: Callable[[str], None] | None = None,
     ) -> None:
+        # the constructor's arguments are the operator's configuration (usage errors); the
+        # arguments of the tool calls below come from the model, a peer (invalid_params)
         if not urls:
             raise ParleyError(
-                "invalid_params", "the bridge needs at least one service URL", reason="no_url"
+                "bad_config", "the bridge needs at least one service URL", reason="no_url"
             )
         self.key = key
         self.warn = warn
         self.home = home
         self.principal = principal
-        self.budget = _check_budget(budget)
+        self.budget = _check_budget(budget, "bad_argument")
         if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
             raise ParleyError(
-                "invalid_params",
+                "bad_argument",
                 "the timeout is a positive number of seconds",
                 reason="bad_timeout",
             )

@@ -206,11 +206,16 @@ def effective_caveats(caveats: Iterable[Caveat]) -> list[Caveat]:
     can spend.
     """
     by_kind: dict[str, list[Caveat]] = {}
+    given: object = caveats  # a str's characters are refused below, one by one
+    if not isinstance(given, Iterable):
+        raise ParleyError(
+            "bad_argument", "effective_caveats takes a list of parsed Caveats", reason="bad_caveat"
+        )
     for caveat in caveats:
         if not isinstance(caveat, Caveat):
             raise ParleyError(
-                "invalid_params",
-                "effective_caveats takes parsed Caveat objects",
+                "bad_argument",
+                "effective_caveats takes parsed Caveat objects (see parse_caveat)",
                 reason="bad_caveat",
             )
         by_kind.setdefault(caveat.kind, []).append(caveat)

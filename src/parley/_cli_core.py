@@ -102,26 +102,33 @@ def _caveat_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--now", type=int, metavar="UNIX", help="current time (default: clock)")
 
 
-def _read_text(source: str) -> str:
+def _read_text(source: str, *, peer_data: bool = False) -> str:
+    """The text of the operator's file ``source``.
+
+    A path that cannot be read is the operator's own mistake (``bad_argument``). Its content
+    is too, unless ``peer_data``: a consent or a proposal came from a service, so text that
+    is not UTF-8 is then the protocol error ``invalid_params``.
+    """
     try:
         data = read_input(source)  # "-": standard input; at most MAX_INPUT_BYTES
     except OSError as exc:
         raise ParleyError(
-            "invalid_params", f"cannot read {source}: {exc.strerror}", reason="bad_file"
+            "bad_argument", f"cannot read {source}: {exc.strerror}", reason="bad_file"
         ) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ParleyError(
-            "invalid_params",
+            "invalid_params" if peer_data else "bad_argument",
             f"{source} is not UTF-8 text (byte {exc.start})",
             reason="bad_file",
         ) from None
 
 
 def _read_json(source: str, what: str) -> Any:
-    """Parse the JSON in ``source``; a file that cannot be read says so, not "not JSON"."""
-    text = _read_text(source)
+    """Parse the protocol object (a consent, a proposal) in ``source``; a file that cannot be
+    read says so, not "not JSON"."""
+    text = _read_text(source, peer_data=True)
     try:
         return json.loads(text)
     except (ValueError, RecursionError):

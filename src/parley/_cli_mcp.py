@@ -28,7 +28,7 @@ def _mcp(args: argparse.Namespace) -> int:
         from ._mcp_bridge import run_http, run_stdio
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise ParleyError(
-            "invalid_params",
+            "bad_config",
             f"parley mcp needs the extra principal-protocols[mcp] ({exc.name} is missing)",
             reason="extra_missing",
         ) from None

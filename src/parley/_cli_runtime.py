@@ -19,7 +19,7 @@ import secrets
 import ssl
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -35,7 +35,7 @@ from ._http_client import split_http_url
 from ._keys import Key, generate_key, key_from_seed, parse_public_key
 from ._keystore import AgentKeyStore, _private_dir, agent_home
 from ._lens import lens
-from ._recovery import Kind, happened, not_happened, owner_id, resolve, stale
+from ._recovery import Kind, Outcome, happened, not_happened, owner_id, resolve, stale
 from ._service import Service
 from ._state import MemoryStore, Store
 from ._stores import default_state_url, open_store
@@ -65,7 +65,7 @@ def _load_service(app: str, trusted: list[str], state: str | None) -> Service:
         else:
             module = importlib.import_module(target)
     except (ImportError, OSError) as exc:
-        raise ParleyError("invalid_params", f"cannot load {target}: {exc}", reason="io") from None
+        raise ParleyError("bad_config", f"cannot load {target}: {exc}", reason="io") from None
     found = getattr(module, attr, None)
     if isinstance(found, Service):
         found.store = _state_store(state, found.id)
@@ -79,20 +79,20 @@ def _load_service(app: str, trusted: list[str], state: str | None) -> Service:
             p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
         ):
             raise ParleyError(
-                "invalid_params",
+                "bad_config",
                 f"{app} must accept store= (the service state parley serve keeps for it)",
                 reason="io",
             )
         if state is None:
             probe = _build(found, app, trusted, MemoryStore())
             if not isinstance(probe, Service):
-                raise ParleyError("invalid_params", f"{app} did not return a Service", reason="app")
+                raise ParleyError("bad_config", f"{app} did not return a Service", reason="app")
             state = default_state_url(probe.id)
         built = _build(found, app, trusted, _state_store(state, None))
         if isinstance(built, Service):
             return built
     raise ParleyError(
-        "invalid_params", f"{app} is neither a Service nor a function returning one", reason="io"
+        "bad_config", f"{app} is neither a Service nor a function returning one", reason="io"
     )
 
 
@@ -104,7 +104,7 @@ def _build(factory: Any, app: str, trusted: list[str], store: Store) -> Any:
         raise
     except Exception as exc:  # the app's own failure, e.g. json:loads given keywords
         raise ParleyError(
-            "invalid_params",
+            "bad_config",
             f"calling {app}(trusted=…, store=…) failed: {type(exc).__name__}: {exc}"[:300],
             reason="app",
         ) from None
@@ -130,12 +130,15 @@ def _example_app() -> str:
     for candidate in (Path("examples") / "parley_shop.py", checkout, shipped):
         if candidate.is_file():
             return f"{candidate}:build_service"
-    raise ParleyError("invalid_params", "the example app is not installed; pass --app", reason="io")
+    raise ParleyError("bad_config", "the example app is not installed; pass --app", reason="io")
 
 
 def _serve(args: argparse.Namespace) -> int:
     for key in args.trust:  # a typo here would silently trust nobody
-        parse_public_key(key)
+        try:
+            parse_public_key(key)
+        except ParleyError as exc:  # the operator's own flag, not a peer's key
+            raise ParleyError("bad_argument", f"--trust: {exc.message}", reason="bad_key") from None
     listen: tuple[str, int] | None = None
     if args.url.startswith(("http://", "https://")):
         parts = split_http_url(args.url)  # a malformed URL is refused before any state
@@ -158,7 +161,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.url.startswith(("parleys://", "https://")) and args.cert is None:
         scheme = args.url.split(":", 1)[0]
         raise ParleyError(
-            "invalid_params", f"{scheme}:// needs a certificate (--cert)", reason="no_cert"
+            "bad_config", f"{scheme}:// needs a certificate (--cert)", reason="no_cert"
         )
     start_logging(args.log_level, "parley")
     app = args.app if args.app is not None else _example_app()
@@ -238,21 +241,34 @@ def _state_url(args: argparse.Namespace) -> str:
     if args.service:
         return default_state_url(args.service)
     raise ParleyError(
-        "invalid_params", "name the state with --state URL or --service ID", reason="bad_state"
+        "bad_argument", "name the state with --state URL or --service ID", reason="bad_state"
     )
 
 
-def _state_list(args: argparse.Namespace) -> int:
+@contextlib.contextmanager
+def _opened_state(args: argparse.Namespace) -> Iterator[Store]:
+    """The state ``--state``/``--service`` names, opened read-only and closed afterwards
+    (whether the command succeeds or not); a store without ``close`` has nothing to close."""
     store = open_store(_state_url(args), create=False)
-    now = int(time.time())
-    kinds: tuple[Kind, ...] = ("commit", "undo")
-    for kind in kinds:
-        for subject, lease in store.leases(kind, limit=10_000):
-            row = {"kind": kind, "id": subject, **lease.as_json()}
-            row["state"] = (
-                "unresolved" if not lease.owner else "stale" if stale(lease, now) else "running"
-            )
-            print(json.dumps(row, ensure_ascii=False))
+    try:
+        yield store
+    finally:
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+
+
+def _state_list(args: argparse.Namespace) -> int:
+    with _opened_state(args) as store:
+        now = int(time.time())
+        kinds: tuple[Kind, ...] = ("commit", "undo")
+        for kind in kinds:
+            for subject, lease in store.leases(kind, limit=10_000):
+                row = {"kind": kind, "id": subject, **lease.as_json()}
+                row["state"] = (
+                    "unresolved" if not lease.owner else "stale" if stale(lease, now) else "running"
+                )
+                print(json.dumps(row, ensure_ascii=False))
     return 0
 
 
@@ -278,20 +294,22 @@ def _resolve_subject(store: Store, kind: Kind, subject: str, began: int, needed:
 def _state_resolve(args: argparse.Namespace) -> int:
     """Settle a claim for an operator; on any refusal the claim is left as it was (F6)."""
     if args.result is not None and not args.happened:
-        raise ParleyError(
-            "invalid_params", "--result goes with --happened only", reason="bad_result"
-        )
+        raise ParleyError("bad_argument", "--result goes with --happened only", reason="bad_result")
     outcome = happened(_json_arg(args.result, "--result")) if args.happened else not_happened()
-    store = open_store(_state_url(args), create=False)
-    now = int(time.time())
     kind: Kind = "commit" if args.kind == "commit" else "undo"
     subject = str(args.id)
     try:
         subject.encode("utf-8")
     except UnicodeEncodeError:
         raise ParleyError(
-            "invalid_params", f"the {kind} id is not text (no such id)", reason="bad_id"
+            "bad_argument", f"the {kind} id is not text (no such id)", reason="bad_id"
         ) from None
+    with _opened_state(args) as store:
+        return _resolve_in(store, kind, subject, outcome)
+
+
+def _resolve_in(store: Store, kind: Kind, subject: str, outcome: Outcome) -> int:
+    now = int(time.time())
     lease = store.lease(kind, subject)
     if lease is None:
         raise ParleyError(
@@ -347,7 +365,7 @@ def _json_arg(text: str | None, what: str) -> Any:
     try:
         return json.loads(text)
     except ValueError:
-        raise ParleyError("invalid_params", f"{what} is not JSON", reason="not_json") from None
+        raise ParleyError("bad_argument", f"{what} is not JSON", reason="not_json") from None
 
 
 def _seed(args: argparse.Namespace) -> bytes | None:
@@ -361,7 +379,7 @@ def _seed(args: argparse.Namespace) -> bytes | None:
         try:
             text = read_input(args.seed_file).decode("utf-8")
         except (OSError, UnicodeDecodeError):
-            raise ParleyError("invalid_params", "cannot read --seed-file", reason="io") from None
+            raise ParleyError("bad_argument", "cannot read --seed-file", reason="io") from None
     elif os.environ.get("PARLEY_AGENT_SEED"):
         text = os.environ["PARLEY_AGENT_SEED"]
     if not text:
@@ -381,7 +399,7 @@ def _seed(args: argparse.Namespace) -> bytes | None:
             seed = b64url_decode(text, what="the seed")
     if len(seed) != 32:
         raise ParleyError(
-            "invalid_params",
+            "bad_argument",
             "the agent seed is base64url, as parley keygen writes it (or its key file)",
             reason="bad_seed",
         )
@@ -417,9 +435,18 @@ def _remember(proposals: list[Any]) -> None:
 def _proposal_arg(text: str) -> dict[str, Any]:
     """``call commit``'s target: a proposal object, or the id of one from the last intent."""
     if text.lstrip().startswith("{"):
-        proposal = _json_arg(text, "the proposal")
-        if not isinstance(proposal, dict):
-            raise ParleyError("invalid_params", "commit takes a proposal object", reason="io")
+        # the proposal a service showed, pasted: the peer's data, as a file given to
+        # `parley approve --proposal` is
+        try:
+            proposal = json.loads(text)
+        except (ValueError, RecursionError):
+            raise ParleyError(
+                "invalid_params", "the proposal is not JSON", reason="bad_proposal"
+            ) from None
+        if not isinstance(proposal, dict):  # pragma: no cover - text starting with { is one
+            raise ParleyError(
+                "invalid_params", "commit takes a proposal object", reason="bad_proposal"
+            )
         return proposal
     try:
         kept = json.loads((agent_home() / _LAST).read_text(encoding="utf-8"))
@@ -439,6 +466,9 @@ def _proposal_arg(text: str) -> dict[str, Any]:
 async def _call_async(args: argparse.Namespace) -> int:
     key, throwaway = _agent_key(args)
     agent = Agent(key, list(args.grant), service=args.service)
+    # the operator's own arguments are read before anything is sent
+    params = _json_arg(args.params, "--params") or {}
+    proposal = _proposal_arg(args.target) if args.verb == "commit" else None
     context = None
     if args.cafile:
         context = ssl.create_default_context(cafile=args.cafile)
@@ -449,7 +479,6 @@ async def _call_async(args: argparse.Namespace) -> int:
             if args.verb == "hello":
                 return _show(hello, args.json)
         verb = args.verb
-        params = _json_arg(args.params, "--params") or {}
         if verb == "hello":
             result = await client.hello(budget=args.budget)
         elif verb == "ask":
@@ -465,8 +494,8 @@ async def _call_async(args: argparse.Namespace) -> int:
                         " pass --key NAME",
                         file=sys.stderr,
                     )
-        elif verb == "commit":
-            result = await client.commit(_proposal_arg(args.target))
+        elif proposal is not None:
+            result = await client.commit(proposal)
         elif verb == "undo":
             result = await client.undo(args.target)
         else:
@@ -476,9 +505,9 @@ async def _call_async(args: argparse.Namespace) -> int:
 
 def _call(args: argparse.Namespace) -> int:
     if args.verb != "hello" and not args.target:
-        raise ParleyError("invalid_params", f"{args.verb} needs a target", reason="io")
+        raise ParleyError("bad_argument", f"{args.verb} needs a target", reason="io")
     if not args.timeout > 0:
-        raise ParleyError("invalid_params", "--timeout must be positive", reason="io")
+        raise ParleyError("bad_argument", "--timeout must be positive", reason="io")
     try:
         return asyncio.run(asyncio.wait_for(_call_async(args), args.timeout))
     except TimeoutError:

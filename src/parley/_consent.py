@@ -15,11 +15,13 @@ different proposal behind a friendly summary).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from datetime import datetime
 from typing import Any
 
 from ._canonical import MAX_SAFE_INTEGER, proposal_hash
 from ._grants import mint_grant
 from ._keys import Key, parse_public_key
+from ._time import epoch_seconds
 from .errors import ParleyError
 
 __all__ = [
@@ -119,23 +121,26 @@ def mint_consent_grant(
     consent: Mapping[str, Any],
     agent: str,
     *,
-    iat: int,
+    iat: int | datetime,
     nonce: str | None = None,
 ) -> str:
     """Sign the consent grant for ``consent`` with the principal's key, to holder ``agent``.
 
     This is the principal's act: run it where the principal key lives (``parley approve``
     asks for an interactive confirmation first). Refuses a consent addressed to another
-    principal.
+    principal. ``iat`` is integer epoch seconds or an aware :class:`~datetime.datetime`.
     """
+    if not isinstance(principal, Key):
+        raise ParleyError("bad_argument", "a consent grant is signed by a Key", reason="bad_key")
+    issued = epoch_seconds(iat, "iat")
     checked = _checked_consent(consent)
-    if not isinstance(principal, Key) or principal.public != checked["principal"]:
+    if principal.public != checked["principal"]:
         raise ParleyError(
             "invalid_params",
             "the consent asks for another principal's approval than this key's",
             reason="principal_mismatch",
         )
-    return mint_grant(principal, agent, consent_caveats(checked), iat=iat, nonce=nonce)
+    return mint_grant(principal, agent, consent_caveats(checked), iat=issued, nonce=nonce)
 
 
 def consent_for_shown(
@@ -159,7 +164,11 @@ def consent_for_shown(
     asked = _checked_consent(request)
     if principals is not None:
         if isinstance(principals, (str, bytes)) or not isinstance(principals, Collection):
-            raise _bad("principals must be a collection of public keys")
+            raise ParleyError(
+                "bad_argument",
+                "principals must be a collection of public keys",
+                reason="bad_argument",
+            )
         if asked["principal"] not in principals:
             raise ParleyError(
                 "conflict",

@@ -712,7 +712,7 @@ class _Fitter:
 def _check_budget(budget: object) -> int:
     if not isinstance(budget, int) or isinstance(budget, bool):
         raise ParleyError(
-            "invalid_params", "the budget is an integer number of tokens", reason="bad_budget"
+            "bad_argument", "the budget is an integer number of tokens", reason="bad_budget"
         )
     return budget
 

@@ -9,13 +9,14 @@ so the verification steps never meet a field they cannot compare.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ._canonical import MAX_SAFE_INTEGER
 from ._caveats import RISK_LEVELS
 from ._report import Report
-from ._time import as_epoch
+from ._time import epoch_seconds
 from .errors import ParleyError
 
 __all__ = [
@@ -24,16 +25,7 @@ __all__ = [
     "GrantContext",
     "ProposalFacts",
     "SpendCap",
-    "check_time",
 ]
-
-
-def check_time(value: object, name: str) -> int:
-    """Return ``value`` if it is a safe integer time, else the ``bad_clock`` usage error."""
-    value = as_epoch(value, name)  # an aware datetime is epoch seconds; a naive one refused
-    if type(value) is not int or abs(value) > MAX_SAFE_INTEGER:
-        raise ParleyError("invalid_params", f"{name} must be a safe integer", reason="bad_clock")
-    return value
 
 
 @dataclass(frozen=True)
@@ -93,36 +85,57 @@ class ProposalFacts:
 
 
 def _ctx_error(message: str) -> ParleyError:
-    return ParleyError("invalid_params", f"grant check context: {message}", reason="bad_context")
+    return ParleyError("bad_argument", f"grant check context: {message}", reason="bad_context")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class GrantContext:
     """The request a grant is checked against (the ``ctx`` of :func:`verify_grant`).
 
     ``service`` is the service id, ``verb`` the request verb, ``capability`` the capability
     named (for ``UNDO``: the capability of the receipt being undone), ``now`` the service
-    clock. A ``COMMIT`` check takes ``proposal``; without it, every ``per``, ``spend``,
-    ``risk`` and ``only`` caveat fails (hard). ``spent`` gives the spend already attributed to
-    a block id (committed plus reserved). ``principal``, when set, is the principal the
-    operation must be rooted in (``UNDO`` of a receipt, ``COMMIT`` of a proposal made under
-    a grant).
+    clock: integer epoch seconds or an aware :class:`~datetime.datetime`, kept as epoch
+    seconds (a naive datetime is the usage error ``bad_argument``/``naive_datetime``). A
+    ``COMMIT`` check takes ``proposal``; without it, every ``per``, ``spend``, ``risk`` and
+    ``only`` caveat fails (hard). ``spent`` gives the spend already attributed to a block id
+    (committed plus reserved). ``principal``, when set, is the principal the operation must
+    be rooted in (``UNDO`` of a receipt, ``COMMIT`` of a proposal made under a grant).
     """
 
     service: str
     verb: str
     capability: str | None
     now: int
-    proposal: ProposalFacts | None = None
-    spent: Mapping[str, int] = field(default_factory=dict)
-    principal: str | None = None
+    proposal: ProposalFacts | None
+    spent: Mapping[str, int]
+    principal: str | None
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        service: str,
+        verb: str,
+        capability: str | None,
+        now: int | datetime,
+        proposal: ProposalFacts | None = None,
+        spent: Mapping[str, int] | None = None,
+        principal: str | None = None,
+    ) -> None:
+        """Check every field (see the class docstring); ``now`` becomes epoch seconds."""
+        put = object.__setattr__
+        put(self, "service", service)
+        put(self, "verb", verb)
+        put(self, "capability", capability)
+        put(self, "now", epoch_seconds(now, "now"))
+        put(self, "proposal", proposal)
+        put(self, "spent", {} if spent is None else spent)
+        put(self, "principal", principal)
+        self._check()
+
+    def _check(self) -> None:
         if not isinstance(self.service, str) or not isinstance(self.verb, str):
             raise _ctx_error("service and verb must be strings")
         if self.capability is not None and not isinstance(self.capability, str):
             raise _ctx_error("capability must be a string or None")
-        object.__setattr__(self, "now", check_time(self.now, "now"))
         if self.proposal is not None and not isinstance(self.proposal, ProposalFacts):
             raise _ctx_error("proposal must be ProposalFacts or None")
         if self.principal is not None and not isinstance(self.principal, str):
@@ -203,9 +216,17 @@ class GrantCheck(Report):
         out["blocks"] = list(self.blocks)
         return out
 
-    def raise_for_failure(self) -> None:
-        """Raise :class:`ParleyError` with this result's code and reason unless ``ok``."""
+    def raise_for_failure(self) -> GrantCheck:
+        """Return this check when ``ok``; raise :class:`~parley.ParleyProtocolError` otherwise.
+
+        The returned check names the verified grant (``grant``, ``principal``, ``holder``,
+        ``index``) and its ``spend_caps``, so a service can write
+        ``check = parley.verify_grant(...).raise_for_failure()``. A failed check raises
+        with its own ``code`` (``unauthorized``, ``forbidden`` or ``consent_required``),
+        ``reason`` and message.
+        """
         if not self.ok:
             raise ParleyError(
                 self.code or "unauthorized", self.message, reason=self.reason or "no_grant"
             )
+        return self

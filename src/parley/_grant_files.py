@@ -33,20 +33,24 @@ MAX_TOKEN = 64 * 1024
 """**Ours:** the largest token file read (a grant chain is a few kilobytes)."""
 
 
-def _refuse(message: str, reason: str = "grant_file") -> ParleyError:
-    return ParleyError("invalid_params", message, reason=reason)
+def _refuse(message: str, reason: str = "grant_file", code: str = "bad_config") -> ParleyError:
+    """A token folder's refusal: the folder and its files are the caller's configuration
+    (``bad_config``); a folder kind or file name passed in is ``bad_argument``."""
+    return ParleyError(code, message, reason=reason)
 
 
 def _folder(home: Path, kind: str) -> Path:
     if kind not in KINDS and kind != "pending":
-        raise _refuse(f"the token folder is one of {', '.join(KINDS)}, got {kind!r}")
+        raise _refuse(
+            f"the token folder is one of {', '.join(KINDS)}, got {kind!r}", code="bad_argument"
+        )
     return home / kind
 
 
 def _file_name(name: str) -> str:
     cleaned = _SAFE.sub("_", name)[:100]
     if not cleaned.strip("_"):
-        raise _refuse(f"cannot name a token file after {name[:40]!r}")
+        raise _refuse(f"cannot name a token file after {name[:40]!r}", code="bad_argument")
     return cleaned
 
 

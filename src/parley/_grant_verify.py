@@ -28,7 +28,7 @@ from ._caveats import (
 )
 from ._grant_context import GrantCheck, GrantContext, SpendCap, _ctx_error
 from ._grant_token import Grant, as_grant, decode_grant
-from ._keys import verify_signature
+from ._keys import _signature_ok
 from ._wire import GrantInspection
 from .errors import ParleyError
 
@@ -148,7 +148,7 @@ def _check_chain(
     # Step 2: every signature, against iss for the root and the previous sub after it.
     signer = grant.principal
     for index, block in enumerate(grant.blocks):
-        if not verify_signature(signer, block.signed, block.sig):
+        if not _signature_ok(signer, block.signed, block.sig):
             return _fail(
                 "unauthorized",
                 "bad_signature",
@@ -246,7 +246,9 @@ class GrantVerifier:
 
     def __init__(self, *, remember: int = REMEMBERED_TOKENS) -> None:
         if type(remember) is not int or remember < 0:
-            raise _ctx_error("remember must be a non-negative integer")
+            raise ParleyError(
+                "bad_argument", "remember must be a non-negative integer", reason="bad_argument"
+            )
         self._size = remember
         self._longest = MAX_REMEMBERED_TOKEN_LENGTH if remember else -1
         self._tokens: dict[str, _Prepared] = {}
@@ -516,7 +518,7 @@ def inspect_grant(token: Grant | str) -> GrantInspection:
     chain_ok = True
     signer = grant.principal
     for index, block in enumerate(grant.blocks):
-        good = verify_signature(signer, block.signed, block.sig)
+        good = _signature_ok(signer, block.signed, block.sig)
         if index and block.payload["prev"] != grant.blocks[index - 1].id:
             good = False
         chain_ok = chain_ok and good

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from ._b64 import b64url_encode
@@ -21,7 +22,6 @@ from ._grant_context import (
     GrantContext,
     ProposalFacts,
     SpendCap,
-    check_time,
 )
 from ._grant_token import (
     MAX_BLOCKS,
@@ -34,6 +34,7 @@ from ._grant_token import (
 )
 from ._grant_verify import MAX_GRANTS, GrantVerifier, inspect_grant, verify_grant
 from ._keys import Key, parse_public_key
+from ._time import epoch_seconds
 from .errors import ParleyError
 
 __all__ = [
@@ -76,28 +77,31 @@ def mint_grant(
     sub: str,
     caveats: Sequence[Mapping[str, Any]],
     *,
-    iat: int,
+    iat: int | datetime,
     nonce: str | None = None,
 ) -> str:
     """Return the token of a root grant from principal ``issuer`` to holder key ``sub``.
 
     Caveats are checked first: a malformed or unknown caveat would make the grant useless
     (it fails closed), so minting refuses it with :class:`ParleyError`. ``nonce`` defaults
-    to 16 random bytes in base64url.
+    to 16 random bytes in base64url. ``iat`` is integer epoch seconds or an aware
+    :class:`~datetime.datetime` (a naive one is the usage error ``naive_datetime``).
     """
+    # the caller's own arguments first (usage errors), then the protocol data
     if not isinstance(issuer, Key):
-        raise ParleyError("invalid_params", "a grant is signed by a Key", reason="bad_key")
+        raise ParleyError("bad_argument", "a grant is signed by a Key", reason="bad_key")
+    issued = epoch_seconds(iat, "iat")
+    if nonce is not None and not isinstance(nonce, str):
+        raise ParleyError("bad_argument", "the nonce must be a string", reason="bad_argument")
     parse_public_key(sub)
     _parse_all(caveats, "the grant's")
     payload = {
         "iss": issuer.public,
         "sub": sub,
         "caveats": [dict(c) for c in caveats],
-        "iat": check_time(iat, "iat"),
+        "iat": issued,
         "nonce": b64url_encode(secrets.token_bytes(16)) if nonce is None else nonce,
     }
-    if not isinstance(payload["nonce"], str):
-        raise ParleyError("invalid_params", "the nonce must be a string", reason="bad_token")
     block = Block(payload, issuer.sign(canonical_bytes(payload)))
     return Grant((block,)).token
 
@@ -108,7 +112,7 @@ def delegate(
     sub: str,
     caveats: Sequence[Mapping[str, Any]],
     *,
-    iat: int,
+    iat: int | datetime,
 ) -> str:
     """Append a delegation block handing a narrower grant to ``sub``; return the new token.
 
@@ -117,9 +121,13 @@ def delegate(
     ``per``/``spend`` cap, a higher ``risk``, a ``svc``/``verbs``/``can`` entry the parent
     does not allow): such a caveat would have no effect, since every block is checked, and
     would mislead whoever reads the token, so it is refused. An empty list inherits.
+    ``iat`` is integer epoch seconds or an aware :class:`~datetime.datetime`.
     """
+    if not isinstance(holder, Key):
+        raise ParleyError("bad_argument", "a grant is delegated with a Key", reason="bad_key")
+    issued = epoch_seconds(iat, "iat")
     parent = as_grant(grant)
-    if not isinstance(holder, Key) or holder.public != parent.holder:
+    if holder.public != parent.holder:
         raise ParleyError(
             "invalid_params",
             "only the grant's holder can delegate it; the key given is not its holder",
@@ -142,7 +150,7 @@ def delegate(
         "prev": parent.blocks[-1].id,
         "sub": sub,
         "caveats": [dict(c) for c in caveats],
-        "iat": check_time(iat, "iat"),
+        "iat": issued,
     }
     block = Block(payload, holder.sign(canonical_bytes(payload)))
     return Grant((*parent.blocks, block)).token

@@ -87,10 +87,17 @@ def new_handle(randbytes: Callable[[int], bytes] = secrets.token_bytes) -> str:
     return "h_" + "".join(letters)
 
 
-def _unknown(handle: object) -> ParleyError:
+def unknown_handle() -> ParleyError:
+    """The refusal of a handle no store holds for this requester (unknown, or bound to
+    another proof key: the two are not told apart)."""
     return ParleyError(
         "not_found", "no such EXPAND handle is held for this requester", reason="unknown_handle"
     )
+
+
+def handle_expired() -> ParleyError:
+    """The refusal of a handle whose time to live has passed."""
+    return ParleyError("expired", "the EXPAND handle has expired", reason="handle_expired")
 
 
 @runtime_checkable
@@ -196,10 +203,10 @@ class MemoryHandleStore:
         """Return the parked value; ``not_found`` for unknown or foreign, ``expired`` after TTL."""
         parked = self._entries.get(handle) if isinstance(handle, str) else None
         if parked is None or (parked.key is not None and parked.key != key):
-            raise _unknown(handle)
+            raise unknown_handle()
         if parked.expires <= now:
             self._drop(handle)
-            raise ParleyError("expired", "the EXPAND handle has expired", reason="handle_expired")
+            raise handle_expired()
         return parked.value
 
 

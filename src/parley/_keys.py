@@ -43,7 +43,7 @@ class Key:
     def __init__(self, private: Ed25519PrivateKey) -> None:
         if not isinstance(private, Ed25519PrivateKey):
             raise ParleyError(
-                "invalid_params", "a Key wraps an Ed25519 private key", reason="bad_key"
+                "bad_argument", "a Key wraps an Ed25519 private key", reason="bad_key"
             )
         self._private = private
         raw = private.public_key().public_bytes_raw()
@@ -59,17 +59,13 @@ class Key:
         """Return the key whose 32-byte Ed25519 seed (RFC 8032 private key) is ``seed``."""
         if not isinstance(seed, (bytes, bytearray)) or len(seed) != 32:
             raise ParleyError(
-                "invalid_params", "an Ed25519 seed must be exactly 32 bytes", reason="bad_key"
+                "bad_argument", "an Ed25519 seed must be exactly 32 bytes", reason="bad_key"
             )
         return cls(Ed25519PrivateKey.from_private_bytes(bytes(seed)))
 
     def sign(self, data: bytes) -> str:
         """Return ``b64url(Ed25519 signature of data)``."""
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise ParleyError(
-                "invalid_params", f"a Key signs bytes, got {type(data).__name__}", reason="bad_key"
-            )
-        return b64url_encode(self._private.sign(bytes(data)))
+        return b64url_encode(self._private.sign(_own_bytes(data, "a Key signs", "bad_key")))
 
     def __repr__(self) -> str:
         return f"Key(public={self.public!r})"
@@ -84,7 +80,7 @@ class Key:
 
     def __reduce__(self) -> NoReturn:
         raise ParleyError(
-            "invalid_params",
+            "bad_argument",
             "a Key cannot be pickled; store it with a key store instead",
             reason="private_key",
         )
@@ -166,24 +162,74 @@ def parse_public_key(text: object) -> bytes:
         raise ParleyError("invalid_params", exc.message, reason="bad_key") from None
 
 
-def verify_signature(public: object, data: object, signature: object) -> bool:
-    """Return whether ``signature`` (b64url) is ``public``'s Ed25519 signature of ``data``.
+def verify_signature(public: object, data: object, signature: object) -> bytes:
+    """Check that ``signature`` (b64url) is ``public``'s Ed25519 signature of ``data``.
 
-    Fail-closed: a malformed key or signature gives ``False``, never an exception.
+    Returns ``data`` as :class:`bytes` (now known to be signed by ``public``); success is
+    that it returns at all, so never test the result for truth (empty data verifies to
+    ``b""``). The key and
+    the signature are protocol data: a malformed or weak key raises
+    :class:`~parley.ParleyProtocolError` ``unauthorized``/``bad_key``; a malformed signature,
+    or one that does not verify, ``unauthorized``/``bad_signature``. ``data`` is the caller's
+    own: anything but bytes-like is :class:`~parley.ParleyUsageError` ``bad_argument``.
+    """
+    message = _own_bytes(data, "verify_signature checks", "bad_argument")
+    if not isinstance(public, str) or not public.startswith(PUBLIC_KEY_PREFIX):
+        raise ParleyError(
+            "unauthorized", "the public key is not an 'ed25519:' key", reason="bad_key"
+        )
+    try:
+        key = _public_key_object(public)
+    except ParleyError as exc:
+        raise ParleyError("unauthorized", exc.message, reason="bad_key") from None
+    if not _key_signed(key, message, signature):
+        raise ParleyError(
+            "unauthorized",
+            "the signature is not the key's Ed25519 signature of the data",
+            reason="bad_signature",
+        )
+    return message
+
+
+def _own_bytes(data: object, what: str, reason: str) -> bytes:
+    """The caller's bytes-like ``data`` as :class:`bytes`, or the usage error ``bad_argument``."""
+    if type(data) is bytes:
+        return data
+    try:
+        if isinstance(data, (bytearray, memoryview)):
+            return bytes(data)
+    except ValueError:  # a released memoryview
+        pass
+    raise ParleyError("bad_argument", f"{what} bytes, got {type(data).__name__}", reason=reason)
+
+
+def _signature_ok(public: object, data: object, signature: object) -> bool:
+    """Whether ``signature`` is ``public``'s signature of ``data``, fail-closed.
+
+    The internal check of grant blocks and proofs, which turn ``False`` into their own
+    reason: a malformed key or signature gives ``False``, never an exception.
     """
     if not isinstance(public, str) or not public.startswith(PUBLIC_KEY_PREFIX):
-        return False
-    # The strict base64url spelling of 64 bytes: 86 characters, the last with 4 zero bits
-    # (what b64url_decode accepts for this length, checked here in one match).
-    if not isinstance(signature, str) or _SIGNATURE_TEXT.fullmatch(signature) is None:
         return False
     if not isinstance(data, (bytes, bytearray, memoryview)):
         return False
     try:
         key = _public_key_object(public)
-        raw = binascii.a2b_base64(signature.encode("ascii").translate(_TO_STANDARD) + b"==")
-        key.verify(raw, data if type(data) is bytes else bytes(data))
-    except (ParleyError, InvalidSignature):
+    except ParleyError:
+        return False
+    return _key_signed(key, data if type(data) is bytes else bytes(data), signature)
+
+
+def _key_signed(key: Ed25519PublicKey, data: bytes, signature: object) -> bool:
+    """Whether ``signature`` is the strict b64url spelling of ``key``'s signature of ``data``."""
+    # The strict base64url spelling of 64 bytes: 86 characters, the last with 4 zero bits
+    # (what b64url_decode accepts for this length, checked here in one match).
+    if not isinstance(signature, str) or _SIGNATURE_TEXT.fullmatch(signature) is None:
+        return False
+    raw = binascii.a2b_base64(signature.encode("ascii").translate(_TO_STANDARD) + b"==")
+    try:
+        key.verify(raw, data)
+    except InvalidSignature:
         return False
     return True
 

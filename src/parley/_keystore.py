@@ -97,8 +97,10 @@ def _shown(value: object) -> str:
     return out
 
 
-def _refuse(message: str, reason: str = "key_store") -> ParleyError:
-    return ParleyError("invalid_params", message, reason=reason)
+def _refuse(message: str, reason: str = "key_store", code: str = "bad_config") -> ParleyError:
+    """A key store's refusal: its folder and files are the caller's configuration
+    (``bad_config``); a name or value passed in is ``bad_argument``."""
+    return ParleyError(code, message, reason=reason)
 
 
 def _private_dir(path: Path) -> None:
@@ -136,7 +138,9 @@ class _Store:
 
     def __init__(self, home: Path | str) -> None:
         if not isinstance(home, (str, Path)):
-            raise _refuse(f"a key store folder is a path, got {type(home).__name__}")
+            raise _refuse(
+                f"a key store folder is a path, got {type(home).__name__}", code="bad_argument"
+            )
         self.home = Path(home).expanduser()
 
     def __repr__(self) -> str:
@@ -144,7 +148,9 @@ class _Store:
 
     def _file(self, name: str) -> Path:
         if not isinstance(name, str) or _NAME.fullmatch(name) is None:
-            raise _refuse(f"a key name is 1-64 of a-z, 0-9, _ and -, got {name!r}")
+            raise _refuse(
+                f"a key name is 1-64 of a-z, 0-9, _ and -, got {name!r}", code="bad_argument"
+            )
         return self.home / "keys" / f"{name}.json"
 
     def _prepare(self) -> None:
@@ -154,7 +160,9 @@ class _Store:
     def _write(self, name: str, key: Key) -> str:
         target = self._file(name)
         if not isinstance(key, Key):
-            raise _refuse(f"a key store stores a Key, got {type(key).__name__}")
+            raise _refuse(
+                f"a key store stores a Key, got {type(key).__name__}", code="bad_argument"
+            )
         body = json.dumps(
             {"kind": self.kind, "public": key.public, "seed": b64url_encode(_seed_of(key))}
         )

@@ -351,7 +351,7 @@ def create_app(
     """
     if not isinstance(token, str) or len(token) < 16:
         raise ParleyError(
-            "invalid_params", "the HTTP bearer token needs 16 characters or more", reason="token"
+            "bad_config", "the HTTP bearer token needs 16 characters or more", reason="token"
         )
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
@@ -413,7 +413,7 @@ async def run_http(
 
     if not _loopback(host):
         raise ParleyError(
-            "invalid_params",
+            "bad_config",
             f"the MCP bridge serves HTTP on loopback only (127.0.0.1, ::1), not {host[:80]!r}: "
             "whoever reaches it acts with the agent's key",
             reason="not_loopback",

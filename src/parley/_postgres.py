@@ -1,4 +1,4 @@
-"""A PostgreSQL :class:`~parley._state.Store` shared by service replicas (psycopg 3).
+"""A PostgreSQL :class:`~parley.stores.Store` shared by service replicas (psycopg 3).
 
 Opened by :func:`parley.open_store` for a ``postgresql://`` URL (the ``postgres`` extra).
 Several ``parley serve`` processes on one database share proposals, receipts, commits in
@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._grants import SpendCap
-from ._handles import HandleStore
+from ._handles import HandleStore, handle_expired, unknown_handle
 from ._state import (
     PROPOSAL_GRACE,
     REPLAY_TTL,
@@ -38,7 +38,14 @@ from ._state import (
     ProposalRecord,
     ReceiptRecord,
     UndoClaim,
+    auto_claim,
     check_caps,
+    forgotten,
+    held_by,
+    record_text,
+    record_value,
+    replayed,
+    store_full,
 )
 from .errors import ParleyError
 
@@ -94,23 +101,6 @@ def _dec(text: str) -> str:
     return "".join(out)
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _load(text: str | None) -> Any:
-    try:
-        return None if text is None else json.loads(text)
-    except ValueError:
-        return None
-
-
-def _limit(what: str) -> ParleyError:
-    return ParleyError(
-        "limit", f"the service holds as many {what} as it can; retry later", reason="store_full"
-    )
-
-
 def _subject(conn: Conn, *parts: str) -> None:
     """Take the transaction's subject lock (always first: see the module docstring)."""
     from ppstore import advisory_key
@@ -151,7 +141,7 @@ class _Handles:
                 "INSERT INTO parley_handles (handle, key, expires, value) VALUES (%s, %s, %s, %s)"
                 " ON CONFLICT (handle) DO UPDATE SET key = EXCLUDED.key,"
                 " expires = EXCLUDED.expires, value = EXCLUDED.value",
-                (_enc(handle), None if key is None else _enc(key), now + ttl, _dump(value)),
+                (_enc(handle), None if key is None else _enc(key), now + ttl, record_text(value)),
             )
 
         self._store._tx(work)
@@ -163,11 +153,7 @@ class _Handles:
                 (_enc(handle),),
             ).fetchone()
             if row is None or (row[0] is not None and _dec(row[0]) != key):
-                raise ParleyError(
-                    "not_found",
-                    "no such EXPAND handle is held for this requester",
-                    reason="unknown_handle",
-                )
+                raise unknown_handle()
             if row[1] <= now:
                 conn.execute("DELETE FROM parley_handles WHERE handle = %s", (_enc(handle),))
                 return False, None
@@ -175,12 +161,12 @@ class _Handles:
 
         live, value = self._store._tx(work)
         if not live:  # raised after the transaction, so the delete is kept
-            raise ParleyError("expired", "the EXPAND handle has expired", reason="handle_expired")
+            raise handle_expired()
         return value
 
 
 class PostgresStore:
-    """A :class:`~parley._state.Store` in a PostgreSQL database (tables ``parley_*``).
+    """A :class:`~parley.stores.Store` in a PostgreSQL database (tables ``parley_*``).
 
     ``url`` is a ``postgresql://`` URL (libpq). Open one per process (each holds one
     connection, shared by its threads) on the same database to share everything between
@@ -213,9 +199,12 @@ class PostgresStore:
         self.receipt_ttl = receipt_ttl
         try:
             self._pg = Pg(url, application_name="parley")
-        except StoreError as exc:
+        except StoreError as exc:  # the URL or the installed extras: the caller's configuration
+            missing = exc.code == "postgres_unavailable"
             raise ParleyError(
-                "invalid_params", f"cannot open the state store: {exc.message}", reason="bad_state"
+                "bad_config",
+                f"cannot open the state store: {exc.message}",
+                reason="extra_missing" if missing else "bad_state",
             ) from None
         try:
             with self._pg.connection() as conn:
@@ -260,7 +249,12 @@ class PostgresStore:
         """Keep a new proposal (see :class:`~parley._state.MemoryStore`: unvouched ones apart)."""
         anon = record.key is None if vouched is None else not vouched
         cap = self.max_anonymous if anon else self.max_proposals
-        row = (_enc(record.id), int(record.proposal["expires"]), anon, _dump(record.as_json()))
+        row = (
+            _enc(record.id),
+            int(record.proposal["expires"]),
+            anon,
+            record_text(record.as_json()),
+        )
 
         def count(conn: Conn) -> int:
             found = conn.execute(
@@ -285,7 +279,7 @@ class PostgresStore:
                     (anon, held - cap + 1),
                 )
                 if count(conn) >= cap:
-                    raise _limit("open proposals")
+                    raise store_full("open proposals")
             conn.execute(
                 "INSERT INTO parley_proposals (id, expires, anon, record) VALUES (%s, %s, %s, %s)",
                 row,
@@ -300,7 +294,7 @@ class PostgresStore:
                 "SELECT expires, record FROM parley_proposals WHERE id = %s", (_enc(proposal_id),)
             ).fetchone()
         )
-        if row is None or row[0] + PROPOSAL_GRACE <= now:
+        if row is None or forgotten(row[0], now):
             return None
         return ProposalRecord.from_json(json.loads(row[1]))
 
@@ -373,7 +367,7 @@ class PostgresStore:
     ) -> Claim:
         """Claim the proposal and reserve its cost under the subject lock and row locks."""
         pid = _enc(proposal_id)
-        held = _dump((lease or Lease()).as_json())
+        held = record_text((lease or Lease()).as_json())
 
         def work(conn: Conn) -> Claim:
             _subject(conn, "commit", proposal_id)
@@ -398,7 +392,7 @@ class PostgresStore:
             if not amount:  # nothing to count: a free commit creates no spend total
                 blocks = ()
             if not self._room_for_receipt(conn, now):
-                raise _limit("receipts still inside their undo window")
+                raise store_full("receipts still inside their undo window")
             for block in sorted(set(blocks)):
                 conn.execute(
                     "UPDATE parley_totals SET amount = amount + %s WHERE block = %s",
@@ -407,7 +401,7 @@ class PostgresStore:
             conn.execute(
                 "INSERT INTO parley_inflight (proposal, amount, blocks, lease)"
                 " VALUES (%s, %s, %s, %s)",
-                (pid, amount, _dump(blocks), held),
+                (pid, amount, record_text(blocks), held),
             )
             return "new"
 
@@ -425,9 +419,7 @@ class PostgresStore:
             row = conn.execute(
                 "SELECT amount, blocks, lease FROM parley_inflight WHERE proposal = %s", (pid,)
             ).fetchone()
-            mine = row is not None and (
-                owner is None or Lease.from_json(_load(row[2])).owner == owner
-            )
+            mine = row is not None and (held_by(Lease.from_json(record_value(row[2])), owner))
             stored = conn.execute(
                 "SELECT record FROM parley_receipts WHERE proposal = %s", (pid,)
             ).fetchone()
@@ -462,7 +454,7 @@ class PostgresStore:
                     pid,
                     max(at + self.receipt_ttl, until or at),
                     until,
-                    _dump(final.as_json()),
+                    record_text(final.as_json()),
                 ),
             )
             return mine
@@ -504,7 +496,7 @@ class PostgresStore:
             ).fetchone()
             if row is None:
                 return
-            if owner is not None and Lease.from_json(_load(row[2])).owner != owner:
+            if not held_by(Lease.from_json(record_value(row[2])), owner):
                 return  # not ours any more: the process holding it settles it
             for block in sorted(set(json.loads(row[1]))):
                 conn.execute(
@@ -534,7 +526,7 @@ class PostgresStore:
                 return "busy"
             conn.execute(
                 "UPDATE parley_receipts SET undoing = true, undo_lease = %s WHERE id = %s",
-                (_dump((lease or Lease()).as_json()), rid),
+                (record_text((lease or Lease()).as_json()), rid),
             )
             return "new"
 
@@ -548,7 +540,7 @@ class PostgresStore:
             else "SELECT undo_lease FROM parley_receipts WHERE id = %s AND undoing"
         )
         row = conn.execute(query, (_enc(subject),)).fetchone()
-        return None if row is None else Lease.from_json(_load(row[0]))
+        return None if row is None else Lease.from_json(record_value(row[0]))
 
     def lease(self, kind: Literal["commit", "undo"], subject: str) -> Lease | None:
         """The lease of a claim in flight."""
@@ -564,7 +556,7 @@ class PostgresStore:
             else "SELECT id, undo_lease FROM parley_receipts WHERE undoing ORDER BY seq LIMIT %s"
         )
         rows = self._tx(lambda conn: conn.execute(query, (limit,)).fetchall())
-        return [(_dec(str(row[0])), Lease.from_json(_load(row[1]))) for row in rows]
+        return [(_dec(str(row[0])), Lease.from_json(record_value(row[1]))) for row in rows]
 
     def take_over(
         self, kind: Literal["commit", "undo"], subject: str, expect: Lease, lease: Lease
@@ -578,12 +570,12 @@ class PostgresStore:
             if kind == "commit":
                 conn.execute(
                     "UPDATE parley_inflight SET lease = %s WHERE proposal = %s",
-                    (_dump(lease.as_json()), _enc(subject)),
+                    (record_text(lease.as_json()), _enc(subject)),
                 )
             else:
                 conn.execute(
                     "UPDATE parley_receipts SET undo_lease = %s WHERE id = %s",
-                    (_dump(lease.as_json()), _enc(subject)),
+                    (record_text(lease.as_json()), _enc(subject)),
                 )
             return True
 
@@ -602,7 +594,7 @@ class PostgresStore:
             ).fetchone()
             if row is None:
                 return False
-            mine = bool(row[1]) and (owner is None or Lease.from_json(_load(row[2])).owner == owner)
+            mine = bool(row[1]) and (held_by(Lease.from_json(record_value(row[2])), owner))
             record = json.loads(row[0])
             if record.get("undo") is None:  # a reconciled undo stays
                 record["undo"], record["undo_key"] = undo, key
@@ -611,7 +603,7 @@ class PostgresStore:
             conn.execute(
                 "UPDATE parley_receipts SET undoing = false, undo_lease = NULL, undone = true,"
                 " record = %s WHERE id = %s",
-                (_dump(record), rid),
+                (record_text(record), rid),
             )
             return mine
 
@@ -623,7 +615,7 @@ class PostgresStore:
         def work(conn: Conn) -> None:
             _subject(conn, "undo", receipt_id)
             held = None if owner is None else self._lease(conn, "undo", receipt_id)
-            if held is not None and held.owner != owner:
+            if held is not None and not held_by(held, owner):
                 return
             conn.execute(
                 "UPDATE parley_receipts SET undoing = false, undo_lease = NULL WHERE id = %s",
@@ -645,24 +637,22 @@ class PostgresStore:
     ) -> Claim | dict[str, Any]:
         """Claim ``(key, frame_id)`` under its subject lock."""
         ids = (_enc(key), _enc(frame_id))
-        claim = None if lease is None else _dump({"lease": lease.as_json(), "proposal": None})
+        claim = None if lease is None else record_text({"lease": lease.as_json(), "proposal": None})
 
         def work(conn: Conn) -> Claim | dict[str, Any]:
             _subject(conn, "auto", key, frame_id)
             row = conn.execute(
                 "SELECT until, reply FROM parley_replay WHERE key = %s AND frame = %s", ids
             ).fetchone()
-            if row is not None and row[0] >= now:  # kept through `until` inclusive
-                if row[1] is None:
-                    return "busy"
-                stored: dict[str, Any] = json.loads(row[1])
-                return stored
+            answer = None if row is None else replayed(row[0], row[1], now)
+            if answer is not None:
+                return answer
             (count,) = conn.execute("SELECT COUNT(*) FROM parley_replay").fetchone() or (0,)
             if count >= self.max_replay:
                 conn.execute("DELETE FROM parley_replay WHERE until < %s", (now,))
                 (count,) = conn.execute("SELECT COUNT(*) FROM parley_replay").fetchone() or (0,)
                 if count >= self.max_replay:
-                    raise _limit("remembered auto requests")
+                    raise store_full("remembered auto requests")
             conn.execute(
                 "INSERT INTO parley_replay (key, frame, until, reply, claim)"
                 " VALUES (%s, %s, %s, NULL, %s) ON CONFLICT (key, frame) DO UPDATE SET"
@@ -684,12 +674,12 @@ class PostgresStore:
                 "SELECT claim FROM parley_replay WHERE key = %s AND frame = %s AND reply IS NULL",
                 ids,
             ).fetchone()
-            claim = None if row is None else _load(row[0])
+            claim = None if row is None else record_value(row[0])
             if isinstance(claim, dict):
                 claim["proposal"] = proposal_id
                 conn.execute(
                     "UPDATE parley_replay SET claim = %s WHERE key = %s AND frame = %s",
-                    (_dump(claim), *ids),
+                    (record_text(claim), *ids),
                 )
 
         self._tx(work)
@@ -703,22 +693,7 @@ class PostgresStore:
                 (limit,),
             ).fetchall()
         )
-        out = []
-        for key, frame, text in rows:
-            claim = _load(text)
-            if not isinstance(claim, dict):
-                out.append(AutoClaim(_dec(key), _dec(frame), None))
-                continue
-            proposal = claim.get("proposal")
-            out.append(
-                AutoClaim(
-                    _dec(key),
-                    _dec(frame),
-                    Lease.from_json(claim.get("lease")),
-                    proposal if isinstance(proposal, str) else None,
-                )
-            )
-        return out
+        return [auto_claim(_dec(key), _dec(frame), record_value(text)) for key, frame, text in rows]
 
     def finish_auto(
         self, key: str, frame_id: str, reply: dict[str, Any], *, now: int, ttl: int = REPLAY_TTL
@@ -731,7 +706,7 @@ class PostgresStore:
                 "INSERT INTO parley_replay (key, frame, until, reply, claim)"
                 " VALUES (%s, %s, %s, %s, NULL) ON CONFLICT (key, frame) DO UPDATE SET"
                 " until = EXCLUDED.until, reply = EXCLUDED.reply, claim = NULL",
-                (_enc(key), _enc(frame_id), now + max(ttl, REPLAY_TTL), _dump(reply)),
+                (_enc(key), _enc(frame_id), now + max(ttl, REPLAY_TTL), record_text(reply)),
             )
 
         self._tx(work)

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from ._canonical import MAX_SAFE_INTEGER, canonical_bytes
-from ._keys import PUBLIC_KEY_PREFIX, Key, verify_signature
+from ._keys import PUBLIC_KEY_PREFIX, Key, _signature_ok
 from ._time import epoch_seconds
 from .errors import ParleyError
 
@@ -166,7 +166,7 @@ def verify_proof(
             f"the proof is {abs(now - ts)} s away from the service clock (at most {window})",
             reason="proof_expired",
         )
-    if not verify_signature(key, proof_payload(aud=aud, verb=verb, target=target, ts=ts), sig):
+    if not _signature_ok(key, proof_payload(aud=aud, verb=verb, target=target, ts=ts), sig):
         raise ParleyError(
             "unauthorized",
             "the proof signature does not match its key, service, verb, target and time",

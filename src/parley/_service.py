@@ -29,7 +29,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -224,7 +224,7 @@ def offer(
     return out
 
 
-@dataclass
+@dataclass(init=False)
 class Context:
     """What a capability callable gets besides its params or proposal.
 
@@ -234,17 +234,39 @@ class Context:
     committed ``result``), ``frame`` the request. Call :meth:`event` to send progress.
     ``idempotency_key`` is set for commit, undo and reconcile callables: the proposal id
     (commit) or the receipt id (undo). Record the effect under it, atomically with the
-    effect, so a reconciler can later tell whether it happened.
+    effect, so a reconciler can later tell whether it happened. Built by hand (to test a
+    capability), ``now`` takes epoch seconds or an aware datetime and is kept as seconds.
     """
 
     service: str
     now: int
     frame: dict[str, Any]
-    key: str | None = None
-    principal: str | None = None
-    plan: Any = None
-    events: list[dict[str, Any]] = field(default_factory=list)
-    idempotency_key: str | None = None
+    key: str | None
+    principal: str | None
+    plan: Any
+    events: list[dict[str, Any]]
+    idempotency_key: str | None
+
+    def __init__(
+        self,
+        service: str,
+        now: int | datetime,
+        frame: dict[str, Any],
+        key: str | None = None,
+        principal: str | None = None,
+        plan: Any = None,
+        events: list[dict[str, Any]] | None = None,
+        idempotency_key: str | None = None,
+    ) -> None:
+        """Keep the fields; ``now`` becomes integer epoch seconds (usage error otherwise)."""
+        self.service = service
+        self.now = epoch_seconds(now, "now")
+        self.frame = frame
+        self.key = key
+        self.principal = principal
+        self.plan = plan
+        self.events = [] if events is None else events
+        self.idempotency_key = idempotency_key
 
     def event(self, message: str, progress: float | None = None, data: Any = None) -> None:
         """Queue an ``EVENT`` frame (sent before the final reply)."""

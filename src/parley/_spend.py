@@ -1,5 +1,10 @@
 """Spend accounting (SPEC.md section 6.3 ``spend``): reserve, commit, release.
 
+Every argument is the calling service's own (a reservation key, caps, an amount), so a bad
+one is a usage error (``bad_argument``; committing a reservation never made is
+``not_ready``); a cap the reservation would pass is the answer the peer gets
+(``consent_required``/``spend_exceeded``).
+
 A ``COMMIT`` under a grant with ``spend`` caveats first *reserves* its cost against every
 such block, atomically with the cap check, then executes, then *commits* the reservation
 (or *releases* it if execution failed). Totals count committed and reserved amounts, so N
@@ -60,7 +65,7 @@ class _Entry:
 def _key(key: object) -> str:
     if not isinstance(key, str) or not key:
         raise ParleyError(
-            "invalid_params", "a reservation key is a non-empty string", reason="bad_key"
+            "bad_argument", "a reservation key is a non-empty string", reason="bad_argument"
         )
     return key
 
@@ -68,11 +73,11 @@ def _key(key: object) -> str:
 def _blocks(blocks: object) -> list[str]:
     if isinstance(blocks, (str, bytes)) or not isinstance(blocks, Iterable):
         raise ParleyError(
-            "invalid_params", "blocks must be a collection of block ids", reason="bad_block"
+            "bad_argument", "blocks must be a collection of block ids", reason="bad_block"
         )
     out = list(blocks)
     if not all(isinstance(b, str) for b in out):
-        raise ParleyError("invalid_params", "block ids are strings", reason="bad_block")
+        raise ParleyError("bad_argument", "block ids are strings", reason="bad_block")
     return out
 
 
@@ -103,14 +108,12 @@ class MemorySpendLedger:
         """Reserve ``amount`` against every cap atomically (see :class:`SpendLedger`)."""
         _key(key)
         if not isinstance(caps, (list, tuple)) or not all(isinstance(c, SpendCap) for c in caps):
-            raise ParleyError(
-                "invalid_params", "caps must be a list of SpendCap", reason="bad_block"
-            )
+            raise ParleyError("bad_argument", "caps must be a list of SpendCap", reason="bad_block")
         if not isinstance(currency, str):
-            raise ParleyError("invalid_params", "the currency is a string", reason="bad_amount")
+            raise ParleyError("bad_argument", "the currency is a string", reason="bad_amount")
         if type(amount) is not int or amount < 0:
             raise ParleyError(
-                "invalid_params", "a spend amount is a non-negative integer", reason="bad_amount"
+                "bad_argument", "a spend amount is a non-negative integer", reason="bad_amount"
             )
         with self._lock:
             if key in self._entries:
@@ -135,14 +138,17 @@ class MemorySpendLedger:
             return True
 
     def commit(self, key: str) -> None:
-        """Make reservation ``key`` final (idempotent); an unknown key is an error."""
+        """Make reservation ``key`` final (idempotent).
+
+        An unknown key is the caller's call made too early (``not_ready``/``no_reservation``).
+        """
         _key(key)
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
                 raise ParleyError(
-                    "conflict",
-                    "no spend reservation exists for this commit",
+                    "not_ready",
+                    "no spend reservation exists for this commit (reserve it first)",
                     reason="no_reservation",
                 )
             entry.committed = True

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any, Literal
 
 from ._grants import SpendCap
-from ._handles import HandleStore
+from ._handles import HandleStore, handle_expired, unknown_handle
 from ._state import (
     PROPOSAL_GRACE,
     REPLAY_TTL,
@@ -33,7 +33,14 @@ from ._state import (
     ProposalRecord,
     ReceiptRecord,
     UndoClaim,
+    auto_claim,
     check_caps,
+    forgotten,
+    held_by,
+    record_text,
+    record_value,
+    replayed,
+    store_full,
 )
 from .errors import ParleyError
 
@@ -91,23 +98,6 @@ def _create_private(path: str) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _load(text: str | None) -> Any:
-    try:
-        return None if text is None else json.loads(text)
-    except ValueError:
-        return None
-
-
-def _limit(what: str) -> ParleyError:
-    return ParleyError(
-        "limit", f"the service holds as many {what} as it can; retry later", reason="store_full"
-    )
-
-
 class _Handles:
     def __init__(self, store: SQLiteStore) -> None:
         self._store = store
@@ -124,7 +114,7 @@ class _Handles:
                 )
             db.execute(
                 "INSERT OR REPLACE INTO handles VALUES (?, ?, ?, ?)",
-                (handle, key, now + ttl, _dump(value)),
+                (handle, key, now + ttl, record_text(value)),
             )
 
     def get(self, handle: str, *, key: str | None, now: int) -> Any:
@@ -133,16 +123,10 @@ class _Handles:
                 "SELECT key, expires, value FROM handles WHERE handle = ?", (handle,)
             ).fetchone()
             if row is None or (row[0] is not None and row[0] != key):
-                raise ParleyError(
-                    "not_found",
-                    "no such EXPAND handle is held for this requester",
-                    reason="unknown_handle",
-                )
+                raise unknown_handle()
             if row[1] <= now:
                 db.execute("DELETE FROM handles WHERE handle = ?", (handle,))
-                raise ParleyError(
-                    "expired", "the EXPAND handle has expired", reason="handle_expired"
-                )
+                raise handle_expired()
             return json.loads(row[2])
 
 
@@ -269,10 +253,10 @@ class SQLiteStore:
                     "SELECT COUNT(*) FROM proposals WHERE anon = ?", (anon,)
                 ).fetchone()
                 if count >= cap:
-                    raise _limit("open proposals")
+                    raise store_full("open proposals")
             db.execute(
                 "INSERT INTO proposals VALUES (?, ?, ?, ?)",
-                (record.id, int(record.proposal["expires"]), _dump(record.as_json()), anon),
+                (record.id, int(record.proposal["expires"]), record_text(record.as_json()), anon),
             )
 
     def proposal(self, proposal_id: str, *, now: int) -> ProposalRecord | None:
@@ -281,7 +265,7 @@ class SQLiteStore:
             row = self._db.execute(
                 "SELECT expires, record FROM proposals WHERE id = ?", (proposal_id,)
             ).fetchone()
-        if row is None or row[0] + PROPOSAL_GRACE <= now:
+        if row is None or forgotten(row[0], now):
             return None
         return ProposalRecord.from_json(json.loads(row[1]))
 
@@ -354,11 +338,16 @@ class SQLiteStore:
             if not amount:  # nothing to count: a free commit creates no spend total
                 blocks = ()
             if not self._room_for_receipt(db, now):
-                raise _limit("receipts still inside their undo window")
+                raise store_full("receipts still inside their undo window")
             self._count(db, amount, blocks)
             db.execute(
                 "INSERT INTO inflight VALUES (?, ?, ?, ?)",
-                (proposal_id, amount, _dump(blocks), _dump((lease or Lease()).as_json())),
+                (
+                    proposal_id,
+                    amount,
+                    record_text(blocks),
+                    record_text((lease or Lease()).as_json()),
+                ),
             )
             return "new"
 
@@ -380,9 +369,7 @@ class SQLiteStore:
                 "SELECT amount, blocks, lease FROM inflight WHERE proposal = ?",
                 (record.proposal,),
             ).fetchone()
-            mine = row is not None and (
-                owner is None or Lease.from_json(_load(row[2])).owner == owner
-            )
+            mine = row is not None and (held_by(Lease.from_json(record_value(row[2])), owner))
             stored = db.execute(
                 "SELECT record FROM receipts WHERE proposal = ?", (record.proposal,)
             ).fetchone()
@@ -414,7 +401,7 @@ class SQLiteStore:
                     record.id,
                     record.proposal,
                     max(at + self.receipt_ttl, until),
-                    _dump(record.as_json()),
+                    record_text(record.as_json()),
                 ),
             )
             return mine
@@ -451,7 +438,7 @@ class SQLiteStore:
             ).fetchone()
             if row is None:
                 return
-            if owner is not None and Lease.from_json(_load(row[2])).owner != owner:
+            if not held_by(Lease.from_json(record_value(row[2])), owner):
                 return  # not ours any more: the process holding it settles it
             for block in json.loads(row[1]):
                 db.execute(
@@ -475,7 +462,7 @@ class SQLiteStore:
                 return "busy"
             db.execute(
                 "UPDATE receipts SET undoing = 1, undo_lease = ? WHERE id = ?",
-                (_dump((lease or Lease()).as_json()), receipt_id),
+                (record_text((lease or Lease()).as_json()), receipt_id),
             )
             return "new"
 
@@ -488,7 +475,7 @@ class SQLiteStore:
         )
         with self._lock:
             row = self._db.execute(query, (subject,)).fetchone()
-        return None if row is None else Lease.from_json(_load(row[0]))
+        return None if row is None else Lease.from_json(record_value(row[0]))
 
     def leases(
         self, kind: Literal["commit", "undo"], *, limit: int = 1000
@@ -501,7 +488,7 @@ class SQLiteStore:
         )
         with self._lock:
             rows = self._db.execute(query, (limit,)).fetchall()
-        return [(str(row[0]), Lease.from_json(_load(row[1]))) for row in rows]
+        return [(str(row[0]), Lease.from_json(record_value(row[1]))) for row in rows]
 
     def take_over(
         self, kind: Literal["commit", "undo"], subject: str, expect: Lease, lease: Lease
@@ -513,12 +500,12 @@ class SQLiteStore:
             if kind == "commit":
                 db.execute(
                     "UPDATE inflight SET lease = ? WHERE proposal = ?",
-                    (_dump(lease.as_json()), subject),
+                    (record_text(lease.as_json()), subject),
                 )
             else:
                 db.execute(
                     "UPDATE receipts SET undo_lease = ? WHERE id = ?",
-                    (_dump(lease.as_json()), subject),
+                    (record_text(lease.as_json()), subject),
                 )
             return True
 
@@ -532,7 +519,7 @@ class SQLiteStore:
             ).fetchone()
             if row is None:
                 return False
-            mine = bool(row[1]) and (owner is None or Lease.from_json(_load(row[2])).owner == owner)
+            mine = bool(row[1]) and (held_by(Lease.from_json(record_value(row[2])), owner))
             record = json.loads(row[0])
             if record.get("undo") is None:  # a reconciled undo stays
                 record["undo"], record["undo_key"] = undo, key
@@ -540,7 +527,7 @@ class SQLiteStore:
                 mine = False
             db.execute(
                 "UPDATE receipts SET undoing = 0, undo_lease = NULL, record = ? WHERE id = ?",
-                (_dump(record), receipt_id),
+                (record_text(record), receipt_id),
             )
             return mine
 
@@ -548,7 +535,7 @@ class SQLiteStore:
         """Release the undo claim (only ``owner``'s, when given)."""
         with self._tx() as db:
             held = None if owner is None else self.lease("undo", receipt_id)
-            if held is not None and held.owner != owner:
+            if held is not None and not held_by(held, owner):
                 return
             db.execute(
                 "UPDATE receipts SET undoing = 0, undo_lease = NULL WHERE id = ?", (receipt_id,)
@@ -570,18 +557,18 @@ class SQLiteStore:
             row = db.execute(
                 "SELECT until, reply FROM replay WHERE key = ? AND frame = ?", (key, frame_id)
             ).fetchone()
-            if row is not None and row[0] >= now:  # kept through `until` inclusive
-                if row[1] is None:
-                    return "busy"
-                stored: dict[str, Any] = json.loads(row[1])
-                return stored
+            answer = None if row is None else replayed(row[0], row[1], now)
+            if answer is not None:
+                return answer
             (count,) = db.execute("SELECT COUNT(*) FROM replay").fetchone()
             if count >= self.max_replay:
                 db.execute("DELETE FROM replay WHERE until < ?", (now,))
                 (count,) = db.execute("SELECT COUNT(*) FROM replay").fetchone()
                 if count >= self.max_replay:
-                    raise _limit("remembered auto requests")
-            claim = None if lease is None else _dump({"lease": lease.as_json(), "proposal": None})
+                    raise store_full("remembered auto requests")
+            claim = (
+                None if lease is None else record_text({"lease": lease.as_json(), "proposal": None})
+            )
             db.execute(
                 "INSERT OR REPLACE INTO replay VALUES (?, ?, ?, NULL, ?)",
                 (key, frame_id, now + max(ttl, REPLAY_TTL), claim),
@@ -595,12 +582,12 @@ class SQLiteStore:
                 "SELECT claim FROM replay WHERE key = ? AND frame = ? AND reply IS NULL",
                 (key, frame_id),
             ).fetchone()
-            claim = None if row is None else _load(row[0])
+            claim = None if row is None else record_value(row[0])
             if isinstance(claim, dict):
                 claim["proposal"] = proposal_id
                 db.execute(
                     "UPDATE replay SET claim = ? WHERE key = ? AND frame = ?",
-                    (_dump(claim), key, frame_id),
+                    (record_text(claim), key, frame_id),
                 )
 
     def auto_claims(self, *, limit: int = 1000) -> list[AutoClaim]:
@@ -610,20 +597,7 @@ class SQLiteStore:
                 "SELECT key, frame, claim FROM replay WHERE reply IS NULL ORDER BY rowid LIMIT ?",
                 (limit,),
             ).fetchall()
-        out = []
-        for key, frame, text in rows:
-            claim = _load(text)
-            if not isinstance(claim, dict):
-                out.append(AutoClaim(str(key), str(frame), None))
-                continue
-            proposal = claim.get("proposal")
-            lease = Lease.from_json(claim.get("lease"))
-            out.append(
-                AutoClaim(
-                    str(key), str(frame), lease, proposal if isinstance(proposal, str) else None
-                )
-            )
-        return out
+        return [auto_claim(str(key), str(frame), record_value(text)) for key, frame, text in rows]
 
     def finish_auto(
         self, key: str, frame_id: str, reply: dict[str, Any], *, now: int, ttl: int = REPLAY_TTL
@@ -632,7 +606,7 @@ class SQLiteStore:
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO replay VALUES (?, ?, ?, ?, NULL)",
-                (key, frame_id, now + max(ttl, REPLAY_TTL), _dump(reply)),
+                (key, frame_id, now + max(ttl, REPLAY_TTL), record_text(reply)),
             )
 
     def abort_auto(self, key: str, frame_id: str) -> None:

@@ -15,6 +15,7 @@ refuses new work with ``limit`` (forgetting would re-open replays or take away a
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -356,9 +357,72 @@ class Store(Protocol):
         ...
 
 
-def _limit(what: str) -> ParleyError:
+# ---------------------------------------------------------------- rules every store shares
+
+
+def store_full(what: str) -> ParleyError:
+    """The refusal of a store that holds as many ``what`` as its bound allows."""
     return ParleyError(
         "limit", f"the service holds as many {what} as it can; retry later", reason="store_full"
+    )
+
+
+def record_text(value: Any) -> str:
+    """A record as a database stores it: compact JSON, non-ASCII kept."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def record_value(text: str | None) -> Any:
+    """The value :func:`record_text` stored; ``None`` for NULL or text that is not JSON."""
+    try:
+        return None if text is None else json.loads(text)
+    except ValueError:
+        return None
+
+
+def forgotten(expires: int, now: int) -> bool:
+    """Whether a proposal that expired at ``expires`` is past its grace at ``now``: forgotten
+    (``not_found``) rather than still known as ``expired``."""
+    return expires + PROPOSAL_GRACE <= now
+
+
+def remembered(until: int, now: int) -> bool:
+    """Whether an auto request remembered ``until`` is still remembered at ``now`` (the
+    memory is kept through ``until`` inclusive)."""
+    return until >= now
+
+
+def replayed(until: int, reply: str | None, now: int) -> Literal["busy"] | dict[str, Any] | None:
+    """What a remembered auto request ``(until, reply)`` answers at ``now``: its stored reply
+    (``reply`` as :func:`record_text` wrote it), ``"busy"`` while it has none yet, or ``None``
+    once forgotten (see :func:`remembered`)."""
+    if not remembered(until, now):
+        return None
+    if reply is None:
+        return "busy"
+    stored: dict[str, Any] = json.loads(reply)
+    return stored
+
+
+def held_by(lease: Lease | None, owner: str | None) -> bool:
+    """Whether a claim's ``lease`` lets ``owner`` finish or abort it (``None``: anyone).
+
+    A process that lost its lease to another (a take-over after it looked dead) no longer
+    holds the claim; the new holder settles it.
+    """
+    return lease is not None and (owner is None or lease.owner == owner)
+
+
+def auto_claim(key: str, frame: str, claim: object) -> AutoClaim:
+    """The :class:`AutoClaim` of a replay entry whose stored claim is ``claim`` (decoded)."""
+    if not isinstance(claim, dict):
+        return AutoClaim(key, frame, None)
+    proposal = claim.get("proposal")
+    return AutoClaim(
+        key,
+        frame,
+        Lease.from_json(claim.get("lease")),
+        proposal if isinstance(proposal, str) else None,
     )
 
 
@@ -439,7 +503,7 @@ class MemoryStore:
 
     def _prune_proposals(self, pool: OrderedDict[str, ProposalRecord], now: int) -> None:
         for pid in [
-            p for p, r in pool.items() if int(r.proposal.get("expires", 0)) + PROPOSAL_GRACE <= now
+            p for p, r in pool.items() if forgotten(int(r.proposal.get("expires", 0)), now)
         ]:
             if pid not in self._inflight:
                 del pool[pid]
@@ -474,7 +538,7 @@ class MemoryStore:
                     if pid not in self._inflight:
                         del pool[pid]
             if len(pool) >= cap:
-                raise _limit("open proposals")
+                raise store_full("open proposals")
             pool[record.id] = record
 
     def proposal(self, proposal_id: str, *, now: int) -> ProposalRecord | None:
@@ -484,7 +548,7 @@ class MemoryStore:
                 record = pool.get(proposal_id)
                 if record is None:
                     continue
-                if int(record.proposal["expires"]) + PROPOSAL_GRACE <= now:
+                if forgotten(int(record.proposal["expires"]), now):
                     if proposal_id not in self._inflight:
                         del pool[proposal_id]
                     return None
@@ -575,9 +639,9 @@ class MemoryStore:
                 blocks = ()
             new = [b for b in blocks if b not in self._totals]
             if new and len(self._totals) + len(new) > self.max_blocks:
-                raise _limit("spend totals")
+                raise store_full("spend totals")
             if not self._room_for_receipt(now):
-                raise _limit("receipts still inside their undo window")
+                raise store_full("receipts still inside their undo window")
             for block in blocks:
                 self._totals[block] = self._totals.get(block, 0) + amount
             self._inflight[proposal_id] = (amount, blocks)
@@ -588,7 +652,7 @@ class MemoryStore:
         """Store the receipt and make the reservation final (see :class:`Store`)."""
         with self._lock:
             lease = self._leases.get(record.proposal)
-            mine = lease is not None and (owner is None or lease.owner == owner)
+            mine = held_by(lease, owner)
             stored = self._by_proposal.get(record.proposal)
             if stored is not None:  # reconciled meanwhile: keep that one
                 if owner is not None and self._receipts[stored].receipt.get(
@@ -615,7 +679,7 @@ class MemoryStore:
         """Release the claim and reservation (see :class:`Store`)."""
         with self._lock:
             lease = self._leases.get(proposal_id)
-            if owner is not None and (lease is None or lease.owner != owner):
+            if owner is not None and not held_by(lease, owner):
                 return  # not ours any more: the process holding it settles it
             held = self._inflight.pop(proposal_id, None)
             self._leases.pop(proposal_id, None)
@@ -669,7 +733,7 @@ class MemoryStore:
         """Record the reversal (see :class:`Store`)."""
         with self._lock:
             lease = self._undoing.pop(receipt_id, None)
-            mine = lease is not None and (owner is None or lease.owner == owner)
+            mine = held_by(lease, owner)
             record = self._receipts.get(receipt_id)
             if record is not None and record.undo is None:  # a reconciled undo stays
                 self._receipts[receipt_id] = replace(record, undo=undo, undo_key=key)
@@ -680,7 +744,7 @@ class MemoryStore:
         """Release the undo claim (see :class:`Store`)."""
         with self._lock:
             lease = self._undoing.get(receipt_id)
-            if owner is not None and (lease is None or lease.owner != owner):
+            if owner is not None and not held_by(lease, owner):
                 return
             self._undoing.pop(receipt_id, None)
 
@@ -698,14 +762,16 @@ class MemoryStore:
         """Claim ``(key, frame_id)`` (see :class:`Store`)."""
         with self._lock:
             entry = self._replay.get((key, frame_id))
-            if entry is not None and entry[0] >= now:  # kept through `until` inclusive
+            if entry is not None and remembered(entry[0], now):
                 return "busy" if entry[1] is None else entry[1]
             if len(self._replay) >= self.max_replay:
-                for old in [k for k, (until, _) in self._replay.items() if until < now]:
+                for old in [
+                    k for k, (until, _) in self._replay.items() if not remembered(until, now)
+                ]:
                     del self._replay[old]
                     self._auto.pop(old, None)
             if len(self._replay) >= self.max_replay:
-                raise _limit("remembered auto requests")
+                raise store_full("remembered auto requests")
             self._replay[(key, frame_id)] = (now + max(ttl, REPLAY_TTL), None)
             self._auto[(key, frame_id)] = AutoClaim(key, frame_id, lease)
             return "new"

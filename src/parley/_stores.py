@@ -32,14 +32,14 @@ def default_state_url(service_id: str, home: Path | None = None) -> str:
 
 
 def open_store(url: str, *, create: bool = True) -> Store:
-    """Open the store a state URL names; raise ``invalid_params`` for anything else.
+    """Open the store a state URL names; raise ``bad_config`` for anything else.
 
     ``:memory:`` is a :class:`~parley.stores.MemoryStore` (lost when the process ends);
     ``sqlite:PATH`` a :class:`~parley.stores.SQLiteStore`, its folder created ``0700`` if missing
     (the file is created ``0600`` by the store). ``create=False`` (read-only commands,
     ``parley state``) refuses a file that does not exist (``bad_config``/``no_state``)
     rather than creating it and its folders. ``postgresql://…`` is a
-    :class:`parley._postgres.PostgresStore` (replicas on one database share it); with
+    :class:`~parley.stores.PostgresStore` (replicas on one database share it); with
     ``create=False`` a database holding no Parley state is refused the same way.
     """
     if not isinstance(url, str):

@@ -26,13 +26,19 @@ def as_epoch(value: object, name: str) -> object:
     """
     if not isinstance(value, datetime):
         return value
-    if value.tzinfo is None or value.utcoffset() is None:
+    try:
+        offset = None if value.tzinfo is None else value.utcoffset()
+        if offset is not None:
+            return (value - _EPOCH) // _SECOND
+    except (TypeError, ValueError, ArithmeticError):  # a broken tzinfo of the caller's
         raise ParleyError(
-            "bad_argument",
-            f"{name} is a naive datetime; give it a time zone (or pass epoch seconds)",
-            reason="naive_datetime",
-        )
-    return (value - _EPOCH) // _SECOND
+            "bad_argument", f"{name} has a time zone that gives no offset", reason="bad_clock"
+        ) from None
+    raise ParleyError(
+        "bad_argument",
+        f"{name} is a naive datetime; give it a time zone (or pass epoch seconds)",
+        reason="naive_datetime",
+    )
 
 
 def epoch_seconds(value: object, name: str) -> int:

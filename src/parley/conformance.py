@@ -186,18 +186,18 @@ def run_file(path: Path, report: Report | None = None) -> Report:
     runner = _runner_for(path.name)
     if runner is None:
         raise ParleyError(
-            "invalid_params", f"{path.name} is not a known conformance file", reason="unknown_file"
+            "bad_argument", f"{path.name} is not a known conformance file", reason="unknown_file"
         )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ParleyError(
-            "invalid_params", f"{path} cannot be read as JSON: {exc}", reason="bad_file"
+            "bad_argument", f"{path} cannot be read as JSON: {exc}", reason="bad_file"
         ) from None
     cases = data.get("cases") if path.name == "grants.json" and isinstance(data, dict) else data
     if not isinstance(cases, list):
         raise ParleyError(
-            "invalid_params", f"{path.name} does not hold a list of cases", reason="bad_file"
+            "bad_argument", f"{path.name} does not hold a list of cases", reason="bad_file"
         )
     out.files.append(path.name)
     for index, case in enumerate(cases):
@@ -219,7 +219,7 @@ def run_directory(directory: Path | str) -> Report:
     """Run every known conformance file directly in ``directory`` (sorted by name)."""
     folder = Path(directory)
     if not folder.is_dir():
-        raise ParleyError("invalid_params", f"{folder} is not a directory", reason="bad_file")
+        raise ParleyError("bad_argument", f"{folder} is not a directory", reason="bad_file")
     report = Report()
     for path in sorted(folder.glob("*.json")):
         if _runner_for(path.name) is not None:

@@ -136,7 +136,7 @@ _REASONS: dict[str, str] = {
     "no_grant": "The request carries no grant that verifies.",
     "too_many_grants": "The request carries more grants than are checked.",
     "bad_token": "A grant token is malformed.",
-    "bad_signature": "A grant block's signature does not verify.",
+    "bad_signature": "A signature (a grant block's, or one checked by verify_signature) fails.",
     "broken_chain": "A grant block is not signed by the previous block's holder.",
     "untrusted_issuer": "The grant's principal is not a trusted key.",
     "holder_mismatch": "The grant's holder is not the key that signed the proof.",

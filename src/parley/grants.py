@@ -12,11 +12,13 @@ service or a tool needs beside them:
 >>> from parley.grants import parse_caveat
 >>> parse_caveat({"verbs": ["ASK"]}).kind
 'verbs'
+>>> parse_caveat({"per": {"max": 5000, "currency": "USD"}}).value
+Money(max=5000, currency='USD')
 """
 
 from __future__ import annotations
 
-from ._caveats import Caveat, CaveatError, effective_caveats, parse_caveat
+from ._caveats import Caveat, CaveatError, Money, effective_caveats, parse_caveat
 from ._consent import consent_caveats, consent_for_shown
 from ._grants import TOKEN_PREFIX, Block, Cost, Grant, SpendCap, block_id
 from ._proof import PROOF_WINDOW, proof_target
@@ -29,6 +31,7 @@ __all__ = [
     "CaveatError",
     "Cost",
     "Grant",
+    "Money",
     "SpendCap",
     "block_id",
     "consent_caveats",

@@ -5,8 +5,14 @@ top level; a public key travels as ``ed25519:`` plus unpadded base64url (SPEC.md
 
 >>> import parley
 >>> from parley.keys import parse_public_key
->>> len(parse_public_key(parley.key_from_seed(bytes(32)).public))
+>>> key = parley.key_from_seed(bytes(32))
+>>> len(parse_public_key(key.public))
 32
+>>> parley.keys.verify_signature(key.public, b"hello", key.sign(b"hello"))
+b'hello'
+
+:func:`verify_signature` returns the data it verified or raises
+:class:`parley.ParleyProtocolError` (``unauthorized``), as every pass/fail check does.
 """
 
 from __future__ import annotations

@@ -6,6 +6,11 @@ on random replies and budgets, ``tools/vectorcases/parley_lens.py`` takes the fi
 vectors' expected outputs from it, and ``bench/bench_parley_lens.py`` measures how much
 slower it is. It lives under ``tests/`` because nothing in production runs it (DESIGN.md,
 "Speed without hidden state": one implementation of each rule in ``src/``).
+
+Private imports: the oracle measures and cuts text with the Lens renderer's own private text
+helpers (``compact_json``, ``js_items``, ``u16_len``, ``u16_slice`` of ``parley._lean``:
+JSON.stringify and JavaScript string lengths), so it differs from the shipped fitter only in
+the loop it runs, which is what it is the oracle of.
 """
 
 from __future__ import annotations

@@ -1,4 +1,12 @@
-"""Shared pieces of the MCP bridge tests: key folders, the bridge as a process, SDK clients."""
+"""Shared pieces of the MCP bridge tests: key folders, the bridge as a process, SDK clients.
+
+Private imports: it lays out, on disk, the principal's key folder and the agent's token
+folder that ``parley keygen --principal`` and ``parley grant --save`` write and ``parley
+mcp`` reads (``parley._keystore.PrincipalKeyStore`` and ``parley._grant_files.save_token``
+write that layout). Those commands confirm on a terminal, and the principal key store is
+deliberately not public: the principal's key stays with the command line, away from agent
+code.
+"""
 
 from __future__ import annotations
 

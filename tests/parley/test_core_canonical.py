@@ -1,4 +1,8 @@
-"""Canonical JSON, proposal hashes and strict base64url (SPEC.md sections 5.1, 6.1, 10)."""
+"""Canonical JSON, proposal hashes and strict base64url (SPEC.md sections 5.1, 6.1, 10).
+
+Private imports: ``parley._canonical._encode`` is the written-out recursive encoder, the
+oracle the fast path of :func:`parley.canonical` is held to.
+"""
 
 from __future__ import annotations
 

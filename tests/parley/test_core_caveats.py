@@ -2,6 +2,10 @@
 
 Anything else is ``caveat_malformed`` or ``caveat_unknown`` and fails closed; the table
 parser is compared with a plain chain of checks on random input.
+
+Private imports: ``parley._caveats._parse_many`` is the fast path that parses a whole
+caveat list at once (what grant verification runs); it is held here to
+:func:`parley.grants.parse_caveat` applied one caveat at a time, its oracle.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ import pytest
 from hypothesis import given, settings
 
 import parley
-from parley._caveats import CaveatError, Money, _parse_many
+from parley._caveats import _parse_many
+from parley.grants import CaveatError, Money
 
 from .caveat_strategies import _caveats
+from .orders import commit_check
 
 NOW = 1790000000
 SAFE = 2**53 - 1
@@ -86,37 +92,6 @@ def test_parse_caveat_matches_the_reference(raw: object) -> None:
 # -------------------------------- exact types fail closed
 
 
-PROPOSAL: dict[str, Any] = {
-    "id": "p_1",
-    "capability": "shop.order",
-    "summary": "Order 2 coffees",
-    "effects": [{"op": "charge", "target": "card", "to": 1250}],
-    "cost": {"amount": 1250, "currency": "USD"},
-    "risk": "low",
-    "undo": {"window": 600},
-    "expires": NOW + 600,
-}
-
-
-HASH = parley.proposal_hash(PROPOSAL)
-
-
-def _ctx(**kw: Any) -> parley.GrantContext:
-    base: dict[str, Any] = {
-        "service": "shop.example",
-        "verb": "COMMIT",
-        "capability": "shop.order",
-        "now": NOW,
-        "proposal": parley.ProposalFacts.from_json({**PROPOSAL, "hash": HASH}),
-    }
-    return parley.GrantContext(**(base | kw))
-
-
-def _check(token: str | list[str], **kw: Any) -> parley.GrantCheck:
-    trusted = [P.public, OP.public]
-    return parley.verify_grant(token, trusted=trusted, proof_key=A.public, ctx=_ctx(**kw))
-
-
 def test_risk_tostring_fails_closed() -> None:
     for value in ("toString", "constructor", "__proto__", "valueOf", "LOW", ""):
         token = parley.mint_grant(P, A.public, [], iat=NOW)
@@ -124,7 +99,7 @@ def test_risk_tostring_fails_closed() -> None:
         blocks[0]["p"]["caveats"] = [{"risk": value}]
         blocks[0]["s"] = P.sign(parley.canonical(blocks[0]["p"]).encode())
         forged = "pg1." + parley.wire.b64url_encode(parley.canonical(blocks).encode())
-        result = _check(forged)
+        result = commit_check(forged)
         assert (result.code, result.reason) == ("forbidden", "caveat_malformed"), value
 
 
@@ -133,7 +108,7 @@ def test_null_and_odd_caveats_never_raise(caveat: Any) -> None:
     payload = {"iss": P.public, "sub": A.public, "caveats": [caveat], "iat": NOW, "nonce": "n"}
     blocks = [{"p": payload, "s": P.sign(parley.canonical(payload).encode())}]
     token = "pg1." + parley.wire.b64url_encode(parley.canonical(blocks).encode())
-    result = _check(token, verb="ASK", proposal=None)
+    result = commit_check(token, verb="ASK", proposal=None)
     assert (result.code, result.reason) == ("forbidden", "caveat_malformed")
     assert result.need == (caveat,)
 
@@ -143,4 +118,4 @@ def test_string_caveat_is_not_a_substring_match() -> None:
         payload = {"iss": P.public, "sub": A.public, "caveats": [caveat], "iat": NOW, "nonce": "n"}
         blocks = [{"p": payload, "s": P.sign(parley.canonical(payload).encode())}]
         token = "pg1." + parley.wire.b64url_encode(parley.canonical(blocks).encode())
-        assert _check(token).reason == "caveat_malformed"
+        assert commit_check(token).reason == "caveat_malformed"

@@ -4,6 +4,11 @@ Signatures, ``prev`` links, a trusted root, the holder, then every caveat; sever
 and their precedence; an independent oracle of sections 6.3, 6.4 and 6.6; and a
 :class:`parley.GrantVerifier`, which answers exactly as one-shot verification and whose
 memory is its own (DESIGN.md, "Speed without hidden state").
+
+Private imports: :class:`parley.GrantVerifier` is a fast path (it remembers decoded tokens)
+held to one-shot verification, its oracle; the tests count decodings by spying on
+``parley._grant_verify.decode_grant``, the only observable of that memory, and read its
+private limit ``MAX_REMEMBERED_TOKEN_LENGTH``.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import parley
 from parley import _grant_verify
 
 from .caveat_strategies import _caveats, _good_caveats
+from .orders import commit_check
 
 A = parley.key_from_seed(b"\x02" * 32)
 HASH = "3YBSE3lWje0kWnzf3PaGMr3CI3aoO1qdYRLxUkmOJVU"
@@ -78,7 +84,16 @@ def test_multi_grant_precedence() -> None:
 
 
 def test_raise_for_failure() -> None:
-    check(mint([])).raise_for_failure()
+    passed = check(mint([]))
+    assert passed.raise_for_failure() is passed  # the verified check, to read grant and caps
+    token = mint([{"spend": {"max": 5000, "currency": "USD"}}], nonce="caps")
+    verified = check([token]).raise_for_failure()
+    assert (verified.grant, verified.principal, verified.holder) == (
+        parley.decode_grant(token).id,
+        P.public,
+        A.public,
+    )
+    assert [(c.max, c.currency) for c in verified.spend_caps] == [(5000, "USD")]
     with pytest.raises(parley.ParleyError) as caught:
         check(mint([{"svc": ["x"]}])).raise_for_failure()
     assert (caught.value.code, caught.value.reason) == ("forbidden", "caveat_failed")
@@ -829,9 +844,9 @@ def test_a_str_subclass_is_decoded_afresh_not_matched_against_memory() -> None:
 
 @pytest.mark.parametrize("remember", [-1, 1.5, "256", True, None])
 def test_a_verifier_refuses_a_size_that_is_not_a_count(remember: Any) -> None:
-    with pytest.raises(parley.ParleyError) as caught:
+    with pytest.raises(parley.ParleyUsageError) as caught:
         parley.GrantVerifier(remember=remember)
-    assert (caught.value.code, caught.value.reason) == ("invalid_params", "bad_context")
+    assert (caught.value.code, caught.value.reason) == ("bad_argument", "bad_argument")
 
 
 def test_one_verifier_shared_by_threads_gives_every_thread_its_own_answer() -> None:
@@ -948,40 +963,12 @@ def test_the_service_keeps_its_own_verifier() -> None:
 # -------------------------------- the operation's principal
 
 
-PROPOSAL: dict[str, Any] = {
-    "id": "p_1",
-    "capability": "shop.order",
-    "summary": "Order 2 coffees",
-    "effects": [{"op": "charge", "target": "card", "to": 1250}],
-    "cost": {"amount": 1250, "currency": "USD"},
-    "risk": "low",
-    "undo": {"window": 600},
-    "expires": NOW + 600,
-}
-
-
-def _ctx(**kw: Any) -> parley.GrantContext:
-    base: dict[str, Any] = {
-        "service": "shop.example",
-        "verb": "COMMIT",
-        "capability": "shop.order",
-        "now": NOW,
-        "proposal": parley.ProposalFacts.from_json({**PROPOSAL, "hash": HASH}),
-    }
-    return parley.GrantContext(**(base | kw))
-
-
-def _check(token: str | list[str], **kw: Any) -> parley.GrantCheck:
-    trusted = [P.public, OP.public]
-    return parley.verify_grant(token, trusted=trusted, proof_key=A.public, ctx=_ctx(**kw))
-
-
 def test_grant_selection_respects_the_principal_of_the_operation() -> None:
     mine = parley.mint_grant(P, A.public, [], iat=NOW, nonce="mine")
     theirs = parley.mint_grant(OP, A.public, [], iat=NOW, nonce="theirs")
-    result = _check([theirs, mine], verb="UNDO", proposal=None, principal=P.public)
+    result = commit_check([theirs, mine], verb="UNDO", proposal=None, principal=P.public)
     assert result.ok
     assert result.index == 1
     assert result.principal == P.public
-    denied = _check([theirs], verb="UNDO", proposal=None, principal=P.public)
+    denied = commit_check([theirs], verb="UNDO", proposal=None, principal=P.public)
     assert (denied.code, denied.reason) == ("forbidden", "principal_mismatch")

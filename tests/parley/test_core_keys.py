@@ -3,6 +3,9 @@
 A public key is ``ed25519:`` and base64url of 32 bytes; small-order and non-canonical
 points are refused everywhere (anyone could "sign" for them); signatures are strict
 base64url of 64 bytes and not malleable; a private key never shows.
+:func:`parley.keys.verify_signature` follows the verification convention: it returns the
+data it verified, or raises the protocol error ``unauthorized`` (``bad_key`` for the key,
+``bad_signature`` for the signature); data that is not bytes is the caller's ``bad_argument``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parley
-from parley import _keys
+from parley.errors import ParleyProtocolError, ParleyUsageError
 
 AGENT = parley.key_from_seed(b"\x02" * 32)
 IDENTITY = bytes([1]) + bytes(31)
@@ -69,8 +72,30 @@ def test_generated_keys_differ_and_sign() -> None:
     one, two = parley.generate_key(), parley.generate_key()
     assert one.public != two.public
     sig = one.sign(b"m")
-    assert parley.keys.verify_signature(one.public, b"m", sig)
-    assert not parley.keys.verify_signature(two.public, b"m", sig)
+    assert parley.keys.verify_signature(one.public, b"m", sig) == b"m"
+    with pytest.raises(ParleyProtocolError) as caught:
+        parley.keys.verify_signature(two.public, b"m", sig)
+    assert (caught.value.code, caught.value.reason) == ("unauthorized", "bad_signature")
+
+
+def _verifies(public: Any, data: bytes, signature: Any) -> bool:
+    """Whether verify_signature passes; a failure must be the protocol error unauthorized."""
+    try:
+        verified = parley.keys.verify_signature(public, data, signature)
+    except ParleyProtocolError as exc:
+        failure: tuple[str, str | None] = (exc.code, exc.reason)
+    else:
+        assert verified == data
+        return True
+    assert failure in (("unauthorized", "bad_key"), ("unauthorized", "bad_signature"))
+    return False
+
+
+@pytest.mark.parametrize("data", [b"m", bytearray(b"m"), memoryview(b"m")])
+def test_verify_signature_returns_the_data_it_verified_as_bytes(data: Any) -> None:
+    verified = parley.keys.verify_signature(A.public, data, A.sign(b"m"))
+    assert type(verified) is bytes
+    assert verified == b"m"
 
 
 @pytest.mark.parametrize(
@@ -86,8 +111,34 @@ def test_generated_keys_differ_and_sign() -> None:
         (AGENT.public, "!" * 86),
     ],
 )
-def test_verify_signature_is_fail_closed(public: Any, sig: Any) -> None:
-    assert parley.keys.verify_signature(public, b"m", sig) is False
+def test_verify_signature_refuses_malformed_keys_and_signatures(public: Any, sig: Any) -> None:
+    with pytest.raises(ParleyProtocolError) as caught:
+        parley.keys.verify_signature(public, b"m", sig)
+    assert caught.value.code == "unauthorized"
+    bad_key = not isinstance(public, str) or not public.startswith("ed25519:") or len(public) < 51
+    assert caught.value.reason == ("bad_key" if bad_key else "bad_signature")
+
+
+def _released() -> memoryview:
+    view = memoryview(b"m")
+    view.release()
+    return view
+
+
+@pytest.mark.parametrize("data", ["m", None, 7, ["m"], _released()])
+def test_verify_signature_data_that_is_not_bytes_is_a_usage_error(data: Any) -> None:
+    with pytest.raises(ParleyUsageError) as caught:
+        parley.keys.verify_signature(A.public, data, A.sign(b"m"))
+    assert (caught.value.code, caught.value.reason) == ("bad_argument", "bad_argument")
+    with pytest.raises(ParleyUsageError):
+        A.sign(data)
+
+
+def test_verify_signature_of_empty_data_succeeds_by_not_raising() -> None:
+    # the verified value of empty data is b"", which is falsy: success is "did not raise"
+    assert parley.keys.verify_signature(A.public, b"", A.sign(b"")) == b""
+    with pytest.raises(ParleyProtocolError):
+        parley.keys.verify_signature(A.public, b"", A.sign(b"m"))
 
 
 @pytest.mark.parametrize(
@@ -118,7 +169,7 @@ WEAK = _key_text(IDENTITY)
 
 def test_identity_key_forgery_is_refused_by_verify_signature() -> None:
     for message in (b"", b"any message at all", parley.canonical({"aud": "a", "ts": 1}).encode()):
-        assert parley.keys.verify_signature(WEAK, message, FORGED) is False
+        assert not _verifies(WEAK, message, FORGED)
 
 
 SMALL_ORDER_Y = (
@@ -146,7 +197,9 @@ def test_small_order_and_non_canonical_keys_are_refused(raw: bytes) -> None:
     with pytest.raises(parley.ParleyError) as caught:
         parley.keys.parse_public_key(text)
     assert caught.value.reason == "bad_key"
-    assert parley.keys.verify_signature(text, b"m", FORGED) is False
+    with pytest.raises(ParleyProtocolError) as refused:
+        parley.keys.verify_signature(text, b"m", FORGED)
+    assert refused.value.reason == "bad_key"
     with pytest.raises(parley.ParleyError):
         parley.mint_grant(P, text, [], iat=NOW, nonce="n")
 
@@ -155,7 +208,7 @@ def test_honest_keys_still_verify() -> None:
     for byte in range(1, 40):
         key = parley.key_from_seed(bytes([byte]) * 32)
         assert parley.keys.parse_public_key(key.public)
-        assert parley.keys.verify_signature(key.public, b"m", key.sign(b"m"))
+        assert _verifies(key.public, b"m", key.sign(b"m"))
 
 
 def test_signatures_are_not_malleable() -> None:
@@ -165,7 +218,7 @@ def test_signatures_are_not_malleable() -> None:
     s = int.from_bytes(sig[32:], "little") + order
     assert s < 2**256
     mauled = _b64(sig[:32] + s.to_bytes(32, "little"))
-    assert parley.keys.verify_signature(A.public, b"m", mauled) is False
+    assert not _verifies(A.public, b"m", mauled)
 
 
 def test_private_key_stays_out_of_logs_and_errors(caplog: pytest.LogCaptureFixture) -> None:
@@ -221,7 +274,7 @@ def _reference_b64(text: object) -> bytes:
 def test_signature_text_check_matches_strict_decoding(raw: bytes, at: int, char: str) -> None:
     message = b"fast path"
     good = P.sign(message)
-    assert parley.keys.verify_signature(P.public, message, good)
+    assert _verifies(P.public, message, good)
     spelled = base64.urlsafe_b64encode(raw).decode().rstrip("=")
     edited = spelled[:at] + char + spelled[at + 1 :]
     for text in (spelled, edited, good[:at] + char + good[at + 1 :]):
@@ -229,7 +282,7 @@ def test_signature_text_check_matches_strict_decoding(raw: bytes, at: int, char:
             decodable = len(_reference_b64(text)) == 64
         except (ValueError, binascii.Error):
             decodable = False
-        result = parley.keys.verify_signature(P.public, message, text)
+        result = _verifies(P.public, message, text)
         if not decodable:
             assert result is False
         else:
@@ -241,17 +294,17 @@ def test_signature_text_check_matches_strict_decoding(raw: bytes, at: int, char:
 
 
 def test_key_parsing_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     loaded: list[bytes] = []
-    real = _keys.Ed25519PublicKey.from_public_bytes
+    real = Ed25519PublicKey.from_public_bytes
 
-    class Spy:
-        @staticmethod
-        def from_public_bytes(raw: bytes) -> Any:
-            loaded.append(raw)
-            return real(raw)
+    def spy(raw: bytes) -> Any:
+        loaded.append(raw)
+        return real(raw)
 
-    monkeypatch.setattr(_keys, "Ed25519PublicKey", Spy)
+    monkeypatch.setattr(Ed25519PublicKey, "from_public_bytes", staticmethod(spy))
     signature = A.sign(b"m")
-    assert parley.keys.verify_signature(A.public, b"m", signature)
-    assert parley.keys.verify_signature(A.public, b"m", signature)
+    assert _verifies(A.public, b"m", signature)
+    assert _verifies(A.public, b"m", signature)
     assert len(loaded) == 2

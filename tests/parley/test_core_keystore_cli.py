@@ -1,4 +1,13 @@
-"""Principal key isolation, key stores and the authorization-core CLI subcommands."""
+"""Principal key isolation, key stores and the authorization-core CLI subcommands.
+
+Private imports: it drives the command line in process through ``parley._cli.main(argv)``:
+the CLI's public contract is its argv, output and exit status, which these tests hold (our
+decision: no public ``cli`` modules). It replaces the terminal prompt
+(``parley._cli_core._tty_confirm``) and opens the principal key store behind ``parley keygen
+--principal``, ``grant`` and ``approve`` (``parley._keystore.PrincipalKeyStore``),
+deliberately not public: the principal's key stays with the command line, away from agent
+code.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +27,8 @@ import pytest
 import parley
 from parley import _cli, _cli_core
 from parley._keystore import PrincipalKeyStore
+
+from .orders import order
 
 NOW = 1790000000
 P = parley.key_from_seed(b"\x01" * 32)
@@ -115,16 +126,7 @@ def test_principal_signing_needs_a_confirmation(homes: tuple[Path, Path]) -> Non
 
 
 def _consent(principal: str) -> dict[str, Any]:
-    proposal = {
-        "id": "p_1",
-        "capability": "shop.order",
-        "summary": "Order 2 coffees",
-        "effects": [],
-        "cost": None,
-        "risk": "high",
-        "undo": None,
-        "expires": NOW + 600,
-    }
+    proposal = order(effects=[], cost=None, risk="high", undo=None)
     return parley.consent_request(proposal, service="shop.example", principal=principal)
 
 
@@ -372,16 +374,7 @@ def test_approve_with_the_proposal_checks_the_hash_and_shows_the_effects(
 ) -> None:
     store = PrincipalKeyStore()
     principal = store.create("principal")
-    proposal = {
-        "id": "p_1",
-        "capability": "shop.order",
-        "summary": "Order 2 coffees",
-        "effects": [{"op": "charge", "target": "card\x1b[2K", "to": 1250}],
-        "cost": {"amount": 1250, "currency": "USD"},
-        "risk": "medium",
-        "undo": {"window": 600},
-        "expires": NOW + 600,
-    }
+    proposal = order(effects=[{"op": "charge", "target": "card\x1b[2K", "to": 1250}], risk="medium")
     consent = parley.consent_request(proposal, service="shop.example", principal=principal)
     prompts: list[str] = []
 

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 import parley
 
+from .orders import commit_check, order
+
 NOW = 1790000000
 P = parley.key_from_seed(b"\x01" * 32)
 A = parley.key_from_seed(b"\x02" * 32)
@@ -84,16 +86,7 @@ def test_reserve_refuses_bad_input_without_change(key: Any, amount: Any) -> None
     assert ledger.totals(["root"]) == {"root": 0}
 
 
-PROPOSAL: dict[str, Any] = {
-    "id": "p_1",
-    "capability": "shop.order",
-    "summary": "Order 2 coffees",
-    "effects": [],
-    "cost": {"amount": 1250, "currency": "USD"},
-    "risk": "high",
-    "undo": None,
-    "expires": NOW + 600,
-}
+PROPOSAL = order(effects=[], risk="high", undo=None)
 
 
 def test_consent_round_trip() -> None:
@@ -176,16 +169,7 @@ def test_two_proposals_under_the_cap_cannot_exceed_it_together() -> None:
 
 
 def test_consent_for_shown_can_pin_the_principal() -> None:
-    proposal = {
-        "id": "p_1",
-        "capability": "shop.order",
-        "summary": "Order 2 coffees",
-        "effects": [],
-        "cost": None,
-        "risk": "high",
-        "undo": None,
-        "expires": NOW + 600,
-    }
+    proposal = order(effects=[], cost=None, risk="high", undo=None)
     other = parley.key_from_seed(b"\x05" * 32).public
     request = parley.consent_request(proposal, service="shop.example", principal=other)
     with pytest.raises(parley.ParleyError) as caught:
@@ -211,35 +195,7 @@ def test_consent_for_shown_can_pin_the_principal() -> None:
 
 
 OP = parley.key_from_seed(b"\x05" * 32)
-ORDER: dict[str, Any] = {
-    "id": "p_1",
-    "capability": "shop.order",
-    "summary": "Order 2 coffees",
-    "effects": [{"op": "charge", "target": "card", "to": 1250}],
-    "cost": {"amount": 1250, "currency": "USD"},
-    "risk": "low",
-    "undo": {"window": 600},
-    "expires": NOW + 600,
-}
-
-
-HASH = parley.proposal_hash(ORDER)
-
-
-def _ctx(**kw: Any) -> parley.GrantContext:
-    base: dict[str, Any] = {
-        "service": "shop.example",
-        "verb": "COMMIT",
-        "capability": "shop.order",
-        "now": NOW,
-        "proposal": parley.ProposalFacts.from_json({**ORDER, "hash": HASH}),
-    }
-    return parley.GrantContext(**(base | kw))
-
-
-def _check(token: str | list[str], **kw: Any) -> parley.GrantCheck:
-    trusted = [P.public, OP.public]
-    return parley.verify_grant(token, trusted=trusted, proof_key=A.public, ctx=_ctx(**kw))
+ORDER = order()
 
 
 def test_concurrent_commits_never_exceed_the_spend_cap() -> None:
@@ -252,9 +208,9 @@ def test_concurrent_commits_never_exceed_the_spend_cap() -> None:
     def commit(n: int) -> None:
         key = f"p_{n}"
         start.wait()
-        check = _check(token)
+        check = commit_check(token)
         spent = ledger.totals([c.block for c in check.spend_caps], excluding=key)
-        again = _check(token, spent=spent)  # the caller's check may race; reserve decides
+        again = commit_check(token, spent=spent)  # the caller's check may race; reserve decides
         if not again.ok:
             return
         try:
@@ -279,16 +235,16 @@ def test_concurrent_commits_never_exceed_the_spend_cap() -> None:
 def test_retried_commit_is_not_refused_by_its_own_spend() -> None:
     token = parley.mint_grant(P, A.public, [{"spend": {"max": 1250, "currency": "USD"}}], iat=NOW)
     ledger = parley.stores.MemorySpendLedger()
-    first = _check(token)
+    first = commit_check(token)
     assert ledger.reserve("p_1", first.spend_caps, 1250, "USD") is True
     ledger.commit("p_1")
     blocks = [c.block for c in first.spend_caps]
     # The retry sees the totals without its own commit, so the grant still authorizes it
-    retry = _check(token, spent=ledger.totals(blocks, excluding="p_1"))
+    retry = commit_check(token, spent=ledger.totals(blocks, excluding="p_1"))
     assert retry.ok
     assert ledger.reserve("p_1", retry.spend_caps, 1250, "USD") is False  # not counted twice
     # ... while any other proposal is now over the cap.
-    other = _check(token, spent=ledger.totals(blocks, excluding="p_2"))
+    other = commit_check(token, spent=ledger.totals(blocks, excluding="p_2"))
     assert other.code == "consent_required"
 
 
@@ -309,7 +265,7 @@ def test_consent_grant_authorizes_one_commit_and_nothing_else() -> None:
     token = parley.mint_consent_grant(P, consent, A.public, iat=NOW)
     caveats = parley.decode_grant(token).blocks[0].raw_caveats
     assert [next(iter(c)) for c in caveats] == ["svc", "verbs", "can", "only", "exp"]
-    assert _check(token).ok
+    assert commit_check(token).ok
     refusals = [
         {"verb": "UNDO", "proposal": None},
         {"verb": "ASK", "proposal": None},
@@ -320,7 +276,7 @@ def test_consent_grant_authorizes_one_commit_and_nothing_else() -> None:
         {"now": NOW + 600},
     ]
     for change in refusals:
-        assert _check(token, **change).code == "forbidden", change
+        assert commit_check(token, **change).code == "forbidden", change
 
 
 def test_consent_grant_needs_the_named_principal() -> None:

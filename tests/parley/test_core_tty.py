@@ -19,6 +19,8 @@ import pytest
 
 import parley
 
+from .orders import order
+
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
     pytest.mark.slow,
@@ -98,16 +100,7 @@ def test_grant_refused_when_no_is_typed(env: dict[str, str]) -> None:
 def test_approve_signs_after_yes_typed_on_the_terminal(env: dict[str, str], tmp_path: Path) -> None:
     principal = _keygen(env, "--principal")
     agent = _keygen(env)
-    proposal = {
-        "id": "p_1",
-        "capability": "shop.order",
-        "summary": "Order 2 coffees",
-        "effects": [],
-        "cost": None,
-        "risk": "high",
-        "undo": None,
-        "expires": NOW + 600,
-    }
+    proposal = order(effects=[], cost=None, risk="high", undo=None)
     consent = parley.consent_request(proposal, service="shop.example", principal=principal)
     path = tmp_path / "consent.json"
     path.write_text(json.dumps(consent), encoding="utf-8")

@@ -4,6 +4,9 @@
 bare rule is one regular expression; each is checked here against the plain statement of
 its rule (ECMAScript ``Number::toString`` from the shortest digits, and SPEC.md section
 9.1's five conditions), kept in this file as the oracle.
+
+Private imports: ``parley._lean.js_number`` and ``parley._lean._bare`` are the fast paths
+held here to their oracles.
 """
 
 from __future__ import annotations

@@ -1,5 +1,11 @@
 """Budget fitting (SPEC.md section 8): the shipped fitter equals the plain reference loop,
-never touches what a human approves, and the parked remainders restore every elided value."""
+never touches what a human approves, and the parked remainders restore every elided value.
+
+Private imports: the fitter's measuring fast path (``parley._fit._Meter``, which caches each
+sub-value's size) is held to the plain measurement it stands for, the renderer's private
+``compact_json``, ``entry_lines`` and ``u16_len``/``u16_slice`` of ``parley._lean``; the
+test that counts the meter's work wraps its methods.
+"""
 
 from __future__ import annotations
 

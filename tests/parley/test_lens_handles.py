@@ -1,4 +1,9 @@
-"""EXPAND handles: unguessable, expiring, bound to the producing proof key, bounded store."""
+"""EXPAND handles: unguessable, expiring, bound to the producing proof key, bounded store.
+
+Private imports: ``parley._handles._TextSlices`` (the fast slicing of a long text for
+EXPAND) is held to the plain rule it stands for, the renderer's private ``scalar_text`` and
+``u16_len``; ``compact_json`` measures a stored value as the handle store does.
+"""
 
 from __future__ import annotations
 

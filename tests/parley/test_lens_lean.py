@@ -1,4 +1,10 @@
-"""Lean notation (SPEC.md section 9.1): upstream values, every bare/quoted boundary, totality."""
+"""Lean notation (SPEC.md section 9.1): upstream values, every bare/quoted boundary, totality.
+
+Private imports: ``compact_json``, ``js_number`` and ``js_keys`` of ``parley._lean`` are
+JSON.stringify, Number::toString and JavaScript's key order as the reference runs them: the
+private oracle the renderer and the fitter's meter are held to elsewhere, held here to the
+upstream values (``_is_index`` builds an expected key order).
+"""
 
 from __future__ import annotations
 

@@ -18,14 +18,36 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parley
-from parley._lean import compact_json, u16_len
-from parley._lens import effect_line
 
 from .fit_oracle import PLACEHOLDER, fit_oracle
 from .runtime_harness import AGENT, PRINCIPAL, SERVICE_ID, grant, load_shop
 
 SHOP = load_shop()
 NOW = 1_790_000_000
+
+
+def effect_line(effect: dict[str, Any]) -> str:
+    """The Lens line of ``effect`` in a PROPOSALS reply (the line under the summary)."""
+    proposal = {
+        "id": "p_1",
+        "capability": "c",
+        "summary": "s",
+        "effects": [effect],
+        "cost": None,
+        "risk": "low",
+        "undo": None,
+        "expires": NOW,
+        "hash": "h",
+    }
+    lines = parley.lens.lens({"kind": "PROPOSALS", "proposals": [proposal]}).splitlines()
+    assert lines[1] == "[p_1] s"
+    return lines[2].removeprefix("  ")
+
+
+def u16_len(text: str) -> int:
+    """The length of ``text`` in UTF-16 code units (a JavaScript string's length)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
 
 # -------------------------------- finding 2: effect `field`
 
@@ -90,7 +112,7 @@ def test_lean_writes_a_lone_surrogate_raw_as_the_reference_quote_does() -> None:
 
 def test_compact_json_still_escapes_a_lone_surrogate_as_json_stringify_does() -> None:
     # ES2019 well-formed JSON.stringify: used in fix params, need, and nested list items
-    assert compact_json(["a\ud83d"]) == '["a\\ud83d"]'
+    assert parley.lens.lean({"x": [["a\ud83d", {}], 1]}) == 'x[2]:\n  - ["a\\ud83d",{}]\n  - 1'
     assert (
         parley.lens.lean({"x": [["\ud83d", {}], {"y": 1}]}) == 'x[2]:\n  - ["\\ud83d",{}]\n  - y: 1'
     )

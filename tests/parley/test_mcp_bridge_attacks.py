@@ -2,6 +2,12 @@
 
 Every test runs the bridge as a real process with the SDK's client over stdio, and the
 services as real child processes (the example shop, or tests/parley/mcp_liar.py).
+
+Private imports: ``parley mcp`` has no public module (our decision: no public ``cli``
+modules). The tests that cannot go through the SDK's client build its objects in process
+(``parley._bridge.Bridge``, the elicitation memory ``parley._mcp_bridge._Questions``), and
+write consent files in the on-disk layout the bridge reads
+(``parley._grant_files.save_token``).
 """
 
 from __future__ import annotations

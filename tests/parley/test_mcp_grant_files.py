@@ -2,6 +2,10 @@
 
 ``parley grant --save`` and ``parley approve --save`` run on a real pseudo-terminal (the
 principal types ``yes``); the token files are checked as key files are.
+
+Private imports: it holds the on-disk layout of the agent's token folders (file names,
+modes, sizes, links), the store that ``parley grant --save`` and ``parley approve --save``
+write and ``parley mcp`` reads, through its reader and writers in ``parley._grant_files``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,10 @@
-"""Regressions for defects found by an adversarial review of the runtime and transports."""
+"""Regressions for defects found by an adversarial review of the runtime and transports.
+
+Private imports: ``parley._cli_runtime._seed`` is the ``--seed``/``--seed-
+file``/``PARLEY_AGENT_SEED`` rule of ``parley call`` (no public ``cli`` module; our
+decision); ``parley._transport_tcp._encoded`` forges what no public call produces, a reply
+whose ids are lone surrogates, to test that it still leaves as an ERROR frame.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""``parley serve`` and ``parley call`` from a terminal (a real child process over stdio)."""
+"""``parley serve`` and ``parley call`` from a terminal (a real child process over stdio).
+
+Private imports: it drives the command line in process through ``parley._cli.main(argv)``:
+the CLI's public contract is its argv, output and exit status, which these tests hold (our
+decision: no public ``cli`` modules).
+"""
 
 from __future__ import annotations
 

@@ -2,6 +2,10 @@
 
 A refused resolve leaves the claim exactly as it found it (never half applied); a
 read-only command never creates a store; a state file is created private (0600).
+
+Private imports: it drives the command line in process through ``parley._cli.main(argv)``:
+the CLI's public contract is its argv, output and exit status, which these tests hold (our
+decision: no public ``cli`` modules).
 """
 
 from __future__ import annotations
@@ -109,3 +113,47 @@ def test_a_state_file_is_created_private(tmp_path: Path) -> None:
     store = parley.stores.SQLiteStore(str(tmp_path / "direct.sqlite"))
     store.close()
     assert stat.S_IMODE((tmp_path / "direct.sqlite").stat().st_mode) == 0o600
+
+
+def _open_files(path: Path) -> int:
+    """How many file descriptors of this process are open on the database ``path``."""
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("needs /proc/self/fd to count open files")
+    count = 0
+    for fd in fds.iterdir():
+        try:
+            target = fd.readlink()
+        except OSError:  # closed meanwhile (the listing's own descriptor)
+            continue
+        count += target == path
+    return count
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["state", "list"],
+        ["state", "resolve", "commit", "{P}", "--not-happened"],
+        ["state", "resolve", "undo", "{R}", "--happened", "--result", "{}"],
+        ["state", "resolve", "commit", "no-such-commit", "--happened"],  # refused: not in flight
+    ],
+    ids=["list", "resolve-commit", "resolve-undo", "resolve-refused"],
+)
+def test_state_commands_close_the_store_they_open(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    import gc
+
+    db = tmp_path / "s.sqlite"
+    store, pid, rid = _unresolved(db)
+    store.close()
+    assert _open_files(db) == 0
+    argv = [a.replace("{P}", pid).replace("{R}", rid) for a in argv]
+    argv[2:2] = ["--state", f"sqlite:{db}"]
+    gc.disable()  # a store left to the garbage collector would look closed after a collection
+    try:
+        assert main(argv) == (1 if "no-such-commit" in argv else 0), capsys.readouterr()
+        assert _open_files(db) == 0
+    finally:
+        gc.enable()

@@ -3,19 +3,18 @@
 Every test runs the real command line as a server process on loopback, kills it with
 SIGKILL (the crash tests make the server kill itself at an exact step of a COMMIT or
 UNDO), restarts it on the same state and talks to it with the real agent (issue 18 #2, #3).
+
+Private imports: it drives the command line in process through ``parley._cli.main(argv)``:
+the CLI's public contract is its argv, output and exit status, which these tests hold (our
+decision: no public ``cli`` modules).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,83 +23,20 @@ import pytest
 import parley
 from parley._cli import main
 
-from ..listening import listening
-from .runtime_harness import AGENT, PRINCIPAL, ROOT, grant
+from .runtime_harness import AGENT, grant
+from .serve_process import ServeProcess
 
 CRASH_APP = Path(__file__).with_name("crash_app.py")
 CAP = 1200
 pytestmark = pytest.mark.slow  # real servers and processes
 
 
-def _port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class Server:
-    """``python -m parley serve`` as a child process.
-
-    The port is probed free, then handed to the child, so another process can take it in
-    between (more likely with pytest -n running tests side by side): a child that ends
-    because the address is in use is started again on another port.
-    """
+class Server(ServeProcess):
+    """``parley serve`` of the crash app (``crash_app.py``) with the ``state`` arguments
+    (``[]``: the default state; ``["--state", URL]``) and ``env`` (crash points)."""
 
     def __init__(self, home: Path, state: list[str], env: dict[str, str] | None = None) -> None:
-        for _ in range(5):
-            if self._start(home, state, env):
-                return
-        raise AssertionError(f"no free port after 5 tries: {self.log}")
-
-    def _start(self, home: Path, state: list[str], env: dict[str, str] | None) -> bool:
-        self.port = _port()
-        self.url = f"parley://127.0.0.1:{self.port}"
-        argv = [sys.executable, "-m", "parley", "serve", self.url, "--trust", PRINCIPAL.public]
-        argv += ["--app", f"{CRASH_APP}:build_service", *state]
-        full = {**os.environ, "PARLEY_HOME": str(home), "PYTHONPATH": str(ROOT / "src")}
-        full.update(env or {})
-        self.proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=full)
-        self.log: list[str] = []
-        assert self.proc.stderr is not None
-        while True:
-            line = self.proc.stderr.readline()
-            assert line, f"the server ended: {self.log}"
-            self.log.append(line.strip())
-            if line.startswith("serving"):
-                break
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:  # it could not listen
-                self.log += [line.strip() for line in self.proc.stderr]
-                self.proc.stderr.close()
-                assert any("in use" in line for line in self.log), self.log
-                return False
-            if listening(self.proc.pid, self.port):  # this child, not whoever took the port
-                return True
-            time.sleep(0.025)
-        raise AssertionError("the server never listened")
-
-    def killed(self) -> int:
-        """Wait for the process (it kills itself, or is killed); return its status."""
-        try:
-            return self.proc.wait(timeout=20)
-        finally:
-            if self.proc.stderr is not None:
-                self.proc.stderr.close()
-
-    def stop(self) -> None:
-        """SIGKILL the server (no clean shutdown) and reap it."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.killed()
-
-
-@pytest.fixture
-def servers() -> Iterator[list[Server]]:
-    started: list[Server] = []
-    yield started
-    for server in started:
-        server.stop()
+        super().__init__(home, CRASH_APP, state, env)
 
 
 def _spend_grant() -> str:

@@ -3,6 +3,9 @@
 No timing here (benches live in bench/): the old depth check walked every character in
 Python, so these tests count the Python lines :func:`parley.wire.parse_frame` runs, and check
 the fast depth rule against the plain character walk kept below as the oracle.
+
+Private imports: ``parley._frames._depth_ok`` is the fast depth rule held to the plain
+character walk kept below as its oracle; the line count is taken inside ``parley._frames``.
 """
 
 from __future__ import annotations

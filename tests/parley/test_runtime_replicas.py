@@ -6,19 +6,17 @@ the middle of a commit (its effect done, its receipt not stored). The other repl
 carries on, and settles the cut commit when the agent retries it there. Afterwards the
 cap holds exactly, every effect has exactly one receipt, and the cap can be filled to
 the last cent (no reservation leaked).
+
+Private imports: it drives the command line in process through ``parley._cli.main(argv)``:
+the CLI's public contract is its argv, output and exit status, which these tests hold (our
+decision: no public ``cli`` modules).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
 import sqlite3
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,67 +25,13 @@ import pytest
 import parley
 from parley._cli import main
 
-from .runtime_harness import AGENT, PRINCIPAL, ROOT, SERVICE_ID, grant
+from .runtime_harness import AGENT, SERVICE_ID, grant
+from .serve_process import ServeProcess as Replica
 
 APP = Path(__file__).with_name("replica_app.py")
 PRICE = 100
 CAP = 4000  # 40 commits of 64
 pytestmark = pytest.mark.slow  # real servers, processes and a database
-
-
-def _port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class Replica:
-    """``python -m parley serve --state URL`` as a child process."""
-
-    def __init__(self, home: Path, state: str, env: dict[str, str]) -> None:
-        self.port = _port()
-        self.url = f"parley://127.0.0.1:{self.port}"
-        argv = [sys.executable, "-m", "parley", "serve", self.url, "--trust", PRINCIPAL.public]
-        argv += ["--app", f"{APP}:build_service", "--state", state]
-        full = {**os.environ, "PARLEY_HOME": str(home), "PYTHONPATH": str(ROOT / "src")}
-        full.update(env)
-        self.proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=full)
-        self.log: list[str] = []
-        assert self.proc.stderr is not None
-        while True:
-            line = self.proc.stderr.readline()
-            assert line, f"the replica ended: {self.log}"
-            self.log.append(line.strip())
-            if line.startswith("serving"):
-                break
-        for _ in range(400):
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            time.sleep(0.025)
-        raise AssertionError("the replica never listened")
-
-    def reap(self) -> int:
-        """Wait for the process to end (it kills itself, or was killed); its status."""
-        try:
-            return self.proc.wait(timeout=60)
-        finally:
-            if self.proc.stderr is not None:
-                self.proc.stderr.close()
-
-    def stop(self) -> None:
-        """SIGKILL and reap."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.reap()
-
-
-@pytest.fixture
-def replicas() -> Iterator[list[Replica]]:
-    started: list[Replica] = []
-    yield started
-    for replica in started:
-        replica.stop()
 
 
 async def _propose(replica: Replica, token: str) -> dict[str, Any]:
@@ -127,15 +71,16 @@ def _outcome(reply: dict[str, Any] | str) -> str:
 
 
 def test_two_replicas_share_one_cap_and_settle_a_killed_commit(
-    tmp_path: Path, replicas: list[Replica], postgres_url: str
+    tmp_path: Path, servers: list[Replica], postgres_url: str
 ) -> None:
     token = grant(extra=[{"spend": {"max": CAP, "currency": "USD"}}], nonce="replicas")
     block = parley.decode_grant(token).block_ids[-1]
     orders = tmp_path / "orders.sqlite"
     env = {"PARLEY_TEST_ORDERS": str(orders)}
-    a = Replica(tmp_path, postgres_url, {**env, "PARLEY_TEST_DIE_AT": "10"})
-    b = Replica(tmp_path, postgres_url, env)
-    replicas += [a, b]
+    state = ["--state", postgres_url]
+    a = Replica(tmp_path, APP, state, {**env, "PARLEY_TEST_DIE_AT": "10"})
+    b = Replica(tmp_path, APP, state, env)
+    servers += [a, b]
     assert "(state: postgresql://" in a.log[-1]
 
     async def race() -> tuple[list[dict[str, Any]], list[dict[str, Any] | str]]:
@@ -147,7 +92,7 @@ def test_two_replicas_share_one_cap_and_settle_a_killed_commit(
         return list(made), list(replies)
 
     proposals, replies = asyncio.run(race())
-    assert a.reap() == -signal.SIGKILL  # replica A died at its tenth commit
+    assert a.killed() == -signal.SIGKILL  # replica A died at its tenth commit
     assert b.proc.poll() is None  # B carried on
     on_a = [n for n in range(64) if n % 2 == 1]
     cut = [n for n, r in enumerate(replies) if r == "cut"]
@@ -182,9 +127,7 @@ def test_two_replicas_share_one_cap_and_settle_a_killed_commit(
     assert len(receipts) + extra == CAP // PRICE
 
     # every effect has exactly one receipt, and every receipt one effect
-    from parley._postgres import PostgresStore
-
-    store = PostgresStore(postgres_url)
+    store = parley.stores.PostgresStore(postgres_url)
     try:
         assert store.spent([block])[block] == CAP
         assert store.leases("commit") == []  # nothing left in flight

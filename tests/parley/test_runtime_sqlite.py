@@ -1,4 +1,11 @@
-"""The SQLite store: the same runtime rules, durable, and exact spend across processes."""
+"""The SQLite store: the same runtime rules, durable, and exact spend across processes.
+
+Private imports: ``parley._sqlite.MIGRATIONS`` and ``SCHEMA_VERSION`` build a database of an
+older schema version to test the store's migration history; ``parley._recovery.machine_id``
+and ``owner_gone`` write and read the lease owner the store records (machine, boot,
+process), the on-disk field by which a replica tells that a crashed process's lease is
+stale.
+"""
 
 from __future__ import annotations
 

@@ -40,9 +40,7 @@ class Stores:
         if self.kind == "sqlite":
             store: Any = parley.stores.SQLiteStore(self.where, **limits)
         else:
-            from parley._postgres import PostgresStore
-
-            store = PostgresStore(self.where, **limits)
+            store = parley.stores.PostgresStore(self.where, **limits)
         self.opened.append(store)
         return store  # type: ignore[no-any-return]
 

@@ -233,7 +233,24 @@ def test_import_parley_with_importtime_shows_no_transport() -> None:
     )
     modules = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()}
     assert "parley" in modules
-    assert not modules & {"asyncio", "ssl", "socket"}
+    assert not modules & {"asyncio", "ssl", "socket", "psycopg", "ppstore", "parley._postgres"}
+
+
+def test_postgres_store_has_a_public_home_loaded_on_first_use() -> None:
+    loaded = json.loads(
+        _fresh(
+            "import sys, json, parley.stores\n"
+            "names = ('parley._postgres', 'psycopg', 'ppstore')\n"
+            "before = [m for m in names if m in sys.modules]\n"
+            "from parley.stores import PostgresStore\n"
+            "import parley._postgres as private\n"
+            "print(json.dumps([before, PostgresStore is private.PostgresStore,\n"
+            "    'PostgresStore' in dir(parley.stores), 'psycopg' in sys.modules]))"
+        )
+    )
+    assert loaded == [[], True, True, False]
+    assert "PostgresStore" in parley.stores.__all__
+    assert parley.stores.PostgresStore.__doc__
 
 
 def test_the_transports_load_when_first_used() -> None:

@@ -375,7 +375,8 @@ def key_cases() -> Iterator[Case]:
     yield Case(
         "key-refuses-short-seed",
         {"seed": b64(b"\x01" * 31)},
-        error={"code": "invalid_params", "reason": "bad_key"},
+        error={"code": "bad_argument", "reason": "bad_key"},
+        comment="a seed is the caller's own key: a usage error, never sent on the wire",
         flags=("refused",),
     )
     yield Case(
