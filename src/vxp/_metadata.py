@@ -16,7 +16,7 @@ from typing import Any
 from ._chain import format_time, parse_time
 from ._codec import plain_json
 from ._keys import KeyLike, ResolvedKey, resolve_key
-from .errors import VxpError
+from .errors import VxpError, VxpProtocolError
 
 __all__ = [
     "CUSTODY_VALUES",
@@ -93,7 +93,11 @@ def _bad(message: str, reason: str) -> VxpError:
 
 
 def build_jwks(keys: Iterable[KeyLike]) -> dict[str, Any]:
-    """Return a JWKS ``{"keys": [...]}`` of the public parts of ``keys``, each with its ``kid``."""
+    """Return a JWKS ``{"keys": [...]}`` of the public parts of ``keys``, each with its ``kid``.
+
+    Each key is the caller's: one that is not a key is :class:`~vxp.VxpUsageError`."""
+    if isinstance(keys, Mapping | str | bytes) or not isinstance(keys, Iterable):
+        raise VxpError("argument_invalid", "build_jwks takes a list of keys")
     out = []
     for i, key in enumerate(keys):
         resolved = resolve_key(key, f"key {i}")
@@ -113,7 +117,20 @@ def build_metadata(
     witnesses: Sequence[str] = (),
     quorum: int = 1,
 ) -> dict[str, Any]:
-    """Return the issuer's RFC 8414 metadata document with its ``vxp_proof`` member."""
+    """Return the issuer's RFC 8414 metadata document with its ``vxp_proof`` member.
+
+    Every argument is the caller's: a document the verifier would refuse is
+    :class:`~vxp.VxpUsageError` ``argument_invalid`` (``reason`` names the member, as
+    ``metadata_invalid`` would), a time of a :class:`KeyRecord` without a UTC value
+    ``now_invalid``."""
+    given: object = keys
+    if isinstance(given, str | bytes) or not isinstance(given, Iterable):
+        raise VxpError("argument_invalid", "keys is a list of KeyRecord", reason="keys")
+    keys = list(given)
+    if not all(isinstance(r, KeyRecord) for r in keys):
+        raise VxpError("argument_invalid", "keys is a list of KeyRecord", reason="keys")
+    if isinstance(witnesses, str | bytes) or not isinstance(witnesses, Iterable):
+        raise VxpError("argument_invalid", "witnesses is a list of kids", reason="log")
     doc = {
         "issuer": issuer,
         "vxp_proof": {
@@ -138,7 +155,10 @@ def build_metadata(
             },
         },
     }
-    _parse_metadata(doc)
+    try:
+        _parse_metadata(doc)
+    except VxpProtocolError as exc:
+        raise VxpError("argument_invalid", exc.message, reason=exc.reason) from None
     return doc
 
 

@@ -50,6 +50,8 @@ DEMO_VARIANTS = (
 
 def demo_key(seed: str) -> ECKey:
     """Return the P-256 key derived from ``seed`` (for demos and vectors only)."""
+    if not isinstance(seed, str):
+        raise VxpError("argument_invalid", "the seed of a demo key is a string")
     scalar = int.from_bytes(hashlib.sha256(b"vxp-demo-key/" + seed.encode()).digest(), "big")
     private = ec.derive_private_key(scalar % (2**255 - 19) + 1, ec.SECP256R1())
     return ECKey.import_key(private)

@@ -9,8 +9,10 @@ are here for callers that build them directly; the PostgreSQL ones load only for
 
 >>> from vxp.stores import open_replay_cache
 >>> cache = open_replay_cache(":memory:")
->>> cache.check_and_store("kid:jti", 100, 40), cache.check_and_store("kid:jti", 100, 41)
-(True, False)
+>>> cache.store_once("kid:jti", 100, 40)  # first sight: remembered until 100
+>>> cache.store_once("kid:jti", 100, 41)
+Traceback (most recent call last):
+vxp.errors.VxpProtocolError: dpop_replay: the DPoP proof 'kid:jti' was already used (jti replay)
 """
 
 from __future__ import annotations

@@ -122,6 +122,12 @@ def _merkle_log_conflict() -> object:
     return store.append(0, [b"x"], [(0, 0, vxp.merkle.leaf_hash(b"x"))])
 
 
+def _replayed() -> object:
+    cache = vxp.stores.MemoryReplayCache()
+    cache.store_once("kid:jti", NOW + 60, NOW)
+    return cache.store_once("kid:jti", NOW + 60, NOW + 1)
+
+
 def _cli(tmp_path: Path, *argv: str) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "vxp", *argv],
@@ -242,6 +248,10 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     ),
     "log_entry_invalid": lambda: vxp.MerkleLog("o").extend(["text"]),  # type: ignore[list-item]
     "log_entry_missing": lambda: vxp.MerkleLog("o").entry(0),
+    "log_size_invalid": lambda: vxp.MerkleLog("o").root(1),
+    "argument_invalid": lambda: vxp.build_jwks(None),  # type: ignore[arg-type]
+    "step_refused": lambda: _builder().approve(now=_at(0)),
+    "dpop_replay": _replayed,
     "checkpoint_origin_mismatch": lambda: verify_checkpoint(
         _signed(), vxp.demo_key("log"), origin="another log"
     ),

@@ -43,9 +43,9 @@ def _builder(**terms_kw: Any) -> vxp.OperationBuilder:
 
 def _refused(b: vxp.OperationBuilder, fn: Any, reason: str) -> None:
     before = (b.statements, b.log.size, b.state)
-    with pytest.raises(vxp.VxpError) as info:
+    with pytest.raises(vxp.VxpUsageError) as info:  # the caller's mistake, not a peer's
         fn()
-    assert (info.value.code, info.value.reason) == ("rule_violation", reason)
+    assert (info.value.code, info.value.reason) == ("step_refused", reason)
     assert (b.statements, b.log.size, b.state) == before
 
 
@@ -192,7 +192,7 @@ def test_metadata_helpers() -> None:
         vxp.build_metadata(
             COMPANY, jwks_uri="https://x", keys=[], custody="nobody", log_origin="l", log_kid="k"
         )
-    assert info.value.code == "metadata_invalid"
+    assert info.value.code == "argument_invalid"  # build_metadata's arguments are the caller's
 
 
 # the builder refuses what the verifier would refuse
@@ -234,7 +234,7 @@ def test_builder_refuses_disclosures_nested_in_observed(observed: dict[str, Any]
     before = (b.statements, b.log.size, b.state)
     with pytest.raises(vxp.VxpError) as info:
         b.read_back(observed=observed, now=_at(3))
-    assert (info.value.code, info.value.reason) == ("statement_malformed", "sd_misplaced")
+    assert (info.value.code, info.value.reason) == ("step_refused", "sd_misplaced")
     assert (b.statements, b.log.size, b.state) == before  # nothing signed, nothing logged
 
 
@@ -257,7 +257,7 @@ def test_builder_refuses_to_seal_a_user_approval_by_the_log_or_a_witness_key(see
     last = _last_logged({"log": {"entries": [{"logged_at": format_time(_at(4))}]}})
     with pytest.raises(vxp.VxpError) as info:
         b.package(log_key=demo_key("log"), witnesses=[(demo_key("witness"), last)])
-    assert (info.value.code, info.value.reason) == ("rule_violation", "user_key_is_issuer_key")
+    assert (info.value.code, info.value.reason) == ("step_refused", "user_key_is_issuer_key")
     # the same operation approved by the user's own key seals and verifies
     good = _approved_builder("user")
     good.read_back(observed={"c": 1}, now=_at(3))

@@ -513,7 +513,7 @@ def test_detached_approval_that_does_not_verify_is_refused() -> None:
         signature=operator.sign(
             vxp.statements.approval_signing_input(operator.public_jwk, payload)
         ),
-    ) == ("rule_violation", "user_key_is_issuer_key")
+    ) == ("step_refused", "user_key_is_issuer_key")
     # and the good one after all these refusals
     b.approve_with_signature(user_key=public_jwk, signature=signature, now=_at(1))
     assert b.state.approval is not None

@@ -260,11 +260,13 @@ def test_future_dated_dpop_proof_cannot_be_replayed_after_now_plus_window() -> N
 
 def test_replay_memory_purges_expired_entries() -> None:
     cache = vxp.stores.MemoryReplayCache()
-    assert cache.check_and_store("a", 10, 0)
-    assert not cache.check_and_store("a", 10, 10)
-    assert cache.check_and_store("b", 30, 11)  # purges "a" (until 10 < now 11)
-    assert cache.check_and_store("a", 40, 11)
-    assert not cache.check_and_store("b", 30, 30)
+    cache.store_once("a", 10, 0)
+    with pytest.raises(vxp.VxpProtocolError, match="dpop_replay"):
+        cache.store_once("a", 10, 10)
+    cache.store_once("b", 30, 11)  # purges "a" (until 10 < now 11)
+    cache.store_once("a", 40, 11)
+    with pytest.raises(vxp.VxpProtocolError, match="dpop_replay"):
+        cache.store_once("b", 30, 30)
 
 
 @pytest.mark.parametrize("headers", [None, [("Authorization", "DPoP tok")], "DPoP tok", 5])
@@ -308,9 +310,10 @@ def test_jti_memory_survives_a_restart_with_the_sqlite_replay_cache(tmp_path: An
     restarted = vxp.stores.SqliteReplayCache(path)
     again = server(restarted).handle(method="GET", url=URL_REQ_1, headers=headers, now=NOW + 30)
     assert again.status == 401
-    assert restarted.check_and_store("k", NOW + 10, NOW)
-    assert not restarted.check_and_store("k", NOW + 10, NOW + 10)
-    assert restarted.check_and_store("k", NOW + 30, NOW + 11)  # expired entries are purged
+    restarted.store_once("k", NOW + 10, NOW)
+    with pytest.raises(vxp.VxpProtocolError, match="dpop_replay"):
+        restarted.store_once("k", NOW + 10, NOW + 10)
+    restarted.store_once("k", NOW + 30, NOW + 11)  # expired entries are purged
     restarted.close()
     with pytest.raises(vxp.VxpError):
         vxp.stores.SqliteReplayCache(str(tmp_path / "missing-dir" / "x.sqlite"))

@@ -162,8 +162,8 @@ def test_verdict_never_reports_unsupported_assurance(
         except vxp.VxpError as exc:
             refused = exc.code
         else:
-            refused = "rule_violation"
-        assert refused == "rule_violation"
+            refused = "step_refused"
+        assert refused == "step_refused"
     if b.state.outcome is None and b.state.latest is not None:
         b.outcome(state="unknown", result_summary={}, now=_at(t + 0.5))
     if b.state.outcome is None:

@@ -169,7 +169,7 @@ def test_log_matches_pure_functions(kind: str, tmp_path: Path) -> None:
     assert log.entry(44) == entries[44]
     assert log.leaf_hash(3) == hashes[3]
     assert log.root(0) == vxp.merkle.EMPTY_ROOT
-    with pytest.raises(vxp.VxpError, match="tree_size_unknown"):
+    with pytest.raises(vxp.VxpUsageError, match="log_size_invalid"):
         log.root(46)
     with pytest.raises(vxp.VxpError, match="log_entry_missing"):
         log.entry(45)

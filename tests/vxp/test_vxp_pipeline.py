@@ -661,11 +661,13 @@ def test_the_operator_cannot_sign_as_the_user_with_a_respelled_key() -> None:
     assert err.value.reason == "user_signature_invalid"
 
 
-@pytest.mark.parametrize("typ", [["t"], {"t": 1}, 1, b"t"])
-def test_an_odd_typ_is_a_mismatch_not_a_crash(typ: object) -> None:
+@pytest.mark.parametrize("typ", [["t"], {"t": 1}, 1, b"t", ""])
+def test_an_odd_expected_typ_is_the_callers_typ_invalid(typ: object) -> None:
+    """The ``typ`` to expect is the caller's option: not a string is a usage error."""
     token = vxp.issue_sd_jwt({"a": 1}, KEY, typ="t").serialize()
-    got = _outcome(lambda: vxp.verify_sd_jwt(token, KEY, typ=typ, now=NOW))  # type: ignore[arg-type]
-    assert got[1] == "typ_mismatch"  # type: ignore[index]
+    with pytest.raises(vxp.VxpUsageError) as info:
+        vxp.verify_sd_jwt(token, KEY, typ=typ, now=NOW)  # type: ignore[arg-type]
+    assert info.value.code == "typ_invalid"
 
 
 @pytest.mark.parametrize("depth", [58, 61, 63, 64, 65, 70])
