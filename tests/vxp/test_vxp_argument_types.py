@@ -7,8 +7,7 @@ value of the wrong type (``None``, an int, a str, bytes, a dict, a list, NaN). W
 out is the call's value or a :class:`vxp.VxpError`, never a raw ``TypeError``,
 ``KeyError``, ``AttributeError`` or ``OverflowError``. Where the case says which arguments
 carry protocol data, a refusal of one of them is a :class:`vxp.VxpProtocolError` and a
-refusal of any other argument a :class:`vxp.VxpUsageError` (docs/spec/vxp.md, "Error
-kinds").
+refusal of any other argument a :class:`vxp.VxpUsageError` (docs/spec/vxp.md §5).
 """
 
 from __future__ import annotations
@@ -382,7 +381,7 @@ CASES: dict[str, Case] = {
     "key_thumbprint": Case(lambda: (vxp.key_thumbprint, {"key": _key("company")})),
     "load_schema": Case(lambda: (vxp.load_schema, {"name": vxp.schema_names()[0]})),
     "open_log_store": Case(lambda: (vxp.open_log_store, {"url": ":memory:", "origin": ORIGIN})),
-    # ---- vxp.merkle: every argument is RFC 9162 tree data (docs/spec/vxp.md §4.1)
+    # ---- vxp.merkle: every argument is RFC 9162 tree data (docs/spec/vxp.md §5)
     "merkle.leaf_hash": Case(lambda: (merkle.leaf_hash, {"data": b"a"}), protocol=P({"data"})),
     "merkle.node_hash": Case(
         lambda: (merkle.node_hash, {"left": bytes(32), "right": bytes(32)}),
@@ -756,7 +755,7 @@ TIME_ARGUMENTS = [(n, a) for n, a in ARGUMENTS if a in {"now", "at", "time", "ia
 def test_a_time_without_a_utc_value_is_now_invalid(name: str, arg: str, when: Any) -> None:
     """A time the caller passes (``now``, ``at``, ``time``, ``iat``, ``expires_at``) that has
     no UTC value in range (an extreme aware datetime, a failing ``tzinfo``, a number far
-    beyond the epoch range) is the caller's mistake, ``now_invalid`` (docs/spec/vxp.md §2.2)."""
+    beyond the epoch range) is the caller's mistake, ``now_invalid`` (docs/spec/vxp.md §5.2)."""
     result = _call(name, {arg: when})
     assert isinstance(result, vxp.VxpUsageError), result
     assert result.code == "now_invalid"

@@ -466,3 +466,25 @@ def test_checked_inclusion_answers_as_verify_inclusion(size: int, index: int, ch
     general = outcome(lambda: vxp.merkle.verify_inclusion(leaf, index, size, proof, root))
     checked = outcome(lambda: _merkle.included(leaf, index, size, proof, root, checked=True))
     assert checked == general
+
+
+def test_consistency_at_equal_sizes_needs_an_empty_proof_and_equal_roots() -> None:
+    """docs/spec/vxp.md §4.1 (ours, as transparency-dev/merkle): RFC 9162 §2.1.4.2 defines
+    no check for ``first == second``; equal sizes need an empty proof and equal roots, and
+    the root returned is the caller's ``root1``."""
+    leaves = [vxp.merkle.leaf_hash(bytes([i])) for i in range(5)]
+    root = vxp.merkle.tree_hash(leaves)
+    assert vxp.merkle.verify_consistency(5, 5, root, bytes(root), []) == root
+    other = vxp.merkle.tree_hash([*leaves[:4], vxp.merkle.leaf_hash(b"x")])
+    with pytest.raises(vxp.VxpProtocolError, match="root_mismatch"):
+        vxp.merkle.verify_consistency(5, 5, root, other, [])
+    with pytest.raises(vxp.VxpProtocolError, match="proof_wrong_length"):
+        vxp.merkle.verify_consistency(5, 5, root, root, [leaves[0]])
+    with pytest.raises(vxp.VxpProtocolError, match="root_mismatch"):
+        vxp.merkle.verify_consistency(5, 5, "text", "text", [])  # type: ignore[arg-type]
+    with pytest.raises(vxp.VxpProtocolError, match="consistency_sizes_invalid"):
+        vxp.merkle.verify_consistency(0, 0, vxp.merkle.EMPTY_ROOT, vxp.merkle.EMPTY_ROOT, [])
+    # a log's own proof between equal sizes is the empty one
+    log = vxp.MerkleLog("o")
+    log.extend([bytes([i]) for i in range(5)])
+    assert log.consistency_proof(5, 5) == []
