@@ -9,7 +9,8 @@ so a holder who withholds a disclosure leaves the chain intact.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from ._codec import b64url_encode, canonical_json, encode_hash
@@ -24,6 +25,7 @@ from ._sdjwt import (
     open_jwt,
     process_payload,
 )
+from ._time import epoch_seconds
 from .errors import VxpError
 
 __all__ = [
@@ -51,8 +53,16 @@ _PAYLOAD_MEMBERS = frozenset({"seq", "kind", "signer", "prev", "body", "_sd_alg"
 
 
 def jwt_digest(jws: str) -> str:
-    """Return ``sha-256:`` + base64url of SHA-256 over the issuer-signed JWT's ASCII text."""
-    return encode_hash(hashlib.sha256(jws.encode("ascii")).digest())
+    """Return ``sha-256:`` + base64url of SHA-256 over the issuer-signed JWT's ASCII text.
+
+    This is how a statement is named: its successor's ``prev``, and the
+    ``terms_statement`` a user approves, are the digest of the statement's issuer-signed
+    JWT (``statement.split("~")[0]``). Anything but an ASCII string is
+    ``statement_malformed``.
+    """
+    if not isinstance(jws, str) or not jws.isascii():
+        raise VxpError("statement_malformed", "a statement's JWT is an ASCII string", reason="jwt")
+    return encode_hash(hashlib.sha256(str.__str__(jws).encode("ascii")).digest())
 
 
 def split_statement(statement: object, where: str) -> SdJwt:
@@ -96,7 +106,12 @@ def sign_statement(
 
 class ParsedStatement(NamedTuple):
     """A verified statement: its fields, the processed body and what the holder withheld
-    (immutable; a tuple for cheap construction, one per statement)."""
+    (immutable; a tuple for cheap construction, one per statement).
+
+    ``seq``, ``kind``, ``signer`` and ``prev`` as signed; ``body`` with the disclosed
+    members in place; ``kid`` of the key that signed it; ``jws`` its issuer-signed JWT and
+    ``digest`` that JWT's :func:`jwt_digest`; ``hidden`` how many disclosures were
+    withheld, ``disclosed`` the encoded disclosures presented."""
 
     seq: int
     kind: str
@@ -248,14 +263,27 @@ _HEADER_MEMBERS = frozenset({"alg", "kid", "typ"})
 
 
 def verify_statement(
-    statement: SdJwt | object, keys: IssuerKeys, *, where: str, now: float
+    statement: SdJwt | object,
+    keys: IssuerKeys | KeyLike | Sequence[KeyLike],
+    *,
+    now: datetime | float,
+    where: str = "the statement",
 ) -> ParsedStatement:
-    """Verify one statement's SD-JWT against ``keys`` (the trusted signing keys).
+    """Verify one compact statement on its own against ``keys`` (the signer's keys) and
+    return it read (:class:`ParsedStatement`); for example, a user's device checking the
+    ``terms`` statement it shows her before she approves it.
 
-    Raises ``statement_malformed`` (parse stage), ``key_untrusted`` or ``signature_invalid``;
-    ``reason`` keeps the SD-JWT layer's precise code. The verifier runs the same three
-    steps (:func:`open_statement`, the signature, :func:`read_statement`) a stage at a time.
+    Only the statement: its chain, its log and the issuer's key periods are the
+    verifier's (:class:`vxp.Verifier`). Raises :class:`~vxp.VxpProtocolError`
+    ``statement_malformed`` (parse stage), ``key_untrusted`` or ``signature_invalid``
+    (``reason`` keeps the SD-JWT layer's precise code); ``now`` is an aware datetime or
+    seconds since the epoch (usage errors as :func:`vxp.verify_sd_jwt`). The verifier
+    runs the same three steps (:func:`open_statement`, the signature,
+    :func:`read_statement`) a stage at a time.
     """
+    now = epoch_seconds(now)
+    if not isinstance(keys, IssuerKeys):
+        keys = IssuerKeys(keys)
     token = statement if isinstance(statement, SdJwt) else split_statement(statement, where)
     opened = open_statement(token, keys, where)
     key, message, signature = opened.signature_check

@@ -538,6 +538,25 @@ CASES: dict[str, Case] = {
             {"ev": statements.Evidence(True, True, True, True, False, None, False, False)},
         )
     ),
+    "statements.jwt_digest": Case(
+        lambda: (statements.jwt_digest, {"jws": _demo().package["statements"][0].split("~")[0]}),
+        protocol=P({"jws"}),
+    ),
+    "statements.verify_statement": Case(
+        lambda: (
+            statements.verify_statement,
+            {
+                "statement": _demo().package["statements"][0],
+                "keys": [_key("operator")],
+                "now": _demo().now,
+                "where": "statement 0",
+            },
+        ),
+        protocol=P({"statement"}),
+    ),
+    "DemoOperation.extend_log": Case(
+        lambda: (vxp.demo_operation("failed").extend_log, {"entries": 2})
+    ),
     "statements.digest_of": Case(
         lambda: (statements.digest_of, {"value": {"a": 1}}), protocol=P({"value"})
     ),
