@@ -18,15 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from joserfc.jwk import ECKey, OKPKey
 
 import vxp
 from tests.codecheck import ROOT, literal_codes, raises_code, vector_codes
+from tests.vxp import forge
 from vxp.checkpoints import Checkpoint, Witness, sign_checkpoint, verify_checkpoint
-from vxp.codec import b64url_encode, canonical_json
 from vxp.errors import CODES, VxpError, VxpProtocolError, VxpUsageError
 
 TYP = "example+sd-jwt"
@@ -48,13 +45,7 @@ def _verdict_codes() -> set[str]:
 
 def _jws(header: dict[str, Any], payload: dict[str, Any], key: ECKey = ISSUER) -> str:
     """A compact ES256 JWS over exactly ``header`` and ``payload`` (whatever they say)."""
-    signing_input = (
-        b64url_encode(canonical_json(header)) + "." + b64url_encode(canonical_json(payload))
-    )
-    private = key.private_key
-    assert isinstance(private, ec.EllipticCurvePrivateKey)
-    r, s = decode_dss_signature(private.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
-    return signing_input + "." + b64url_encode(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
+    return forge.jws_json(header, payload, key)
 
 
 def _token(claims: dict[str, Any] | None = None, **kwargs: Any) -> str:

@@ -3,7 +3,11 @@
 One contract for all three (issue 23); the PostgreSQL log refuses history rewrites in the
 database itself, and two writer processes appending to one log at once never fork it.
 The SQLite stores record their schema version and adopt files written before versions
-were recorded (issue 24 item 7).
+were recorded (issue 24 item 7). The SQLite log refuses every rewrite of its history, even
+by SQL statements behind the library's back (docs/spec/vxp.md §4.2).
+
+Private imports: ``vxp._log.SQLITE_MIGRATIONS`` is the SQLite file's migration history; the
+version tests hold files written by earlier versions to it.
 """
 
 from __future__ import annotations
@@ -310,3 +314,96 @@ def test_a_replay_file_of_the_previous_version_is_adopted(tmp_path: Path) -> Non
     with pytest.raises(vxp.VxpError) as caught:
         vxp.stores.SqliteReplayCache(str(path))
     assert caught.value.code == "replay_store_unavailable"
+
+
+# ---- §4.2 the SQLite log refuses to rewrite history
+
+_REWRITES = (
+    "INSERT OR REPLACE INTO vxp_log_entries (idx, data) VALUES (1, x'ff')",
+    "REPLACE INTO vxp_log_entries (idx, data) VALUES (0, x'ff')",
+    "INSERT OR REPLACE INTO vxp_log_nodes (level, idx, hash) VALUES (0, 1, x'ff')",
+    "INSERT OR REPLACE INTO vxp_log_nodes (level, idx, hash) VALUES (1, 0, x'ff')",
+    "REPLACE INTO vxp_log_meta (key, value) VALUES ('origin', 'evil/log')",
+    "INSERT OR IGNORE INTO vxp_log_entries (idx, data) VALUES (2, x'ff')",
+    "INSERT INTO vxp_log_entries (idx, data) VALUES (9, x'ff')",
+    "INSERT INTO vxp_log_entries (data) VALUES (x'ff')",
+    "INSERT INTO vxp_log_nodes (level, idx, hash) VALUES (0, 9, x'ff')",
+    "INSERT INTO vxp_log_nodes (level, idx, hash) VALUES (5, 3, x'ff')",
+    "UPDATE OR REPLACE vxp_log_entries SET idx = 0 WHERE idx = 1",
+)
+
+
+@pytest.mark.parametrize("sql", _REWRITES)
+def test_sqlite_log_refuses_replace_and_out_of_place_inserts(tmp_path: Path, sql: str) -> None:
+    """§4.2: INSERT OR REPLACE deletes without firing DELETE triggers: it used to rewrite
+    history; every insert not at the next free position is refused."""
+    path = tmp_path / "log.db"
+    log = vxp.MerkleLog("test/log", vxp.stores.SqliteLogStore(path, "test/log"))
+    log.extend([b"a", b"b", b"c", b"d"])
+    root, entries = log.root(), [log.entry(i) for i in range(4)]
+    raw = sqlite3.connect(path, isolation_level=None)
+    with pytest.raises(sqlite3.DatabaseError):
+        raw.execute(sql)
+    raw.close()
+    log.close()
+    again = vxp.MerkleLog("test/log", vxp.stores.SqliteLogStore(path, "test/log"))
+    assert again.size == 4
+    assert again.root() == root
+    assert [again.entry(i) for i in range(4)] == entries
+    assert again.append(b"e") == 4  # the legitimate append path still works
+    assert again.root() == vxp.merkle.tree_hash([vxp.merkle.leaf_hash(x) for x in [*entries, b"e"]])
+    again.close()
+
+
+def test_sqlite_log_created_before_the_triggers_gets_them_on_open(tmp_path: Path) -> None:
+    """§4.2: the append-only triggers come back on every open."""
+    path = tmp_path / "log.db"
+    vxp.stores.SqliteLogStore(path, "o").close()
+    raw = sqlite3.connect(path, isolation_level=None)
+    for name in ("entries_append_only", "nodes_append_only", "meta_insert_once"):
+        raw.execute(f"DROP TRIGGER vxp_log_{name}")
+    raw.close()
+    log = vxp.MerkleLog("o", vxp.stores.SqliteLogStore(path, "o"))
+    log.extend([b"a", b"b"])
+    raw = sqlite3.connect(path, isolation_level=None)
+    with pytest.raises(sqlite3.DatabaseError):
+        raw.execute("INSERT OR REPLACE INTO vxp_log_entries (idx, data) VALUES (0, x'ff')")
+    raw.close()
+    assert log.entry(0) == b"a"
+    log.close()
+
+
+def test_merkle_log_origin_must_match_its_sqlite_store(tmp_path: Path) -> None:
+    """§4.2: a file belongs to one origin (log_origin_mismatch otherwise)."""
+    store = vxp.stores.SqliteLogStore(tmp_path / "log.db", "log/a")
+    with pytest.raises(vxp.VxpError) as info:
+        vxp.MerkleLog("log/b", store)
+    assert info.value.code == "log_origin_mismatch"
+    store.close()
+    with pytest.raises(vxp.VxpError) as info:
+        vxp.stores.SqliteLogStore(tmp_path / "log.db", "log/b")
+    assert info.value.code == "log_origin_mismatch"
+
+
+def test_sqlite_size_is_the_next_free_index(tmp_path: Path) -> None:
+    """§4.2: the size is read from the file (other writers count)."""
+    log = vxp.MerkleLog("o", vxp.stores.SqliteLogStore(tmp_path / "log.db", "o"))
+    assert log.size == 0
+    log.extend([bytes([i]) for i in range(37)])
+    assert log.size == 37
+    log.close()
+
+
+def test_a_store_that_lost_its_hashes_reports_corruption(tmp_path: Path) -> None:
+    """§4.2: someone with the file drops the triggers and deletes hashes: log_corrupt."""
+    path = tmp_path / "log.db"
+    log = vxp.MerkleLog("o", vxp.stores.SqliteLogStore(path, "o"))
+    log.extend([bytes([i]) for i in range(6)])
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("DROP TRIGGER vxp_log_nodes_no_delete")
+    raw.execute("DELETE FROM vxp_log_nodes")
+    raw.close()
+    for call in (log.root, lambda: log.inclusion_proof(3), lambda: log.consistency_proof(2)):
+        with pytest.raises(vxp.VxpError, match="log_corrupt"):
+            call()
+    log.close()
