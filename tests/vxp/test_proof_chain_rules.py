@@ -371,24 +371,7 @@ def _issuer_key_as_user(seed: str) -> tuple[dict[str, Any], vxp.DemoOperation]:
     )
     b.request(channel="vxp", client_id="https://a.example", request={"r": 1}, now=_at(-2))
     b.terms(capability="c", terms={"c": 1}, expires_at=_at(900), read_back_terms=["c"], now=_at(0))
-    state = b.state
-    assert state.latest is not None
-    assert state.request is not None
-    jwk, token = sign_user_approval(
-        demo_key(seed),
-        state.request["request_digest"],
-        1,
-        state.latest.terms_digest,
-        jwt_digest(b.statements[state.latest.seq].split("~", 1)[0]),
-    )
-    body = {
-        "method": "user_signed",
-        "revision": 1,
-        "terms_digest": state.latest.terms_digest,
-        "user_key": jwk,
-        "user_signature": token,
-    }
-    b.unsafe_append("user_approval", body, now=_at(1))
+    forge.log_user_approval(b, demo_key(seed), now=_at(1))
     b.execute(release={}, now=_at(2))
     b.read_back(observed={"c": 1}, now=_at(3))
     b.outcome(state="succeeded", result_summary={}, now=_at(4))
@@ -547,25 +530,8 @@ def test_user_signature_with_boolean_revision_is_refused() -> None:
     """§6 user-signed approvals: the user's JWS is compared as JSON values, and ``true``
     is not revision ``1`` (rule_violation/user_signature_invalid)."""
     builder = demo_facts.builder("boolean", approve=False)
-    state = builder.state
-    assert state.latest is not None
-    assert state.request is not None
-    terms_statement = jwt_digest(builder.statements[state.latest.seq].split("~", 1)[0])
-    jwk, token = sign_user_approval(
-        demo_key("user"),
-        state.request["request_digest"],
-        True,  # type: ignore[arg-type]  # the attack: true where the chain says 1
-        state.latest.terms_digest,
-        terms_statement,
-    )
-    body = {
-        "method": "user_signed",
-        "revision": 1,
-        "terms_digest": state.latest.terms_digest,
-        "user_key": jwk,
-        "user_signature": token,
-    }
-    builder.unsafe_append("user_approval", body, now=_at(1.5))
+    # the attack: the user's JWS says revision true where the chain says 1
+    forge.log_user_approval(builder, demo_key("user"), signed_revision=True, now=_at(1.5))
     builder.execute(release={"o": 1}, now=_at(2))
     builder.outcome(state="failed", result_summary={"e": 1}, now=_at(4))
     package = builder.package(log_key=demo_key("log"))

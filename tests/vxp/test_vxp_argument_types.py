@@ -60,15 +60,19 @@ def _log(entries: int = 3) -> vxp.MerkleLog:
     return log
 
 
+def _builder_args() -> dict[str, Any]:
+    return {
+        "company": COMPANY,
+        "op_id": "op-1",
+        "operator_key": _key("operator"),
+        "company_key": _key("company"),
+        "log": vxp.MerkleLog(ORIGIN),
+    }
+
+
 def _builder(until: str) -> vxp.OperationBuilder:
     """A builder with every step before ``until`` done."""
-    b = vxp.OperationBuilder(
-        company=COMPANY,
-        op_id="op-1",
-        operator_key=_key("operator"),
-        company_key=_key("company"),
-        log=vxp.MerkleLog(ORIGIN),
-    )
+    b = vxp.OperationBuilder(**_builder_args())
     steps: list[tuple[str, Callable[[], object]]] = [
         ("request", lambda: b.request(channel="c", client_id="a", request={"r": 1}, now=T0)),
         (
@@ -191,18 +195,7 @@ CASES: dict[str, Case] = {
     "MerkleLog.checkpoint": Case(
         lambda: (_log().checkpoint, {"log_key": _key("log"), "tree_size": 2})
     ),
-    "OperationBuilder": Case(
-        lambda: (
-            vxp.OperationBuilder,
-            {
-                "company": COMPANY,
-                "op_id": "op-1",
-                "operator_key": _key("operator"),
-                "company_key": _key("company"),
-                "log": vxp.MerkleLog(ORIGIN),
-            },
-        )
-    ),
+    "OperationBuilder": Case(lambda: (vxp.OperationBuilder, _builder_args())),
     "OperationBuilder.use_key": Case(
         lambda: (_builder("request").use_key, {"role": "company", "key": _key("company-2")})
     ),

@@ -9,10 +9,9 @@ statement stage's failure order, and the attacks the earlier fast paths were tes
 
 Private imports: ``vxp._keys._der`` and ``all_valid`` are the signature fast paths, held
 here to their oracles (``cryptography``'s DER encoder, each key's own check), and
-``resolve_key`` gives the private key object those fast paths take. ``vxp._jws.sign_compact``,
-``vxp._statements.sign_statement`` and ``sign_user_approval`` forge tokens, statements and
-user approvals signed over whatever an attacker chose, so the checks after the signature
-run; a user has no reason to call them.
+``resolve_key`` gives the private key object those fast paths take. ``vxp._jws.sign_compact``
+and ``vxp._statements.sign_statement`` forge tokens and statements signed over whatever an
+attacker chose, so the checks after the signature run; a user has no reason to call them.
 """
 
 from __future__ import annotations
@@ -31,13 +30,13 @@ from hypothesis import strategies as st
 from joserfc.jwk import ECKey, OKPKey
 
 import vxp
-from tests.vxp import demo_facts
+from tests.vxp import demo_facts, forge
 from vxp import demo_key, demo_operation
 from vxp._jws import sign_compact
 from vxp._keys import _der, all_valid, resolve_key
-from vxp._statements import sign_statement, sign_user_approval
+from vxp._statements import sign_statement
 from vxp.codec import b64url_encode
-from vxp.statements import STATEMENT_TYP, jwt_digest, verify_statement
+from vxp.statements import STATEMENT_TYP, verify_statement
 from vxp.trust import load_trust
 
 from .sdjwt_oracle import claims_of
@@ -655,25 +654,9 @@ def test_the_operator_cannot_sign_as_the_user_with_a_respelled_key() -> None:
     assert err.value.code == "key_invalid"
     # and a verifier handed such an approval (signed, logged) refuses it
     forged = demo_facts.builder("respelled", approve=False)
-    state = forged.state
-    assert state.latest is not None
-    assert state.request is not None
-    terms_statement = jwt_digest(forged.statements[state.latest.seq].split("~", 1)[0])
-    jwk, token = sign_user_approval(
-        operator,
-        state.request["request_digest"],
-        state.latest.revision,
-        state.latest.terms_digest,
-        terms_statement,
+    forge.log_user_approval(
+        forged, operator, user_jwk=lambda jwk: {**jwk, "x": _padded(jwk["x"])}, now=demo_facts.at(1)
     )
-    body = {
-        "method": "user_signed",
-        "revision": state.latest.revision,
-        "terms_digest": state.latest.terms_digest,
-        "user_key": {**jwk, "x": _padded(jwk["x"])},
-        "user_signature": token,
-    }
-    forged.unsafe_append("user_approval", body, now=demo_facts.at(1))
     forged.execute(release={"o": 1}, now=demo_facts.at(2))
     forged.outcome(state="failed", result_summary={"e": 1}, now=demo_facts.at(4))
     package = forged.package(log_key=demo_key("log"))
