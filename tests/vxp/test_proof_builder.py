@@ -50,6 +50,8 @@ def _refused(b: vxp.OperationBuilder, fn: Any, reason: str) -> None:
 
 
 def test_refusals_change_nothing() -> None:
+    """§6, docs/spec/vxp.md §5.3: each refusal (a step out of order, sealing before the
+    outcome) is the caller's ``step_refused``, a usage error, and changes nothing."""
     b = _builder()
     _refused(b, lambda: b.execute(release={}, now=_at(1)), "approval_missing")
     _refused(b, lambda: b.approve(now=_at(900)), "terms_expired_at_approval")
@@ -59,6 +61,7 @@ def test_refusals_change_nothing() -> None:
         lambda: b.outcome(state="succeeded", result_summary={}, now=_at(1)),
         "succeeded_without_execution",
     )
+    _refused(b, lambda: b.package(log_key=demo_key("log")), "outcome_missing")
     b.approve(now=_at(1))
     _refused(b, lambda: b.approve(now=_at(1)), "approval_repeated")
     b.execute(release={"r": 1}, now=_at(2))

@@ -179,8 +179,12 @@ def test_log_matches_pure_functions(kind: str, tmp_path: Path) -> None:
         log.root(46)
     with pytest.raises(vxp.VxpError, match="log_entry_missing"):
         log.entry(45)
-    with pytest.raises(vxp.VxpError, match="log_entry_invalid"):
+    with pytest.raises(vxp.VxpUsageError, match="log_entry_invalid"):  # the caller's log
         log.append("text")  # type: ignore[arg-type]
+    with pytest.raises(vxp.VxpUsageError, match="log_entry_missing"):
+        log.inclusion_proof(45, 45)
+    with pytest.raises(vxp.VxpUsageError, match="log_size_invalid"):
+        log.consistency_proof(0)
     log.close()
 
 
