@@ -16,6 +16,7 @@ from typing import Any
 from ._chain import format_time, parse_time
 from ._codec import plain_json
 from ._keys import KeyLike, ResolvedKey, resolve_key
+from ._time import aware
 from .errors import VxpError, VxpProtocolError
 
 __all__ = [
@@ -46,7 +47,11 @@ class KeyRecord:
     not_after: datetime | None
 
     def covers(self, when: datetime) -> bool:
-        """Whether the key was valid for signing at ``when`` (``not_after`` exclusive)."""
+        """Whether the key was valid for signing at ``when`` (``not_after`` exclusive).
+
+        ``when`` is an aware datetime (a naive one is ``time_naive``, anything else
+        ``now_invalid``: usage errors)."""
+        when = aware(when, "when")
         return self.not_before <= when and (self.not_after is None or when < self.not_after)
 
 
@@ -75,8 +80,12 @@ class TrustMaterial:
         object.__setattr__(self, "_by_kid", index)
 
     def records_for(self, kid: str) -> list[KeyRecord]:
-        """Every record of ``kid`` (a key may be listed once per role)."""
-        return list(self._by_kid.get(kid, ()))
+        """Every record of ``kid`` (a key may be listed once per role; none for a ``kid``
+        that is not a string)."""
+        given: object = kid
+        if not isinstance(given, str):
+            return []
+        return list(self._by_kid.get(given, ()))
 
     def role_keys(self, role: str) -> list[ResolvedKey]:
         """The JWKS keys that the metadata lists for ``role``."""

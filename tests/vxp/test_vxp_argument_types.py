@@ -561,6 +561,14 @@ CASES: dict[str, Case] = {
         protocol=P({"statement_digest", "logged_at"}),  # a log entry's members
     ),
     # ---- vxp.trust
+    "KeyRecord.covers": Case(lambda: (_records()[0].covers, {"when": T0})),
+    "TrustMaterial.records_for": Case(
+        lambda: (
+            trust.load_trust(_demo().metadata, _demo().jwks).records_for,
+            {"kid": vxp.key_thumbprint(_key("operator"))},
+        ),
+        protocol=P({"kid"}),
+    ),
     "trust.load_trust": Case(
         lambda: (trust.load_trust, {"metadata": _demo().metadata, "jwks": _demo().jwks}),
         protocol=P({"metadata", "jwks"}),
@@ -757,7 +765,8 @@ WRONG_TIME_IDS = [
     "1e30",
     "-1e30",
 ]
-TIME_ARGUMENTS = [(n, a) for n, a in ARGUMENTS if a in {"now", "at", "time", "iat", "expires_at"}]
+TIME_NAMES = {"now", "at", "time", "iat", "expires_at", "when"}
+TIME_ARGUMENTS = [(n, a) for n, a in ARGUMENTS if a in TIME_NAMES]
 
 
 @pytest.mark.parametrize("when", WRONG_TIMES, ids=WRONG_TIME_IDS)
@@ -774,7 +783,7 @@ def test_a_time_without_a_utc_value_is_now_invalid(name: str, arg: str, when: An
 
 
 def test_the_sweep_covers_every_kind_of_time_argument() -> None:
-    assert {a for _, a in TIME_ARGUMENTS} == {"now", "at", "time", "iat", "expires_at"}
+    assert {a for _, a in TIME_ARGUMENTS} == TIME_NAMES
     assert len(TIME_ARGUMENTS) > 20
 
 
