@@ -166,7 +166,8 @@ class OperationBuilder:
         seq: int | None = None,
         prev: str | bool | None = True,
     ) -> str:
-        if not isinstance(kind, str) or kind not in KIND_SIGNER:
+        if not isinstance(kind, str) or (check and kind not in KIND_SIGNER):
+            # (unsafe_append signs any kind: the verifier's refusal of one is tested)
             raise VxpError("argument_invalid", f"{kind!r} is not a statement kind")
         body = _mapping(body, "the statement body")
         personal = _mapping(personal, "the personal fields", optional=True) or None
@@ -179,7 +180,8 @@ class OperationBuilder:
             new_state = step(self._state, self._state.count, kind, KIND_SIGNER[kind], full, at)
         else:
             try:
-                new_state = step(self._state, self._state.count, kind, KIND_SIGNER[kind], full, at)
+                signer_role = KIND_SIGNER.get(kind, "operator")
+                new_state = step(self._state, self._state.count, kind, signer_role, full, at)
             except VxpError:
                 new_state = replace(self._state, count=self._state.count + 1, last_time=at)
         role = KIND_SIGNER.get(kind, "operator")

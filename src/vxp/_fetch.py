@@ -389,9 +389,16 @@ class ProofEndpoint:
         # dated up to ``window`` seconds ahead stays acceptable until iat + window.
         until = max(iat, now) + self._window
         try:
-            self._replay.store_once(f"{key.kid}:{jti}", until, now)
+            store: Callable[[str, int, int], object] = self._replay.store_once
+            answer = store(f"{key.kid}:{jti}", until, now)
         except VxpProtocolError as exc:
             if exc.code != "dpop_replay":
                 raise
             return "the DPoP proof was already used (jti replay)"
+        if answer is not None:
+            # fail closed: a cache written for the old contract answers False on a replay
+            raise VxpError(
+                "replay_store_unavailable",
+                "ReplayCache.store_once returns None, or raises dpop_replay on a replay",
+            )
         return None

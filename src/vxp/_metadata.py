@@ -39,12 +39,20 @@ ROLES = ("operator", "company")
 
 @dataclass(frozen=True)
 class KeyRecord:
-    """One published key: ``kid`` signs for ``role`` from ``not_before`` until ``not_after``."""
+    """One published key: ``kid`` signs for ``role`` from ``not_before`` until ``not_after``.
+
+    The times are read once, as every time the caller passes (aware datetimes; a naive one
+    is ``time_naive``, one without a UTC value ``now_invalid``: usage errors)."""
 
     kid: str
     role: str
     not_before: datetime
     not_after: datetime | None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "not_before", aware(self.not_before, "not_before"))
+        if self.not_after is not None:
+            object.__setattr__(self, "not_after", aware(self.not_after, "not_after"))
 
     def covers(self, when: datetime) -> bool:
         """Whether the key was valid for signing at ``when`` (``not_after`` exclusive).
@@ -80,11 +88,11 @@ class TrustMaterial:
         object.__setattr__(self, "_by_kid", index)
 
     def records_for(self, kid: str) -> list[KeyRecord]:
-        """Every record of ``kid`` (a key may be listed once per role; none for a ``kid``
-        that is not a string)."""
+        """Every record of ``kid`` (a key may be listed once per role); a ``kid`` that is
+        not a string is ``argument_invalid``."""
         given: object = kid
         if not isinstance(given, str):
-            return []
+            raise VxpError("argument_invalid", "a kid is a string")
         return list(self._by_kid.get(given, ()))
 
     def role_keys(self, role: str) -> list[ResolvedKey]:

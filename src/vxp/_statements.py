@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any, NamedTuple
 
+from ._chain import KIND_SIGNER
 from ._codec import b64url_encode, canonical_json, encode_hash
 from ._jws import ParsedJws, check_header, parse_compact, sign_compact
 from ._keys import IssuerKeys, KeyLike, ResolvedKey, resolve_key
@@ -25,7 +25,6 @@ from ._sdjwt import (
     open_jwt,
     process_payload,
 )
-from ._time import epoch_seconds
 from .errors import VxpError
 
 __all__ = [
@@ -36,6 +35,7 @@ __all__ = [
     "ParsedStatement",
     "approval_payload",
     "approval_signing_input",
+    "check_statement",
     "check_user_approval",
     "jwt_digest",
     "open_statement",
@@ -266,24 +266,49 @@ def verify_statement(
     statement: SdJwt | object,
     keys: IssuerKeys | KeyLike | Sequence[KeyLike],
     *,
-    now: datetime | float,
     where: str = "the statement",
 ) -> ParsedStatement:
-    """Verify one compact statement on its own against ``keys`` (the signer's keys) and
-    return it read (:class:`ParsedStatement`); for example, a user's device checking the
-    ``terms`` statement it shows her before she approves it.
+    """Verify one compact statement on its own against ``keys`` and return it read
+    (:class:`ParsedStatement`); for example, a user's device checking the ``terms``
+    statement it shows her before she approves it.
 
-    Only the statement: its chain, its log and the issuer's key periods are the
-    verifier's (:class:`vxp.Verifier`). Raises :class:`~vxp.VxpProtocolError`
-    ``statement_malformed`` (parse stage), ``key_untrusted`` or ``signature_invalid``
-    (``reason`` keeps the SD-JWT layer's precise code); ``now`` is an aware datetime or
-    seconds since the epoch (usage errors as :func:`vxp.verify_sd_jwt`). The verifier
-    runs the same three steps (:func:`open_statement`, the signature,
-    :func:`read_statement`) a stage at a time.
+    Checks the SD-JWT (``typ``, ES256, the key by ``kid`` among ``keys``, the signature,
+    RFC 9901 processing), the statement's shape, and that its ``kind`` is one of
+    :data:`KIND_SIGNER` and its ``signer`` that kind's role. It does **not** check that
+    the key belongs to that role: pass only the keys of the role you expect (for
+    ``terms``, the company's signing keys), never a whole JWKS. The key's listing and
+    validity period, the chain (``seq``, ``prev``) and the log are the verifier's
+    (:class:`vxp.Verifier`); a statement carries no time claims of its own (its time is
+    the log's). Raises :class:`~vxp.VxpProtocolError` ``statement_malformed`` (``reason``
+    keeps the SD-JWT layer's precise code, or ``kind``/``signer_role``),
+    ``key_untrusted`` or ``signature_invalid``.
     """
-    now = epoch_seconds(now)
     if not isinstance(keys, IssuerKeys):
         keys = IssuerKeys(keys)
+    parsed = check_statement(statement, keys, where=where, now=0.0)
+    role = KIND_SIGNER.get(parsed.kind)
+    if role is None:
+        raise VxpError(
+            "statement_malformed", f"{where} has unknown kind {parsed.kind!r}", reason="kind"
+        )
+    if parsed.signer != role:
+        raise VxpError(
+            "statement_malformed",
+            f"{where} ({parsed.kind}) names signer {parsed.signer!r}, not {role!r}",
+            reason="signer_role",
+        )
+    return parsed
+
+
+def check_statement(
+    statement: SdJwt | object, keys: IssuerKeys, *, where: str, now: float
+) -> ParsedStatement:
+    """The statement stage on one statement: :func:`open_statement`, the signature, then
+    :func:`read_statement` (the verifier runs the same three steps a stage at a time).
+
+    Raises ``statement_malformed`` (parse stage), ``key_untrusted`` or ``signature_invalid``;
+    ``reason`` keeps the SD-JWT layer's precise code.
+    """
     token = statement if isinstance(statement, SdJwt) else split_statement(statement, where)
     opened = open_statement(token, keys, where)
     key, message, signature = opened.signature_check

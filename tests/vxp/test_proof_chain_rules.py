@@ -549,3 +549,15 @@ def test_user_signature_with_boolean_revision_is_refused() -> None:
     honest.outcome(state="failed", result_summary={"e": 1}, now=_at(4))
     package = honest.package(log_key=demo_key("log"))
     assert vxp.verify(package, metadata, jwks, now=_at(60)).approval == "user_signed"
+
+
+def test_a_statement_of_an_unknown_kind_is_refused() -> None:
+    """§6 (the kinds and the roles that sign them): a logged statement of a kind the draft
+    does not know is statement_malformed/kind (``unsafe_append`` signs any kind)."""
+    builder = demo_facts.builder("unknown-kind")
+    builder.unsafe_append("no-such-kind", {"x": 1}, now=_at(2.5))
+    builder.outcome(state="failed", result_summary={"e": 1}, now=_at(4))
+    package = builder.package(log_key=demo_key("log"))
+    verdict = vxp.verify(package, *demo_facts.material(), now=_at(60))
+    assert verdict.failure is not None
+    assert (verdict.failure["code"], verdict.failure["reason"]) == ("statement_malformed", "kind")

@@ -441,3 +441,28 @@ def test_fetched_body_is_a_deep_copy() -> None:
     second = server.handle(method="GET", url=URL_REQ_1, headers=_dpop(NOW, "j2"), now=NOW)
     assert second.body == {"v": 1, "log": {"entries": [{"index": 0}]}, "statements": ["a~"]}
     assert package["log"]["entries"][0]["index"] == 0
+
+
+class _RenamedOldCache:
+    """A cache written for the old contract (False on a replay), its method renamed."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def store_once(self, key: str, until: int, now: int) -> bool:
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+
+def test_a_replay_cache_that_returns_a_value_fails_closed() -> None:
+    """docs/spec/vxp.md §5.4: ``store_once`` returns None or raises ``dpop_replay``; a cache
+    that answers with a value (the old bool contract) is refused on the first request,
+    never allowed to serve a replay."""
+    server = _endpoint(replay=_RenamedOldCache())
+    with pytest.raises(vxp.VxpUsageError) as info:
+        server.handle(method="GET", url=URL, headers=_headers(), now=NOW)
+    assert info.value.code == "replay_store_unavailable"
+    with pytest.raises(vxp.VxpUsageError):
+        server.handle(method="GET", url=URL, headers=_headers(), now=NOW)

@@ -231,7 +231,7 @@ def test_any_changed_character_of_a_statement_is_refused(
     original = statements[which % len(statements)]
     j = where % len(original)
     text = original[:j] + char + original[j + 1 :]
-    got = _outcome(lambda: vxp.statements.verify_statement(text, keys, where="s", now=0.0))
+    got = _outcome(lambda: vxp.statements.verify_statement(text, keys, where="s"))
     if text == original:
         assert got[0] == "ok"
     else:

@@ -166,6 +166,17 @@ def test_metadata_version_boolean_is_refused(version: Any) -> None:
         vxp.Verifier(metadata, op.jwks)
 
 
+@pytest.mark.parametrize("kid", [None, 7, b"k", ["k"], {"k": 1}])
+def test_records_of_a_kid_that_is_not_a_string_is_the_callers_mistake(kid: Any) -> None:
+    """docs/spec/vxp.md §5: a query of the caller's with a wrong type is argument_invalid,
+    never an empty answer that reads as "the issuer lists no such key"."""
+    op = demo_operation("succeeded")
+    trust = vxp.trust.load_trust(op.metadata, op.jwks)
+    with pytest.raises(vxp.VxpUsageError) as info:
+        trust.records_for(kid)
+    assert info.value.code == "argument_invalid"
+
+
 def test_metadata_version_one_point_zero_compares_by_value() -> None:
     """§7: numbers compare by value: 1.0 is version 1."""
     op = demo_operation("succeeded")

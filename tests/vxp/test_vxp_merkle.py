@@ -494,13 +494,35 @@ def test_checked_inclusion_answers_as_verify_inclusion(size: int, index: int, ch
     assert checked == general
 
 
+class _Equal(bytes):
+    """A root that answers "equal" to every other."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = bytes.__hash__
+
+
 def test_consistency_at_equal_sizes_needs_an_empty_proof_and_equal_roots() -> None:
     """docs/spec/vxp.md §4.1 (ours, as transparency-dev/merkle): RFC 9162 §2.1.4.2 defines
     no check for ``first == second``; equal sizes need an empty proof and equal roots, and
     the root returned is the caller's ``root1``."""
     leaves = [vxp.merkle.leaf_hash(bytes([i])) for i in range(5)]
     root = vxp.merkle.tree_hash(leaves)
-    assert vxp.merkle.verify_consistency(5, 5, root, bytes(root), []) == root
+    copy = bytes(bytearray(root))
+    assert vxp.merkle.verify_consistency(5, 5, root, copy, []) is root  # the caller's root1
+    with pytest.raises(vxp.VxpProtocolError, match="root_mismatch"):  # equal *bytes* only
+        vxp.merkle.verify_consistency(5, 5, root, bytearray(root), [])  # type: ignore[arg-type]
+    with pytest.raises(vxp.VxpProtocolError):  # a bytes subclass that equals everything
+        vxp.merkle.verify_consistency(5, 5, root, _Equal(bytes(32)), [])
+    proof = vxp.merkle.consistency_proof(leaves, 2, 3)
+    with pytest.raises(vxp.VxpProtocolError, match="malformed_hash"):
+        vxp.merkle.verify_consistency(
+            2, 3, vxp.merkle.tree_hash(leaves[:2]), _Equal(bytes(32)), proof
+        )
     other = vxp.merkle.tree_hash([*leaves[:4], vxp.merkle.leaf_hash(b"x")])
     with pytest.raises(vxp.VxpProtocolError, match="root_mismatch"):
         vxp.merkle.verify_consistency(5, 5, root, other, [])

@@ -381,7 +381,7 @@ def test_statements_with_disclosures_verify_as_the_oracle_reads_them(data: st.Da
     if data.draw(st.booleans()):
         j = data.draw(st.integers(0, len(text) - 1))
         text = text[:j] + data.draw(st.sampled_from("A0_-.~")) + text[j + 1 :]
-    got = _outcome(lambda: verify_statement(text, _KEYS, where="s", now=1.0))
+    got = _outcome(lambda: verify_statement(text, _KEYS, where="s"))
     plain = claims_of(text, 1.0) if text.endswith("~") and text.count("~") >= 1 else None
     if got[0] == "ok":  # type: ignore[index]
         st_ = got[1]  # type: ignore[index]
@@ -680,7 +680,7 @@ def test_statements_nested_past_the_limit_are_refused(depth: int) -> None:
     for _ in range(depth):
         deep = {"a": deep}
     text = _deep_statement(deep)
-    got = _outcome(lambda: verify_statement(text, _KEYS, where="s", now=1.0))
+    got = _outcome(lambda: verify_statement(text, _KEYS, where="s"))
     if depth + 1 > 64:  # the deepest object sits at path body.deep.a.a...: depth + 1 steps
         assert got[0:2] == ("error", "statement_malformed")  # type: ignore[index]
         assert got[3] == "claims_too_deep"  # type: ignore[index]
@@ -736,3 +736,35 @@ def test_verdicts_and_chain_states_equal_those_built_by_their_init() -> None:
         _as_init_builds(state)
         assert state.terms is not None
         _as_init_builds(state.terms)
+
+
+@pytest.mark.parametrize(
+    ("kind", "signer", "reason"),
+    [
+        ("terms", "operator", "signer_role"),
+        ("no-such-kind", "operator", "kind"),
+        ("terms", "company", None),
+    ],
+)
+def test_one_statement_verified_alone_names_its_kinds_role(
+    kind: str, signer: str, reason: str | None
+) -> None:
+    """vxp-proof.md §6 (a kind and the role that signs it): ``vxp.statements.verify_statement``
+    refuses an unknown kind and a signer other than the kind's role; which keys the role
+    holds is the caller's choice of ``keys`` (the verifier checks the listing)."""
+    key = demo_key("company")
+    text = sign_statement(
+        seq=1,
+        kind=kind,
+        signer=signer,
+        prev="sha-256:" + "A" * 43,
+        body={"x": 1},
+        key=key,
+        rng=lambda n: b"\x07" * n,
+    )
+    if reason is None:
+        assert verify_statement(text, [key]).kind == kind
+        return
+    with pytest.raises(vxp.VxpProtocolError) as info:
+        verify_statement(text, [key])
+    assert (info.value.code, info.value.reason) == ("statement_malformed", reason)
