@@ -4,16 +4,25 @@ Sans-IO: keys, the clock (``now`` on every step), randomness (salts) and the log
 passed in. Each step builds the statement body, runs the shared chain rules
 (:mod:`vxp._chain`) on it first, and only then signs it and appends it to the log, so a
 refused step changes nothing.
+
+Every refusal is the caller's mistake, a :class:`~vxp.VxpUsageError`: a step out of order
+or one that would sign what the verifier refuses is ``step_refused`` (``reason`` names the
+rule, or the code of the verifier's check that refused); an argument of the wrong type is
+``argument_invalid``. The one exception is the signature a user's device made
+(:meth:`OperationBuilder.approve_with_signature`): it is protocol data, and one that does
+not verify is :class:`~vxp.VxpProtocolError` ``rule_violation/user_signature_invalid``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from ._chain import KIND_SIGNER, ChainState, format_time, parse_time, step
 from ._checkpoint import Checkpoint, cosign_checkpoint, sign_checkpoint
@@ -34,14 +43,56 @@ from ._statements import (
 from ._time import whole_seconds
 from ._verdict import Evidence, derive_assurance
 from ._verifier import leaf_data
-from .errors import VxpError
+from .errors import VxpError, VxpProtocolError
 
 __all__ = ["OperationBuilder", "digest_of"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 def digest_of(value: Any, where: str = "value") -> str:
     """Return ``sha-256:`` + base64url of SHA-256 over the JCS bytes of ``value``."""
     return encode_hash(sha256(canonical_json(value, where)))
+
+
+@contextmanager
+def _as_step() -> Iterator[None]:
+    """Re-raise a protocol error met while building a step as the caller's ``step_refused``
+    (the verifier's check that refused becomes the ``reason``)."""
+    try:
+        yield
+    except VxpProtocolError as exc:
+        raise VxpError("step_refused", exc.message, reason=exc.reason or exc.code) from None
+
+
+def _step(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run a builder step under :func:`_as_step`."""
+
+    @functools.wraps(method)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with _as_step():
+            return method(*args, **kwargs)
+
+    return run
+
+
+def _refused(message: str, reason: str) -> VxpError:
+    return VxpError("step_refused", message, reason=reason)
+
+
+def _mapping(value: object, what: str, optional: bool = False) -> dict[str, Any]:
+    if optional and value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise VxpError("argument_invalid", f"{what} is a JSON object (a mapping)")
+    return dict(value)
+
+
+def _names(value: object, what: str) -> list[Any]:
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise VxpError("argument_invalid", f"{what} is a list of names")
+    return list(value)
 
 
 class OperationBuilder:
@@ -115,6 +166,11 @@ class OperationBuilder:
         seq: int | None = None,
         prev: str | bool | None = True,
     ) -> str:
+        if not isinstance(kind, str) or (check and kind not in KIND_SIGNER):
+            # (unsafe_append signs any kind: the verifier's refusal of one is tested)
+            raise VxpError("argument_invalid", f"{kind!r} is not a statement kind")
+        body = _mapping(body, "the statement body")
+        personal = _mapping(personal, "the personal fields", optional=True) or None
         logged_at = format_time(now, "now")
         at = parse_time(logged_at, "now")
         full = body
@@ -124,7 +180,8 @@ class OperationBuilder:
             new_state = step(self._state, self._state.count, kind, KIND_SIGNER[kind], full, at)
         else:
             try:
-                new_state = step(self._state, self._state.count, kind, KIND_SIGNER[kind], full, at)
+                signer_role = KIND_SIGNER.get(kind, "operator")
+                new_state = step(self._state, self._state.count, kind, signer_role, full, at)
             except VxpError:
                 new_state = replace(self._state, count=self._state.count + 1, last_time=at)
         role = KIND_SIGNER.get(kind, "operator")
@@ -158,11 +215,12 @@ class OperationBuilder:
     def _latest(self, what: str) -> tuple[int, str]:
         latest = self._state.latest
         if latest is None:
-            raise VxpError("rule_violation", f"{what} needs terms first", reason="terms_missing")
+            raise _refused(f"{what} needs terms first", "terms_missing")
         return latest.revision, latest.terms_digest
 
     # ------------------------------------------------------------------ steps
 
+    @_step
     def request(
         self, *, channel: str, client_id: str, request: Mapping[str, Any], now: datetime
     ) -> str:
@@ -174,6 +232,7 @@ class OperationBuilder:
         }
         return self._append("request", body, now)
 
+    @_step
     def terms(
         self,
         *,
@@ -193,7 +252,9 @@ class OperationBuilder:
         """
         if not isinstance(terms, Mapping):
             raise VxpError("terms_invalid", "the terms are a JSON object")
-        missing = [t for t in read_back_terms if t not in terms]
+        read_back_terms = _names(read_back_terms, "read_back_terms")
+        requires = _names(requires, "requires")
+        missing = [t for t in read_back_terms if not isinstance(t, str) or t not in terms]
         if missing:
             raise VxpError(
                 "terms_invalid", f"read_back_terms names members the terms lack: {missing}"
@@ -216,18 +277,21 @@ class OperationBuilder:
         self._terms[revision] = dict(terms)
         return statement
 
+    @_step
     def counter(self, *, proposal: Mapping[str, Any], now: datetime) -> str:
         """Sign the agent's counter-proposal to the latest revision (operator)."""
         revision, _ = self._latest("a counter")
         body = {"counter_digest": digest_of(proposal, "the proposal"), "revision": revision}
         return self._append("counter", body, now)
 
+    @_step
     def approve(self, *, now: datetime) -> str:
         """Sign an ``agent_asserted`` approval of the latest revision (operator)."""
         revision, digest = self._latest("an approval")
         body = {"method": "agent_asserted", "revision": revision, "terms_digest": digest}
         return self._append("user_approval", body, now)
 
+    @_step
     def approval_payload(self) -> dict[str, Any]:
         """Return what the user signs to approve the latest revision (see
         :func:`vxp.approval_payload`): show it to her device, which signs
@@ -236,12 +300,11 @@ class OperationBuilder:
         latest, request = self._state.latest, self._state.request
         assert latest is not None
         if request is None:  # pragma: no cover - terms imply a request
-            raise VxpError(
-                "rule_violation", "an approval needs the request", reason="terms_missing"
-            )
+            raise _refused("an approval needs the request", "terms_missing")
         terms_statement = jwt_digest(self._statements[latest.seq].split("~", 1)[0])
         return approval_payload(request["request_digest"], revision, digest, terms_statement)
 
+    @_step
     def approve_signed(self, *, user_key: KeyLike, now: datetime) -> str:
         """Sign a ``user_signed`` approval with the user's private key (held here).
 
@@ -260,17 +323,18 @@ class OperationBuilder:
         ``signature`` is the raw JWS signature bytes her key made over
         :func:`vxp.approval_signing_input` of :meth:`approval_payload` (Ed25519: 64 bytes;
         ES256: ``r || s``, 64 bytes). A signature that does not verify for this revision
-        is ``rule_violation/user_signature_invalid``; one of the issuer's own signing keys
-        is ``user_key_is_issuer_key``. Nothing is signed or logged on refusal.
+        is :class:`~vxp.VxpProtocolError` ``rule_violation/user_signature_invalid`` (the
+        signature is the device's data); one of the issuer's own signing keys is the
+        caller's ``step_refused/user_key_is_issuer_key``. Nothing is signed or logged on
+        refusal.
         """
         payload = self.approval_payload()
         key = resolve_key(user_key, "user key")
         own = {resolve_key(k, f"{role} key").kid for role, k in self._keys.items()}
         if key.kid in own:
-            raise VxpError(
-                "rule_violation",
+            raise _refused(
                 "a user-signed approval needs the user's key, not a signing key of the issuer",
-                reason="user_key_is_issuer_key",
+                "user_key_is_issuer_key",
             )
         if not isinstance(signature, bytes):
             raise VxpError(
@@ -291,10 +355,12 @@ class OperationBuilder:
         user_kid = check_user_approval(
             body, payload["request_digest"], payload["terms_statement"], "the approval"
         )
-        statement = self._append("user_approval", body, now)
+        with _as_step():
+            statement = self._append("user_approval", body, now)
         self._user_kids.add(user_kid)  # checked against the log and witness keys at sealing
         return statement
 
+    @_step
     def review(self, *, decision: str, reviewer: Mapping[str, Any], now: datetime) -> str:
         """Sign a company review of the latest revision (company): approved or rejected."""
         revision, digest = self._latest("a review")
@@ -306,6 +372,7 @@ class OperationBuilder:
         }
         return self._append("company_review", body, now)
 
+    @_step
     def execute(self, *, release: Mapping[str, Any], now: datetime) -> str:
         """Sign the single execution of the approved latest revision (operator)."""
         revision, digest = self._latest("the execution")
@@ -320,6 +387,7 @@ class OperationBuilder:
         }
         return self._append("execution", body, now)
 
+    @_step
     def read_back(
         self,
         *,
@@ -335,9 +403,11 @@ class OperationBuilder:
         """
         latest = self._state.latest
         if latest is None:
-            raise VxpError("rule_violation", "a read-back needs terms", reason="terms_missing")
+            raise _refused("a read-back needs terms", "terms_missing")
+        observed = _mapping(observed, "observed")
+        personal = _mapping(personal, "personal", optional=True)
         approved = self._terms.get(latest.revision, {})
-        shown = {**dict(personal or {}), **dict(observed)}
+        shown = {**personal, **observed}
         # Compare JSON values, not Python values: True == 1 == 1.0 in Python, but a system
         # that shows true where the terms say 1 does not match them.
         matches = bool(latest.read_back_terms) and all(
@@ -376,6 +446,7 @@ class OperationBuilder:
         )
         return list(derived)
 
+    @_step
     def outcome(self, *, state: str, result_summary: Mapping[str, Any], now: datetime) -> str:
         """Sign the outcome (company); ``claimed_assurance`` is what the evidence supports."""
         revision, digest = self._latest("the outcome")
@@ -389,6 +460,7 @@ class OperationBuilder:
         }
         return self._append("outcome", body, now)
 
+    @_step
     def correct(self, *, state: str, fact: Mapping[str, Any], now: datetime) -> str:
         """Sign a correction of the asserted state after the outcome (company, P4)."""
         revision, digest = self._latest("a correction")
@@ -402,6 +474,7 @@ class OperationBuilder:
         }
         return self._append("correction", body, now)
 
+    @_step
     def revoke(self, *, reason: Mapping[str, Any], now: datetime) -> str:
         """Sign a revocation of the outcome (company, P4)."""
         body = {
@@ -410,6 +483,7 @@ class OperationBuilder:
         }
         return self._append("revocation", body, now)
 
+    @_step
     def unsafe_append(
         self,
         kind: str,
@@ -429,7 +503,7 @@ class OperationBuilder:
         """
         return self._append(
             kind,
-            dict(body),
+            _mapping(body, "the statement body"),
             now,
             personal=personal,
             check=False,
@@ -441,6 +515,7 @@ class OperationBuilder:
 
     # ------------------------------------------------------------------ sealing
 
+    @_step
     def package(
         self,
         *,
@@ -454,35 +529,30 @@ class OperationBuilder:
         an aware datetime or integer seconds since the epoch).
         """
         if require_outcome and self._state.outcome is None:
-            raise VxpError(
-                "rule_violation",
-                "a package is sealed after the outcome (P3)",
-                reason="outcome_missing",
-            )
+            raise _refused("a package is sealed after the outcome (P3)", "outcome_missing")
         if self._state.request is None or self._state.latest is None:
-            raise VxpError(
-                "rule_violation", "a package needs a request and terms", reason="terms_missing"
-            )
-        timed = [(k, whole_seconds(t, f"witness {i} time")) for i, (k, t) in enumerate(witnesses)]
+            raise _refused("a package needs a request and terms", "terms_missing")
+        pairs = _names(witnesses, "witnesses")
+        if not all(isinstance(p, tuple | list) and len(p) == 2 for p in pairs):
+            raise VxpError("argument_invalid", "witnesses is a list of (key, time) pairs")
+        timed = [(k, whole_seconds(t, f"witness {i} time")) for i, (k, t) in enumerate(pairs)]
         sealers = {resolve_key(log_key, "log key").kid} | {
             resolve_key(k, f"witness key {i}").kid for i, (k, _) in enumerate(timed)
         }
         if self._user_kids & sealers:
             # the verifier counts the log and witness keys as the issuer's: never the user
-            raise VxpError(
-                "rule_violation",
+            raise _refused(
                 "a user-signed approval was signed by the log key or a witness key",
-                reason="user_key_is_issuer_key",
+                "user_key_is_issuer_key",
             )
         if self._entries:
             last = math.floor(parse_time(self._entries[-1][1], "logged_at").timestamp())
             for _, time in timed:
                 if time < last:
                     # the verifier refuses a cosignature older than what it vouches for
-                    raise VxpError(
-                        "rule_violation",
+                    raise _refused(
                         "a witness cosignature is dated before the last statement was logged",
-                        reason="witness_time",
+                        "witness_time",
                     )
         size = self.log.size
         signed = sign_checkpoint(Checkpoint(self.log.origin, size, self.log.root(size)), log_key)

@@ -91,8 +91,11 @@ def parse_time(value: object, where: str) -> datetime:
 def format_time(when: datetime, where: str = "the time") -> str:
     """Return ``when`` (aware) as RFC 3339 UTC with milliseconds, as the draft writes times;
     a naive or non-datetime ``when`` is a usage error naming ``where``."""
-    utc = aware(when, where).astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    utc = aware(when, where)  # (in UTC; strftime would write year 1 as "1", not "0001")
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T"
+        f"{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
+    )
 
 
 @dataclass(frozen=True)

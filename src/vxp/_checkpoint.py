@@ -193,7 +193,7 @@ def _as_signed(value: SignedCheckpoint | Mapping[str, Any]) -> SignedCheckpoint:
 def sign_checkpoint(checkpoint: Checkpoint, log_key: KeyLike) -> SignedCheckpoint:
     """Sign ``checkpoint`` with the log's private key (ES256 deterministically, or EdDSA)."""
     if not isinstance(checkpoint, Checkpoint):
-        raise VxpError("checkpoint_invalid", "sign_checkpoint needs a Checkpoint")
+        raise VxpError("argument_invalid", "sign_checkpoint signs a Checkpoint")
     key = resolve_key(log_key, "log key")
     return SignedCheckpoint(checkpoint, key.kid, key.alg, key.sign(checkpoint.signing_input()))
 
@@ -202,6 +202,8 @@ def verify_checkpoint(
     signed: SignedCheckpoint | Mapping[str, Any], log_key: KeyLike, *, origin: str | None = None
 ) -> Checkpoint:
     """Verify the log's signature on ``signed`` (and its origin if given); return the checkpoint."""
+    if origin is not None and not isinstance(origin, str):
+        raise VxpError("argument_invalid", "the origin to expect is a string or None")
     sc = _as_signed(signed)
     key, message = _log_signature(sc, log_key)
     if not key.signature_valid(message, sc.signature):
@@ -265,7 +267,7 @@ def verify_cosignatures(
     that does not verify is an error (it is evidence of tampering).
     """
     sc = _as_signed(signed)
-    if isinstance(witness_keys, Mapping) or not isinstance(witness_keys, Iterable):
+    if isinstance(witness_keys, Mapping | str | bytes) or not isinstance(witness_keys, Iterable):
         raise VxpError("witness_keys_invalid", "witness_keys is a list of keys")
     if not isinstance(quorum, int) or isinstance(quorum, bool) or quorum < 0:
         raise VxpError("witness_keys_invalid", "quorum is a non-negative integer")
@@ -303,6 +305,8 @@ class Witness:
     def __init__(self, key: KeyLike, logs: Mapping[str, KeyLike]) -> None:
         self._key = key
         self.kid = resolve_key(key, "witness key").kid
+        if not isinstance(logs, Mapping):
+            raise VxpError("witness_keys_invalid", "logs maps each log origin to its key")
         self._logs = dict(logs)
         self.state: dict[str, Checkpoint] = {}
 

@@ -38,7 +38,12 @@ its two unused low bits clear (RFC 9901 digests as they are; VXP's behind ``sha-
 
 
 def b64url_encode(data: bytes) -> str:
-    """Return ``data`` as unpadded base64url (RFC 4648 §5, RFC 7515 §2)."""
+    """Return ``data`` as unpadded base64url (RFC 4648 §5, RFC 7515 §2).
+
+    ``data`` is the caller's bytes: anything else is :class:`~vxp.VxpUsageError`
+    ``argument_invalid``."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise VxpError("argument_invalid", "the data to encode is bytes")
     return binascii.b2a_base64(data, newline=False).translate(_TO_URL).rstrip(b"=").decode("ascii")
 
 
@@ -151,9 +156,12 @@ def canonical_json(value: Any, where: str = "value") -> bytes:
 
 
 def encode_hash(digest: bytes) -> str:
-    """Return a SHA-256 digest in VXP's textual form ``sha-256:<base64url>``."""
-    if len(digest) != 32:
-        raise VxpError("malformed_hash", "a SHA-256 digest must be 32 bytes")
+    """Return a SHA-256 digest in VXP's textual form ``sha-256:<base64url>``.
+
+    ``digest`` is the caller's 32 bytes: anything else is :class:`~vxp.VxpUsageError`
+    ``argument_invalid``."""
+    if not isinstance(digest, bytes) or len(digest) != 32:
+        raise VxpError("argument_invalid", "a SHA-256 digest to encode is 32 bytes")
     return _HASH_PREFIX + b64url_encode(digest)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import heapq
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping
@@ -25,7 +26,7 @@ from ._codec import b64url_encode
 from ._jws import check_header, parse_compact, sign_compact
 from ._keys import KeyLike, resolve_key
 from ._time import whole_seconds
-from .errors import VxpError
+from .errors import VxpError, VxpProtocolError
 
 __all__ = [
     "AccessToken",
@@ -74,9 +75,24 @@ class FetchResponse:
 class ReplayCache(Protocol):
     """Remembers DPoP ``jti`` values until they could no longer pass the ``iat`` window."""
 
-    def check_and_store(self, key: str, until: int, now: int) -> bool:
-        """Atomically store ``key`` until ``until``; return False if it was already stored."""
+    def store_once(self, key: str, until: int, now: int) -> None:
+        """Atomically remember ``key`` until ``until`` (forgetting keys whose ``until`` is
+        before ``now``); raise :class:`~vxp.VxpProtocolError` ``dpop_replay`` if ``key`` is
+        already remembered (nothing changes then)."""
         ...
+
+
+def replay_arguments(key: object, until: object, now: object) -> tuple[str, int, int]:
+    """The arguments of :meth:`ReplayCache.store_once`, checked: ``key`` a string
+    (``argument_invalid``), ``until`` and ``now`` integer seconds (``now_invalid``)."""
+    if not isinstance(key, str):
+        raise VxpError("argument_invalid", "a replay key is a string")
+    return str.__str__(key), whole_seconds(until, "until"), whole_seconds(now, "now")
+
+
+def replayed(key: str) -> VxpError:
+    """The error of a replayed key."""
+    return VxpError("dpop_replay", f"the DPoP proof {key!r} was already used (jti replay)")
 
 
 class MemoryReplayCache:
@@ -91,27 +107,29 @@ class MemoryReplayCache:
         self._expiry: list[tuple[int, str]] = []
         self._lock = threading.Lock()
 
-    def check_and_store(self, key: str, until: int, now: int) -> bool:
-        """Store ``key`` until ``until``; False if it is already there (a replay)."""
+    def store_once(self, key: str, until: int, now: int) -> None:
+        """Remember ``key`` until ``until``; ``dpop_replay`` if it is already there."""
+        key, until, now = replay_arguments(key, until, now)
         with self._lock:
             while self._expiry and self._expiry[0][0] < now:
                 _, old = heapq.heappop(self._expiry)
                 if old in self._seen and self._seen[old] < now:
                     del self._seen[old]
             if key in self._seen:
-                return False
+                raise replayed(key)
             self._seen[key] = until
             heapq.heappush(self._expiry, (until, key))
-            return True
 
 
 class SqliteReplayCache:
     """A :class:`ReplayCache` in a SQLite file: it survives restarts and is shared by every
-    process that opens the same file (each check-and-store is one write transaction)."""
+    process that opens the same file (each :meth:`store_once` is one write transaction)."""
 
     def __init__(self, path: str) -> None:
         from ppstore import StoreError, migrate_sqlite
 
+        if not isinstance(path, str | os.PathLike):
+            raise VxpError("replay_store_unavailable", "a SQLite replay cache needs a file path")
         from ._log import SQLITE_MIGRATIONS  # one VXP file may hold the log and this cache
 
         try:
@@ -125,8 +143,9 @@ class SqliteReplayCache:
             ) from exc
         self._lock = threading.Lock()
 
-    def check_and_store(self, key: str, until: int, now: int) -> bool:
-        """Store ``key`` until ``until``; False if it is already there (a replay)."""
+    def store_once(self, key: str, until: int, now: int) -> None:
+        """Remember ``key`` until ``until``; ``dpop_replay`` if it is already there."""
+        key, until, now = replay_arguments(key, until, now)
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -138,7 +157,8 @@ class SqliteReplayCache:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-            return added == 1
+        if added != 1:
+            raise replayed(key)
 
     def close(self) -> None:
         """Close the database file."""
@@ -195,6 +215,10 @@ def make_dpop_proof(
     ``iat`` is an aware :class:`~datetime.datetime` or integer seconds since the epoch (a
     naive datetime is ``time_naive``, a usage error)."""
     iat = whole_seconds(iat, "iat")
+    if not isinstance(method, str) or not isinstance(jti, str):
+        raise VxpError("argument_invalid", "the method and the jti are strings")
+    if access_token is not None and not isinstance(access_token, str):
+        raise VxpError("argument_invalid", "the access token is a string or None")
     resolved = resolve_key(key, "DPoP key")
     header = {"alg": resolved.alg, "jwk": resolved.public_jwk, "typ": DPOP_TYP}
     htu = _htu(url)
@@ -265,6 +289,10 @@ class ProofEndpoint:
         self.base_url = origin[0]
         self._tokens = tokens
         self._packages = packages
+        if replay is not None and not callable(getattr(replay, "store_once", None)):
+            raise VxpError(
+                "replay_store_unavailable", "replay is a ReplayCache (it has no store_once)"
+            )
         self._replay: ReplayCache = replay if replay is not None else MemoryReplayCache()
         self._window = window
 
@@ -360,6 +388,17 @@ class ProofEndpoint:
         # Remember the jti for as long as this proof could still pass the iat window: a proof
         # dated up to ``window`` seconds ahead stays acceptable until iat + window.
         until = max(iat, now) + self._window
-        if not self._replay.check_and_store(f"{key.kid}:{jti}", until, now):
+        try:
+            store: Callable[[str, int, int], object] = self._replay.store_once
+            answer = store(f"{key.kid}:{jti}", until, now)
+        except VxpProtocolError as exc:
+            if exc.code != "dpop_replay":
+                raise
             return "the DPoP proof was already used (jti replay)"
+        if answer is not None:
+            # fail closed: a cache written for the old contract answers False on a replay
+            raise VxpError(
+                "replay_store_unavailable",
+                "ReplayCache.store_once returns None, or raises dpop_replay on a replay",
+            )
         return None

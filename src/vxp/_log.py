@@ -8,9 +8,10 @@ another database needs only the five methods of the protocol.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -158,6 +159,8 @@ class SqliteLogStore:
     """
 
     def __init__(self, path: str | Path, origin: str) -> None:
+        if not isinstance(path, str | os.PathLike) or not isinstance(origin, str):
+            raise VxpError("log_store_error", "a SQLite log needs a file path and an origin string")
         self._lock = threading.Lock()
         self.origin = origin
         try:
@@ -275,6 +278,9 @@ class MerkleLog:
     """An append-only RFC 9162 log named ``origin`` on a :class:`LogStore`.
 
     Entries are byte strings; leaf ``i`` hashes entry ``i`` (``SHA-256(0x00 || entry)``).
+    The log is the caller's own: an entry that is not bytes (``log_entry_invalid``), an
+    index outside the log (``log_entry_missing``) or a tree size it cannot answer
+    (``log_size_invalid``) is a :class:`~vxp.VxpUsageError`.
     """
 
     def __init__(self, origin: str, store: LogStore | None = None) -> None:
@@ -299,7 +305,10 @@ class MerkleLog:
 
     def extend(self, entries: Sequence[bytes]) -> range:
         """Append several entries in one atomic step; return their indexes."""
-        entries = list(entries)
+        given: object = entries
+        if isinstance(given, bytes | str) or not isinstance(given, Iterable):
+            raise VxpError("log_entry_invalid", "the entries to append are a list of bytes")
+        entries = list(given)
         for i, e in enumerate(entries):
             if not isinstance(e, bytes):
                 raise VxpError("log_entry_invalid", f"log entry {i} is not bytes")
@@ -347,14 +356,20 @@ class MerkleLog:
     def _mth(self, start: int, size: int) -> bytes:
         return _merkle.subtree_hash(self.store.node, start, size)
 
-    def _size_at_most_current(self, tree_size: int | None) -> int:
+    def _size_at_most_current(self, tree_size: int | None, least: int = 0) -> int:
         current = self.size
         if tree_size is None:
             return current
-        if not isinstance(tree_size, int) or isinstance(tree_size, bool) or tree_size < 0:
-            raise VxpError("merkle_argument_invalid", "the tree size is not a non-negative integer")
-        if tree_size > current:
-            raise VxpError("tree_size_unknown", f"the log has {current} entries, not {tree_size}")
+        if (
+            not isinstance(tree_size, int)
+            or isinstance(tree_size, bool)
+            or not least <= tree_size <= current
+        ):
+            raise VxpError(
+                "log_size_invalid",
+                f"the tree size {tree_size!r} is not an integer from {least} to the log's "
+                f"{current} entries",
+            )
         return tree_size
 
     def root(self, tree_size: int | None = None) -> bytes:
@@ -365,17 +380,25 @@ class MerkleLog:
     def inclusion_proof(self, index: int, tree_size: int | None = None) -> list[bytes]:
         """Return the inclusion proof of entry ``index`` in the tree of ``tree_size``."""
         size = self._size_at_most_current(tree_size)
+        self._check_index(index, size)
         return _merkle.audit_path(index, size, self._mth)
 
     def consistency_proof(self, size1: int, size2: int | None = None) -> list[bytes]:
         """Return the consistency proof from tree size ``size1`` to ``size2`` (default: all)."""
         size = self._size_at_most_current(size2)
-        return _merkle.consistency_path(size1, size, self._mth)
+        first = self._size_at_most_current(size1, least=1)
+        if first > size:
+            raise VxpError(
+                "log_size_invalid", f"the first tree size {first} is larger than the second {size}"
+            )
+        return _merkle.consistency_path(first, size, self._mth)
 
     @staticmethod
     def _check_index(index: int, size: int) -> None:
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < size:
-            raise VxpError("log_entry_missing", f"the log has no entry {index!r}")
+            raise VxpError(
+                "log_entry_missing", f"the tree of {size} entries has no entry {index!r}"
+            )
 
     def close(self) -> None:
         """Close the underlying store."""

@@ -193,7 +193,8 @@ def _check_hashes(proof: object, what: str) -> None:
 
 
 def _check_hash(value: object, what: str) -> None:
-    if not isinstance(value, bytes) or len(value) != _HASH_SIZE:
+    # exactly bytes: a subclass could answer == for any other hash
+    if type(value) is not bytes or len(value) != _HASH_SIZE:
         raise VxpError("malformed_hash", f"the {what} is not a 32-byte hash")
 
 
@@ -276,9 +277,14 @@ def verify_consistency(
 ) -> bytes:
     """Check that tree (``size2``, ``root2``) extends (``size1``, ``root1``), RFC 9162 §2.1.4.2.
 
-    As transparency-dev/merkle does, ``size1 == 0`` is refused and equal sizes need an empty
-    proof and equal roots. Returns ``root2`` (now known to extend ``root1``) and raises
-    :class:`~vxp.VxpProtocolError` otherwise.
+    Returns ``root2`` (now known to extend ``root1``) and raises
+    :class:`~vxp.VxpProtocolError` otherwise. As transparency-dev/merkle does,
+    ``size1 == 0`` is refused. Equal sizes, where RFC 9162 defines no check (its algorithm
+    is for ``0 < first < second``, and fails an empty path), need an empty proof and two
+    roots that are equal bytes (both exactly ``bytes``); the roots are compared, not
+    checked for 32 bytes (an upstream probe passes two equal 12-byte roots), and the value
+    returned is ``root1`` itself: a consistency check proves an extension, never that ``root1`` is a
+    tree head (the caller's signed checkpoint says that). docs/spec/vxp.md §4.1.
     """
     _check_int(size1, "first tree size")
     _check_int(size2, "second tree size")
@@ -289,12 +295,13 @@ def verify_consistency(
             f"a consistency proof needs 0 < size1 <= size2, got {size1} and {size2}",
         )
     if size1 == size2:
-        # Like transparency-dev/merkle, equal sizes compare the roots as given (bytes).
+        # Like transparency-dev/merkle, equal sizes compare the roots as given (exactly
+        # bytes): the value returned is the caller's root1 (see the docstring).
         if proof:
             raise VxpError("proof_wrong_length", "equal tree sizes need an empty proof")
-        if not isinstance(root1, bytes) or root1 != root2:
+        if type(root1) is not bytes or type(root2) is not bytes or root1 != root2:
             raise VxpError("root_mismatch", "equal tree sizes with different roots")
-        return root2
+        return root1
     _check_hash(root1, "first root")
     _check_hash(root2, "second root")
     if not proof:

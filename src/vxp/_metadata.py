@@ -16,7 +16,8 @@ from typing import Any
 from ._chain import format_time, parse_time
 from ._codec import plain_json
 from ._keys import KeyLike, ResolvedKey, resolve_key
-from .errors import VxpError
+from ._time import aware
+from .errors import VxpError, VxpProtocolError
 
 __all__ = [
     "CUSTODY_VALUES",
@@ -38,15 +39,27 @@ ROLES = ("operator", "company")
 
 @dataclass(frozen=True)
 class KeyRecord:
-    """One published key: ``kid`` signs for ``role`` from ``not_before`` until ``not_after``."""
+    """One published key: ``kid`` signs for ``role`` from ``not_before`` until ``not_after``.
+
+    The times are read once, as every time the caller passes (aware datetimes; a naive one
+    is ``time_naive``, one without a UTC value ``now_invalid``: usage errors)."""
 
     kid: str
     role: str
     not_before: datetime
     not_after: datetime | None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "not_before", aware(self.not_before, "not_before"))
+        if self.not_after is not None:
+            object.__setattr__(self, "not_after", aware(self.not_after, "not_after"))
+
     def covers(self, when: datetime) -> bool:
-        """Whether the key was valid for signing at ``when`` (``not_after`` exclusive)."""
+        """Whether the key was valid for signing at ``when`` (``not_after`` exclusive).
+
+        ``when`` is an aware datetime (a naive one is ``time_naive``, anything else
+        ``now_invalid``: usage errors)."""
+        when = aware(when, "when")
         return self.not_before <= when and (self.not_after is None or when < self.not_after)
 
 
@@ -75,8 +88,12 @@ class TrustMaterial:
         object.__setattr__(self, "_by_kid", index)
 
     def records_for(self, kid: str) -> list[KeyRecord]:
-        """Every record of ``kid`` (a key may be listed once per role)."""
-        return list(self._by_kid.get(kid, ()))
+        """Every record of ``kid`` (a key may be listed once per role); a ``kid`` that is
+        not a string is ``argument_invalid``."""
+        given: object = kid
+        if not isinstance(given, str):
+            raise VxpError("argument_invalid", "a kid is a string")
+        return list(self._by_kid.get(given, ()))
 
     def role_keys(self, role: str) -> list[ResolvedKey]:
         """The JWKS keys that the metadata lists for ``role``."""
@@ -93,7 +110,11 @@ def _bad(message: str, reason: str) -> VxpError:
 
 
 def build_jwks(keys: Iterable[KeyLike]) -> dict[str, Any]:
-    """Return a JWKS ``{"keys": [...]}`` of the public parts of ``keys``, each with its ``kid``."""
+    """Return a JWKS ``{"keys": [...]}`` of the public parts of ``keys``, each with its ``kid``.
+
+    Each key is the caller's: one that is not a key is :class:`~vxp.VxpUsageError`."""
+    if isinstance(keys, Mapping | str | bytes) or not isinstance(keys, Iterable):
+        raise VxpError("argument_invalid", "build_jwks takes a list of keys")
     out = []
     for i, key in enumerate(keys):
         resolved = resolve_key(key, f"key {i}")
@@ -113,7 +134,20 @@ def build_metadata(
     witnesses: Sequence[str] = (),
     quorum: int = 1,
 ) -> dict[str, Any]:
-    """Return the issuer's RFC 8414 metadata document with its ``vxp_proof`` member."""
+    """Return the issuer's RFC 8414 metadata document with its ``vxp_proof`` member.
+
+    Every argument is the caller's: a document the verifier would refuse is
+    :class:`~vxp.VxpUsageError` ``argument_invalid`` (``reason`` names the member, as
+    ``metadata_invalid`` would), a time of a :class:`KeyRecord` without a UTC value
+    ``now_invalid``."""
+    given: object = keys
+    if isinstance(given, str | bytes) or not isinstance(given, Iterable):
+        raise VxpError("argument_invalid", "keys is a list of KeyRecord", reason="keys")
+    keys = list(given)
+    if not all(isinstance(r, KeyRecord) for r in keys):
+        raise VxpError("argument_invalid", "keys is a list of KeyRecord", reason="keys")
+    if isinstance(witnesses, str | bytes) or not isinstance(witnesses, Iterable):
+        raise VxpError("argument_invalid", "witnesses is a list of kids", reason="log")
     doc = {
         "issuer": issuer,
         "vxp_proof": {
@@ -138,7 +172,10 @@ def build_metadata(
             },
         },
     }
-    _parse_metadata(doc)
+    try:
+        _parse_metadata(doc)
+    except VxpProtocolError as exc:
+        raise VxpError("argument_invalid", exc.message, reason=exc.reason) from None
     return doc
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._fetch import replay_arguments, replayed
 from .errors import VxpError
 
 if TYPE_CHECKING:
@@ -257,20 +258,21 @@ class PostgresLogStore:
 class PostgresReplayCache:
     """A :class:`~vxp.ReplayCache` in PostgreSQL, shared by every process on the database.
 
-    Each check-and-store is one transaction: expired keys are dropped, then the key is
+    Each store_once is one transaction: expired keys are dropped, then the key is
     inserted unless present; the primary key decides between concurrent checkers.
     """
 
     def __init__(self, url: str) -> None:
         self._pg = _open(url, "vxp_replay", REPLAY_MIGRATIONS, "replay_store_unavailable")
 
-    def check_and_store(self, key: str, until: int, now: int) -> bool:
-        """Store ``key`` until ``until``; False if it is already there (a replay).
+    def store_once(self, key: str, until: int, now: int) -> None:
+        """Remember ``key`` until ``until``; ``dpop_replay`` if it is already there.
 
         **Ours:** replicas' clocks differ, so a key is purged only :data:`SKEW` seconds
         after its ``until`` by the caller's clock: a replica running fast cannot forget a
         key a slower one still accepts (review #8).
         """
+        key, until, now = replay_arguments(key, until, now)
 
         def work(conn: Conn) -> bool:
             conn.execute("DELETE FROM vxp_dpop_jti WHERE until < %s", (now - SKEW,))
@@ -280,7 +282,8 @@ class PostgresReplayCache:
             )
             return cur.rowcount == 1
 
-        return _tx(self._pg, work, "replay_store_unavailable")
+        if not _tx(self._pg, work, "replay_store_unavailable"):
+            raise replayed(key)
 
     def close(self) -> None:
         """Close the database connection."""

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from cryptography.hazmat.primitives.asymmetric import ec
 from joserfc.jwk import ECKey
@@ -50,6 +50,8 @@ DEMO_VARIANTS = (
 
 def demo_key(seed: str) -> ECKey:
     """Return the P-256 key derived from ``seed`` (for demos and vectors only)."""
+    if not isinstance(seed, str):
+        raise VxpError("argument_invalid", "the seed of a demo key is a string")
     scalar = int.from_bytes(hashlib.sha256(b"vxp-demo-key/" + seed.encode()).digest(), "big")
     private = ec.derive_private_key(scalar % (2**255 - 19) + 1, ec.SECP256R1())
     return ECKey.import_key(private)
@@ -76,6 +78,16 @@ class DemoOperation:
     live: dict[str, Any]
     now: datetime
     builder: OperationBuilder
+
+    VARIANTS: ClassVar[tuple[str, ...]] = DEMO_VARIANTS
+    """The variants :func:`demo_operation` issues (one per final state, plus variants)."""
+
+    def extend_log(self, entries: int) -> dict[str, Any]:
+        """Append ``entries`` unrelated entries to this operation's log (as other operations
+        of the shop would) and return the live material a verifier then sees: the new
+        checkpoint, signed by the demo log key, and the consistency proof from the packaged
+        one."""
+        return extend_log(self, entries)
 
     def inputs(self) -> dict[str, Any]:
         """Return ``{package, metadata, jwks, live, now}`` as JSON values."""
@@ -202,6 +214,8 @@ def demo_operation(
 
 def extend_log(op: DemoOperation, entries: int) -> dict[str, Any]:
     """Append ``entries`` unrelated entries to the demo log; return live material for it."""
+    if not isinstance(entries, int) or isinstance(entries, bool) or not 0 <= entries <= 10_000:
+        raise VxpError("argument_invalid", "entries is an integer from 0 to 10000")
     log = op.builder.log
     size = log.size
     for i in range(entries):

@@ -26,7 +26,7 @@ from ._codec import (
 )
 from ._jws import ParsedJws, check_algorithms, check_header, parse_compact, sign_compact
 from ._keys import IssuerKeys, KeyLike, ResolvedKey, resolve_key
-from ._time import epoch_seconds
+from ._time import epoch_seconds, whole_seconds
 from .errors import VxpError
 
 __all__ = [
@@ -550,7 +550,7 @@ def present_sd_jwt(
     holder_key: KeyLike | None = None,
     aud: str | None = None,
     nonce: str | None = None,
-    iat: int | None = None,
+    iat: int | datetime | None = None,
     deterministic: bool = True,
 ) -> str:
     """Return a presentation of ``sd_jwt`` with the chosen disclosures, optionally key-bound.
@@ -558,7 +558,9 @@ def present_sd_jwt(
     ``disclose`` lists claim paths (``None``: all disclosures, ``[]``: none). A path
     selects every disclosure on the way to it and every disclosure inside it. With
     ``holder_key`` a KB-JWT (``typ: kb+jwt``) carrying ``iat``, ``aud``, ``nonce`` and
-    ``sd_hash`` is appended; the key must be the token's ``cnf`` key.
+    ``sd_hash`` is appended; the key must be the token's ``cnf`` key. ``iat`` is integer
+    seconds since the epoch or an aware :class:`~datetime.datetime` (a naive one is
+    ``time_naive``, one without a UTC value ``now_invalid``).
     """
     token = sd_jwt if isinstance(sd_jwt, SdJwt) else SdJwt.parse(sd_jwt)
     parsed = parse_compact(token.jws, "issuer-signed JWT")
@@ -591,8 +593,9 @@ def present_sd_jwt(
         return body
     if not isinstance(aud, str) or not isinstance(nonce, str):
         raise VxpError("kb_claims_invalid", "key binding needs aud and nonce strings")
-    if not isinstance(iat, int) or isinstance(iat, bool):
+    if not isinstance(iat, int | datetime) or isinstance(iat, bool):
         raise VxpError("kb_claims_invalid", "key binding needs an integer iat")
+    iat = whole_seconds(iat, "iat")
     key = resolve_key(holder_key, "holder key")
     cnf = parsed.payload.get("cnf")
     if not isinstance(cnf, dict) or not isinstance(cnf.get("jwk"), dict):
@@ -763,6 +766,12 @@ def verify_sd_jwt(
     now = epoch_seconds(now)
     if not isinstance(leeway, int) or isinstance(leeway, bool) or not 0 <= leeway <= MAX_SPAN:
         raise VxpError("leeway_invalid", f"leeway is an integer from 0 to {MAX_SPAN} seconds")
+    if typ is not None and (not isinstance(typ, str) or not typ):
+        raise VxpError("typ_invalid", "the typ to expect is a non-empty string or None")
+    if key_binding is not None and not isinstance(key_binding, KeyBinding):
+        raise VxpError("key_binding_invalid", "key_binding is a KeyBinding or None")
+    if not isinstance(require_exp, bool):
+        raise VxpError("argument_invalid", "require_exp is a bool")
     sd = SdJwt.parse(token)
     parsed, key = open_jwt(sd, issuer_keys, algs, typ)
     if not key.signature_valid(parsed.signing_input, parsed.signature):

@@ -9,9 +9,10 @@ so a holder who withholds a disclosure leaves the chain intact.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ._chain import KIND_SIGNER
 from ._codec import b64url_encode, canonical_json, encode_hash
 from ._jws import ParsedJws, check_header, parse_compact, sign_compact
 from ._keys import IssuerKeys, KeyLike, ResolvedKey, resolve_key
@@ -34,6 +35,7 @@ __all__ = [
     "ParsedStatement",
     "approval_payload",
     "approval_signing_input",
+    "check_statement",
     "check_user_approval",
     "jwt_digest",
     "open_statement",
@@ -51,8 +53,16 @@ _PAYLOAD_MEMBERS = frozenset({"seq", "kind", "signer", "prev", "body", "_sd_alg"
 
 
 def jwt_digest(jws: str) -> str:
-    """Return ``sha-256:`` + base64url of SHA-256 over the issuer-signed JWT's ASCII text."""
-    return encode_hash(hashlib.sha256(jws.encode("ascii")).digest())
+    """Return ``sha-256:`` + base64url of SHA-256 over the issuer-signed JWT's ASCII text.
+
+    This is how a statement is named: its successor's ``prev``, and the
+    ``terms_statement`` a user approves, are the digest of the statement's issuer-signed
+    JWT (``statement.split("~")[0]``). Anything but an ASCII string is
+    ``statement_malformed``.
+    """
+    if not isinstance(jws, str) or not jws.isascii():
+        raise VxpError("statement_malformed", "a statement's JWT is an ASCII string", reason="jwt")
+    return encode_hash(hashlib.sha256(str.__str__(jws).encode("ascii")).digest())
 
 
 def split_statement(statement: object, where: str) -> SdJwt:
@@ -96,7 +106,12 @@ def sign_statement(
 
 class ParsedStatement(NamedTuple):
     """A verified statement: its fields, the processed body and what the holder withheld
-    (immutable; a tuple for cheap construction, one per statement)."""
+    (immutable; a tuple for cheap construction, one per statement).
+
+    ``seq``, ``kind``, ``signer`` and ``prev`` as signed; ``body`` with the disclosed
+    members in place; ``kid`` of the key that signed it; ``jws`` its issuer-signed JWT and
+    ``digest`` that JWT's :func:`jwt_digest`; ``hidden`` how many disclosures were
+    withheld, ``disclosed`` the encoded disclosures presented."""
 
     seq: int
     kind: str
@@ -248,13 +263,51 @@ _HEADER_MEMBERS = frozenset({"alg", "kid", "typ"})
 
 
 def verify_statement(
+    statement: SdJwt | object,
+    keys: IssuerKeys | KeyLike | Sequence[KeyLike],
+    *,
+    where: str = "the statement",
+) -> ParsedStatement:
+    """Verify one compact statement on its own against ``keys`` and return it read
+    (:class:`ParsedStatement`); for example, a user's device checking the ``terms``
+    statement it shows her before she approves it.
+
+    Checks the SD-JWT (``typ``, ES256, the key by ``kid`` among ``keys``, the signature,
+    RFC 9901 processing), the statement's shape, and that its ``kind`` is one of
+    :data:`KIND_SIGNER` and its ``signer`` that kind's role. It does **not** check that
+    the key belongs to that role: pass only the keys of the role you expect (for
+    ``terms``, the company's signing keys), never a whole JWKS. The key's listing and
+    validity period, the chain (``seq``, ``prev``) and the log are the verifier's
+    (:class:`vxp.Verifier`); a statement carries no time claims of its own (its time is
+    the log's). Raises :class:`~vxp.VxpProtocolError` ``statement_malformed`` (``reason``
+    keeps the SD-JWT layer's precise code, or ``kind``/``signer_role``),
+    ``key_untrusted`` or ``signature_invalid``.
+    """
+    if not isinstance(keys, IssuerKeys):
+        keys = IssuerKeys(keys)
+    parsed = check_statement(statement, keys, where=where, now=0.0)
+    role = KIND_SIGNER.get(parsed.kind)
+    if role is None:
+        raise VxpError(
+            "statement_malformed", f"{where} has unknown kind {parsed.kind!r}", reason="kind"
+        )
+    if parsed.signer != role:
+        raise VxpError(
+            "statement_malformed",
+            f"{where} ({parsed.kind}) names signer {parsed.signer!r}, not {role!r}",
+            reason="signer_role",
+        )
+    return parsed
+
+
+def check_statement(
     statement: SdJwt | object, keys: IssuerKeys, *, where: str, now: float
 ) -> ParsedStatement:
-    """Verify one statement's SD-JWT against ``keys`` (the trusted signing keys).
+    """The statement stage on one statement: :func:`open_statement`, the signature, then
+    :func:`read_statement` (the verifier runs the same three steps a stage at a time).
 
     Raises ``statement_malformed`` (parse stage), ``key_untrusted`` or ``signature_invalid``;
-    ``reason`` keeps the SD-JWT layer's precise code. The verifier runs the same three
-    steps (:func:`open_statement`, the signature, :func:`read_statement`) a stage at a time.
+    ``reason`` keeps the SD-JWT layer's precise code.
     """
     token = statement if isinstance(statement, SdJwt) else split_statement(statement, where)
     opened = open_statement(token, keys, where)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import VxpError
+
 __all__ = ["ASSURANCES", "Evidence", "Verdict", "derive_assurance"]
 
 ASSURANCES = (
@@ -43,6 +45,8 @@ def derive_assurance(ev: Evidence) -> tuple[tuple[str, ...], frozenset[str]]:
     An assurance is undecidable when only a withheld disclosure could show whether it
     holds; it is then neither derived nor counted against the issuer's claim.
     """
+    if not isinstance(ev, Evidence):
+        raise VxpError("argument_invalid", "derive_assurance takes an Evidence")
     read_back = ev.executed and ev.read_back_matches
     held = {
         "issuer_key_attested": ev.issuer_keys,

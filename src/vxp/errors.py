@@ -38,8 +38,15 @@ CODES = CodeTable(
         _u(
             "now_invalid",
             "call",
-            "`now` (or a time to sign) is neither an aware datetime nor a finite number "
-            "of seconds since the epoch in the range the call accepts.",
+            "`now` (or a time to sign) is neither an aware datetime with a UTC value (a "
+            "`tzinfo` that answers, years 1 to 9999 in UTC) nor a finite number of seconds "
+            "since the epoch in the range the call accepts.",
+        ),
+        _u(
+            "argument_invalid",
+            "call",
+            "An argument is not of the type the call takes (a list that is not iterable, a "
+            "flag that is not a bool, an object without the methods the call uses).",
         ),
         _u("leeway_invalid", "call", "`leeway` is not an integer number of seconds in range."),
         _u("max_statements_invalid", "call", "`max_statements` is not an integer in range."),
@@ -121,6 +128,14 @@ CODES = CodeTable(
             "call",
             "The vxp JSON Schemas are neither installed nor in a checkout.",
         ),
+        _u(
+            "step_refused",
+            "build",
+            "An OperationBuilder step would sign what the verifier refuses, or is out of "
+            "order (`reason` names the rule or the failing check); nothing was signed or logged.",
+        ),
+        _u("terms_invalid", "build", "The terms are not a JSON object of the required shape."),
+        _u("personal_field_clash", "build", "An observed member is both plain and personal."),
         _u("log_origin_invalid", "store", "A log origin is not a non-empty one-line string."),
         _u("log_origin_mismatch", "store", "The store holds the log of another origin."),
         _u(
@@ -141,7 +156,19 @@ CODES = CodeTable(
             "The log store is damaged: entries or subtree hashes "
             "are missing or out of order, or its append-only guards are gone.",
         ),
-        _u("replay_store_unavailable", "store", "The DPoP replay cache cannot be opened or used."),
+        _u("log_entry_invalid", "store", "An entry to append to a log is not bytes."),
+        _u("log_entry_missing", "store", "The log has no entry at this index."),
+        _u(
+            "log_size_invalid",
+            "store",
+            "A tree size asked of a log is not an integer from 0 (1 for the first size of a "
+            "consistency proof) to the log's size.",
+        ),
+        _u(
+            "replay_store_unavailable",
+            "store",
+            "The DPoP replay cache cannot be opened or used, or is not a ReplayCache.",
+        ),
         _u("file_unreadable", "cli", "A file named on the command line cannot be read."),
         _u("cli_usage", "cli", "The command-line options contradict each other."),
         # ---- protocol: the package and the issuer's material (verifier stages 1 and 2)
@@ -296,9 +323,7 @@ CODES = CodeTable(
         _p(
             "kb_sd_hash_mismatch", "key_binding", "The KB-JWT `sd_hash` does not cover this SD-JWT."
         ),
-        # ---- protocol: building and chaining statements
-        _p("personal_field_clash", "chain", "An observed member is both plain and personal."),
-        _p("terms_invalid", "chain", "The terms are not a JSON object of the required shape."),
+        # ---- protocol: chaining statements
         _p(
             "approval_invalid",
             "chain",
@@ -329,10 +354,8 @@ CODES = CodeTable(
         _p(
             "tree_size_unknown",
             "merkle",
-            "A tree size is larger than the leaves or log entries at hand.",
+            "A tree size is larger than the leaf hashes given.",
         ),
-        _p("log_entry_invalid", "merkle", "A log entry to append is not bytes."),
-        _p("log_entry_missing", "merkle", "The log has no entry at this index."),
         _p("inclusion_index_out_of_range", "merkle", "A leaf index is not inside the tree."),
         _p("consistency_sizes_invalid", "merkle", "A consistency proof needs 0 < size1 <= size2."),
         _p(
@@ -386,6 +409,11 @@ CODES = CodeTable(
             "operation_mismatch",
             "operation",
             "The package's `op` does not describe the signed chain or the caller's request.",
+        ),
+        _p(
+            "dpop_replay",
+            "fetch",
+            "A DPoP proof's `jti` was already used within its window (a replay).",
         ),
         _p(
             "assurance_overclaimed",

@@ -3,8 +3,10 @@
 What a port or a user's device needs beside :class:`vxp.OperationBuilder` and
 :class:`vxp.Verifier`: the statement ``typ``, the statement kinds and the role that signs
 each (:data:`KIND_SIGNER`), the final states, the bytes a user signs to approve a revision
-(:func:`approval_payload`, :func:`approval_signing_input`), the log entry of a statement
-(:func:`leaf_data`), the JCS digest VXP uses (:func:`digest_of`), the statement cap
+(:func:`approval_payload`, :func:`approval_signing_input`), one statement verified on its
+own (:func:`verify_statement`, giving a :class:`ParsedStatement`) and its name
+(:func:`jwt_digest`, what ``prev`` and ``terms_statement`` carry), the log entry of a
+statement (:func:`leaf_data`), the JCS digest VXP uses (:func:`digest_of`), the statement cap
 (:data:`MAX_STATEMENTS`) and the assurance table (:data:`ASSURANCES`, :class:`Evidence`,
 :func:`derive_assurance`).
 
@@ -19,7 +21,14 @@ from __future__ import annotations
 
 from ._builder import digest_of
 from ._chain import FINAL_STATES, KIND_SIGNER
-from ._statements import STATEMENT_TYP, approval_payload, approval_signing_input
+from ._statements import (
+    STATEMENT_TYP,
+    ParsedStatement,
+    approval_payload,
+    approval_signing_input,
+    jwt_digest,
+    verify_statement,
+)
 from ._verdict import ASSURANCES, Evidence, derive_assurance
 from ._verifier import MAX_STATEMENTS, leaf_data
 
@@ -30,9 +39,12 @@ __all__ = [
     "MAX_STATEMENTS",
     "STATEMENT_TYP",
     "Evidence",
+    "ParsedStatement",
     "approval_payload",
     "approval_signing_input",
     "derive_assurance",
     "digest_of",
+    "jwt_digest",
     "leaf_data",
+    "verify_statement",
 ]

@@ -18,15 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from joserfc.jwk import ECKey, OKPKey
 
 import vxp
 from tests.codecheck import ROOT, literal_codes, raises_code, vector_codes
+from tests.vxp import forge
 from vxp.checkpoints import Checkpoint, Witness, sign_checkpoint, verify_checkpoint
-from vxp.codec import b64url_encode, canonical_json
 from vxp.errors import CODES, VxpError, VxpProtocolError, VxpUsageError
 
 TYP = "example+sd-jwt"
@@ -48,13 +45,7 @@ def _verdict_codes() -> set[str]:
 
 def _jws(header: dict[str, Any], payload: dict[str, Any], key: ECKey = ISSUER) -> str:
     """A compact ES256 JWS over exactly ``header`` and ``payload`` (whatever they say)."""
-    signing_input = (
-        b64url_encode(canonical_json(header)) + "." + b64url_encode(canonical_json(payload))
-    )
-    private = key.private_key
-    assert isinstance(private, ec.EllipticCurvePrivateKey)
-    r, s = decode_dss_signature(private.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
-    return signing_input + "." + b64url_encode(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
+    return forge.jws_json(header, payload, key)
 
 
 def _token(claims: dict[str, Any] | None = None, **kwargs: Any) -> str:
@@ -120,6 +111,12 @@ def _merkle_log_conflict() -> object:
     store = vxp.stores.MemoryLogStore()
     vxp.MerkleLog("o", store).extend([b"a"])
     return store.append(0, [b"x"], [(0, 0, vxp.merkle.leaf_hash(b"x"))])
+
+
+def _replayed() -> object:
+    cache = vxp.stores.MemoryReplayCache()
+    cache.store_once("kid:jti", NOW + 60, NOW)
+    return cache.store_once("kid:jti", NOW + 60, NOW + 1)
 
 
 def _cli(tmp_path: Path, *argv: str) -> str:
@@ -242,6 +239,10 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     ),
     "log_entry_invalid": lambda: vxp.MerkleLog("o").extend(["text"]),  # type: ignore[list-item]
     "log_entry_missing": lambda: vxp.MerkleLog("o").entry(0),
+    "log_size_invalid": lambda: vxp.MerkleLog("o").root(1),
+    "argument_invalid": lambda: vxp.build_jwks(None),  # type: ignore[arg-type]
+    "step_refused": lambda: _builder().approve(now=_at(0)),
+    "dpop_replay": _replayed,
     "checkpoint_origin_mismatch": lambda: verify_checkpoint(
         _signed(), vxp.demo_key("log"), origin="another log"
     ),

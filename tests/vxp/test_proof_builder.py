@@ -1,19 +1,19 @@
-"""VXP Proof issuer-side builder: refusals change nothing; metadata and rotation helpers."""
+"""VXP Proof issuer-side builder (docs/spec/vxp-proof.md §6, docs/spec/vxp.md §5.3): a
+refusal is the caller's ``step_refused`` and changes nothing; what it signs reads back as
+the verifier reads it; metadata and rotation helpers."""
 
 from __future__ import annotations
 
 import math
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 import vxp
+from tests.vxp import demo_facts
+from tests.vxp.demo_facts import CAPABILITY, COMPANY, LOG_ORIGIN, T0, TERMS, rfc3339, salts
 from vxp import demo_key, demo_operation
-from vxp._chain import format_time, parse_time
-from vxp._proof_demo import CAPABILITY, COMPANY, LOG_ORIGIN, T0, seeded_rng
-
-TERMS = {"capability": CAPABILITY, "pedido": "P-1042", "despacho_nuevo": "2026-10-28"}
 
 
 def _at(seconds: float) -> Any:
@@ -27,7 +27,7 @@ def _builder(**terms_kw: Any) -> vxp.OperationBuilder:
         operator_key=demo_key("operator"),
         company_key=demo_key("company"),
         log=vxp.MerkleLog("test-log"),
-        rng=seeded_rng("t"),
+        rng=salts("t"),
     )
     b.request(channel="vxp", client_id="https://agent.example", request={"a": 1}, now=_at(-1))
     kw: dict[str, Any] = {
@@ -43,13 +43,15 @@ def _builder(**terms_kw: Any) -> vxp.OperationBuilder:
 
 def _refused(b: vxp.OperationBuilder, fn: Any, reason: str) -> None:
     before = (b.statements, b.log.size, b.state)
-    with pytest.raises(vxp.VxpError) as info:
+    with pytest.raises(vxp.VxpUsageError) as info:  # the caller's mistake, not a peer's
         fn()
-    assert (info.value.code, info.value.reason) == ("rule_violation", reason)
+    assert (info.value.code, info.value.reason) == ("step_refused", reason)
     assert (b.statements, b.log.size, b.state) == before
 
 
 def test_refusals_change_nothing() -> None:
+    """§6, docs/spec/vxp.md §5.3: each refusal (a step out of order, sealing before the
+    outcome) is the caller's ``step_refused``, a usage error, and changes nothing."""
     b = _builder()
     _refused(b, lambda: b.execute(release={}, now=_at(1)), "approval_missing")
     _refused(b, lambda: b.approve(now=_at(900)), "terms_expired_at_approval")
@@ -59,6 +61,7 @@ def test_refusals_change_nothing() -> None:
         lambda: b.outcome(state="succeeded", result_summary={}, now=_at(1)),
         "succeeded_without_execution",
     )
+    _refused(b, lambda: b.package(log_key=demo_key("log")), "outcome_missing")
     b.approve(now=_at(1))
     _refused(b, lambda: b.approve(now=_at(1)), "approval_repeated")
     b.execute(release={"r": 1}, now=_at(2))
@@ -192,14 +195,14 @@ def test_metadata_helpers() -> None:
         vxp.build_metadata(
             COMPANY, jwks_uri="https://x", keys=[], custody="nobody", log_origin="l", log_kid="k"
         )
-    assert info.value.code == "metadata_invalid"
+    assert info.value.code == "argument_invalid"  # build_metadata's arguments are the caller's
 
 
 # the builder refuses what the verifier would refuse
 
 
 def _last_logged(package: dict[str, Any]) -> int:
-    times = [parse_time(e["logged_at"], "t") for e in package["log"]["entries"]]
+    times = [datetime.fromisoformat(e["logged_at"]) for e in package["log"]["entries"]]
     return math.floor(max(times).timestamp())
 
 
@@ -234,7 +237,7 @@ def test_builder_refuses_disclosures_nested_in_observed(observed: dict[str, Any]
     before = (b.statements, b.log.size, b.state)
     with pytest.raises(vxp.VxpError) as info:
         b.read_back(observed=observed, now=_at(3))
-    assert (info.value.code, info.value.reason) == ("statement_malformed", "sd_misplaced")
+    assert (info.value.code, info.value.reason) == ("step_refused", "sd_misplaced")
     assert (b.statements, b.log.size, b.state) == before  # nothing signed, nothing logged
 
 
@@ -254,10 +257,10 @@ def test_builder_refuses_to_seal_a_user_approval_by_the_log_or_a_witness_key(see
     b.read_back(observed={"c": 1}, now=_at(3))
     b.outcome(state="succeeded", result_summary={}, now=_at(4))
     op = demo_operation("succeeded")
-    last = _last_logged({"log": {"entries": [{"logged_at": format_time(_at(4))}]}})
+    last = _last_logged({"log": {"entries": [{"logged_at": rfc3339(_at(4))}]}})
     with pytest.raises(vxp.VxpError) as info:
         b.package(log_key=demo_key("log"), witnesses=[(demo_key("witness"), last)])
-    assert (info.value.code, info.value.reason) == ("rule_violation", "user_key_is_issuer_key")
+    assert (info.value.code, info.value.reason) == ("step_refused", "user_key_is_issuer_key")
     # the same operation approved by the user's own key seals and verifies
     good = _approved_builder("user")
     good.read_back(observed={"c": 1}, now=_at(3))
@@ -266,3 +269,30 @@ def test_builder_refuses_to_seal_a_user_approval_by_the_log_or_a_witness_key(see
     verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
     assert verdict.valid, verdict.failure
     assert verdict.approval == "user_signed"
+
+
+def test_builder_refuses_a_witness_time_before_its_statements() -> None:
+    """§5 (the verifier's witness_time): the builder never seals a cosignature dated
+    before its last statement was logged."""
+    op = demo_operation("succeeded")
+    with pytest.raises(vxp.VxpUsageError) as err:
+        op.builder.package(
+            log_key=demo_key("log"), witnesses=[(demo_key("witness"), int(_at(3).timestamp()))]
+        )
+    assert (err.value.code, err.value.reason) == ("step_refused", "witness_time")
+
+
+def test_builder_read_back_with_a_nested_disclosable_member_verifies() -> None:
+    """§6: a personal read-back member may nest ``vxp.Sd`` values: the package verifies."""
+    builder = demo_facts.builder("nested-personal")
+    builder.read_back(
+        observed={"pedido": "P-1", "dia": "2026-10-28"},
+        personal={"receptor": {"nombre": vxp.Sd("Ana"), "doc": "X"}},
+        now=_at(3),
+    )
+    builder.outcome(state="succeeded", result_summary={"ok": 1}, now=_at(4))
+    package = builder.package(log_key=demo_key("log"))
+    metadata, jwks = demo_facts.material()
+    verdict = vxp.verify(package, metadata, jwks, now=_at(60))
+    assert verdict.valid, verdict.failure
+    assert "operator_reported_read_back" in verdict.derived_assurance

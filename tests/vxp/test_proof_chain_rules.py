@@ -1,5 +1,11 @@
 """VXP Proof §6 chain rules (P1 to P7) and user-signed approvals: each attack that once
-passed, run on the real path (real keys, real signatures, the real verifier)."""
+passed, run on the real path (real keys, real signatures, the real verifier).
+
+Private imports: ``vxp._statements.sign_user_approval`` forges user approvals the builder
+never makes (a revision of another number or JSON type, an approval replayed into another
+chain), signed with a real user key, so that the verifier's check of them runs; a user has
+no reason to call it.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +17,15 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
+from joserfc.jwk import OKPKey
 
 import vxp
+from tests.vxp import demo_facts, forge
+from tests.vxp.demo_facts import CAPABILITY, COMPANY, LOG_ORIGIN, T0, TERMS
 from vxp import demo_key, demo_operation
-from vxp._keys import resolve_key
-from vxp._proof_demo import CAPABILITY, COMPANY, LOG_ORIGIN, T0
-from vxp._statements import jwt_digest, sign_user_approval
+from vxp._statements import sign_user_approval
 from vxp.codec import b64url_encode
-
-TERMS = {"capability": CAPABILITY, "pedido": "P-1042", "despacho_nuevo": "2026-10-28"}
+from vxp.statements import jwt_digest
 
 
 def _at(seconds: float) -> Any:
@@ -365,24 +371,7 @@ def _issuer_key_as_user(seed: str) -> tuple[dict[str, Any], vxp.DemoOperation]:
     )
     b.request(channel="vxp", client_id="https://a.example", request={"r": 1}, now=_at(-2))
     b.terms(capability="c", terms={"c": 1}, expires_at=_at(900), read_back_terms=["c"], now=_at(0))
-    state = b.state
-    assert state.latest is not None
-    assert state.request is not None
-    jwk, token = sign_user_approval(
-        demo_key(seed),
-        state.request["request_digest"],
-        1,
-        state.latest.terms_digest,
-        jwt_digest(b.statements[state.latest.seq].split("~", 1)[0]),
-    )
-    body = {
-        "method": "user_signed",
-        "revision": 1,
-        "terms_digest": state.latest.terms_digest,
-        "user_key": jwk,
-        "user_signature": token,
-    }
-    b.unsafe_append("user_approval", body, now=_at(1))
+    forge.log_user_approval(b, demo_key(seed), now=_at(1))
     b.execute(release={}, now=_at(2))
     b.read_back(observed={"c": 1}, now=_at(3))
     b.outcome(state="succeeded", result_summary={}, now=_at(4))
@@ -438,9 +427,9 @@ def _ed25519(seed: str) -> dict[str, Any]:
 
 def _her_device(payload: dict[str, Any], seed: str = "ana") -> tuple[dict[str, Any], bytes]:
     """Ana's own device: her private key never leaves it; it signs the bytes it rebuilt."""
-    key = resolve_key(_ed25519(seed))
-    signing_input = vxp.statements.approval_signing_input(key.public_jwk, payload)
-    return dict(key.public_jwk), key.sign(signing_input, deterministic=True)
+    key = OKPKey.import_key(_ed25519(seed))
+    public = key.as_dict(private=False)
+    return public, forge.sign(key, vxp.statements.approval_signing_input(public, payload))
 
 
 def test_shop_logs_an_approval_the_user_signed_on_her_own_device() -> None:
@@ -506,35 +495,69 @@ def test_detached_approval_that_does_not_verify_is_refused() -> None:
     assert (
         _refused(b, user_key={"kty": "EC", "crv": "P-256"}, signature=signature)[0] == "key_invalid"
     )
-    operator = resolve_key(demo_key("operator"))
+    operator = demo_key("operator")
+    public = operator.as_dict(private=False)
     assert _refused(
         b,
-        user_key=operator.public_jwk,
-        signature=operator.sign(
-            vxp.statements.approval_signing_input(operator.public_jwk, payload)
-        ),
-    ) == ("rule_violation", "user_key_is_issuer_key")
+        user_key=public,
+        signature=forge.sign(operator, vxp.statements.approval_signing_input(public, payload)),
+    ) == ("step_refused", "user_key_is_issuer_key")
     # and the good one after all these refusals
     b.approve_with_signature(user_key=public_jwk, signature=signature, now=_at(1))
     assert b.state.approval is not None
 
 
 def test_approval_signing_input_is_the_jws_signing_input() -> None:
-    key = resolve_key(_ed25519("ana"))
+    public = OKPKey.import_key(_ed25519("ana")).as_dict(private=False)
     payload = vxp.statements.approval_payload(
         "sha-256:" + "A" * 43, 1, "sha-256:" + "B" * 43, "sha-256:x"
     )
-    header_b64, payload_b64 = vxp.statements.approval_signing_input(key.public_jwk, payload).split(
-        b"."
-    )
+    header_b64, payload_b64 = vxp.statements.approval_signing_input(public, payload).split(b".")
     header = json.loads(base64_decode(header_b64))
-    assert header == {"alg": "EdDSA", "kid": key.kid, "typ": "vxp-approval+jwt"}
+    assert header == {"alg": "EdDSA", "kid": vxp.key_thumbprint(public), "typ": "vxp-approval+jwt"}
     assert json.loads(base64_decode(payload_b64)) == payload
     with pytest.raises(vxp.VxpError):
-        vxp.statements.approval_signing_input(key.public_jwk, {"revision": 1})
+        vxp.statements.approval_signing_input(public, {"revision": 1})
 
 
 def base64_decode(segment: bytes) -> bytes:
     import base64
 
     return base64.urlsafe_b64decode(segment + b"=" * (-len(segment) % 4))
+
+
+def test_user_signature_with_boolean_revision_is_refused() -> None:
+    """§6 user-signed approvals: the user's JWS is compared as JSON values, and ``true``
+    is not revision ``1`` (rule_violation/user_signature_invalid)."""
+    builder = demo_facts.builder("boolean", approve=False)
+    # the attack: the user's JWS says revision true where the chain says 1
+    forge.log_user_approval(builder, demo_key("user"), signed_revision=True, now=_at(1.5))
+    builder.execute(release={"o": 1}, now=_at(2))
+    builder.outcome(state="failed", result_summary={"e": 1}, now=_at(4))
+    package = builder.package(log_key=demo_key("log"))
+    metadata, jwks = demo_facts.material()
+    verdict = vxp.verify(package, metadata, jwks, now=_at(60))
+    assert verdict.failure is not None
+    assert (verdict.failure["code"], verdict.failure["reason"]) == (
+        "rule_violation",
+        "user_signature_invalid",
+    )
+    # the same approval with revision 1 in the user's JWS is accepted
+    honest = demo_facts.builder("boolean", approve=False)
+    honest.approve_signed(user_key=demo_key("user"), now=_at(1.5))
+    honest.execute(release={"o": 1}, now=_at(2))
+    honest.outcome(state="failed", result_summary={"e": 1}, now=_at(4))
+    package = honest.package(log_key=demo_key("log"))
+    assert vxp.verify(package, metadata, jwks, now=_at(60)).approval == "user_signed"
+
+
+def test_a_statement_of_an_unknown_kind_is_refused() -> None:
+    """§6 (the kinds and the roles that sign them): a logged statement of a kind the draft
+    does not know is statement_malformed/kind (``unsafe_append`` signs any kind)."""
+    builder = demo_facts.builder("unknown-kind")
+    builder.unsafe_append("no-such-kind", {"x": 1}, now=_at(2.5))
+    builder.outcome(state="failed", result_summary={"e": 1}, now=_at(4))
+    package = builder.package(log_key=demo_key("log"))
+    verdict = vxp.verify(package, *demo_facts.material(), now=_at(60))
+    assert verdict.failure is not None
+    assert (verdict.failure["code"], verdict.failure["reason"]) == ("statement_malformed", "kind")

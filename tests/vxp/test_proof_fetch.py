@@ -1,7 +1,13 @@
-"""Fetching a proof with a DPoP-bound token (RFC 9449), and the vxp demo/verify commands."""
+"""Fetching a proof with a DPoP-bound token (RFC 9449; docs/spec/vxp-proof.md, fetching),
+and the vxp demo/verify commands.
+
+Private imports: ``vxp._cli.main`` is the command line's in-process entry; the CLI's public
+contract is its argv, output and exit code, which the command tests hold.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -11,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vxp
+from tests.vxp import forge
 from vxp import demo_key, demo_operation
 from vxp._cli import main
 
@@ -260,11 +267,13 @@ def test_future_dated_dpop_proof_cannot_be_replayed_after_now_plus_window() -> N
 
 def test_replay_memory_purges_expired_entries() -> None:
     cache = vxp.stores.MemoryReplayCache()
-    assert cache.check_and_store("a", 10, 0)
-    assert not cache.check_and_store("a", 10, 10)
-    assert cache.check_and_store("b", 30, 11)  # purges "a" (until 10 < now 11)
-    assert cache.check_and_store("a", 40, 11)
-    assert not cache.check_and_store("b", 30, 30)
+    cache.store_once("a", 10, 0)
+    with pytest.raises(vxp.VxpProtocolError, match="dpop_replay"):
+        cache.store_once("a", 10, 10)
+    cache.store_once("b", 30, 11)  # purges "a" (until 10 < now 11)
+    cache.store_once("a", 40, 11)
+    with pytest.raises(vxp.VxpProtocolError, match="dpop_replay"):
+        cache.store_once("b", 30, 30)
 
 
 @pytest.mark.parametrize("headers", [None, [("Authorization", "DPoP tok")], "DPoP tok", 5])
@@ -308,26 +317,22 @@ def test_jti_memory_survives_a_restart_with_the_sqlite_replay_cache(tmp_path: An
     restarted = vxp.stores.SqliteReplayCache(path)
     again = server(restarted).handle(method="GET", url=URL_REQ_1, headers=headers, now=NOW + 30)
     assert again.status == 401
-    assert restarted.check_and_store("k", NOW + 10, NOW)
-    assert not restarted.check_and_store("k", NOW + 10, NOW + 10)
-    assert restarted.check_and_store("k", NOW + 30, NOW + 11)  # expired entries are purged
+    restarted.store_once("k", NOW + 10, NOW)
+    with pytest.raises(vxp.VxpProtocolError, match="dpop_replay"):
+        restarted.store_once("k", NOW + 10, NOW + 10)
+    restarted.store_once("k", NOW + 30, NOW + 11)  # expired entries are purged
     restarted.close()
     with pytest.raises(vxp.VxpError):
         vxp.stores.SqliteReplayCache(str(tmp_path / "missing-dir" / "x.sqlite"))
 
 
 def _raw_proof(htu: str, jti: str) -> dict[str, str]:
-    from vxp._fetch import _ath
-    from vxp._jws import sign_compact
-    from vxp._keys import resolve_key
-
-    key = resolve_key(demo_key("dpop"))
-    header = {"alg": "ES256", "jwk": key.public_jwk, "typ": "dpop+jwt"}
-    payload = {"htm": "GET", "htu": htu, "iat": NOW, "jti": jti, "ath": _ath("tok")}
-    return {
-        "Authorization": "DPoP tok",
-        "DPoP": sign_compact(header, payload, key, deterministic=True),
-    }
+    """A DPoP proof for ``htu`` as written (``make_dpop_proof`` would normalise it)."""
+    key = demo_key("dpop")
+    header = {"alg": "ES256", "jwk": key.as_dict(private=False), "typ": "dpop+jwt"}
+    ath = vxp.codec.b64url_encode(hashlib.sha256(b"tok").digest())  # RFC 9449 §4.2
+    payload = {"htm": "GET", "htu": htu, "iat": NOW, "jti": jti, "ath": ath}
+    return {"Authorization": "DPoP tok", "DPoP": forge.jws_json(header, payload, key)}
 
 
 @pytest.mark.parametrize(
@@ -405,3 +410,59 @@ def test_fetch_requests_of_any_shape_get_an_http_answer(
 ) -> None:
     answer = _req_1_endpoint().handle(method=method, url=url, headers=headers, now=NOW)
     assert answer.status in (401, 404, 405)
+
+
+@pytest.mark.parametrize("scheme", ["DPoP", "dpop", "DPOP", "dPoP"])
+def test_dpop_scheme_is_case_insensitive(scheme: str) -> None:
+    """RFC 9110 §11.1: the authorization scheme name is case-insensitive."""
+    headers = {**_dpop(NOW, "j-" + scheme), "Authorization": f"{scheme} tok"}
+    answer = _req_1_endpoint().handle(method="GET", url=URL_REQ_1, headers=headers, now=NOW)
+    assert answer.status == 200, answer.body
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "DPoPx", "DPo"])
+def test_other_schemes_are_still_refused(scheme: str) -> None:
+    """Only the DPoP scheme carries a sender-constrained token (RFC 9449 §7.1)."""
+    headers = {**_dpop(NOW), "Authorization": f"{scheme} tok"}
+    answer = _req_1_endpoint().handle(method="GET", url=URL_REQ_1, headers=headers, now=NOW)
+    assert answer.status == 401
+
+
+def test_fetched_body_is_a_deep_copy() -> None:
+    """A consumer changing an answer's body never changes later answers or the package."""
+    package = {"v": 1, "log": {"entries": [{"index": 0}]}, "statements": ["a~"]}
+    tokens = {"tok": vxp.fetch.AccessToken(AGENT, vxp.key_thumbprint(demo_key("dpop")), NOW + 3600)}
+    server = vxp.fetch.ProofEndpoint(
+        base_url=BASE, tokens=tokens, packages={"req_1": (AGENT, package)}
+    )
+    first = server.handle(method="GET", url=URL_REQ_1, headers=_dpop(NOW, "j1"), now=NOW)
+    first.body["log"]["entries"][0]["index"] = 99
+    first.body["statements"].append("evil~")
+    second = server.handle(method="GET", url=URL_REQ_1, headers=_dpop(NOW, "j2"), now=NOW)
+    assert second.body == {"v": 1, "log": {"entries": [{"index": 0}]}, "statements": ["a~"]}
+    assert package["log"]["entries"][0]["index"] == 0
+
+
+class _RenamedOldCache:
+    """A cache written for the old contract (False on a replay), its method renamed."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def store_once(self, key: str, until: int, now: int) -> bool:
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+
+def test_a_replay_cache_that_returns_a_value_fails_closed() -> None:
+    """docs/spec/vxp.md §5.4: ``store_once`` returns None or raises ``dpop_replay``; a cache
+    that answers with a value (the old bool contract) is refused on the first request,
+    never allowed to serve a replay."""
+    server = _endpoint(replay=_RenamedOldCache())
+    with pytest.raises(vxp.VxpUsageError) as info:
+        server.handle(method="GET", url=URL, headers=_headers(), now=NOW)
+    assert info.value.code == "replay_store_unavailable"
+    with pytest.raises(vxp.VxpUsageError):
+        server.handle(method="GET", url=URL, headers=_headers(), now=NOW)

@@ -1,23 +1,22 @@
-"""VXP Proof §5 the log: inclusion at the leaf, chain order, witnesses and their times,
-saved and live witnesses, live consistency; each attack that once passed."""
+"""VXP Proof §5 the log (docs/spec/vxp-proof.md): inclusion at the leaf, chain order,
+witnesses and their cosignature times, saved and live witnesses, live consistency; each
+attack that once passed."""
 
 from __future__ import annotations
 
 import copy
 import math
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 import vxp
+from tests.vxp.demo_facts import COMPANY, LOG_ORIGIN, T0, rfc3339
 from vxp import demo_key, demo_operation
-from vxp._chain import format_time, parse_time
-from vxp._proof_demo import COMPANY, LOG_ORIGIN, T0
-from vxp._statements import jwt_digest
 from vxp.checkpoints import Checkpoint, SignedCheckpoint, cosign_checkpoint, sign_checkpoint
 from vxp.codec import encode_hash
-from vxp.statements import leaf_data
+from vxp.statements import jwt_digest, leaf_data
 
 
 def _failure(package: Any, metadata: Any, jwks: Any, *, live: Any = None, now: Any) -> Any:
@@ -144,7 +143,7 @@ def _failed_with(verdict: vxp.Verdict) -> tuple[str, str | None]:
 
 
 def _last_logged(package: dict[str, Any]) -> int:
-    times = [parse_time(e["logged_at"], "t") for e in package["log"]["entries"]]
+    times = [datetime.fromisoformat(e["logged_at"]) for e in package["log"]["entries"]]
     return math.floor(max(times).timestamp())
 
 
@@ -172,7 +171,7 @@ def test_saved_witness_listed_live_as_a_signing_key_is_refused() -> None:
     live = copy.deepcopy(op.metadata)
     live["vxp_proof"]["log"]["witnesses"] = []
     live["vxp_proof"]["keys"].append(
-        {"kid": witness_kid, "role": "operator", "not_before": format_time(_at(-100)),
+        {"kid": witness_kid, "role": "operator", "not_before": rfc3339(_at(-100)),
          "not_after": None}
     )  # fmt: skip
     with pytest.raises(vxp.VxpError) as info:
@@ -219,3 +218,62 @@ def test_a_log_entry_of_other_types_is_a_malformed_package(args: tuple[Any, Any]
     with pytest.raises(vxp.VxpProtocolError) as caught:
         leaf_data(*args)
     assert (caught.value.code, caught.value.reason) == ("package_malformed", "log")
+
+
+# ---- §5 witness cosignature times: not before the last statement, not after now
+
+
+def _recosign(signed_json: dict[str, Any], time: int) -> dict[str, Any]:
+    signed = SignedCheckpoint.from_json(signed_json)
+    bare = sign_checkpoint(signed.checkpoint, demo_key("log"))
+    return cosign_checkpoint(bare, demo_key("witness"), time=time).to_json()
+
+
+def _witnessed_with(time: int) -> Any:
+    op = demo_operation("witnessed")
+    package = {**op.package, "log": {**op.package["log"]}}
+    package["log"]["checkpoint"] = _recosign(op.package["log"]["checkpoint"], time)
+    live = {**op.live, "checkpoint": _recosign(op.live["checkpoint"], time)}
+    return op, package, live
+
+
+def test_witness_cosignature_before_a_statement_was_logged_fails() -> None:
+    """§5: a cosignature dated before the last statement was logged vouches for nothing
+    (log_invalid/witness_time), saved or live."""
+    op = demo_operation("witnessed")
+    assert vxp.verify(op.package, op.metadata, op.jwks, live=op.live, now=op.now).logged
+    # cosigned at _at(3), the outcome logged at _at(4)
+    _, package, live = _witnessed_with(int(_at(3).timestamp()))
+    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
+    assert _failed_with(verdict) == ("log_invalid", "witness_time")
+    verdict = vxp.verify(package, op.metadata, op.jwks, live=live, now=op.now)
+    assert _failed_with(verdict) == ("log_invalid", "witness_time")
+
+
+def test_witness_cosignature_a_day_before_the_outcome_fails() -> None:
+    """§5: nor one a day before the outcome."""
+    op = demo_operation("witnessed")
+    _, package, _ = _witnessed_with(int(_at(4 - 86400).timestamp()))
+    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
+    assert _failed_with(verdict) == ("log_invalid", "witness_time")
+
+
+def test_witness_cosignature_after_now_fails_unless_within_leeway() -> None:
+    """§5: a cosignature after ``now`` counts only within ``leeway``."""
+    op = demo_operation("witnessed")
+    later = int((op.now + timedelta(days=90)).timestamp())
+    _, package, _ = _witnessed_with(later)
+    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
+    assert _failed_with(verdict) == ("log_invalid", "witness_time")
+    ok = vxp.verify(package, op.metadata, op.jwks, now=op.now, leeway=91 * 86400)
+    assert ok.valid
+    assert ok.logged
+    verifier = vxp.Verifier(op.metadata, op.jwks)
+    assert _failed_with(verifier.verify(package, now=op.now, leeway=0))[1] == "witness_time"
+
+
+def test_witness_cosignature_in_the_same_second_as_the_last_statement_counts() -> None:
+    """§5: cosignature times are whole seconds: the last statement's second counts."""
+    op = demo_operation("witnessed")
+    _, package, _ = _witnessed_with(int(_at(4).timestamp()))  # truncated to the second
+    assert vxp.verify(package, op.metadata, op.jwks, now=op.now).logged

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import vxp
+from tests.vxp import demo_facts
+from tests.vxp.demo_facts import CAPABILITY, T0
 from vxp import demo_key, demo_operation
-from vxp._proof_demo import CAPABILITY, T0
 
 
 def _ex(n: int) -> int:
@@ -162,8 +163,8 @@ def test_verdict_never_reports_unsupported_assurance(
         except vxp.VxpError as exc:
             refused = exc.code
         else:
-            refused = "rule_violation"
-        assert refused == "rule_violation"
+            refused = "step_refused"
+        assert refused == "step_refused"
     if b.state.outcome is None and b.state.latest is not None:
         b.outcome(state="unknown", result_summary={}, now=_at(t + 0.5))
     if b.state.outcome is None:
@@ -224,15 +225,13 @@ def _outcome(fn: Any) -> Any:
 def test_any_changed_character_of_a_statement_is_refused(
     variant: str, which: int, where: int, char: str
 ) -> None:
-    from vxp._statements import verify_statement
-
     op = OPS[variant]
     keys = vxp.IssuerKeys(vxp.trust.load_trust(op.metadata, op.jwks).keys.values())
     statements = op.package["statements"]
     original = statements[which % len(statements)]
     j = where % len(original)
     text = original[:j] + char + original[j + 1 :]
-    got = _outcome(lambda: verify_statement(text, keys, where="s", now=0.0))
+    got = _outcome(lambda: vxp.statements.verify_statement(text, keys, where="s"))
     if text == original:
         assert got[0] == "ok"
     else:
@@ -297,3 +296,71 @@ def test_any_structural_change_fails_closed_without_python_errors(target: str, d
     if not verdict.valid:
         assert verdict.derived_assurance == ()
         assert verdict.failure is not None
+
+
+_json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=4))
+
+
+def _personal_values() -> st.SearchStrategy[Any]:
+    return st.recursive(
+        _json_leaf,
+        lambda inner: st.one_of(
+            st.lists(st.one_of(inner, inner.map(vxp.Sd)), max_size=3),
+            st.dictionaries(
+                st.text(min_size=1, max_size=3).filter(
+                    lambda s: s not in ("_sd", "...", "_sd_alg")
+                ),
+                st.one_of(inner, inner.map(vxp.Sd)),
+                max_size=3,
+            ),
+        ),
+        max_leaves=6,
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    personal=st.dictionaries(
+        st.sampled_from(["receptor", "nota", "pedido", "x"]), _personal_values(), max_size=3
+    ),
+    extra=st.dictionaries(st.sampled_from(["extra", "nota", "y"]), _personal_values(), max_size=2),
+    show_dia=st.sampled_from(["2026-10-28", "2026-10-29", None]),
+    final=st.sampled_from(["succeeded", "failed", "unknown", "none"]),
+    approver=st.sampled_from(["agent", "user", "witness", "log", "operator", "company"]),
+)
+def test_every_package_the_builder_makes_verifies(
+    personal: dict[str, Any],
+    extra: dict[str, Any],
+    show_dia: str | None,
+    final: str,
+    approver: str,
+) -> None:
+    """§6: whatever the builder signs and seals, the verifier accepts: read-backs whose
+    observed members nest disclosable values anywhere, user-signed approvals by any key,
+    the issuer's log and witness keys included (the builder refuses those at sealing)."""
+    at = demo_facts.at
+    builder = demo_facts.builder("property", approve=False)
+    observed: dict[str, Any] = {"pedido": "P-1", **extra}
+    if show_dia is not None:
+        observed["dia"] = show_dia
+    personal = {k: v for k, v in personal.items() if k not in observed}
+    try:
+        if approver == "agent":
+            builder.approve(now=at(1))
+        else:
+            builder.approve_signed(user_key=demo_key(approver), now=at(1))
+        builder.execute(release={"o": 1}, now=at(2))
+        if final != "none":
+            builder.read_back(observed=observed, personal=personal, now=at(3))
+        state = "unknown" if final == "none" else final
+        builder.outcome(state=state, result_summary={"s": state}, now=at(4))
+        witness_time = int(at(5).timestamp())
+        package = builder.package(
+            log_key=demo_key("log"), witnesses=[(demo_key("witness"), witness_time)]
+        )
+    except vxp.VxpUsageError:
+        return  # the builder refused to sign or seal: nothing was issued
+    metadata, jwks = demo_facts.material(witness=True)
+    verdict = vxp.verify(package, metadata, jwks, now=at(60))
+    assert verdict.valid, verdict.failure
+    assert verdict.logged

@@ -152,3 +152,33 @@ def test_trust_material_of_any_shape_gives_a_failure_code(
         if not verdict.valid:
             assert verdict.failure is not None
             assert verdict.derived_assurance == ()
+
+
+@pytest.mark.parametrize("version", [True, 1.5, "1", None])
+def test_metadata_version_boolean_is_refused(version: Any) -> None:
+    """§7: ``vxp_proof.version`` is the number 1; ``true`` is not 1 (metadata_invalid/version)."""
+    op = demo_operation("succeeded")
+    metadata = {**op.metadata, "vxp_proof": {**op.metadata["vxp_proof"], "version": version}}
+    verdict = vxp.verify(op.package, metadata, op.jwks, now=op.now)
+    assert verdict.failure is not None
+    assert (verdict.failure["code"], verdict.failure["reason"]) == ("metadata_invalid", "version")
+    with pytest.raises(vxp.VxpProtocolError):
+        vxp.Verifier(metadata, op.jwks)
+
+
+@pytest.mark.parametrize("kid", [None, 7, b"k", ["k"], {"k": 1}])
+def test_records_of_a_kid_that_is_not_a_string_is_the_callers_mistake(kid: Any) -> None:
+    """docs/spec/vxp.md §5: a query of the caller's with a wrong type is argument_invalid,
+    never an empty answer that reads as "the issuer lists no such key"."""
+    op = demo_operation("succeeded")
+    trust = vxp.trust.load_trust(op.metadata, op.jwks)
+    with pytest.raises(vxp.VxpUsageError) as info:
+        trust.records_for(kid)
+    assert info.value.code == "argument_invalid"
+
+
+def test_metadata_version_one_point_zero_compares_by_value() -> None:
+    """§7: numbers compare by value: 1.0 is version 1."""
+    op = demo_operation("succeeded")
+    metadata = {**op.metadata, "vxp_proof": {**op.metadata["vxp_proof"], "version": 1.0}}
+    assert vxp.verify(op.package, metadata, op.jwks, now=op.now).valid

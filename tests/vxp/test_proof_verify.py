@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import vxp
+from tests.vxp.demo_facts import T0
 from vxp import demo_key, demo_operation
-from vxp._proof_demo import DEMO_VARIANTS, T0, extend_log
 
 DRAFT_VERDICT = {
     "valid": True,
@@ -145,7 +145,7 @@ def test_schemas_accept_package_metadata_jwks_verdict() -> None:
     vxp._schemas.validator("proof/verdict.json").validate(bad)
 
 
-@pytest.mark.parametrize("variant", DEMO_VARIANTS)
+@pytest.mark.parametrize("variant", vxp.DemoOperation.VARIANTS)
 def test_every_variant_is_valid(variant: str) -> None:
     verdict = _verify(demo_operation(variant))
     assert verdict["valid"] is True, verdict.get("failure")
@@ -200,7 +200,7 @@ def test_offline_and_grown_log() -> None:
     assert offline["key_source"] == "issuer_metadata_saved"
     assert offline["consistency"] == "not_checked"
     assert offline["live_tree_size"] is None
-    grown = _verify(op, live=extend_log(op, 7))
+    grown = _verify(op, live=op.extend_log(7))
     assert (grown["valid"], grown["tree_size"], grown["live_tree_size"]) == (True, 6, 13)
 
 
@@ -384,7 +384,7 @@ def _independent_assurance(package: dict[str, Any], verdict: dict[str, Any]) -> 
     return found
 
 
-@pytest.mark.parametrize("variant", DEMO_VARIANTS)
+@pytest.mark.parametrize("variant", vxp.DemoOperation.VARIANTS)
 def test_assurance_matches_the_independent_table(variant: str) -> None:
     op = demo_operation(variant)
     verdict = _verify(op)

@@ -1,7 +1,12 @@
-"""The building-block subcommands of the ``vxp`` command line."""
+"""The building-block subcommands of the ``vxp`` command line (docs/cli.md).
+
+Private imports: ``vxp._cli.main`` is the command line's in-process entry; the CLI's
+public contract is its argv, output and exit code, which these tests hold.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -9,6 +14,7 @@ import pytest
 from joserfc.jwk import ECKey, OKPKey
 
 import vxp
+from tests.vxp import forge
 from vxp._cli import main
 
 
@@ -61,3 +67,18 @@ def test_merkle_and_checkpoint_commands(tmp_path: Path, capsys: pytest.CaptureFi
     assert json.loads(capsys.readouterr().out)["checkpoint"]["tree_size"] == 1
     assert main([*cmd, "--quorum", "1"]) == 1
     assert main(["merkle-verify", str(tmp_path / "missing.json")]) == 1
+
+
+def test_cli_decode_prints_lone_surrogates_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``sd-jwt-decode`` prints a disclosed lone surrogate as a JSON escape, never crashing
+    on output (docs/cli.md)."""
+    b64 = vxp.codec.b64url_encode
+    disclosure = b64(b'["salt", "name", "\\ud800"]')
+    payload = {"iss": "i", "_sd": [b64(hashlib.sha256(disclosure.encode()).digest())]}
+    issuer = ECKey.generate_key("P-256")
+    jws = forge.jws(b'{"alg":"ES256","typ":"t"}', json.dumps(payload).encode(), issuer)
+    (tmp_path / "token").write_text(jws + "~" + disclosure + "~")
+    assert main(["sd-jwt-decode", str(tmp_path / "token")]) == 0
+    assert json.loads(capsys.readouterr().out)["disclosures"][0]["value"] == "\ud800"

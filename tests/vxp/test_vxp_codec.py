@@ -1,5 +1,6 @@
-"""The strict encodings hold to their definitions: the checkpoint's signing input is JCS,
-base64url and ``sha-256:`` digests decode only their one canonical spelling."""
+"""docs/spec/vxp.md §1 encodings hold to their definitions: the checkpoint's signing input
+is JCS (§4.3: ``{"type": "vxp-checkpoint/v1", ...}``), base64url and ``sha-256:`` digests
+decode only their one canonical spelling, JSON numbers stay within a double."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vxp
-from vxp._checkpoint import _CHECKPOINT_TYPE
+from tests.vxp import forge
 from vxp.checkpoints import Checkpoint
 from vxp.codec import b64url_decode, canonical_json, decode_hash
 
@@ -23,7 +24,7 @@ _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~"
 def test_checkpoint_signing_input_is_jcs(origin: str, size: int) -> None:
     cp = Checkpoint(origin, size, os.urandom(32))
     try:
-        expected: object = canonical_json({"type": _CHECKPOINT_TYPE, **cp.to_json()})
+        expected: object = canonical_json({"type": "vxp-checkpoint/v1", **cp.to_json()})
     except vxp.VxpError as exc:
         expected = exc.code
     try:
@@ -64,3 +65,29 @@ def test_decode_hash_fast_path_is_strict(digest: bytes, pos: int, char: str) -> 
     except vxp.VxpError:
         got = None
     assert got == (expected if expected is not None and len(expected) == 32 else None)
+
+
+# ---- §1 JSON: no number beyond the range of a double
+
+
+def _signed(payload: bytes) -> str:
+    return forge.jws(b'{"alg":"ES256"}', payload, _ISSUER) + "~"
+
+
+_ISSUER = vxp.demo_key("codec issuer")
+
+
+@pytest.mark.parametrize("number", [b"1e400", b"-1e400", b"1E309", b"123456789e999"])
+def test_json_numbers_beyond_a_double_are_refused(number: bytes) -> None:
+    """§1: Python reads 1e400 as inf, an ``exp`` that never comes: the JSON is refused."""
+    token = _signed(b'{"iss": "i", "exp": ' + number + b"}")
+    with pytest.raises(vxp.VxpProtocolError, match="malformed_jwt"):
+        vxp.verify_sd_jwt(token, _ISSUER, typ=None, now=0)
+
+
+def test_finite_floats_still_parse() -> None:
+    """§1: every finite double reads as itself (subnormals and -0.0 included)."""
+    token = _signed(b'{"a": 1.5e300, "b": -0.0, "c": 5e-324}')
+    claims = vxp.verify_sd_jwt(token, _ISSUER, typ=None, now=0).claims
+    assert claims == {"a": 1.5e300, "b": -0.0, "c": 5e-324}
+    assert str(claims["b"]) == "-0.0"

@@ -1,4 +1,10 @@
-"""Merkle trees, proofs, logs (memory and SQLite), checkpoints and witnesses."""
+"""docs/spec/vxp.md §4: Merkle trees and proofs (§4.1), logs in memory and SQLite (§4.2),
+checkpoints and witnesses (§4.3).
+
+Private imports: ``vxp._merkle.included`` is the verifier's fast inclusion check (for
+arguments it decoded itself); ``test_checked_inclusion_answers_as_verify_inclusion``
+holds it to its oracle, the public ``vxp.merkle.verify_inclusion``.
+"""
 
 from __future__ import annotations
 
@@ -169,12 +175,16 @@ def test_log_matches_pure_functions(kind: str, tmp_path: Path) -> None:
     assert log.entry(44) == entries[44]
     assert log.leaf_hash(3) == hashes[3]
     assert log.root(0) == vxp.merkle.EMPTY_ROOT
-    with pytest.raises(vxp.VxpError, match="tree_size_unknown"):
+    with pytest.raises(vxp.VxpUsageError, match="log_size_invalid"):
         log.root(46)
     with pytest.raises(vxp.VxpError, match="log_entry_missing"):
         log.entry(45)
-    with pytest.raises(vxp.VxpError, match="log_entry_invalid"):
+    with pytest.raises(vxp.VxpUsageError, match="log_entry_invalid"):  # the caller's log
         log.append("text")  # type: ignore[arg-type]
+    with pytest.raises(vxp.VxpUsageError, match="log_entry_missing"):
+        log.inclusion_proof(45, 45)
+    with pytest.raises(vxp.VxpUsageError, match="log_size_invalid"):
+        log.consistency_proof(0)
     log.close()
 
 
@@ -264,25 +274,41 @@ def test_log_origin_is_one_line() -> None:
         vxp.MerkleLog("a\nb")
 
 
+class _CountingStore:
+    """A LogStore of a million entries whose every complete subtree hash is stored: it
+    counts the hashes a proof reads."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def size(self) -> int:
+        return 1_000_000
+
+    def append(self, expected_size: int, entries: Any, nodes: Any) -> None:
+        raise AssertionError("read only")
+
+    def entry(self, index: int) -> bytes:
+        return b""
+
+    def node(self, level: int, index: int) -> bytes | None:
+        self.calls += 1
+        if (index + 1) << level > 1_000_000:
+            return None  # not a complete subtree of the million entries
+        return vxp.merkle.leaf_hash(f"{level}/{index}".encode())
+
+    def close(self) -> None:
+        pass
+
+
 def test_million_leaf_proofs_are_logarithmic() -> None:
-    """Proof generation from stored subtrees touches O(log n) nodes (no timing involved)."""
-    calls = 0
-    levels: dict[tuple[int, int], bytes] = {}
-
-    def source(level: int, index: int) -> bytes | None:
-        nonlocal calls
-        calls += 1
-        return levels.setdefault((level, index), vxp.merkle.leaf_hash(f"{level}/{index}".encode()))
-
-    def mth(start: int, size: int) -> bytes:
-        return _merkle.subtree_hash(source, start, size)
-
-    proof = _merkle.audit_path(123_456, 1_000_000, mth)
-    assert len(proof) == 20
-    assert calls < 200
-    calls = 0
-    _merkle.consistency_path(654_321, 1_000_000, mth)
-    assert calls < 400
+    """§4.2: proof generation from stored subtrees touches O(log n) nodes (no timing)."""
+    store = _CountingStore()
+    log = vxp.MerkleLog("o", store)
+    assert len(log.inclusion_proof(123_456)) == 20
+    assert store.calls < 200
+    store.calls = 0
+    log.consistency_proof(654_321)
+    assert store.calls < 400
 
 
 # ---------------------------------------------------------------------------- checkpoints
@@ -442,10 +468,10 @@ def test_malformed_signed_checkpoints(wire: object) -> None:
 def test_checked_inclusion_answers_as_verify_inclusion(size: int, index: int, change: str) -> None:
     """The verifier's path (arguments it decoded itself) refuses exactly what
     verify_inclusion refuses, with the same code."""
-    leaves = [_merkle.leaf_hash(bytes([i])) for i in range(size)]
-    root = _merkle.tree_hash(leaves)
+    leaves = [vxp.merkle.leaf_hash(bytes([i])) for i in range(size)]
+    root = vxp.merkle.tree_hash(leaves)
     at = min(index, size - 1)
-    proof = _merkle.inclusion_proof(leaves, at)
+    proof = vxp.merkle.inclusion_proof(leaves, at)
     leaf = leaves[at]
     if change == "drop" and proof:
         proof = proof[:-1]
@@ -466,3 +492,100 @@ def test_checked_inclusion_answers_as_verify_inclusion(size: int, index: int, ch
     general = outcome(lambda: vxp.merkle.verify_inclusion(leaf, index, size, proof, root))
     checked = outcome(lambda: _merkle.included(leaf, index, size, proof, root, checked=True))
     assert checked == general
+
+
+class _Equal(bytes):
+    """A root that answers "equal" to every other."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = bytes.__hash__
+
+
+def test_consistency_at_equal_sizes_needs_an_empty_proof_and_equal_roots() -> None:
+    """docs/spec/vxp.md §4.1 (ours, as transparency-dev/merkle): RFC 9162 §2.1.4.2 defines
+    no check for ``first == second``; equal sizes need an empty proof and equal roots, and
+    the root returned is the caller's ``root1``."""
+    leaves = [vxp.merkle.leaf_hash(bytes([i])) for i in range(5)]
+    root = vxp.merkle.tree_hash(leaves)
+    copy = bytes(bytearray(root))
+    assert vxp.merkle.verify_consistency(5, 5, root, copy, []) is root  # the caller's root1
+    with pytest.raises(vxp.VxpProtocolError, match="root_mismatch"):  # equal *bytes* only
+        vxp.merkle.verify_consistency(5, 5, root, bytearray(root), [])  # type: ignore[arg-type]
+    with pytest.raises(vxp.VxpProtocolError):  # a bytes subclass that equals everything
+        vxp.merkle.verify_consistency(5, 5, root, _Equal(bytes(32)), [])
+    proof = vxp.merkle.consistency_proof(leaves, 2, 3)
+    with pytest.raises(vxp.VxpProtocolError, match="malformed_hash"):
+        vxp.merkle.verify_consistency(
+            2, 3, vxp.merkle.tree_hash(leaves[:2]), _Equal(bytes(32)), proof
+        )
+    other = vxp.merkle.tree_hash([*leaves[:4], vxp.merkle.leaf_hash(b"x")])
+    with pytest.raises(vxp.VxpProtocolError, match="root_mismatch"):
+        vxp.merkle.verify_consistency(5, 5, root, other, [])
+    with pytest.raises(vxp.VxpProtocolError, match="proof_wrong_length"):
+        vxp.merkle.verify_consistency(5, 5, root, root, [leaves[0]])
+    with pytest.raises(vxp.VxpProtocolError, match="root_mismatch"):
+        vxp.merkle.verify_consistency(5, 5, "text", "text", [])  # type: ignore[arg-type]
+    with pytest.raises(vxp.VxpProtocolError, match="consistency_sizes_invalid"):
+        vxp.merkle.verify_consistency(0, 0, vxp.merkle.EMPTY_ROOT, vxp.merkle.EMPTY_ROOT, [])
+    # a log's own proof between equal sizes is the empty one
+    log = vxp.MerkleLog("o")
+    log.extend([bytes([i]) for i in range(5)])
+    assert log.consistency_proof(5, 5) == []
+
+
+@pytest.mark.parametrize("data", [3, "abc", None, [1, 2], 1.5])
+def test_leaf_hash_refuses_non_bytes(data: Any) -> None:
+    """§4.1: leaf data is bytes; ``bytes(3)`` is three zero bytes, so ``leaf_hash(3)`` used
+    to hash b"\\0\\0\\0" silently."""
+    with pytest.raises(vxp.VxpError, match="merkle_argument_invalid"):
+        vxp.merkle.leaf_hash(data)
+
+
+def test_leaf_hash_accepts_bytes_like() -> None:
+    """§4.1: any bytes-like leaf data hashes as its bytes."""
+    want = vxp.merkle.leaf_hash(b"abc")
+    assert (
+        vxp.merkle.leaf_hash(bytearray(b"abc")) == vxp.merkle.leaf_hash(memoryview(b"abc")) == want
+    )
+
+
+@pytest.mark.parametrize(("left", "right"), [("a", b"b"), (b"a", None), (3, 4)])
+def test_node_hash_refuses_non_bytes(left: Any, right: Any) -> None:
+    """§4.1: node hash inputs are bytes."""
+    with pytest.raises(vxp.VxpError, match="merkle_argument_invalid"):
+        vxp.merkle.node_hash(left, right)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    index=st.integers(-2, 2**70),
+    size=st.integers(-2, 2**70),
+    size2=st.integers(-2, 2**70),
+    proof=st.lists(st.binary(min_size=31, max_size=33), max_size=70),
+)
+def test_merkle_verifiers_raise_only_vxp_error(
+    index: int, size: int, size2: int, proof: list[bytes]
+) -> None:
+    """§4.1: proofs of any length and sizes of any magnitude fail with a VxpError."""
+    for call in (
+        lambda: vxp.merkle.verify_inclusion(b"\x00" * 32, index, size, proof, b"\x01" * 32),
+        lambda: vxp.merkle.verify_consistency(size, size2, b"\x00" * 32, b"\x01" * 32, proof),
+    ):
+        with pytest.raises(vxp.VxpError):
+            call()
+
+
+def test_empty_tree_checkpoint_has_the_empty_root() -> None:
+    """§4.3: a checkpoint of size 0 has the empty tree's root (checkpoint_invalid otherwise)."""
+    assert vxp.checkpoints.Checkpoint("o", 0, vxp.merkle.EMPTY_ROOT).tree_size == 0
+    with pytest.raises(vxp.VxpError, match="checkpoint_invalid"):
+        vxp.checkpoints.Checkpoint("o", 0, b"\x00" * 32)
+    with pytest.raises(vxp.VxpError, match="checkpoint_invalid"):
+        vxp.checkpoints.Checkpoint.from_json(
+            {"origin": "o", "tree_size": 0, "root": vxp.codec.encode_hash(b"1" * 32)}
+        )

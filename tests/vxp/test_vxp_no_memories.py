@@ -1,5 +1,7 @@
-"""No process-wide memory in ``vxp``: nothing at module level grows with use, and a warm
-process answers every vector exactly as a fresh one does."""
+"""No process-wide memory in ``vxp`` (DESIGN.md "Speed without hidden state"): nothing at
+module level grows with use, a warm process answers every vector exactly as a fresh one
+does (through ``ppcheck.run``, the conformance runner's public entry), and input is read
+once: a mapping, string or integer that lies on a second read changes nothing."""
 
 from __future__ import annotations
 
@@ -19,7 +21,6 @@ from joserfc.jwk import ECKey
 
 import vxp
 from vxp import demo_key, demo_operation
-from vxp._keys import resolve_key
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 11, 1, 12, 0, 0, tzinfo=UTC)
@@ -73,8 +74,8 @@ def _one_operation(i: int) -> None:
     builder.outcome(state="cancelled", result_summary={"i": i}, now=at)
     package = builder.package(log_key=log_key)
     records = [
-        vxp.KeyRecord(resolve_key(operator).kid, "operator", T0 - timedelta(days=1), None),
-        vxp.KeyRecord(resolve_key(company).kid, "company", T0 - timedelta(days=1), None),
+        vxp.KeyRecord(vxp.key_thumbprint(operator), "operator", T0 - timedelta(days=1), None),
+        vxp.KeyRecord(vxp.key_thumbprint(company), "company", T0 - timedelta(days=1), None),
     ]
     metadata = vxp.build_metadata(
         company_id,
@@ -82,7 +83,7 @@ def _one_operation(i: int) -> None:
         keys=records,
         custody="company_held",
         log_origin=origin,
-        log_kid=resolve_key(log_key).kid,
+        log_kid=vxp.key_thumbprint(log_key),
     )
     jwks = vxp.build_jwks([operator, company, log_key])
     now = at + timedelta(minutes=1)
@@ -99,7 +100,7 @@ def _one_operation(i: int) -> None:
     token = vxp.issue_sd_jwt({"i": vxp.Sd(i)}, issuer, typ="t", holder_key=holder)
     shown = vxp.present_sd_jwt(token, holder_key=holder, aud="v", nonce="n", iat=100)
     policy = vxp.KeyBinding("v", "n")
-    jwk = dict(resolve_key(issuer).public_jwk)
+    jwk = issuer.as_dict(private=False)
     assert vxp.verify_sd_jwt(shown, jwk, typ="t", now=100, key_binding=policy).claims["i"] == i
     keys = vxp.IssuerKeys([jwk])
     assert vxp.verify_sd_jwt(shown, keys, typ="t", now=100, key_binding=policy).claims["i"] == i
@@ -120,17 +121,13 @@ _SCRIPT = textwrap.dedent(
     """
     import json, os, random, sys
     sys.path.insert(0, os.path.join(sys.argv[1], "src"))
-    from ppcheck._handlers import vxp as blocks, vxp_proof as proof
-    import vxp
+    import ppcheck
 
-    def run(fn, input_):
-        try:
-            return {"output": fn(input_)}
-        except vxp.VxpError as exc:
-            return {"error": exc.code}
+    def run(suite, input_):
+        return ppcheck.run(suite, input_).as_json()
 
     cases = []
-    suites = (proof.verify_proof, "verify-proof.json"), (blocks.sd_jwt_verify, "sd-jwt-verify.json")
+    suites = ("vxp.verify_proof", "verify-proof.json"), ("vxp.sd_jwt_verify", "sd-jwt-verify.json")
     for fn, path in suites:
         with open(os.path.join(sys.argv[1], "vectors", "vxp", path)) as f:
             for test in json.load(f)["tests"]:
@@ -237,3 +234,75 @@ def test_load_schema_refuses_a_name_that_is_not_a_string(name: Any) -> None:
     with pytest.raises(vxp.VxpError) as info:
         vxp.load_schema(name)
     assert info.value.code == "schema_unknown"
+
+
+# ---- what is checked is what is used: input read once, nothing remembered
+
+
+class _LyingItems(dict):  # type: ignore[type-arg]
+    def __init__(self, items: dict[str, Any], lie: dict[str, Any]) -> None:
+        super().__init__(items)
+        self._lie = lie
+
+    def items(self) -> Any:
+        return self._lie.items()
+
+    def get(self, name: Any, default: Any = None) -> Any:
+        return self._lie.get(name, default)
+
+
+def test_jwks_memory_cannot_make_a_valid_package_refused() -> None:
+    """A JWKS whose entries lie about their members leaves nothing behind: the honest
+    material verifies the package exactly as before."""
+    op = demo_operation("succeeded")
+    good = vxp.verify(op.package, op.metadata, op.jwks, now=op.now)
+    assert good.valid
+    other = demo_key("finding1-other").as_dict(private=False)
+    lying_keys = [_LyingItems(k, {**other, "kid": k["kid"]}) for k in op.jwks["keys"]]
+    vxp.verify(op.package, op.metadata, {"keys": lying_keys}, now=op.now)
+    again = vxp.verify(op.package, op.metadata, op.jwks, now=op.now)
+    assert again == good
+
+
+class _LyingStr(str):
+    """A string whose split answers for another string."""
+
+    other = ""
+
+    def split(self, *args: Any, **kwargs: Any) -> Any:
+        return str.split(self.other, *args, **kwargs)
+
+
+def test_a_statement_string_that_lies_is_read_as_its_own_text() -> None:
+    """A statement is read as its own text, whatever its ``split`` answers."""
+    op = demo_operation("succeeded")
+    honest = op.package["statements"][5]
+    jws, _, rest = honest.partition("~")
+    forged = jws[:-3] + ("AAA" if jws[-3:] != "AAA" else "BBB") + "~" + rest
+    lying = _LyingStr(forged)
+    lying.other = honest
+    package = {**op.package, "statements": [*op.package["statements"][:5], lying]}
+    verdict = vxp.verify(package, op.metadata, op.jwks, now=op.now)
+    assert verdict.failure is not None
+    assert verdict.failure["code"] == "signature_invalid"
+
+
+class _LyingInt(int):
+    """An integer that says yes to every order comparison."""
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+
+def test_a_quorum_that_lies_is_read_as_its_own_value() -> None:
+    """A quorum is read as its own value, whatever its comparisons answer."""
+    op = demo_operation("succeeded")
+    log = {**op.metadata["vxp_proof"]["log"], "quorum": _LyingInt(5)}
+    metadata = {**op.metadata, "vxp_proof": {**op.metadata["vxp_proof"], "log": log}}
+    verdict = vxp.verify(op.package, metadata, op.jwks, now=op.now)
+    assert verdict.valid
+    assert verdict.logged is False  # no witness cosigned: 0 of 5
+    assert "witnessed_log" not in verdict.derived_assurance

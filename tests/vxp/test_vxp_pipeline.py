@@ -6,6 +6,12 @@ statement stage's failure order, and the attacks the earlier fast paths were tes
   the issuer key then signed, so every check after the signature runs.
 * Statements: selective disclosure in and out of ``body.observed``, signatures checked
   together at the signature stage yet reported in statement order.
+
+Private imports: ``vxp._keys._der`` and ``all_valid`` are the signature fast paths, held
+here to their oracles (``cryptography``'s DER encoder, each key's own check), and
+``resolve_key`` gives the private key object those fast paths take. ``vxp._jws.sign_compact``
+and ``vxp._statements.sign_statement`` forge tokens and statements signed over whatever an
+attacker chose, so the checks after the signature run; a user has no reason to call them.
 """
 
 from __future__ import annotations
@@ -24,12 +30,13 @@ from hypothesis import strategies as st
 from joserfc.jwk import ECKey, OKPKey
 
 import vxp
+from tests.vxp import demo_facts, forge
 from vxp import demo_key, demo_operation
-from vxp._jws import check_algorithms, sign_compact
+from vxp._jws import sign_compact
 from vxp._keys import _der, all_valid, resolve_key
-from vxp._statements import sign_statement, verify_statement
+from vxp._statements import sign_statement
 from vxp.codec import b64url_encode
-from vxp.statements import STATEMENT_TYP
+from vxp.statements import STATEMENT_TYP, verify_statement
 from vxp.trust import load_trust
 
 from .sdjwt_oracle import claims_of
@@ -374,7 +381,7 @@ def test_statements_with_disclosures_verify_as_the_oracle_reads_them(data: st.Da
     if data.draw(st.booleans()):
         j = data.draw(st.integers(0, len(text) - 1))
         text = text[:j] + data.draw(st.sampled_from("A0_-.~")) + text[j + 1 :]
-    got = _outcome(lambda: verify_statement(text, _KEYS, where="s", now=1.0))
+    got = _outcome(lambda: verify_statement(text, _KEYS, where="s"))
     plain = claims_of(text, 1.0) if text.endswith("~") and text.count("~") >= 1 else None
     if got[0] == "ok":  # type: ignore[index]
         st_ = got[1]  # type: ignore[index]
@@ -556,10 +563,11 @@ def test_all_valid_answers_as_each_key_would() -> None:
 
 
 def test_allow_lists_refuse_bad_ones() -> None:
-    assert check_algorithms(("ES256",)) == frozenset({"ES256"})
+    token = vxp.issue_sd_jwt({"a": 1}, KEY, typ="t").serialize()
+    assert vxp.verify_sd_jwt(token, KEY, typ="t", now=NOW, algorithms=("ES256",)).claims
     for bad in [(["ES256"],), ("none",), (), ("HS256",), frozenset(), (1,)]:
-        with pytest.raises(vxp.VxpError) as err:
-            check_algorithms(bad)
+        with pytest.raises(vxp.VxpUsageError) as err:
+            vxp.verify_sd_jwt(token, KEY, typ="t", now=NOW, algorithms=bad)
         assert err.value.code == "algorithms_invalid"
 
 
@@ -621,9 +629,6 @@ def _ec_key_with_leading_zero_x() -> ECKey:
 
 
 def test_the_operator_cannot_sign_as_the_user_with_a_respelled_key() -> None:
-    from vxp._proof_demo import CAPABILITY, T0, seeded_rng
-    from vxp._statements import check_user_approval, sign_user_approval
-
     operator = demo_key("operator")
     private = operator.as_dict(private=True)
     posing = {**private, "x": _padded(private["x"])}
@@ -633,39 +638,40 @@ def test_the_operator_cannot_sign_as_the_user_with_a_respelled_key() -> None:
         operator_key=operator,
         company_key=demo_key("company"),
         log=vxp.MerkleLog("store.example/e/x/log"),
-        rng=seeded_rng("x"),
+        rng=demo_facts.salts("x"),
     )
-    builder.request(channel="vxp", client_id="https://agent.example", request={"r": 1}, now=T0)
+    t0 = demo_facts.T0
+    builder.request(channel="vxp", client_id="https://agent.example", request={"r": 1}, now=t0)
     builder.terms(
-        capability=CAPABILITY,
+        capability=demo_facts.CAPABILITY,
         terms={"pedido": "P-1"},
-        expires_at=T0.replace(year=2030),
+        expires_at=t0.replace(year=2030),
         read_back_terms=["pedido"],
-        now=T0,
+        now=t0,
     )
     with pytest.raises(vxp.VxpError) as err:
-        builder.approve_signed(user_key=posing, now=T0)
+        builder.approve_signed(user_key=posing, now=t0)
     assert err.value.code == "key_invalid"
-    # and a verifier handed such a body refuses it
-    digest = "sha-256:" + "A" * 43
-    jwk, token = sign_user_approval(operator, digest, 1, digest, digest)
-    body = {
-        "method": "user_signed",
-        "revision": 1,
-        "terms_digest": digest,
-        "user_key": {**jwk, "x": _padded(jwk["x"])},
-        "user_signature": token,
-    }
-    with pytest.raises(vxp.VxpError) as err:
-        check_user_approval(body, digest, digest, "statement 2")
-    assert err.value.reason == "user_signature_invalid"
+    # and a verifier handed such an approval (signed, logged) refuses it
+    forged = demo_facts.builder("respelled", approve=False)
+    forge.log_user_approval(
+        forged, operator, user_jwk=lambda jwk: {**jwk, "x": _padded(jwk["x"])}, now=demo_facts.at(1)
+    )
+    forged.execute(release={"o": 1}, now=demo_facts.at(2))
+    forged.outcome(state="failed", result_summary={"e": 1}, now=demo_facts.at(4))
+    package = forged.package(log_key=demo_key("log"))
+    verdict = vxp.verify(package, *demo_facts.material(), now=demo_facts.at(60))
+    assert verdict.failure is not None
+    assert verdict.failure["reason"] == "user_signature_invalid"
 
 
-@pytest.mark.parametrize("typ", [["t"], {"t": 1}, 1, b"t"])
-def test_an_odd_typ_is_a_mismatch_not_a_crash(typ: object) -> None:
+@pytest.mark.parametrize("typ", [["t"], {"t": 1}, 1, b"t", ""])
+def test_an_odd_expected_typ_is_the_callers_typ_invalid(typ: object) -> None:
+    """The ``typ`` to expect is the caller's option: not a string is a usage error."""
     token = vxp.issue_sd_jwt({"a": 1}, KEY, typ="t").serialize()
-    got = _outcome(lambda: vxp.verify_sd_jwt(token, KEY, typ=typ, now=NOW))  # type: ignore[arg-type]
-    assert got[1] == "typ_mismatch"  # type: ignore[index]
+    with pytest.raises(vxp.VxpUsageError) as info:
+        vxp.verify_sd_jwt(token, KEY, typ=typ, now=NOW)  # type: ignore[arg-type]
+    assert info.value.code == "typ_invalid"
 
 
 @pytest.mark.parametrize("depth", [58, 61, 63, 64, 65, 70])
@@ -674,7 +680,7 @@ def test_statements_nested_past_the_limit_are_refused(depth: int) -> None:
     for _ in range(depth):
         deep = {"a": deep}
     text = _deep_statement(deep)
-    got = _outcome(lambda: verify_statement(text, _KEYS, where="s", now=1.0))
+    got = _outcome(lambda: verify_statement(text, _KEYS, where="s"))
     if depth + 1 > 64:  # the deepest object sits at path body.deep.a.a...: depth + 1 steps
         assert got[0:2] == ("error", "statement_malformed")  # type: ignore[index]
         assert got[3] == "claims_too_deep"  # type: ignore[index]
@@ -724,16 +730,41 @@ def _as_init_builds(value: Any) -> None:
 def test_verdicts_and_chain_states_equal_those_built_by_their_init() -> None:
     """Verdict, ChainState and Terms are ordinary frozen dataclass instances (the
     ``object.__new__`` shortcut that once built them is gone: issue 25)."""
-    from vxp._chain import ChainState, parse_time, step
-
     for op in OPS.values():
         _as_init_builds(vxp.verify(op.package, op.metadata, op.jwks, live=op.live, now=op.now))
-        keys = vxp.IssuerKeys(load_trust(op.metadata, op.jwks).keys.values())
-        state = ChainState()
-        for i, text in enumerate(op.package["statements"]):
-            st = verify_statement(text, keys, where="s", now=1.0)
-            at = parse_time(op.package["log"]["entries"][i]["logged_at"], "t")
-            state = step(state, st.seq, st.kind, st.signer, st.body, at, hidden=st.hidden)
-            _as_init_builds(state)
-            if state.terms is not None:
-                _as_init_builds(state.terms)
+        state = op.builder.state  # the chain fold's last state, and its latest terms
+        _as_init_builds(state)
+        assert state.terms is not None
+        _as_init_builds(state.terms)
+
+
+@pytest.mark.parametrize(
+    ("kind", "signer", "reason"),
+    [
+        ("terms", "operator", "signer_role"),
+        ("no-such-kind", "operator", "kind"),
+        ("terms", "company", None),
+    ],
+)
+def test_one_statement_verified_alone_names_its_kinds_role(
+    kind: str, signer: str, reason: str | None
+) -> None:
+    """vxp-proof.md §6 (a kind and the role that signs it): ``vxp.statements.verify_statement``
+    refuses an unknown kind and a signer other than the kind's role; which keys the role
+    holds is the caller's choice of ``keys`` (the verifier checks the listing)."""
+    key = demo_key("company")
+    text = sign_statement(
+        seq=1,
+        kind=kind,
+        signer=signer,
+        prev="sha-256:" + "A" * 43,
+        body={"x": 1},
+        key=key,
+        rng=lambda n: b"\x07" * n,
+    )
+    if reason is None:
+        assert verify_statement(text, [key]).kind == kind
+        return
+    with pytest.raises(vxp.VxpProtocolError) as info:
+        verify_statement(text, [key])
+    assert (info.value.code, info.value.reason) == ("statement_malformed", reason)

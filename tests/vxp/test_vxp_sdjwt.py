@@ -1,4 +1,6 @@
-"""SD-JWT (RFC 9901): issuing, presenting, verifying, strictness and attacks."""
+"""SD-JWT (RFC 9901), docs/spec/vxp.md §3: issuing, presenting, verifying (header, key,
+digests, ``_sd_alg`` only at the top, times, key binding with its ``exp``/``nbf``/``iat``),
+strictness and attacks, with crafted issuer-signed payloads of any shape."""
 
 from __future__ import annotations
 
@@ -14,8 +16,7 @@ from joserfc import jws
 from joserfc.jwk import ECKey, OKPKey
 
 import vxp
-from vxp._jws import sign_compact
-from vxp._keys import resolve_key
+from tests.vxp import forge
 
 TYP = "vxp-stmt+sd-jwt"
 NOW = 1_780_000_000
@@ -77,7 +78,7 @@ def _payload(token: str) -> dict[str, Any]:
 def test_roundtrip_all_disclosed() -> None:
     token = _issue()
     result = _verify(token.serialize())
-    expected = {**CLAIMS, "cnf": {"jwk": resolve_key(HOLDER).public_jwk}}
+    expected = {**CLAIMS, "cnf": {"jwk": HOLDER.as_dict(private=False)}}
     assert result.claims == expected
     assert result.kid == ISSUER.thumbprint()
     assert len(result.disclosures) == 4
@@ -248,7 +249,7 @@ def _kb(header: dict[str, Any] | None = None, key: Any = HOLDER, **payload: Any)
     sd_hash = vxp.codec.b64url_encode(hashlib.sha256(body.encode()).digest())
     claims = {"aud": POLICY.aud, "nonce": POLICY.nonce, "iat": NOW, "sd_hash": sd_hash, **payload}
     hdr = {"alg": "ES256", "typ": "kb+jwt", **(header or {})}
-    return body + sign_compact(hdr, claims, resolve_key(key), deterministic=True)
+    return body + forge.jws_json(hdr, claims, key)
 
 
 @pytest.mark.parametrize(
@@ -300,20 +301,13 @@ def test_issuer_key_selection() -> None:
     with pytest.raises(vxp.VxpError, match="issuer_key_unknown"):
         vxp.verify_sd_jwt(token, [other], typ=TYP, now=NOW)
     # No kid: exactly one trusted key, never a guess among several.
-    bare = sign_compact(
-        {"alg": "ES256", "typ": TYP}, {"a": 1}, resolve_key(ISSUER), deterministic=True
-    )
+    bare = forge.jws_json({"alg": "ES256", "typ": TYP}, {"a": 1}, ISSUER)
     assert vxp.verify_sd_jwt(bare + "~", ISSUER, typ=TYP, now=NOW).claims == {"a": 1}
     with pytest.raises(vxp.VxpError, match="issuer_key_ambiguous"):
         vxp.verify_sd_jwt(bare + "~", [other, ISSUER], typ=TYP, now=NOW)
     # A kid that names an Ed25519 key while the header says ES256.
     ed = OKPKey.generate_key("Ed25519")
-    mixed = sign_compact(
-        {"alg": "ES256", "kid": ed.thumbprint(), "typ": TYP},
-        {},
-        resolve_key(ISSUER),
-        deterministic=True,
-    )
+    mixed = forge.jws_json({"alg": "ES256", "kid": ed.thumbprint(), "typ": TYP}, {}, ISSUER)
     with pytest.raises(vxp.VxpError, match="alg_key_mismatch"):
         vxp.verify_sd_jwt(mixed + "~", [ed], typ=TYP, now=NOW, algorithms=["ES256", "EdDSA"])
 
@@ -462,9 +456,7 @@ def test_depth_and_parameter_limits() -> None:
         deep = {"a": deep}
     with pytest.raises(vxp.VxpError, match="claims_too_deep"):
         vxp.issue_sd_jwt({"d": deep}, ISSUER, typ=TYP)
-    signed = sign_compact(
-        {"alg": "ES256", "typ": TYP}, {"d": deep}, resolve_key(ISSUER), deterministic=True
-    )
+    signed = forge.jws_json({"alg": "ES256", "typ": TYP}, {"d": deep}, ISSUER)
     with pytest.raises(vxp.VxpError, match="claims_too_deep"):
         _verify(signed + "~")
     with pytest.raises(vxp.VxpError, match="now_invalid"):
@@ -499,3 +491,228 @@ def test_base64url_is_one_to_one(data: bytes, noise: str) -> None:
             continue
         # anything else that decodes is itself the canonical text of what it decodes to
         assert vxp.codec.b64url_encode(decoded) == candidate
+
+
+# ---- §3.3 key binding: the KB-JWT's own exp, nbf and iat
+
+
+def _kb_token(extra: dict[str, Any]) -> tuple[str, ECKey]:
+    issuer = vxp.demo_key("kb-issuer")
+    holder = vxp.demo_key("kb-holder")
+    sd = vxp.issue_sd_jwt({"iss": "x", "n": vxp.Sd(1)}, issuer, typ=TYP, holder_key=holder)
+    body = vxp.present_sd_jwt(sd, disclose=None)
+    sd_hash = vxp.codec.b64url_encode(hashlib.sha256(body.encode()).digest())
+    payload = {"aud": "v", "nonce": "n", "iat": 1000, "sd_hash": sd_hash, **extra}
+    return body + forge.jws_json({"alg": "ES256", "typ": "kb+jwt"}, payload, holder), issuer
+
+
+@pytest.mark.parametrize(
+    ("extra", "now", "leeway", "code"),
+    [
+        ({"exp": 1000}, 1000, 0, "kb_token_expired"),
+        ({"exp": 999}, 1000, 0, "kb_token_expired"),
+        ({"exp": 999}, 1000, 2, None),
+        ({"nbf": 1001}, 1000, 0, "kb_token_not_yet_valid"),
+        ({"nbf": 1005}, 1000, 5, None),
+        ({"exp": "never"}, 1000, 0, "kb_claim_invalid"),
+        ({"nbf": True}, 1000, 0, "kb_claim_invalid"),
+        ({"exp": 2000, "nbf": 500}, 1000, 0, None),
+    ],
+)
+def test_kb_jwt_exp_and_nbf_are_enforced(
+    extra: dict[str, Any], now: int, leeway: int, code: str | None
+) -> None:
+    """§3.3: a KB-JWT's ``exp`` and ``nbf`` hold at ``now`` (± the policy's leeway)."""
+    token, issuer = _kb_token(extra)
+    policy = vxp.KeyBinding(aud="v", nonce="n", leeway=leeway)
+    if code is None:
+        assert vxp.verify_sd_jwt(token, issuer, typ=TYP, now=now, key_binding=policy).key_binding
+    else:
+        with pytest.raises(vxp.VxpError) as err:
+            vxp.verify_sd_jwt(token, issuer, typ=TYP, now=now, key_binding=policy)
+        assert err.value.code == code
+
+
+def test_kb_iat_too_large_for_a_double_is_refused_not_leaked() -> None:
+    """§1, §3.3: an ``iat`` beyond a double is malformed JSON for the KB-JWT: kb_iat_invalid."""
+    body = vxp.present_sd_jwt(
+        vxp.issue_sd_jwt({"iss": "i"}, ISSUER, typ=TYP, holder_key=HOLDER), disclose=[]
+    )
+    sd_hash = vxp.codec.b64url_encode(hashlib.sha256(body.encode()).digest())
+    for iat in (b"1" + b"0" * 400, b"-1" + b"0" * 400):
+        payload = (
+            b'{"aud": "https://verifier.example", "nonce": "nonce-1", "iat": '
+            + iat
+            + b', "sd_hash": "'
+            + sd_hash.encode()
+            + b'"}'
+        )
+        token = body + forge.jws(b'{"alg":"ES256","typ":"kb+jwt"}', payload, HOLDER)
+        with pytest.raises(vxp.VxpError) as info:
+            vxp.verify_sd_jwt(token, ISSUER, typ=TYP, now=NOW, key_binding=POLICY)
+        assert info.value.code == "kb_iat_invalid"
+
+
+def test_huge_clock_and_window_parameters_raise_vxp_error() -> None:
+    """§3.3: ``now``, ``leeway``, ``max_age`` beyond range are the caller's usage errors."""
+    token = vxp.issue_sd_jwt({"iss": "i", "exp": NOW + 1.5}, ISSUER, typ=TYP).serialize()
+    with pytest.raises(vxp.VxpError, match="now_invalid"):
+        vxp.verify_sd_jwt(token, ISSUER, typ=TYP, now=10**400)
+    with pytest.raises(vxp.VxpError, match="leeway_invalid"):
+        vxp.verify_sd_jwt(token, ISSUER, typ=TYP, now=NOW, leeway=10**400)
+    for name in ("max_age", "leeway"):
+        with pytest.raises(vxp.VxpError, match="key_binding_invalid"):
+            vxp.KeyBinding(aud="a", nonce="n", **{name: 10**400})
+    assert vxp.verify_sd_jwt(token, ISSUER, typ=TYP, now=NOW, leeway=2**32).claims["iss"] == "i"
+
+
+# ---- §3.3 header and digests: the algorithm allow-list, _sd_alg at the top only
+
+
+@pytest.mark.parametrize("algorithms", [[["ES256"]], [{"a": 1}], [1], ["ES256", None]])
+def test_unhashable_or_non_text_algorithms_raise_vxp_error(algorithms: Any) -> None:
+    """§3.3: an allow-list naming anything but algorithm names is algorithms_invalid."""
+    token = vxp.issue_sd_jwt({"iss": "i"}, ISSUER, typ=TYP).serialize()
+    with pytest.raises(vxp.VxpError) as info:
+        vxp.verify_sd_jwt(token, ISSUER, typ=TYP, now=NOW, algorithms=algorithms)
+    assert info.value.code == "algorithms_invalid"
+
+
+@pytest.mark.parametrize("jws", [None, 42, b"a.b.c", ["a", "b", "c"]])
+def test_an_issuer_jwt_that_is_not_text_is_malformed(jws: Any) -> None:
+    """§3.3: the issuer-signed JWT of an SD-JWT is text, or malformed_jwt."""
+    with pytest.raises(vxp.VxpError, match="malformed_jwt"):
+        vxp.present_sd_jwt(vxp.SdJwt(jws, ()), disclose=[])
+
+
+def _nested_signed(
+    payload: dict[str, Any], disclosures: tuple[vxp.sdjwt.Disclosure, ...] = ()
+) -> str:
+    key = vxp.demo_key("nested")
+    header = {"alg": "ES256", "kid": vxp.key_thumbprint(key), "typ": TYP}
+    return vxp.SdJwt(forge.jws_json(header, payload, key), disclosures).serialize()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"_sd_alg": "sha-256", "a": {"_sd_alg": "sha-256"}},
+        {"a": {"b": {"_sd_alg": "sha-256"}}},
+        {"_sd_alg": "sha-256", "list": [{"_sd_alg": "sha-256"}]},
+    ],
+)
+def test_nested_sd_alg_is_refused(payload: dict[str, Any]) -> None:
+    """§3.3 (RFC 9901 §4.1.1): ``_sd_alg`` anywhere but the top level is sd_alg_misplaced."""
+    with pytest.raises(vxp.VxpError) as err:
+        vxp.verify_sd_jwt(_nested_signed(payload), vxp.demo_key("nested"), typ=TYP, now=0)
+    assert err.value.code == "sd_alg_misplaced"
+
+
+def test_nested_sd_alg_inside_a_disclosure_is_refused() -> None:
+    """§3.3: nor inside a disclosed value, nor as a disclosed claim name."""
+    inner = vxp.sdjwt.Disclosure.create("salt", "x", {"_sd_alg": "sha-256"})
+    payload = {"_sd_alg": "sha-256", "_sd": [inner.digest()]}
+    with pytest.raises(vxp.VxpError) as err:
+        vxp.verify_sd_jwt(_nested_signed(payload, (inner,)), vxp.demo_key("nested"), typ=TYP, now=0)
+    assert err.value.code == "sd_alg_misplaced"
+    named = vxp.sdjwt.Disclosure.create("salt", "_sd_alg", "sha-256")
+    payload = {"_sd_alg": "sha-256", "a": {"_sd": [named.digest()]}}
+    with pytest.raises(vxp.VxpError) as err:
+        vxp.verify_sd_jwt(_nested_signed(payload, (named,)), vxp.demo_key("nested"), typ=TYP, now=0)
+    assert err.value.code in ("sd_alg_misplaced", "claim_name_reserved")
+
+
+def test_top_level_sd_alg_still_accepted() -> None:
+    """§3.3: ``_sd_alg`` at the top level is read and removed."""
+    claims = vxp.verify_sd_jwt(
+        _nested_signed({"_sd_alg": "sha-256", "a": {"b": 1}}),
+        vxp.demo_key("nested"),
+        typ=TYP,
+        now=0,
+    ).claims
+    assert claims == {"a": {"b": 1}}
+
+
+def test_disclosure_digest_refuses_unknown_algorithm() -> None:
+    """§3.3: only the supported hash names a digest (sd_alg_unsupported)."""
+    d = vxp.sdjwt.Disclosure.create("salt", "name", "value")
+    with pytest.raises(vxp.VxpError, match="sd_alg_unsupported"):
+        d.digest("sha-512")
+
+
+def test_mark_disclosable_refuses_claims_too_deep_to_copy() -> None:
+    """§3.1: claims nest at most 64 levels (claims_too_deep, never a RecursionError)."""
+    claims: dict[str, Any] = {}
+    node = claims
+    for _ in range(5000):
+        node["a"] = {}
+        node = node["a"]
+    with pytest.raises(vxp.VxpError, match="claims_too_deep"):
+        vxp.sdjwt.mark_disclosable(claims, [["a"]])
+
+
+# ---- §3.3 crafted issuer-signed payloads of any shape
+
+_DIGEST_POOL = st.sampled_from(["A" * 43, "x", "", 7, None, "A" * 42 + "B"])
+_json_leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**60), 2**60), st.text(max_size=5), _DIGEST_POOL
+)
+_json = st.recursive(
+    _json_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(
+            st.sampled_from(["_sd", "...", "_sd_alg", "a", "exp", "cnf", "iat"]), inner, max_size=3
+        ),
+    ),
+    max_leaves=12,
+)
+
+
+def _has_placeholder(value: Any, top: bool = False) -> bool:
+    if isinstance(value, dict):
+        if "_sd" in value or "..." in value or (top and "_sd_alg" in value):
+            return True
+        return any(_has_placeholder(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_placeholder(v) for v in value)
+    return False
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    payload=st.dictionaries(st.sampled_from(["_sd", "a", "b", "...", "cnf", "exp"]), _json),
+    items=st.lists(st.lists(_json, min_size=0, max_size=4), max_size=4),
+    refs=st.lists(st.tuples(st.sampled_from(["_sd", "array", "nested"]), st.integers(0, 5))),
+)
+def test_crafted_signed_payloads_raise_only_vxp_error(
+    payload: dict[str, Any], items: list[list[Any]], refs: list[tuple[str, int]]
+) -> None:
+    """§3.3: an issuer-signed payload of any shape, with digests of real disclosures wired
+    in: a VxpError or a token whose every disclosure was used once, no placeholder left."""
+    b64 = vxp.codec.b64url_encode
+    disclosures = [b64(json.dumps(item).encode()) for item in items]
+    digests = [b64(hashlib.sha256(d.encode()).digest()) for d in disclosures]
+    for where, i in refs:
+        if not digests:
+            break
+        digest = digests[i % len(digests)]
+        if where == "_sd":
+            payload.setdefault("_sd", [])
+            if isinstance(payload["_sd"], list):
+                payload["_sd"].append(digest)
+        elif where == "array":
+            payload.setdefault("arr", [])
+            if isinstance(payload["arr"], list):
+                payload["arr"].append({"...": digest})
+        else:
+            payload["obj"] = {"_sd": [digest], "x": [{"...": digest}]}
+    header = json.dumps({"alg": "ES256", "typ": TYP}).encode()
+    jws = forge.jws(header, json.dumps(payload).encode(), ISSUER)
+    token = jws + "~" + "".join(d + "~" for d in disclosures)
+    try:
+        result = vxp.verify_sd_jwt(token, ISSUER, typ=TYP, now=NOW)
+    except vxp.VxpError:
+        return
+    assert len(result.disclosures) == len(disclosures)
+    assert not _has_placeholder(result.claims, top=True)

@@ -3,7 +3,11 @@
 One contract for all three (issue 23); the PostgreSQL log refuses history rewrites in the
 database itself, and two writer processes appending to one log at once never fork it.
 The SQLite stores record their schema version and adopt files written before versions
-were recorded (issue 24 item 7).
+were recorded (issue 24 item 7). The SQLite log refuses every rewrite of its history, even
+by SQL statements behind the library's back (docs/spec/vxp.md §4.2).
+
+Private imports: ``vxp._log.SQLITE_MIGRATIONS`` is the SQLite file's migration history; the
+version tests hold files written by earlier versions to it.
 """
 
 from __future__ import annotations
@@ -33,6 +37,17 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield f"sqlite:{tmp_path / 'store.sqlite'}"
     else:
         yield ":memory:"
+
+
+def _fresh(cache: Any, key: str, until: int, now: int) -> bool:
+    """Whether ``store_once`` saw ``key`` for the first time (else: ``dpop_replay``)."""
+    try:
+        cache.store_once(key, until, now)
+    except vxp.VxpProtocolError as exc:
+        if exc.code != "dpop_replay":
+            raise
+        return False
+    return True
 
 
 def test_a_log_behind_any_url_keeps_the_rfc9162_tree(url: str) -> None:
@@ -76,24 +91,24 @@ def test_bad_urls_are_the_packages_own_errors() -> None:
 
 def test_replay_cache_behind_any_url(url: str) -> None:
     cache = vxp.stores.open_replay_cache(url)
-    assert cache.check_and_store("kid:jti-1", 1_000, 900) is True
-    assert cache.check_and_store("kid:jti-1", 1_000, 950) is False  # a replay
+    assert _fresh(cache, "kid:jti-1", 1_000, 900) is True
+    assert _fresh(cache, "kid:jti-1", 1_000, 950) is False  # a replay
     # expired (by more than the replicas' clock skew the PostgreSQL cache allows): forgotten
-    assert cache.check_and_store("kid:jti-1", 1_400, 1_301) is True
+    assert _fresh(cache, "kid:jti-1", 1_400, 1_301) is True
     for odd in ("nul\x00jti", "nul\\0jti", "émoji 🙂"):  # distinct keys stay distinct
-        assert cache.check_and_store(odd, 2_000, 1_001) is True
-        assert cache.check_and_store(odd, 2_000, 1_001) is False
+        assert _fresh(cache, odd, 2_000, 1_001) is True
+        assert _fresh(cache, odd, 2_000, 1_001) is False
     if url != ":memory:":
         other = vxp.stores.open_replay_cache(url)
-        assert other.check_and_store("kid:jti-2", 2_000, 1_001) is True
-        assert cache.check_and_store("kid:jti-2", 2_000, 1_001) is False
+        assert _fresh(other, "kid:jti-2", 2_000, 1_001) is True
+        assert _fresh(cache, "kid:jti-2", 2_000, 1_001) is False
         threads_see: list[bool] = []
         handles = [vxp.stores.open_replay_cache(url) for _ in range(8)]
         start = threading.Barrier(8)
 
         def race(n: int) -> None:
             start.wait()
-            threads_see.append(handles[n].check_and_store("kid:raced", 3_000, 1_001))
+            threads_see.append(_fresh(handles[n], "kid:raced", 3_000, 1_001))
 
         threads = [threading.Thread(target=race, args=(n,)) for n in range(8)]
         for thread in threads:
@@ -173,9 +188,9 @@ def test_a_fast_replica_clock_does_not_forget_a_key_a_slow_one_accepts(postgres_
         vxp.stores.open_replay_cache(postgres_url),
         vxp.stores.open_replay_cache(postgres_url),
     )
-    assert slow.check_and_store("kid:J", 1_000, 700) is True
-    assert fast.check_and_store("kid:other", 1_300, 1_005) is True  # 5 s past J's until
-    assert slow.check_and_store("kid:J", 1_000, 999) is False  # still remembered
+    assert _fresh(slow, "kid:J", 1_000, 700) is True
+    assert _fresh(fast, "kid:other", 1_300, 1_005) is True  # 5 s past J's until
+    assert _fresh(slow, "kid:J", 1_000, 999) is False  # still remembered
     for cache in (fast, slow):
         cache.close()  # type: ignore[attr-defined]
 
@@ -266,7 +281,7 @@ def test_a_log_file_of_the_previous_version_is_adopted(tmp_path: Path) -> None:
     assert check.execute("PRAGMA application_id").fetchone() == (application_id("vxp"),)
     check.close()
     cache = vxp.stores.SqliteReplayCache(str(path))  # the log and the replay cache share a file
-    assert cache.check_and_store("kid:j", 5000, 1000) is True
+    assert _fresh(cache, "kid:j", 5000, 1000) is True
     cache.close()
     import pxp
 
@@ -288,8 +303,8 @@ def test_a_replay_file_of_the_previous_version_is_adopted(tmp_path: Path) -> Non
     old.execute("INSERT INTO dpop_jti (key, until) VALUES ('kid:old', 5000)")
     old.close()
     cache = vxp.stores.SqliteReplayCache(str(path))
-    assert cache.check_and_store("kid:old", 5000, 1000) is False  # remembered across versions
-    assert cache.check_and_store("kid:new", 5000, 1000) is True
+    assert _fresh(cache, "kid:old", 5000, 1000) is False  # remembered across versions
+    assert _fresh(cache, "kid:new", 5000, 1000) is True
     cache.close()
     check = sqlite3.connect(path)
     assert check.execute("PRAGMA user_version").fetchone() == (len(REPLAY_MIGRATIONS),)
@@ -299,3 +314,96 @@ def test_a_replay_file_of_the_previous_version_is_adopted(tmp_path: Path) -> Non
     with pytest.raises(vxp.VxpError) as caught:
         vxp.stores.SqliteReplayCache(str(path))
     assert caught.value.code == "replay_store_unavailable"
+
+
+# ---- §4.2 the SQLite log refuses to rewrite history
+
+_REWRITES = (
+    "INSERT OR REPLACE INTO vxp_log_entries (idx, data) VALUES (1, x'ff')",
+    "REPLACE INTO vxp_log_entries (idx, data) VALUES (0, x'ff')",
+    "INSERT OR REPLACE INTO vxp_log_nodes (level, idx, hash) VALUES (0, 1, x'ff')",
+    "INSERT OR REPLACE INTO vxp_log_nodes (level, idx, hash) VALUES (1, 0, x'ff')",
+    "REPLACE INTO vxp_log_meta (key, value) VALUES ('origin', 'evil/log')",
+    "INSERT OR IGNORE INTO vxp_log_entries (idx, data) VALUES (2, x'ff')",
+    "INSERT INTO vxp_log_entries (idx, data) VALUES (9, x'ff')",
+    "INSERT INTO vxp_log_entries (data) VALUES (x'ff')",
+    "INSERT INTO vxp_log_nodes (level, idx, hash) VALUES (0, 9, x'ff')",
+    "INSERT INTO vxp_log_nodes (level, idx, hash) VALUES (5, 3, x'ff')",
+    "UPDATE OR REPLACE vxp_log_entries SET idx = 0 WHERE idx = 1",
+)
+
+
+@pytest.mark.parametrize("sql", _REWRITES)
+def test_sqlite_log_refuses_replace_and_out_of_place_inserts(tmp_path: Path, sql: str) -> None:
+    """§4.2: INSERT OR REPLACE deletes without firing DELETE triggers: it used to rewrite
+    history; every insert not at the next free position is refused."""
+    path = tmp_path / "log.db"
+    log = vxp.MerkleLog("test/log", vxp.stores.SqliteLogStore(path, "test/log"))
+    log.extend([b"a", b"b", b"c", b"d"])
+    root, entries = log.root(), [log.entry(i) for i in range(4)]
+    raw = sqlite3.connect(path, isolation_level=None)
+    with pytest.raises(sqlite3.DatabaseError):
+        raw.execute(sql)
+    raw.close()
+    log.close()
+    again = vxp.MerkleLog("test/log", vxp.stores.SqliteLogStore(path, "test/log"))
+    assert again.size == 4
+    assert again.root() == root
+    assert [again.entry(i) for i in range(4)] == entries
+    assert again.append(b"e") == 4  # the legitimate append path still works
+    assert again.root() == vxp.merkle.tree_hash([vxp.merkle.leaf_hash(x) for x in [*entries, b"e"]])
+    again.close()
+
+
+def test_sqlite_log_created_before_the_triggers_gets_them_on_open(tmp_path: Path) -> None:
+    """§4.2: the append-only triggers come back on every open."""
+    path = tmp_path / "log.db"
+    vxp.stores.SqliteLogStore(path, "o").close()
+    raw = sqlite3.connect(path, isolation_level=None)
+    for name in ("entries_append_only", "nodes_append_only", "meta_insert_once"):
+        raw.execute(f"DROP TRIGGER vxp_log_{name}")
+    raw.close()
+    log = vxp.MerkleLog("o", vxp.stores.SqliteLogStore(path, "o"))
+    log.extend([b"a", b"b"])
+    raw = sqlite3.connect(path, isolation_level=None)
+    with pytest.raises(sqlite3.DatabaseError):
+        raw.execute("INSERT OR REPLACE INTO vxp_log_entries (idx, data) VALUES (0, x'ff')")
+    raw.close()
+    assert log.entry(0) == b"a"
+    log.close()
+
+
+def test_merkle_log_origin_must_match_its_sqlite_store(tmp_path: Path) -> None:
+    """§4.2: a file belongs to one origin (log_origin_mismatch otherwise)."""
+    store = vxp.stores.SqliteLogStore(tmp_path / "log.db", "log/a")
+    with pytest.raises(vxp.VxpError) as info:
+        vxp.MerkleLog("log/b", store)
+    assert info.value.code == "log_origin_mismatch"
+    store.close()
+    with pytest.raises(vxp.VxpError) as info:
+        vxp.stores.SqliteLogStore(tmp_path / "log.db", "log/b")
+    assert info.value.code == "log_origin_mismatch"
+
+
+def test_sqlite_size_is_the_next_free_index(tmp_path: Path) -> None:
+    """§4.2: the size is read from the file (other writers count)."""
+    log = vxp.MerkleLog("o", vxp.stores.SqliteLogStore(tmp_path / "log.db", "o"))
+    assert log.size == 0
+    log.extend([bytes([i]) for i in range(37)])
+    assert log.size == 37
+    log.close()
+
+
+def test_a_store_that_lost_its_hashes_reports_corruption(tmp_path: Path) -> None:
+    """§4.2: someone with the file drops the triggers and deletes hashes: log_corrupt."""
+    path = tmp_path / "log.db"
+    log = vxp.MerkleLog("o", vxp.stores.SqliteLogStore(path, "o"))
+    log.extend([bytes([i]) for i in range(6)])
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("DROP TRIGGER vxp_log_nodes_no_delete")
+    raw.execute("DELETE FROM vxp_log_nodes")
+    raw.close()
+    for call in (log.root, lambda: log.inclusion_proof(3), lambda: log.consistency_proof(2)):
+        with pytest.raises(vxp.VxpError, match="log_corrupt"):
+            call()
+    log.close()

@@ -1,4 +1,13 @@
-"""Signature fast path against Wycheproof; RFC 8037 thumbprint and EdDSA JWS."""
+"""Signature fast path against Wycheproof; RFC 8037 thumbprint and EdDSA JWS; the strict
+JSON reader against the JCS test suite's inputs.
+
+Private imports: ``vxp._keys.resolve_key`` gives the private key object whose
+``signature_valid`` is the fast path every verification runs; it is held here to its
+oracles, the Wycheproof ECDSA and EdDSA vectors and RFC 8037 §A. ``vxp._jws.parse_compact``
+and ``vxp._codec.parse_json`` are the strict JWS and JSON readers under every public
+verification, held to the upstream inputs directly (no public call takes a bare JWS or
+JSON text).
+"""
 
 from __future__ import annotations
 

@@ -103,7 +103,10 @@ def _replace(steps: list[dict[str, Any]], index: int, **changes: Any) -> list[di
 
 
 def _refusal(reason: str) -> dict[str, str]:
-    return {"code": "rule_violation", "reason": reason}
+    """The builder's refusal of a step: the caller's ``step_refused``, naming the rule; a
+    detached signature that does not verify is the device's data (``rule_violation``)."""
+    code = "rule_violation" if reason == "user_signature_invalid" else "step_refused"
+    return {"code": code, "reason": reason}
 
 
 @suite(
