@@ -376,27 +376,6 @@ class PostgresLinkStore:
 
         _tx(self._pg, work)
 
-    def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
-        """Record one more digest of a known room unless that seat and kind has one."""
-        _nul_free(room_id, seat, kind, digest)
-
-        def work(conn: Conn) -> bool:
-            self._room_lock(conn, room_id)
-            if not conn.execute(
-                "SELECT 1 FROM pxp_server_links WHERE room_id = %s", (room_id,)
-            ).fetchone():
-                return False
-            return bool(
-                conn.execute(
-                    "INSERT INTO pxp_server_links (room_id, seat, kind, digest)"
-                    " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                    (room_id, seat, kind, digest),
-                ).rowcount
-                == 1
-            )
-
-        return _tx(self._pg, work)
-
     def set_link(
         self,
         room_id: str,

@@ -241,13 +241,6 @@ class LinkStore(Protocol):
     def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:
         """Return the stored digests of ``room_id`` (empty when the room is unknown)."""
 
-    def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
-        """Record one more digest of a known room unless that seat and kind has one.
-
-        Returns whether it was recorded (``False``: the room is unknown or the link was
-        minted before), atomically, so of two concurrent calls at most one wins.
-        """
-
     def set_link(
         self,
         room_id: str,
@@ -311,16 +304,6 @@ class MemoryLinkStore:
     def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:
         """Return the digests of ``room_id``."""
         return {(r.seat, r.kind): r.digest for r in self.rows(room_id)}
-
-    def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
-        """Record the digest of one late-minted link (at most once per seat and kind)."""
-        _writable(room_id, seat, kind, digest)
-        with self._lock:
-            room = self._rooms.get(room_id)
-            if room is None or (seat, kind) in room:
-                return False
-            room[(seat, kind)] = LinkRow(seat, kind, digest)
-            return True
 
     def set_link(
         self,
@@ -420,28 +403,6 @@ class SqliteLinkStore:
                 db.execute("COMMIT")
             finally:
                 db.close()
-
-    def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
-        """Record the digest of one late-minted link (at most once per seat and kind)."""
-        _writable(room_id, seat, kind, digest)
-        with self._lock:
-            db = self._connect()
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                known = db.execute(
-                    "SELECT 1 FROM pxp_server_links WHERE room_id = ?", (room_id,)
-                ).fetchone()
-                added = 0
-                if known is not None:
-                    added = db.execute(
-                        "INSERT OR IGNORE INTO pxp_server_links (room_id, seat, kind, digest)"
-                        " VALUES (?,?,?,?)",
-                        (room_id, seat, kind, digest),
-                    ).rowcount
-                db.execute("COMMIT")
-            finally:
-                db.close()
-        return added == 1
 
     def set_link(
         self,

@@ -4,6 +4,8 @@
   :data:`ACTIONS`; any pair not listed is refused ``invalid_transition``;
 * :data:`ENTRY_ACTIONS` and :data:`FOLLOW_UPS`: the action each ledger entry type performs,
   and the entries that complete an outcome (:meth:`pxp.Room.apply`);
+* :data:`ENTRY_MEMBERS`: the members each entry type's data holds as live play writes it
+  (an imported entry with others is refused);
 * :data:`CLAIM_RULES`: the ordered claim-origin rules of enforcement (spec §5), each a
   ``(flag, predicate)``; the first that holds downgrades a claim to ``assumed``;
 * :data:`FLAG_SENTENCES`: the fixed sentence each rewrite records in ``protocol_flags``;
@@ -18,6 +20,7 @@ from ._flags import FLAG_SENTENCES
 from ._room import (
     ACTIONS,
     ENTRY_ACTIONS,
+    ENTRY_MEMBERS,
     FOLLOW_UPS,
     MAX_CONTESTS_PER_SEAT,
     MAX_REJOINS_PER_SEAT,
@@ -29,6 +32,7 @@ __all__ = [
     "ACTIONS",
     "CLAIM_RULES",
     "ENTRY_ACTIONS",
+    "ENTRY_MEMBERS",
     "FLAG_SENTENCES",
     "FOLLOW_UPS",
     "MAX_CONTESTS_PER_SEAT",

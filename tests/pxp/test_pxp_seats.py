@@ -643,14 +643,14 @@ def test_a_claim_resting_on_a_relayed_answer_says_so_in_the_brief(via: str) -> N
         (
             "seat_contested",
             {"seat": "B", "agent": "x", "note": "extra"},
-            ("import_invalid", "order"),
+            ("import_invalid", "entry_members"),
         ),
         ("seat_rejoined", {"seat": "B", "agent": ""}, ("agent_invalid", None)),
         ("seat_contested", {"seat": "A", "agent": "x"}, ("seat_invalid", None)),
         (
             "seat_released",
             {"seat": "B", "agent": "sneaky", "via": "web"},
-            ("import_invalid", "order"),
+            ("import_invalid", "entry_members"),
         ),
         ("seat_released", {"seat": "B", "agent": "someone else"}, ("import_invalid", "order")),
     ],

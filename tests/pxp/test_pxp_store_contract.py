@@ -182,7 +182,6 @@ def test_ids_that_are_not_utf8_find_nothing_and_write_nothing(
     writes = [
         lambda: links.add_room(bad, {("A", "seat"): "d"}),
         lambda: links.add_room("r2", {("A", "seat"): bad}),
-        lambda: links.add_link(bad, "A", "principal", "d"),
         lambda: links.set_link(bad, "A", "principal", "d", issued_at=1),
         lambda: links.set_link("r2", "A", "principal", bad, issued_at=1),
     ]
@@ -200,9 +199,7 @@ def test_link_digests(stores: tuple[Any, Any, Any]) -> None:
     with pytest.raises(pxp.PxpError) as caught:
         links.add_room("r1", {("A", "seat"): "x"})
     assert caught.value.code == "room_exists"
-    assert links.add_link("r1", "A", "principal", "pa") is True
-    assert links.add_link("r1", "A", "principal", "pa2") is False  # minted once
-    assert links.add_link("unknown", "A", "principal", "p") is False
+    assert links.set_link("r1", "A", "principal", "pa", issued_at=2) is True
     assert links.set_link("r1", "B", "seat", "db2", issued_at=5) is True
     assert links.set_link("r1", "B", "seat", "db-old", issued_at=4) is False  # a later issue won
     assert links.set_link("unknown", "B", "seat", "d") is False
