@@ -28,12 +28,13 @@ from ._server_links import (
     SqliteLinkStore,
     check_link,
 )
-from ._server_rooms import DEFAULT_LINK_TTL, RoomService
+from ._server_rooms import DEFAULT_LINK_TTL, JOIN_RETRY_WINDOW, RoomService
 from ._server_tools import TOOL_SPECS, ToolSpec
 from ._store import SqliteRoomStore
 from .errors import PxpError
 
 __all__ = [
+    "JOIN_RETRY_WINDOW",
     "SIGN_IN_REFUSAL",
     "TOOL_SPECS",
     "UNKNOWN_LINK",
