@@ -257,6 +257,34 @@ def test_postgres_ledger_is_append_only_in_the_database(postgres_url: str) -> No
     assert caught.value.code == "store_corrupt"
 
 
+def test_a_join_whose_link_write_fails_changes_nothing_on_postgres(postgres_url: str) -> None:
+    """Review i25b #4: rooms and links on one database are saved in one transaction: a
+    failure injected into the link table (a trigger) leaves the room unjoined."""
+    import psycopg
+
+    service = service_for_url(postgres_url)
+    made = service.create_room(
+        topic="Chairs", your_principal="Ann", counterpart="Bo", counterpart_proxy="external"
+    )
+    grant = service.grant(made.link("http://x", "B", "invite"), ("seat", "invite"))
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE FUNCTION inject_failure() RETURNS trigger LANGUAGE plpgsql AS $$"
+            " BEGIN RAISE EXCEPTION 'injected link write failure'; END $$"
+        )
+        conn.execute(
+            "CREATE TRIGGER inject_failure BEFORE INSERT OR UPDATE ON pxp_server_links"
+            " FOR EACH ROW EXECUTE FUNCTION inject_failure()"
+        )
+    with pytest.raises(pxp.PxpError) as caught:
+        service.join(grant, "bo-agent")
+    assert caught.value.code == "store_unavailable"
+    assert service.export(made.room_id)["seats"]["B"]["agent"] is None
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP TRIGGER inject_failure ON pxp_server_links")
+    assert service.join(grant, "bo-agent").seat_token is not None
+
+
 def test_a_waiter_on_one_replica_is_woken_by_a_send_on_the_other(postgres_url: str) -> None:
     """Two apps, each its own stores on one database; the re-read is every 30 s, so only
     the NOTIFY of the other replica's write can wake the waiter in time."""
