@@ -73,6 +73,8 @@ _REF = re.compile(r"(?:^|/)(?P<room>[A-Za-z0-9]{1,64})[./](?P<token>[A-Za-z0-9_-
 _SEAT_LINK = re.compile(r"(?:^|/)room/(?P<room>[A-Za-z0-9]{1,64})\?(?P<query>[^#\s]*)$")
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")
 UNKNOWN_LINK = "This link does not open a seat in any room on this server."
+"""The one sentence of ``link_unknown``: whatever was wrong with the link, it says nothing
+about which rooms, seats or kinds exist."""
 
 
 def _b64url(raw: bytes) -> str:
@@ -524,11 +526,14 @@ class SqliteLinkStore:
 
 
 LINK_REVOKED = "This link was revoked: ask whoever runs the room server for a new one."
+"""The sentence of ``link_revoked``."""
 LINK_EXPIRED = "This link has expired: ask whoever runs the room server for a new one."
+"""The sentence of ``link_expired``."""
 INVITE_ONLY = (
     "This is a seat's invite: it only joins the seat, once (join_room); every other tool takes "
     "the your_link that join_room answered."
 )
+"""The sentence of ``invite_link``: an invite given to a tool other than ``join_room``."""
 
 
 def check_link(

@@ -60,9 +60,9 @@ _SAVE_TRIES = 3
 ``store_conflict`` on to the caller (**ours**, review pg2 #1)."""
 _log = logging.getLogger("pxp.server")
 _MAX_TEXT = 4000
-# Each new agent name in a seat appends a ledger entry, and every request re-reads and
-# re-verifies the whole ledger, so a seat may change agents only this often.
 MAX_AGENTS_PER_SEAT = 16
+"""How many agents may sit in one seat over a room's life (``agent_limit`` after that):
+each new agent appends a ledger entry, and every request re-verifies the whole ledger."""
 _CONTESTED = (
     "seat {seat}'s invite was spent when an agent joined the seat with it. Nobody can tell "
     "which agent acts for seat {seat}'s principal, so the room has ended if it was still "

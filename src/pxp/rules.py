@@ -10,7 +10,10 @@
   ``(flag, predicate)``; the first that holds downgrades a claim to ``assumed``;
 * :data:`FLAG_SENTENCES`: the fixed sentence each rewrite records in ``protocol_flags``;
 * :data:`MAX_CONTESTS_PER_SEAT`, :data:`MAX_REJOINS_PER_SEAT`: how often a seat's entries
-  are recorded.
+  are recorded;
+* :func:`normalize`, :func:`compact`, :func:`contains_words`, :func:`hidden_characters`:
+  the one text normaliser every matching rule compares through (spec §5), for a proxy that
+  wants to know before it sends whether a term crosses a must_never.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ._room import (
     STATES,
     TRANSITIONS,
 )
+from ._text import compact, contains_words, hidden_characters, normalize
 
 __all__ = [
     "ACTIONS",
@@ -40,4 +44,8 @@ __all__ = [
     "STATES",
     "TRANSITIONS",
     "ClaimRule",
+    "compact",
+    "contains_words",
+    "hidden_characters",
+    "normalize",
 ]

@@ -2,6 +2,13 @@
 
 A real uvicorn on 127.0.0.1 (ephemeral port), the MCP SDK's streamable-HTTP client as the
 proxies, real form posts as the principals, rooms and links in SQLite.
+
+Private imports: ``pxp._server_cli.server_config`` turns ``pxp serve``'s parsed argv into
+the server's configuration, driven in process (the CLI's public contract is its argv; no
+public cli module, by decision); ``pxp._mcp_server._HostGuard`` and
+``pxp._server_web.origin_allowed`` are given Host and Origin values with Unicode digits
+(``²``, Arabic-Indic digits) that an HTTP client will not put on the wire, so the checks
+are called directly.
 """
 
 from __future__ import annotations
@@ -23,9 +30,9 @@ from mcp import Client
 
 from pxp import SqliteRoomStore
 from pxp._server_cli import server_config
-from pxp._server_rooms import MAX_AGENTS_PER_SEAT
 from pxp.rules import MAX_REJOINS_PER_SEAT
 from pxp.server import (
+    MAX_AGENTS_PER_SEAT,
     SIGN_IN_REFUSAL,
     RoomService,
     SeatGrant,

@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pxp import SqliteRoomStore
-from pxp._server_links import mint_links, parse_link
 from pxp.server import (
     SIGN_IN_REFUSAL,
     UNKNOWN_LINK,
@@ -25,6 +24,8 @@ from pxp.server import (
     SqliteLinkStore,
     check_link,
     create_app,
+    mint_links,
+    parse_link,
 )
 
 from ..listening import listening

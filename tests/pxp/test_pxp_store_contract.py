@@ -61,7 +61,7 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any
         path = tmp_path / "rooms.sqlite"
         found = (pxp.SqliteRoomStore(path), pxp.SqliteRoomStore(path), SqliteLinkStore(path))
     else:
-        from pxp._postgres import PostgresLinkStore, PostgresRoomStore
+        from pxp.postgres import PostgresLinkStore, PostgresRoomStore
 
         url = request.getfixturevalue("postgres_url")
         found = (PostgresRoomStore(url), PostgresRoomStore(url), PostgresLinkStore(url))
@@ -230,7 +230,7 @@ def test_link_digests(stores: tuple[Any, Any, Any]) -> None:
 def test_postgres_ledger_is_append_only_in_the_database(postgres_url: str) -> None:
     import psycopg
 
-    from pxp._postgres import PostgresRoomStore
+    from pxp.postgres import PostgresRoomStore
 
     store = PostgresRoomStore(postgres_url)
     room = _room()
@@ -326,7 +326,7 @@ def test_the_listener_wakes_every_waiter_after_a_reconnect_and_logs_it(
     # the reconnect every waiter must look again at once (and the drop must be logged)
     import psycopg
 
-    from pxp._postgres import PostgresRoomStore
+    from pxp.postgres import PostgresRoomStore
 
     store = PostgresRoomStore(postgres_url)
     rooms: list[str] = []
@@ -429,7 +429,7 @@ def test_two_pxp_serve_replicas_share_one_room(postgres_url: str) -> None:
         both, room_id = asyncio.run(go())
     finally:
         errors = [one.stop(), two.stop()]
-    from pxp._postgres import PostgresRoomStore
+    from pxp.postgres import PostgresRoomStore
 
     store = PostgresRoomStore(postgres_url)
     room = store.load(room_id)  # re-verifies the whole ledger

@@ -4,6 +4,10 @@ The room store and the server's link digests share one file, one store (``pxp``)
 version is ``PRAGMA user_version``. A file written before versions were recorded (the
 version-1 layout, links without their later columns) opens with its rooms and links
 intact; a file of a newer version is refused rather than misread.
+
+Private imports: ``pxp._store`` holds the on-disk schema (``_SCHEMA``, ``_LINKS``) and the
+migration history (``SQLITE_MIGRATIONS``) these tests write old files with and check the
+version against.
 """
 
 from __future__ import annotations
