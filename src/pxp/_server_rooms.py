@@ -20,7 +20,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from ._brief import brief_markdown
 from ._ledger import verify_ledger
@@ -97,21 +97,19 @@ def _joint_save(
     from ._server_links import SqliteLinkStore
     from ._store import SqliteRoomStore
 
-    if (
+    joint = (
         isinstance(rooms, SqliteRoomStore)
         and isinstance(links, SqliteLinkStore)
         and rooms._same_file(links._path)
-    ):
-        sqlite_rooms = rooms
-        return lambda room, writes: sqlite_rooms._write(room, new=False, links=writes)
-    if (
+    ) or (
         isinstance(rooms, PostgresRoomStore)
         and isinstance(links, PostgresLinkStore)
         and rooms._same_database(links._url)
-    ):
-        pg_rooms = rooms
-        return lambda room, writes: pg_rooms._write(room, new=False, links=writes)
-    return None
+    )
+    if not joint:
+        return None
+    store = cast("SqliteRoomStore | PostgresRoomStore", rooms)
+    return lambda room, writes: store._write(room, new=False, links=writes)
 
 
 class Joined(NamedTuple):

@@ -13,6 +13,7 @@ import copy
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -545,6 +546,14 @@ def _every_entry_type() -> list[pxp.Room]:
     return rooms
 
 
+FIXED = {"room_opened": ("protocol", "PXP/1"), "principal_answer": ("speaker", "proxy")}
+"""Members live play always writes with one value, and a value it never writes."""
+
+
+def _set_member(entry: dict[str, Any], *, key: str, value: Any) -> None:
+    entry["data"][key] = value
+
+
 def _entry_cases() -> list[tuple[str, pxp.Room, int, Callable[[dict[str, Any]], None], str]]:
     """One case per entry and mutation class, derived mechanically from live ledgers."""
     cases: list[tuple[str, pxp.Room, int, Callable[[dict[str, Any]], None], str]] = []
@@ -572,26 +581,10 @@ def _entry_cases() -> list[tuple[str, pxp.Room, int, Callable[[dict[str, Any]], 
                 cases.append(
                     (f"{name}-at-{t}", room, i, lambda e, t=t: e.__setitem__("at", t), "entry_time")
                 )
-            if entry.type == "room_opened":
-                cases.append(
-                    (
-                        f"{name}-protocol",
-                        room,
-                        i,
-                        lambda e: e["data"].__setitem__("protocol", "PXP/1"),
-                        "entry_value",
-                    )
-                )
-            if entry.type == "principal_answer":
-                cases.append(
-                    (
-                        f"{name}-speaker",
-                        room,
-                        i,
-                        lambda e: e["data"].__setitem__("speaker", "proxy"),
-                        "entry_value",
-                    )
-                )
+            if entry.type in FIXED:
+                key, value = FIXED[entry.type]
+                change = partial(_set_member, key=key, value=value)
+                cases.append((f"{name}-{key}", room, i, change, "entry_value"))
     return cases
 
 

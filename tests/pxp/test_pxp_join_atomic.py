@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,19 @@ async def _join(client: Client, link: str, agent: str = "bo-agent") -> dict[str,
     return await call(client, "join_room", {"link": link, "agent_name": agent})
 
 
+def _with_a_room(service: RoomService, body: Callable[[Client, str, str], Awaitable[None]]) -> None:
+    """Serve ``service``; seat A's agent creates a room; run ``body(b, room id, invite)``
+    with seat B's agent's client."""
+
+    async def go(base: str) -> None:
+        async with mcp_client(base) as a, mcp_client(base) as b:
+            made = await create(a)
+            await body(b, made["room_id"], made["invite_link_for_counterpart"])
+
+    with server(service) as base:
+        asyncio.run(go(base))
+
+
 @pytest.mark.parametrize("table", ["pxp_server_links", "pxp_ledger"])
 def test_a_failed_write_leaves_no_half_join(tmp_path: Path, table: str) -> None:
     """The room and its links live in one SQLite file: the join (its ledger entries, seat
@@ -68,27 +81,23 @@ def test_a_failed_write_leaves_no_half_join(tmp_path: Path, table: str) -> None:
     db = tmp_path / "rooms.sqlite"
     service = RoomService(pxp.SqliteRoomStore(db), SqliteLinkStore(db))
 
-    async def go(base: str) -> None:
-        async with mcp_client(base) as a, mcp_client(base) as b:
-            made = await create(a)
-            room_id, invite = made["room_id"], made["invite_link_for_counterpart"]
-            before = (_joins(service, room_id), _rows(db, room_id))
-            undo = _fail_writes(db, table)
-            await refused(b, "join_room", {"link": invite, "agent_name": "bo-agent"})
-            assert (_joins(service, room_id), _rows(db, room_id)) == before
-            undo()
-            joined = await _join(b, invite)
-            assert joined["you"]["seat"] == "B"
-            view = await call(b, "get_room", {"link": joined["your_link"]})
-            assert view["status"] == "drafting"
-            assert [e["type"] for e in _joins(service, room_id)] == [
-                "principal_link",
-                "agent_joined",
-                "principal_link",
-            ]
+    async def go(b: Client, room_id: str, invite: str) -> None:
+        before = (_joins(service, room_id), _rows(db, room_id))
+        undo = _fail_writes(db, table)
+        await refused(b, "join_room", {"link": invite, "agent_name": "bo-agent"})
+        assert (_joins(service, room_id), _rows(db, room_id)) == before
+        undo()
+        joined = await _join(b, invite)
+        assert joined["you"]["seat"] == "B"
+        view = await call(b, "get_room", {"link": joined["your_link"]})
+        assert view["status"] == "drafting"
+        assert [e["type"] for e in _joins(service, room_id)] == [
+            "principal_link",
+            "agent_joined",
+            "principal_link",
+        ]
 
-    with server(service) as base:
-        asyncio.run(go(base))
+    _with_a_room(service, go)
 
 
 def test_stores_of_two_files_write_links_first_and_put_them_back(tmp_path: Path) -> None:
@@ -97,26 +106,22 @@ def test_stores_of_two_files_write_links_first_and_put_them_back(tmp_path: Path)
     rooms_db, links_db = tmp_path / "rooms.sqlite", tmp_path / "links.sqlite"
     service = RoomService(pxp.SqliteRoomStore(rooms_db), SqliteLinkStore(links_db))
 
-    async def go(base: str) -> None:
-        async with mcp_client(base) as a, mcp_client(base) as b:
-            made = await create(a)
-            room_id, invite = made["room_id"], made["invite_link_for_counterpart"]
-            before = (_joins(service, room_id), _rows(links_db, room_id))
-            for db, table in ((links_db, "pxp_server_links"), (rooms_db, "pxp_ledger")):
-                undo = _fail_writes(db, table)
-                await refused(b, "join_room", {"link": invite, "agent_name": "bo-agent"})
-                undo()
-                after = (_joins(service, room_id), _rows(links_db, room_id))
-                # the seat link and page written first are revoked again: nobody ever saw
-                # them; the room is as it was
-                assert after[0] == before[0]
-                live = [r for r in after[1] if not r[3]]
-                assert live == [r for r in before[1] if not r[3]]
-            joined = await _join(b, invite)
-            await call(b, "get_room", {"link": joined["your_link"]})
+    async def go(b: Client, room_id: str, invite: str) -> None:
+        before = (_joins(service, room_id), _rows(links_db, room_id))
+        for db, table in ((links_db, "pxp_server_links"), (rooms_db, "pxp_ledger")):
+            undo = _fail_writes(db, table)
+            await refused(b, "join_room", {"link": invite, "agent_name": "bo-agent"})
+            undo()
+            after = (_joins(service, room_id), _rows(links_db, room_id))
+            # the seat link and page written first are revoked again: nobody ever saw them;
+            # the room is as it was
+            assert after[0] == before[0]
+            live = [r for r in after[1] if not r[3]]
+            assert live == [r for r in before[1] if not r[3]]
+        joined = await _join(b, invite)
+        await call(b, "get_room", {"link": joined["your_link"]})
 
-    with server(service) as base:
-        asyncio.run(go(base))
+    _with_a_room(service, go)
 
 
 def test_a_memory_link_store_failing_midway_puts_back_what_it_wrote() -> None:

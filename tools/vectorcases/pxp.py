@@ -2405,13 +2405,40 @@ def _seal_an_unanswered_amendment(case: dict[str, Any]) -> None:
     case.pop("head", None)
 
 
-def _replay_attack_cases() -> Iterator[Case]:
-    """Ours (issue 25): an imported ledger is replayed through Room.apply, the gate live play
-    goes through, so each forgery below (consistently re-chained, checked without a head)
-    is refused with the code live play gives for the same act."""
+def _paused_case(
+    case_id: str,
+    room: dict[str, Any],
+    comment: str,
+    *,
+    head: bool = True,
+    flags: tuple[str, ...] = (),
+) -> Case:
+    """``room``, the sample paused on seat A's question, as a good import (checked against
+    its head unless ``head`` is false)."""
+    given: dict[str, Any] = {"room": room}
+    if head:
+        given["head"] = room["ledger"][-1]["hash"]
+    return Case(
+        case_id,
+        given,
+        output={
+            "status": "paused",
+            "turn": "A",
+            "turns": 1,
+            "ledger_head": room["ledger"][-1]["hash"],
+            "card_hashes": {s: SAMPLE["seats"][s]["cardHash"] for s in ("A", "B")},
+            "pending": {"seat": "A", "seq": 1, "question": "May I go higher?"},
+        },
+        comment=comment,
+        flags=flags,
+    )
+
+
+def _answered_case(case_id: str, comment: str) -> Case:
+    """The answered and agreed room of :func:`_reference_answered_room` as a good import."""
     room = _reference_answered_room()
-    good = Case(
-        "replay-attacks-base",
+    return Case(
+        case_id,
         {"room": room, "head": room["ledger"][-1]["hash"]},
         output={
             "status": "agreed",
@@ -2424,8 +2451,18 @@ def _replay_attack_cases() -> Iterator[Case]:
             },
             "pending": None,
         },
-        comment="The answered and agreed reference room each forgery below starts from.",
+        comment=comment,
         flags=("reference-shape",),
+    )
+
+
+def _replay_attack_cases() -> Iterator[Case]:
+    """Ours (issue 25): an imported ledger is replayed through Room.apply, the gate live play
+    goes through, so each forgery below (consistently re-chained, checked without a head)
+    is refused with the code live play gives for the same act."""
+    good = _answered_case(
+        "replay-attacks-base",
+        "The answered and agreed reference room each forgery below starts from.",
     )
     yield good
     yield from _derive(
@@ -2464,18 +2501,11 @@ def _replay_attack_cases() -> Iterator[Case]:
             ),
         ],
     )
-    paused = Case(
+    paused = _paused_case(
         "replay-attacks-paused-base",
-        {"room": copy.deepcopy(SAMPLE)},
-        output={
-            "status": "paused",
-            "turn": "A",
-            "turns": 1,
-            "ledger_head": SAMPLE["ledger"][-1]["hash"],
-            "card_hashes": {s: SAMPLE["seats"][s]["cardHash"] for s in ("A", "B")},
-            "pending": {"seat": "A", "seq": 1, "question": "May I go higher?"},
-        },
-        comment="The paused reference sample the two forgeries below start from.",
+        copy.deepcopy(SAMPLE),
+        "The paused reference sample the two forgeries below start from.",
+        head=False,
         flags=("reference",),
     )
     yield paused
@@ -2555,23 +2585,9 @@ def _one_answer_cases() -> Iterator[Case]:
     entries are held to the form live play writes (each negative case below is derived
     mechanically, one per entry and mutation class), its turn limit is in the chain, and
     an agreement live play would withhold is refused."""
-    room = _reference_answered_room()
-    good = Case(
+    good = _answered_case(
         "entry-forms-base",
-        {"room": room, "head": room["ledger"][-1]["hash"]},
-        output={
-            "status": "agreed",
-            "turn": None,
-            "turns": 3,
-            "ledger_head": room["ledger"][-1]["hash"],
-            "card_hashes": {
-                "A": room["seats"]["A"]["cardHash"],
-                "B": SAMPLE["seats"]["B"]["cardHash"],
-            },
-            "pending": None,
-        },
-        comment="The answered and agreed reference room each entry mutation below starts from.",
-        flags=("reference-shape",),
+        "The answered and agreed reference room each entry mutation below starts from.",
     )
     yield good
 
@@ -2579,7 +2595,7 @@ def _one_answer_cases() -> Iterator[Case]:
         return {"code": "import_invalid", "reason": reason}
 
     mutations: list[Mutation] = []
-    for i, entry in enumerate(room["ledger"]):
+    for i, entry in enumerate(good.input["room"]["ledger"]):
         kind = entry["type"]
         mutations.append(
             Mutation(
@@ -2631,18 +2647,10 @@ def _one_answer_cases() -> Iterator[Case]:
     yield from _derive("pxp.import_room", good, mutations)
 
     bound = _bound_turn_limit_room()
-    good = Case(
+    good = _paused_case(
         "turn-limit-in-the-chain",
-        {"room": bound, "head": bound["ledger"][-1]["hash"]},
-        output={
-            "status": "paused",
-            "turn": "A",
-            "turns": 1,
-            "ledger_head": bound["ledger"][-1]["hash"],
-            "card_hashes": {s: SAMPLE["seats"][s]["cardHash"] for s in ("A", "B")},
-            "pending": {"seat": "A", "seq": 1, "question": "May I go higher?"},
-        },
-        comment="room_opened holds max_turns, as this library writes it: the chain binds it.",
+        bound,
+        "room_opened holds max_turns, as this library writes it: the chain binds it.",
     )
     yield good
     yield from _derive(
@@ -2669,27 +2677,13 @@ def _one_answer_cases() -> Iterator[Case]:
 
 
 def _reference_import_cases() -> Iterator[Case]:
-    room = _reference_answered_room()
-    good = Case(
+    good = _answered_case(
         "reference-answered-and-agreed",
-        {"room": room, "head": room["ledger"][-1]["hash"]},
-        output={
-            "status": "agreed",
-            "turn": None,
-            "turns": 3,
-            "ledger_head": room["ledger"][-1]["hash"],
-            "card_hashes": {
-                "A": room["seats"]["A"]["cardHash"],
-                "B": SAMPLE["seats"]["B"]["cardHash"],
-            },
-            "pending": None,
-        },
-        comment=(
+        (
             "A room as the reference stores it after an answered escalation and an agreement: "
             "the envelope hash recorded for the escalating envelope excludes the answer and "
             "answer_via members the reference writes onto it afterwards."
         ),
-        flags=("reference-shape",),
     )
     yield good
 
@@ -2737,7 +2731,7 @@ def _reference_import_cases() -> Iterator[Case]:
             ),
         ],
     )
-    gap = copy.deepcopy(room)
+    gap = copy.deepcopy(good.input["room"])
     agreement = gap["ledger"][-1]
     del gap["ledger"][-1:]  # the agreement entry never written
     last = gap["ledger"][-1]
