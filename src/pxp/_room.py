@@ -1255,8 +1255,10 @@ class Room:
         A refusal carries the code live play gives for the same act (``invalid_transition``,
         ``not_your_turn``, ``not_your_escalation``, ``card_sealed``, ``seat_invalid``,
         ``agent_invalid``, ``card_invalid``, ``answer_invalid``); an entry that disagrees with
-        its body or the room's record (a hash, a seq, an agent, an entry out of order),
-        which live play never writes, is ``import_invalid`` with a ``reason``. Both are
+        its body or the room's record (a hash, a seq, an agent, an entry out of order), or
+        whose form live play never writes (a time not from :func:`format_time`, a member
+        :data:`ENTRY_MEMBERS` does not list, an ``agree`` enforcement would withhold), is
+        ``import_invalid`` with a ``reason``. Both are
         :class:`PxpProtocolError`, and a refused entry changes nothing.
         """
         type_, at, data = _parse_entry(entry)
