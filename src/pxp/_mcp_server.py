@@ -349,20 +349,17 @@ def create_mcp_server(
         )
         return _result(data, for_user=note)
 
-    async def join_room(link: str, ctx: Context, agent_name: str | None = None) -> CallToolResult:
+    async def join_room(
+        link: str, agent_name: str | None = None, join_id: str | None = None
+    ) -> CallToolResult:
         try:
             seat = service.grant(link, ("seat", "invite"))
         except PxpError as exc:
             raise _refuse(exc) from None
-        # ours (review i25b #5): an agent that proved its agent key is that key, so the
-        # retry of a join whose answer it lost is not a contest; anyone else is nobody
-        client = _client_of(ctx, config.agent_keys)
         try:
-            joined = service.join(
-                seat,
-                agent_name or "unnamed agent",
-                client=client if client.startswith("key:") else None,
-            )
+            # ours (review i25b #5): join_id, the joining agent's own secret, makes the retry
+            # of a join whose answer it lost an answer again, not a contest
+            joined = service.join(seat, agent_name or "unnamed agent", join_id=join_id)
         except PxpError as exc:
             if exc.code == "seat_contested":
                 notify.bump(seat.room_id)  # the contest was recorded: waiters wake to it

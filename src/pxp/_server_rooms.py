@@ -69,6 +69,10 @@ _CONTESTED = (
     "running, and its ledger and brief record both joins; to negotiate, open a new room and "
     "send its invite only to the counterpart."
 )
+_RETRIED = (
+    "This answers your join again (same join_id): the seat link and page link of any earlier "
+    "answer to it no longer work; use these."
+)
 DEFAULT_LINK_TTL = timedelta(days=30)
 """How long a link works after it is issued, unless the service is told otherwise."""
 
@@ -81,6 +85,15 @@ _KIND: dict[str, LinkKind] = {"seat": "seat", "principal": "principal", "invite"
 
 def _kind(kind: str) -> LinkKind:
     return _KIND[kind]
+
+
+def _join_digest(join_id: object) -> str | None:
+    """The digest kept for a join's ``join_id`` (``None``: no retry possible)."""
+    if join_id is None:
+        return None
+    if not isinstance(join_id, str) or not 16 <= len(join_id) <= 200:
+        raise PxpError("argument_invalid", "join_id must be a string of 16 to 200 characters")
+    return hashlib.sha256(("pxp-join:" + join_id).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _parse_time(at: str) -> datetime:
@@ -329,7 +342,7 @@ class RoomService:
         if self._joint is not None:
             return self._joint(room, writes)
         before = {(r.seat, r.kind): r for r in self._links.rows(room.id)}
-        done: list[tuple[str, LinkKind]] = []
+        done: list[tuple[str, LinkKind, str]] = []
         try:
             written = []
             for seat, kind, digest, expires_at, issued_at, joined_by in writes:
@@ -345,7 +358,7 @@ class RoomService:
                 )
                 written.append(ok)
                 if ok:
-                    done.append((seat, kind))
+                    done.append((seat, kind, digest))
             self._rooms.save(room)
         except BaseException:
             self._put_back(room.id, before, done)
@@ -353,21 +366,35 @@ class RoomService:
         return written
 
     def _put_back(
-        self, room_id: str, before: dict[tuple[str, LinkKind], LinkRow], done: list[Any]
+        self,
+        room_id: str,
+        before: dict[tuple[str, LinkKind], LinkRow],
+        done: list[tuple[str, LinkKind, str]],
     ) -> None:
-        """The compensating step of :meth:`_save`: each link row written as it was."""
-        for seat, kind in done:
+        """The compensating step of :meth:`_save`: each link row this call wrote is put
+        back as it was, with its ``issued_at`` and ``joined_by``, while it is still the row
+        this call wrote (a later issue by another process is left alone). A row that did
+        not exist, or was revoked, is revoked: its secret was never shown, and a revoked
+        row never becomes live in between."""
+        for seat, kind, digest in done:
+            now = {(r.seat, r.kind): r for r in self._links.rows(room_id)}.get((seat, kind))
+            if now is None or now.digest != digest:
+                continue  # another process wrote it since: its row, not ours
             old = before.get((seat, kind))
-            if old is not None:
-                self._links.set_link(
+            restored = (
+                old is not None
+                and not old.revoked
+                and self._links.set_link(
                     room_id,
                     seat,
                     kind,
                     old.digest,
                     expires_at=old.expires_at,
+                    issued_at=old.issued_at,
                     joined_by=old.joined_by,
                 )
-            if old is None or old.revoked:
+            )
+            if not restored:
                 self._links.revoke(room_id, seat=seat, kind=kind)
 
     # ------------------------------------------------------------------ actions
@@ -449,7 +476,7 @@ class RoomService:
             self._links.add_room(room.id, made.digests(), expires_at=self._expiry(self._clock()))
         return made
 
-    def join(self, seat: SeatGrant, agent_name: str, *, client: str | None = None) -> Joined:
+    def join(self, seat: SeatGrant, agent_name: str, *, join_id: str | None = None) -> Joined:
         """Record which agent sits in the seat (ledger ``agent_joined``); see :class:`Joined`.
 
         **Seat B's invite** (``seat.kind == "invite"``) joins the seat once: the first join
@@ -460,13 +487,15 @@ class RoomService:
         ``seat_contested``: the invite went through the other side, so nobody can tell which
         agent is the seat principal's, and neither may go on silently.
 
-        **Ours (review i25b #5): an honest retry.** ``client`` names the calling agent when
-        it proved who it is (the server passes ``"key:<digest>"`` for a valid agent key;
-        ``None`` otherwise). The invite presented again by the agent that spent it (the same
-        ``client`` and agent name, within :data:`JOIN_RETRY_WINDOW` of its join, its seat
-        link not revoked) is the retry of a join whose answer was lost: it is answered
-        again with a fresh seat link and principal link in place of the lost ones (which
-        stop working), and the ledger gains nothing. Anyone else still contests.
+        **Ours (review i25b #5): an honest retry.** ``join_id`` is a secret the joining agent
+        chose (16 to 200 characters; only its digest is kept, with the seat link the join
+        mints). The invite presented again with the same ``join_id`` and agent name, within
+        :data:`JOIN_RETRY_WINDOW` of the join, while that agent holds the seat and neither
+        the seat link nor the page issued to it was revoked or expired, is the retry of a
+        join whose answer was lost: it is answered again with a fresh seat link and page
+        link in place of the lost ones (which stop working; the notice says so), and the
+        ledger gains nothing. The invite passed through the other side, but the
+        ``join_id`` never did, so anyone else still contests.
 
         **A seat link** admits one agent: a later join under another name is refused
         (``seat_taken``), the same name again changes nothing. Seat A's principal link,
@@ -480,7 +509,7 @@ class RoomService:
         now = self._clock()
         token = mint_token(self._random)
         seat_token = mint_token(self._random) if seat.kind == "invite" else None
-        joiner = None if client is None else hashlib.sha256(client.encode()).hexdigest()
+        joiner = _join_digest(join_id)
 
         def act(room: Room) -> tuple[str, int | None, int | None]:
             current = room.agent(seat.seat)
@@ -544,7 +573,8 @@ class RoomService:
             else None
         )
         page = token if issued_at is not None and next(stored) else None
-        return Joined(self._view(room, seat.seat), page, seat_link, _notice(room, seat.seat))
+        notice = _RETRIED if outcome == "retried" else _notice(room, seat.seat)
+        return Joined(self._view(room, seat.seat), page, seat_link, notice)
 
     def _retried(
         self, room: Room, seat: str, agent: str, joiner: str | None, now: datetime
@@ -553,10 +583,14 @@ class RoomService:
         the retry of the join that spent it (see :meth:`join`), else ``None``."""
         if joiner is None or room.agent(seat) != agent:
             return None
-        row = next(
-            (r for r in self._links.rows(room.id) if (r.seat, r.kind) == (seat, "seat")), None
-        )
-        if row is None or row.revoked or row.joined_by != joiner or row.issued_at is None:
+        at = format_time(now)
+        rows = {r.kind: r for r in self._links.rows(room.id) if r.seat == seat}
+
+        def dead(row: LinkRow) -> bool:  # revoked (by the operator, a release) or expired
+            return row.revoked or (row.expires_at is not None and at >= row.expires_at)
+
+        row = rows.get("seat")
+        if row is None or dead(row) or row.joined_by != joiner or row.issued_at is None:
             return None
         joined = room.ledger[row.issued_at - 1] if 0 < row.issued_at <= len(room.ledger) else None
         if (
@@ -564,11 +598,14 @@ class RoomService:
             or joined.type != "agent_joined"
             or joined.data.get("seat") != seat
             or joined.data.get("agent") != agent
-            or now - _parse_time(joined.at) > JOIN_RETRY_WINDOW
+            or not timedelta(0) <= now - _parse_time(joined.at) <= JOIN_RETRY_WINDOW
         ):
             return None
         link = room.principal_link(seat)
         issued = link["issued_at"] if link is not None and link["agent"] == agent else None
+        page = rows.get("principal")
+        if issued is not None and (page is None or page.issued_at != issued or dead(page)):
+            return None  # the page issued at that join was revoked or replaced since
         return issued, row.issued_at
 
     def reissue_principal_link(self, room_id: str, seat: str) -> str:

@@ -20,16 +20,14 @@ import pytest
 from mcp import Client
 
 import pxp
-from pxp.server import JOIN_RETRY_WINDOW, MemoryLinkStore, RoomService, SqliteLinkStore
+from pxp.server import JOIN_RETRY_WINDOW, MemoryLinkStore, RoomService, SeatGrant, SqliteLinkStore
 
 from ._mcp_harness import call, mcp_client, refused
 from .test_mcp_attacks import create, server
 
 pytestmark = pytest.mark.slow
 
-KEY_B = "bo-agent-key-0123456789"
-KEY_MALLORY = "mallory-key-0123456789"
-KEY_A = "ann-agent-key-0123456789"
+CARD = {"principal": {"name": "Ann"}, "goal": "Buy chairs", "must_haves": ["June"]}
 
 
 def _fail_writes(db: Path, table: str) -> Callable[[], None]:
@@ -164,75 +162,125 @@ class Clock:
         return self.now
 
 
-def _keyed(tmp_path: Path) -> tuple[RoomService, Clock]:
+def _clocked(tmp_path: Path) -> tuple[RoomService, Clock]:
     db = tmp_path / "rooms.sqlite"
     clock = Clock()
     return RoomService(pxp.SqliteRoomStore(db), SqliteLinkStore(db), clock=clock), clock
 
 
-def _headers(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
+JOIN_ID = "bo-join-7f3c9a1e5d2b4c68"
 
 
-def test_a_retried_join_with_the_same_agent_key_is_answered_again(tmp_path: Path) -> None:
-    """Seat B's agent joined; its reply was lost; it joins again with the same invite, the
-    same agent key and name within the window: it gets a seat link again (the lost one
-    stops working), the ledger gains nothing, and the room runs on."""
-    service, clock = _keyed(tmp_path)
+async def _join_with(client: Client, invite: str, name: str, join_id: str | None) -> Any:
+    args = {"link": invite, "agent_name": name}
+    if join_id is not None:
+        args["join_id"] = join_id
+    return await client.call_tool("join_room", args)
 
-    async def go(base: str) -> None:
-        async with (
-            mcp_client(base, headers=_headers(KEY_A)) as a,
-            mcp_client(base, headers=_headers(KEY_B)) as b,
-        ):
-            made = await create(a)
-            invite = made["invite_link_for_counterpart"]
-            lost = await _join(b, invite)  # the reply that never arrived
-            entries = _joins(service, made["room_id"])
-            clock.now += JOIN_RETRY_WINDOW - timedelta(seconds=1)
-            result = await b.call_tool("join_room", {"link": invite, "agent_name": "bo-agent"})
-            assert not result.is_error, result.content
-            again = json.loads(result.content[0].text)  # type: ignore[union-attr]
-            assert again["your_link"] != lost["your_link"]
-            assert "/p/" in result.content[1].text  # type: ignore[union-attr]
-            assert _joins(service, made["room_id"]) == entries
-            view = await call(b, "get_room", {"link": again["your_link"]})
-            assert view["status"] == "drafting"
-            text = await refused(b, "get_room", {"link": lost["your_link"]})
-            assert "link_unknown" in text
 
-    with server(service, agent_keys=(KEY_A, KEY_B, KEY_MALLORY)) as base:
-        asyncio.run(go(base))
+def test_a_retried_join_with_the_same_join_id_is_answered_again(tmp_path: Path) -> None:
+    """Seat B's agent joined; its answer was lost; it joins again with the same invite,
+    join_id and name within the window: it gets a seat link and page again (the lost
+    ones stop working, the notice says so), the ledger gains nothing, the room runs on."""
+    service, clock = _clocked(tmp_path)
+
+    async def go(b: Client, room_id: str, invite: str) -> None:
+        lost = json.loads((await _join_with(b, invite, "bo-agent", JOIN_ID)).content[0].text)
+        entries = _joins(service, room_id)
+        clock.now += JOIN_RETRY_WINDOW - timedelta(seconds=1)
+        result = await _join_with(b, invite, "bo-agent", JOIN_ID)
+        assert not result.is_error, result.content
+        again = json.loads(result.content[0].text)  # type: ignore[union-attr]
+        assert again["your_link"] != lost["your_link"]
+        assert "no longer work" in again["seat_notice"]
+        assert "/p/" in result.content[1].text  # type: ignore[union-attr]
+        assert _joins(service, room_id) == entries
+        view = await call(b, "get_room", {"link": again["your_link"]})
+        assert view["status"] == "drafting"
+        assert "link_unknown" in await refused(b, "get_room", {"link": lost["your_link"]})
+
+    _with_a_room(service, go)
+
+
+def _revoke_page(service: RoomService, room_id: str) -> None:
+    assert service._links.revoke(room_id, seat="B", kind="principal") == 1
 
 
 @pytest.mark.parametrize(
-    ("key", "name", "later"),
+    ("join_id", "name", "later", "between"),
     [
-        (KEY_MALLORY, "bo-agent", timedelta(0)),  # another agent key, the same name
-        (None, "bo-agent", timedelta(0)),  # no agent key at all
-        (KEY_B, "someone-else", timedelta(0)),  # the same key under another name
-        (KEY_B, "bo-agent", JOIN_RETRY_WINDOW + timedelta(seconds=1)),  # too late
+        (None, "bo-agent", timedelta(0), None),  # the same name, no join_id
+        ("another-join-id-0000", "bo-agent", timedelta(0), None),  # another join_id
+        (JOIN_ID, "someone-else", timedelta(0), None),  # the join_id under another name
+        (JOIN_ID, "bo-agent", JOIN_RETRY_WINDOW + timedelta(seconds=1), None),  # too late
+        (JOIN_ID, "bo-agent", timedelta(0), _revoke_page),  # the operator revoked B's page
     ],
 )
 def test_the_invite_from_anyone_else_still_contests_the_seat(
-    tmp_path: Path, key: str | None, name: str, later: timedelta
+    tmp_path: Path,
+    join_id: str | None,
+    name: str,
+    later: timedelta,
+    between: Callable[[RoomService, str], None] | None,
 ) -> None:
-    service, clock = _keyed(tmp_path)
+    service, clock = _clocked(tmp_path)
 
-    async def go(base: str) -> None:
-        async with (
-            mcp_client(base, headers=_headers(KEY_A)) as a,
-            mcp_client(base, headers=_headers(KEY_B)) as b,
-            mcp_client(base, headers=_headers(key) if key else None) as other,
-        ):
-            made = await create(a)
-            invite = made["invite_link_for_counterpart"]
-            await _join(b, invite)
-            clock.now += later
-            text = await refused(other, "join_room", {"link": invite, "agent_name": name})
-            assert "seat_contested" in text
-            kinds = [e["type"] for e in _joins(service, made["room_id"])]
-            assert kinds[-1] == "seat_contested"
+    async def go(b: Client, room_id: str, invite: str) -> None:
+        assert not (await _join_with(b, invite, "bo-agent", JOIN_ID)).is_error
+        clock.now += later
+        if between is not None:
+            between(service, room_id)
+        result = await _join_with(b, invite, name, join_id)
+        assert result.is_error
+        assert "seat_contested" in result.content[0].text  # type: ignore[union-attr]
+        assert [e["type"] for e in _joins(service, room_id)][-1] == "seat_contested"
 
-    with server(service, agent_keys=(KEY_A, KEY_B, KEY_MALLORY)) as base:
-        asyncio.run(go(base))
+    _with_a_room(service, go)
+
+
+def test_a_join_id_that_is_too_short_is_refused(tmp_path: Path) -> None:
+    service, _ = _clocked(tmp_path)
+
+    async def go(b: Client, room_id: str, invite: str) -> None:
+        text = await refused(b, "join_room", {"link": invite, "join_id": "short"})
+        assert "argument_invalid" in text
+        assert _joins(service, room_id)[-1]["type"] == "principal_link"  # nothing recorded
+
+    _with_a_room(service, go)
+
+
+def test_a_retry_overtaken_by_another_write_on_split_stores_stays_a_retry() -> None:
+    """Memory stores (links are written first, put back when the room's save fails): seat
+    A's card is sealed between the retry's load and its save, the save is refused
+    store_conflict and redone; the links put back keep their issue, so the redone join is
+    still the retry (before: the put-back dropped it and the retry contested the seat)."""
+    raced: list[str] = []
+
+    class Overtaken(pxp.MemoryRoomStore):
+        armed = False
+
+        def save(self, room: pxp.Room) -> None:
+            if self.armed and not raced:
+                raced.append("raced")
+                service.seal(SeatGrant(room.id, "A", "seat"), CARD, "mcp")
+            super().save(room)
+
+    rooms, links, clock = Overtaken(), MemoryLinkStore(), Clock()
+    service = RoomService(rooms, links, clock=clock)
+    made = service.create_room(
+        topic="Chairs", your_principal="Ann", counterpart="Bo", counterpart_proxy="external"
+    )
+    grant = service.grant(made.link("http://x", "B", "invite"), ("seat", "invite"))
+    first = service.join(grant, "bo-agent", join_id=JOIN_ID)
+    rooms.armed = True
+    again = service.join(grant, "bo-agent", join_id=JOIN_ID)
+    assert raced == ["raced"]
+    assert again.seat_token is not None
+    assert again.seat_token != first.seat_token
+    room = rooms.load(made.room_id)
+    assert room.status == "open"
+    assert room.card("A") is not None
+    assert not room.contests("B")
+    row = next(r for r in links.rows(made.room_id) if (r.seat, r.kind) == ("B", "seat"))
+    assert row.issued_at is not None
+    assert not row.revoked
