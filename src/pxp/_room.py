@@ -159,7 +159,7 @@ _FIXED: dict[tuple[str, str], str] = {
 }
 """Members whose value live play always writes the same."""
 
-_LIVE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+_LIVE_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 MAX_CONTESTS_PER_SEAT = 4
 """A seat's invite presented again is recorded (``Room.contest``) this many times at most:
@@ -366,13 +366,13 @@ def _refuse(message: str, reason: str) -> PxpError:
 def _live_time(at: str) -> bool:
     """Whether ``at`` is a time :func:`format_time` could have written (RFC 3339, UTC,
     milliseconds, ``Z``, a real calendar day)."""
-    if _LIVE_TIME.fullmatch(at) is None:
+    if _LIVE_TIME.fullmatch(at) is None:  # ASCII digits only
         return False
     try:
-        datetime.strptime(at, "%Y-%m-%dT%H:%M:%S.%fZ")
+        parsed = datetime.strptime(at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     except ValueError:
         return False
-    return True
+    return format_time(parsed) == at  # what live play writes for that instant, exactly
 
 
 def _check_form(type_: str, at: str, data: Mapping[str, Any]) -> None:

@@ -563,6 +563,8 @@ def _entry_cases() -> list[tuple[str, pxp.Room, int, Callable[[dict[str, Any]], 
         "2026-01-01 00:00:01.000Z",  # a space
         "2026-02-30T00:00:01.000Z",  # no such day
         "2026-01-01T00:00:01.000000Z",  # microseconds
+        "\u0662\u0660\u0662\u0666-01-01T00:00:01.000Z",  # a year in Arabic-Indic digits
+        "\uff12\uff10\uff12\uff16-01-01T00:00:01.000Z",  # a year in full-width digits
         "",
     ]
     for room in _every_entry_type():

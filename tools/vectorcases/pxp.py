@@ -2545,6 +2545,7 @@ _OTHER_TIMES = {
     "no-milliseconds": "2026-01-01T00:00:01Z",
     "offset": "2026-01-01T00:00:01.000+00:00",
     "no-such-day": "2026-02-30T00:00:01.000Z",
+    "non-ascii-year": "\u0968\u0966\u0968\u096c-01-01T00:00:01.000Z",  # Devanagari digits
 }
 
 
