@@ -462,6 +462,9 @@ class Room:
         self._owed: tuple[str, str] | None = None
         # flags this library would have recorded that an applied envelope lacks
         self._import_notes: list[dict[str, Any]] = []
+        # a room a store kept (loaded again), not an export being imported: the checks
+        # added after it may have been stored (review i25b) note it instead of refusing
+        self._stored = False
         for seat, name in (names or {}).items():
             if not isinstance(name, str) or not name.strip():
                 raise PxpError("room_invalid", f"the name for seat {seat!r} is not a string")
@@ -1043,10 +1046,10 @@ class Room:
             ours, flags = None, []
         if env["status"] == "agree" and (ours is None or ours["status"] != "agree"):
             why = notes[0] if ours is None else (flags[-1] if flags else "")
-            raise _refuse(
-                f"envelope {seq} agrees where live play withholds the agreement: {why}",
-                "agreement_withheld",
-            )
+            withheld = f"envelope {seq} agrees where live play withholds the agreement: {why}"
+            if not self._stored:
+                raise _refuse(withheld, "agreement_withheld")
+            self._note_stored(seat, withheld)
         notes += [f"Import: would be flagged here: {t}" for t in flags if t not in stored_flags]
         downgraded: set[str] = set()
         hold_proposal = True
@@ -1058,7 +1061,7 @@ class Room:
                         f"Import: claim {theirs['id']} would be stored assumed here, and is held "
                         "assumed."
                     )
-            if "proposal" in env and "proposal" not in ours:
+            if "proposal" in env and "proposal" not in ours and not self._stored:
                 hold_proposal = False
                 notes.append(
                     f"Import: the proposal of envelope {seq} would not be recorded here, and is "
@@ -1299,7 +1302,7 @@ class Room:
             raise _refuse("room_opened is only the first entry of a ledger", "order")
         if type_ != "room_opened":
             raise _refuse("the ledger does not start with room_opened", "first_entry")
-        _check_form(type_, at, data)
+        self._form(type_, at, data)
         topic = data["topic"]
         if not isinstance(topic, str) or not topic.strip():
             raise _refuse("the room_opened entry's topic is not a non-empty string", "wrong_type")
@@ -1314,11 +1317,30 @@ class Room:
             )
         self.topic, self.created_at = topic, at
 
+    def _form(self, type_: str, at: str, data: Mapping[str, Any]) -> None:
+        """:func:`_check_form`; for a stored room, a note instead of a refusal."""
+        try:
+            _check_form(type_, at, data)
+        except PxpError as exc:
+            if not self._stored:
+                raise
+            self._note_stored(data.get("seat"), exc.message)
+
+    def _note_stored(self, seat: Any, what: str) -> None:
+        """Note, on a room a store kept, what a check added since it was stored refuses."""
+        self._import_notes.append(
+            {
+                "seq": len(self._envelopes),
+                "seat": seat if seat in SEATS else "A",
+                "flag": f"Import: stored before this was refused: {what}",
+            }
+        )
+
     def _apply_follow_up(self, type_: str, at: str, data: Mapping[str, Any]) -> None:
         owed = self._owed
         if owed is None or owed[1] != FOLLOW_UPS[type_]:
             raise _refuse(f"the {type_} entry follows no event that requires it", "order")
-        _check_form(type_, at, data)
+        self._form(type_, at, data)
         if type_ == "escalation":
             pending = self._escalations[-1]
             if data.get("seq") != pending.seq or data.get("seat") != pending.seat:
@@ -1371,7 +1393,7 @@ class Room:
         if self._owed is not None:
             raise _refuse(f"a {type_} entry comes before the {self.owed} entry owed", "order")
         outcomes = self._allowed(action)
-        _check_form(type_, at, data)
+        self._form(type_, at, data)
         outcome = _APPLIERS[action](self, data, body, at, n)
         if (action, outcome) in _OWED:
             self._owed = (action, outcome)

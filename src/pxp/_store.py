@@ -63,9 +63,12 @@ def _snapshot(room: Room) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _restore(snapshot: str, ledger: list[dict[str, Any]]) -> Room:
+    from ._export import import_room
+
     data = json.loads(snapshot)
     data["ledger"] = ledger
-    return Room.from_export(data)
+    # a stored room: the checks added since it was stored note it (spec section 8)
+    return import_room(Room, data, stored=True)
 
 
 def _utf8(text: str) -> bool:
