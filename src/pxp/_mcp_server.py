@@ -408,9 +408,11 @@ def create_mcp_server(
             or isinstance(wait, bool)
             or not (1 <= wait <= config.max_wait_seconds and math.isfinite(wait))
         ):
-            raise ToolError(
-                f"wait_invalid: timeout_seconds must be a number from 1 to "
-                f"{config.max_wait_seconds:g}."
+            raise _refuse(
+                PxpError(
+                    "wait_invalid",
+                    f"timeout_seconds must be a number from 1 to {config.max_wait_seconds:g}.",
+                )
             )
         deadline = time.monotonic() + wait
         try:
@@ -432,9 +434,12 @@ def create_mcp_server(
         full = notify.client_full(client, config.max_waiters_per_client)
         if full and client.startswith("key:"):
             # a signed-in agent's own calls fill its places: refusing holds up no one else
-            raise ToolError(
-                f"wait_limit: this agent key already has {config.max_waiters_per_client} "
-                "wait_for_turn calls waiting; let one return before starting another."
+            raise _refuse(
+                PxpError(
+                    "wait_limit",
+                    f"this agent key already has {config.max_waiters_per_client} "
+                    "wait_for_turn calls waiting; let one return before starting another.",
+                )
             )
         if full or not notify.enter(
             seat.room_id,
@@ -511,8 +516,11 @@ def create_mcp_server(
 
     async def get_brief(room_id: str | None = None, link: str | None = None) -> CallToolResult:
         if link is None:
-            raise ToolError(
-                "link_required: get_brief answers only a caller holding a seat link of the room."
+            raise _refuse(
+                PxpError(
+                    "link_required",
+                    "get_brief answers only a caller holding a seat link of the room.",
+                )
             )
         try:
             seat = grant(link)
