@@ -94,7 +94,8 @@ _TRIGGERS = {"pxp_ledger": ["pxp_ledger_fixed", "pxp_ledger_no_truncate", "pxp_l
 
 
 def _open(url: str) -> Any:
-    from ppstore import Pg, StoreError, migrate_postgres, missing_triggers
+    import ppstore
+    from ppstore import Pg, StoreError, StoreUnavailableError, missing_triggers
 
     try:
         pg = Pg(url, application_name="pxp")
@@ -102,11 +103,14 @@ def _open(url: str) -> Any:
         raise PxpError("store_unavailable", f"cannot open the room store: {exc.message}") from None
     try:
         with pg.connection() as conn:
-            migrate_postgres(conn, "pxp", MIGRATIONS)
+            ppstore.migrate_postgres(conn, "pxp", MIGRATIONS)
             gone = missing_triggers(conn, _TRIGGERS)
     except StoreError as exc:
         pg.close()
-        raise PxpError("store_corrupt", f"cannot open the room store: {exc.message}") from None
+        # an outage (the database gone, a lock held past a timeout) is not a corrupt store
+        outage = isinstance(exc, StoreUnavailableError)
+        code = "store_unavailable" if outage else "store_corrupt"
+        raise PxpError(code, f"cannot open the room store: {exc.message}") from None
     if gone:  # the tables' owner dropped or disabled the append-only guards
         pg.close()
         raise PxpError("store_corrupt", f"the ledger lost its append-only triggers: {gone}")

@@ -257,6 +257,27 @@ def test_postgres_ledger_is_append_only_in_the_database(postgres_url: str) -> No
     assert caught.value.code == "store_corrupt"
 
 
+@pytest.mark.parametrize(
+    ("raised", "code"),
+    [("store_unavailable", "store_unavailable"), ("migration_failed", "store_corrupt")],
+)
+def test_an_outage_while_opening_is_store_unavailable_not_corrupt(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, raised: str, code: str
+) -> None:
+    """Stores review S1: a database that cannot be reached while the store's migrations
+    run (another replica holds their lock past a timeout) is an outage; only a failed or
+    too-new migration says the store is corrupt."""
+    import ppstore
+
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise ppstore.StoreError(raised, "injected while migrating")
+
+    monkeypatch.setattr(ppstore, "migrate_postgres", fail)
+    with pytest.raises(pxp.PxpError) as caught:
+        service_for_url(postgres_url)
+    assert caught.value.code == code
+
+
 def test_a_join_whose_link_write_fails_changes_nothing_on_postgres(postgres_url: str) -> None:
     """Review i25b #4: rooms and links on one database are saved in one transaction: a
     failure injected into the link table (a trigger) leaves the room unjoined."""
