@@ -171,7 +171,18 @@ def build_parser() -> argparse.ArgumentParser:
             when.add_argument("--never", action="store_true", help="the links never expire")
         cmd.set_defaults(handler=_links)
     links.set_defaults(handler=lambda args: _usage(links))
+    _no_abbreviations(parser)
     return parser
+
+
+def _no_abbreviations(parser: argparse.ArgumentParser) -> None:
+    """Refuse abbreviated options in every (sub)command: ``--agent-key k`` must not quietly
+    mean ``--agent-keys-file k``."""
+    parser.allow_abbrev = False
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _no_abbreviations(child)
 
 
 def _links(args: argparse.Namespace) -> int:

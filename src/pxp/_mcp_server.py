@@ -349,13 +349,17 @@ def create_mcp_server(
         )
         return _result(data, for_user=note)
 
-    async def join_room(link: str, agent_name: str | None = None) -> CallToolResult:
+    async def join_room(
+        link: str, agent_name: str | None = None, join_id: str | None = None
+    ) -> CallToolResult:
         try:
             seat = service.grant(link, ("seat", "invite"))
         except PxpError as exc:
             raise _refuse(exc) from None
         try:
-            joined = service.join(seat, agent_name or "unnamed agent")
+            # ours (review i25b #5): join_id, the joining agent's own secret, makes the retry
+            # of a join whose answer it lost an answer again, not a contest
+            joined = service.join(seat, agent_name or "unnamed agent", join_id=join_id)
         except PxpError as exc:
             if exc.code == "seat_contested":
                 notify.bump(seat.room_id)  # the contest was recorded: waiters wake to it
@@ -404,9 +408,11 @@ def create_mcp_server(
             or isinstance(wait, bool)
             or not (1 <= wait <= config.max_wait_seconds and math.isfinite(wait))
         ):
-            raise ToolError(
-                f"wait_invalid: timeout_seconds must be a number from 1 to "
-                f"{config.max_wait_seconds:g}."
+            raise _refuse(
+                PxpError(
+                    "wait_invalid",
+                    f"timeout_seconds must be a number from 1 to {config.max_wait_seconds:g}.",
+                )
             )
         deadline = time.monotonic() + wait
         try:
@@ -428,9 +434,12 @@ def create_mcp_server(
         full = notify.client_full(client, config.max_waiters_per_client)
         if full and client.startswith("key:"):
             # a signed-in agent's own calls fill its places: refusing holds up no one else
-            raise ToolError(
-                f"wait_limit: this agent key already has {config.max_waiters_per_client} "
-                "wait_for_turn calls waiting; let one return before starting another."
+            raise _refuse(
+                PxpError(
+                    "wait_limit",
+                    f"this agent key already has {config.max_waiters_per_client} "
+                    "wait_for_turn calls waiting; let one return before starting another.",
+                )
             )
         if full or not notify.enter(
             seat.room_id,
@@ -507,8 +516,11 @@ def create_mcp_server(
 
     async def get_brief(room_id: str | None = None, link: str | None = None) -> CallToolResult:
         if link is None:
-            raise ToolError(
-                "link_required: get_brief answers only a caller holding a seat link of the room."
+            raise _refuse(
+                PxpError(
+                    "link_required",
+                    "get_brief answers only a caller holding a seat link of the room.",
+                )
             )
         try:
             seat = grant(link)

@@ -31,13 +31,13 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._envelope import SEATS
 from ._room import Room
-from ._server_links import _KINDS, _SEATS, LinkKind, LinkRow, _links_text, _utf8, _writable
-from ._store import _Bases, _check_extends, _restore, _snapshot
+from ._server_links import LinkKind, LinkRow, _links_text, _utf8, _writable, stored_row
+from ._store import LinkWrite, _Bases, _check_extends, _restore, _snapshot
 from .errors import PxpError
 
 if TYPE_CHECKING:
@@ -84,6 +84,8 @@ MIGRATIONS: list[list[str]] = [
         "CREATE TRIGGER pxp_ledger_extends BEFORE INSERT ON pxp_ledger"
         " FOR EACH ROW EXECUTE FUNCTION pxp_ledger_chain()",
     ],
+    # ours (review i25b #5): who joined with a seat link's invite (a digest of its agent key)
+    ["ALTER TABLE pxp_server_links ADD COLUMN joined_by text"],
 ]
 """The PostgreSQL migrations of the PXP store (``ppstore_migrations``, store ``pxp``)."""
 
@@ -92,7 +94,8 @@ _TRIGGERS = {"pxp_ledger": ["pxp_ledger_fixed", "pxp_ledger_no_truncate", "pxp_l
 
 
 def _open(url: str) -> Any:
-    from ppstore import Pg, StoreError, migrate_postgres, missing_triggers
+    import ppstore
+    from ppstore import Pg, StoreError, StoreUnavailableError, missing_triggers
 
     try:
         pg = Pg(url, application_name="pxp")
@@ -100,11 +103,14 @@ def _open(url: str) -> Any:
         raise PxpError("store_unavailable", f"cannot open the room store: {exc.message}") from None
     try:
         with pg.connection() as conn:
-            migrate_postgres(conn, "pxp", MIGRATIONS)
+            ppstore.migrate_postgres(conn, "pxp", MIGRATIONS)
             gone = missing_triggers(conn, _TRIGGERS)
     except StoreError as exc:
         pg.close()
-        raise PxpError("store_corrupt", f"cannot open the room store: {exc.message}") from None
+        # an outage (the database gone, a lock held past a timeout) is not a corrupt store
+        outage = isinstance(exc, StoreUnavailableError)
+        code = "store_unavailable" if outage else "store_corrupt"
+        raise PxpError(code, f"cannot open the room store: {exc.message}") from None
     if gone:  # the tables' owner dropped or disabled the append-only guards
         pg.close()
         raise PxpError("store_corrupt", f"the ledger lost its append-only triggers: {gone}")
@@ -134,6 +140,41 @@ def _findable(*texts: str | None) -> bool:
     return not any(text is not None and "\x00" in text for text in texts) and _utf8(*texts)
 
 
+def _links_lock(conn: Conn, room_id: str) -> None:
+    """Take the transaction-scoped advisory lock on a room's links."""
+    from ppstore import advisory_key
+
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+        (advisory_key("pxp", "links", room_id),),
+    )
+
+
+def _set_link_row(conn: Conn, room_id: str, write: LinkWrite) -> bool:
+    """Write one link row of a known room inside the caller's transaction (under the
+    room's links lock), unless a later issue is stored; return whether it was written."""
+    seat, kind, digest, expires_at, issued_at, joined_by = write
+    _links_lock(conn, room_id)
+    if not conn.execute("SELECT 1 FROM pxp_server_links WHERE room_id = %s", (room_id,)).fetchone():
+        return False
+    stored = conn.execute(
+        "SELECT issued_at FROM pxp_server_links WHERE room_id = %s AND seat = %s AND kind = %s",
+        (room_id, seat, kind),
+    ).fetchone()
+    held = None if stored is None else stored[0]
+    if issued_at is not None and held is not None and int(held) > issued_at:
+        return False
+    conn.execute(
+        "INSERT INTO pxp_server_links"
+        " (room_id, seat, kind, digest, expires_at, revoked, issued_at, joined_by)"
+        " VALUES (%s, %s, %s, %s, %s, false, %s, %s) ON CONFLICT (room_id, seat, kind)"
+        " DO UPDATE SET digest = EXCLUDED.digest, expires_at = EXCLUDED.expires_at,"
+        " revoked = false, issued_at = EXCLUDED.issued_at, joined_by = EXCLUDED.joined_by",
+        (room_id, seat, kind, digest, expires_at, issued_at, joined_by),
+    )
+    return True
+
+
 class PostgresRoomStore:
     """A :class:`~pxp.RoomStore` in PostgreSQL (tables ``pxp_rooms``, ``pxp_ledger``,
     ``pxp_seat_tokens``), shared by server replicas; see the module docstring."""
@@ -151,11 +192,15 @@ class PostgresRoomStore:
         self._halts.clear()
         self._pg.close()
 
-    def _write(self, room: Room, *, new: bool) -> None:
+    def _write(self, room: Room, *, new: bool, links: Sequence[LinkWrite] = ()) -> list[bool]:
+        """Create or save ``room``, and write ``links`` (rows of the link table in this
+        same database) in the same transaction: all of it, or nothing."""
         snapshot, ledger = _snapshot(room)
         _nul_free(room.id)
+        for write in links:
+            _nul_free(room.id, *(text for text in write if isinstance(text, str)))
 
-        def work(conn: Conn) -> None:
+        def work(conn: Conn) -> list[bool]:
             if new:
                 added = conn.execute(
                     "INSERT INTO pxp_rooms (id, snapshot, head) VALUES (%s, %s, %s)"
@@ -208,10 +253,17 @@ class PostgresRoomStore:
                     raise PxpError(
                         "store_conflict", f"seat {seat}'s token already opens another seat or room"
                     )
+            written = [_set_link_row(conn, room.id, write) for write in links]
             conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, room.id))
+            return written
 
-        _tx(self._pg, work)
+        written = _tx(self._pg, work)
         self._bases.remember(room, snapshot)
+        return written
+
+    def _same_database(self, url: str) -> bool:
+        """Whether ``url`` names this store's database (so writes can share a transaction)."""
+        return url == self._url
 
     def create(self, room: Room) -> None:
         """Store a new room."""
@@ -336,20 +388,12 @@ class PostgresLinkStore:
     """A :class:`~pxp.server.LinkStore` in PostgreSQL (table ``pxp_server_links``)."""
 
     def __init__(self, url: str) -> None:
+        self._url = url
         self._pg = _open(url)
 
     def close(self) -> None:
         """Close the database connection."""
         self._pg.close()
-
-    @staticmethod
-    def _room_lock(conn: Conn, room_id: str) -> None:
-        from ppstore import advisory_key
-
-        conn.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-            (advisory_key("pxp", "links", room_id),),
-        )
 
     def add_room(
         self,
@@ -362,7 +406,7 @@ class PostgresLinkStore:
         _nul_free(room_id, expires_at, *_links_text(digests))
 
         def work(conn: Conn) -> None:
-            self._room_lock(conn, room_id)
+            _links_lock(conn, room_id)
             if conn.execute(
                 "SELECT 1 FROM pxp_server_links WHERE room_id = %s", (room_id,)
             ).fetchone():
@@ -376,27 +420,6 @@ class PostgresLinkStore:
 
         _tx(self._pg, work)
 
-    def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
-        """Record one more digest of a known room unless that seat and kind has one."""
-        _nul_free(room_id, seat, kind, digest)
-
-        def work(conn: Conn) -> bool:
-            self._room_lock(conn, room_id)
-            if not conn.execute(
-                "SELECT 1 FROM pxp_server_links WHERE room_id = %s", (room_id,)
-            ).fetchone():
-                return False
-            return bool(
-                conn.execute(
-                    "INSERT INTO pxp_server_links (room_id, seat, kind, digest)"
-                    " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                    (room_id, seat, kind, digest),
-                ).rowcount
-                == 1
-            )
-
-        return _tx(self._pg, work)
-
     def set_link(
         self,
         room_id: str,
@@ -406,35 +429,12 @@ class PostgresLinkStore:
         *,
         expires_at: str | None = None,
         issued_at: int | None = None,
+        joined_by: str | None = None,
     ) -> bool:
         """Replace the link of that seat and kind, unless a later issue is stored."""
-        _nul_free(room_id, seat, kind, digest, expires_at)
-
-        def work(conn: Conn) -> bool:
-            self._room_lock(conn, room_id)
-            if not conn.execute(
-                "SELECT 1 FROM pxp_server_links WHERE room_id = %s", (room_id,)
-            ).fetchone():
-                return False
-            stored = conn.execute(
-                "SELECT issued_at FROM pxp_server_links WHERE room_id = %s AND seat = %s"
-                " AND kind = %s",
-                (room_id, seat, kind),
-            ).fetchone()
-            held = None if stored is None else stored[0]
-            if issued_at is not None and held is not None and int(held) > issued_at:
-                return False
-            conn.execute(
-                "INSERT INTO pxp_server_links"
-                " (room_id, seat, kind, digest, expires_at, revoked, issued_at)"
-                " VALUES (%s, %s, %s, %s, %s, false, %s) ON CONFLICT (room_id, seat, kind)"
-                " DO UPDATE SET digest = EXCLUDED.digest, expires_at = EXCLUDED.expires_at,"
-                " revoked = false, issued_at = EXCLUDED.issued_at",
-                (room_id, seat, kind, digest, expires_at, issued_at),
-            )
-            return True
-
-        return _tx(self._pg, work)
+        _nul_free(room_id, seat, kind, digest, expires_at, joined_by)
+        write = (seat, kind, digest, expires_at, issued_at, joined_by)
+        return _tx(self._pg, lambda conn: _set_link_row(conn, room_id, write))
 
     def _update(self, sql: str, args: tuple[Any, ...]) -> int:
         if not _findable(*(a for a in args if isinstance(a, str))):
@@ -472,23 +472,12 @@ class PostgresLinkStore:
         found = _tx(
             self._pg,
             lambda conn: conn.execute(
-                "SELECT seat, kind, digest, expires_at, revoked FROM pxp_server_links"
-                " WHERE room_id = %s ORDER BY seat, kind",
+                "SELECT seat, kind, digest, expires_at, revoked, issued_at, joined_by"
+                " FROM pxp_server_links WHERE room_id = %s ORDER BY seat, kind",
                 (room_id,),
             ).fetchall(),
         )
-        kinds: dict[object, LinkKind] = {k: k for k in _KINDS}
-        return [
-            LinkRow(
-                str(seat),
-                kinds[kind],
-                str(digest),
-                None if expires_at is None else str(expires_at),
-                bool(revoked),
-            )
-            for seat, kind, digest, expires_at, revoked in found
-            if seat in _SEATS and kind in kinds
-        ]
+        return [row for row in (stored_row(*found_row) for found_row in found) if row is not None]
 
     def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:
         """Return the digests of ``room_id``."""

@@ -40,6 +40,7 @@ from .errors import PxpError
 
 __all__ = [
     "ACTIONS",
+    "ENTRY_MEMBERS",
     "STATES",
     "TRANSITIONS",
     "ClaimRecord",
@@ -129,6 +130,36 @@ TRANSITIONS: dict[tuple[str, str], dict[str, str]] = {
     ("paused", "link"): {"linked": "paused"},
 }
 """``(state, action) -> {outcome: next state}``; any pair not listed is an invalid action."""
+
+ENTRY_MEMBERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "room_opened": (frozenset({"topic", "protocol"}), frozenset({"max_turns"})),
+    # the reference may name the agent ``name`` and leave the mode out (spec section 8)
+    "agent_joined": (frozenset({"seat"}), frozenset({"agent", "name", "mode"})),
+    "principal_link": (frozenset({"seat", "agent"}), frozenset()),
+    "card_sealed": (frozenset({"seat", "principal", "card_hash", "via"}), frozenset()),
+    "envelope": (frozenset({"seq", "seat", "status", "envelope_hash"}), frozenset()),
+    "escalation": (frozenset({"seat", "seq", "question_hash"}), frozenset()),
+    "principal_answer": (
+        frozenset({"seat", "speaker", "via", "answer_hash", "card_hash"}),
+        frozenset({"confirms"}),
+    ),
+    "agreement": (frozenset({"proposal_hash", "proposed_by", "accepted_by"}), frozenset()),
+    "turn_limit": (frozenset({"turns", "max_turns"}), frozenset()),
+    "seat_contested": (frozenset({"seat", "agent"}), frozenset()),
+    "seat_released": (frozenset({"seat", "agent"}), frozenset()),
+    "seat_rejoined": (frozenset({"seat", "agent"}), frozenset()),
+}
+"""Ledger entry type to ``(required, optional)`` members of its data, as live play writes
+them (and as the reference may: ``agent_joined`` naming its agent ``name``, without a
+mode). :meth:`Room.apply` refuses an entry holding any other member (spec section 6)."""
+
+_FIXED: dict[tuple[str, str], str] = {
+    ("room_opened", "protocol"): "PXP/0",
+    ("principal_answer", "speaker"): "principal",
+}
+"""Members whose value live play always writes the same."""
+
+_LIVE_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 MAX_CONTESTS_PER_SEAT = 4
 """A seat's invite presented again is recorded (``Room.contest``) this many times at most:
@@ -332,6 +363,46 @@ def _refuse(message: str, reason: str) -> PxpError:
     return PxpError("import_invalid", message, reason=reason)
 
 
+def _live_time(at: str) -> bool:
+    """Whether ``at`` is a time :func:`format_time` could have written (RFC 3339, UTC,
+    milliseconds, ``Z``, a real calendar day)."""
+    if _LIVE_TIME.fullmatch(at) is None:  # ASCII digits only
+        return False
+    try:
+        parsed = datetime.strptime(at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    except ValueError:
+        return False
+    return format_time(parsed) == at  # what live play writes for that instant, exactly
+
+
+def _check_form(type_: str, at: str, data: Mapping[str, Any]) -> None:
+    """Refuse (``import_invalid``) an entry whose members live play could not have written:
+    its time, a member it never writes or lacks, a fixed value (spec section 6)."""
+    if not _live_time(at):
+        raise _refuse(
+            f"the {type_} entry's time {at[:40]!r} is not one live play writes "
+            "(RFC 3339 UTC with milliseconds, as 2026-01-01T00:00:00.000Z)",
+            "entry_time",
+        )
+    required, optional = ENTRY_MEMBERS[type_]
+    extra = sorted(set(data) - required - optional)
+    if extra or ("agent" in data and "name" in data):
+        named = ", ".join(extra)[:80] if extra else "both agent and name"
+        raise _refuse(
+            f"the {type_} entry holds members live play never writes: {named}", "entry_members"
+        )
+    missing = sorted(required - set(data))
+    if type_ == "agent_joined" and "agent" not in data and "name" not in data:
+        missing.append("agent")
+    if missing:
+        raise _refuse(f"the {type_} entry has no {', '.join(missing)} member", "missing_member")
+    for (kind, key), value in _FIXED.items():
+        if kind == type_ and data[key] != value:
+            raise _refuse(f"the {type_} entry's {key} is not {value!r}", "entry_value")
+    if type_ == "principal_answer" and "confirms" in data and not data["confirms"]:
+        raise _refuse("the principal_answer entry's confirms is empty", "entry_value")
+
+
 def _check_agent(agent: Any) -> str:
     if not isinstance(agent, str) or not agent.strip() or len(agent) > 200:
         raise PxpError("agent_invalid", "the agent name must be a non-empty string")
@@ -391,6 +462,9 @@ class Room:
         self._owed: tuple[str, str] | None = None
         # flags this library would have recorded that an applied envelope lacks
         self._import_notes: list[dict[str, Any]] = []
+        # a room a store kept (loaded again), not an export being imported: the checks
+        # added after it may have been stored (review i25b) note it instead of refusing
+        self._stored = False
         for seat, name in (names or {}).items():
             if not isinstance(name, str) or not name.strip():
                 raise PxpError("room_invalid", f"the name for seat {seat!r} is not a string")
@@ -419,7 +493,8 @@ class Room:
         names: Mapping[str, str] | None = None,
         tokens: Mapping[str, str] | None = None,
     ) -> Room:
-        """Open a room: ledger entry ``room_opened {topic, protocol: "PXP/0"}``.
+        """Open a room: ledger entry ``room_opened {topic, protocol: "PXP/0", max_turns}``
+        (the turn limit is in the hash chain, spec section 6).
 
         ``now`` is a timezone-aware :class:`~datetime.datetime`; a naive one is
         :class:`PxpUsageError` ``time_invalid`` (so in every method taking ``now``).
@@ -429,7 +504,8 @@ class Room:
         if not isinstance(topic, str) or not topic.strip():
             raise PxpError("room_invalid", "the room topic must be a non-empty string")
         at = format_time(now)
-        room.apply(_entry("room_opened", at, {"topic": topic, "protocol": "PXP/0"}))
+        opened = {"topic": topic, "protocol": "PXP/0", "max_turns": room.max_turns}
+        room.apply(_entry("room_opened", at, opened))
         return room
 
     # ----------------------------------------------------------------- table
@@ -943,17 +1019,23 @@ class Room:
                     "agreement_disputed",
                 )
 
-    def _note_stricter(self, env: Mapping[str, Any]) -> frozenset[str]:
+    def _note_stricter(self, env: Mapping[str, Any]) -> tuple[frozenset[str], bool]:
         """Run this library's enforcement on the draft behind an applied envelope and note
         every flag it would have recorded that the envelope lacks (a looser server's room:
-        a must_never agreed to, a laundered stated claim). Nothing is refused: the notes go
-        to the brief as ``Import: would be flagged here: ...``. An envelope this room's own
+        a laundered stated claim, a term with a hidden character). The notes go to the
+        brief as ``Import: would be flagged here: ...``. An envelope this room's own
         enforcement built carries every flag, so a live room has no notes.
 
         Flags are compared as texts, so the effects are compared too (review i25 #3, #4): a
         claim enforcement stores ``assumed`` is returned, for the room to hold it
         ``assumed`` whatever the envelope says, and a status or claim origin that differs
-        from enforcement's is noted even when the envelope kept the flag's sentence."""
+        from enforcement's is noted even when the envelope kept the flag's sentence.
+
+        One gate, one answer (review i25b #1): an ``agree`` that enforcement would not
+        record as ``agree`` (a must_never of the accepting card, a counter-proposal, a
+        dependency left unreviewed: agreement withheld live) is refused
+        ``agreement_withheld``, and a proposal enforcement would not record is not held
+        (the second member returned is ``False``), so nothing can be agreed to it."""
         seat, seq = env["from"]["seat"], env["seq"]
         stored_flags = set(env.get("protocol_flags") or ())
         notes: list[str] = []
@@ -962,8 +1044,15 @@ class Room:
         except PxpError as exc:
             notes.append(f"Import: would be refused here: {exc}")
             ours, flags = None, []
+        if env["status"] == "agree" and (ours is None or ours["status"] != "agree"):
+            why = notes[0] if ours is None else (flags[-1] if flags else "")
+            withheld = f"envelope {seq} agrees where live play withholds the agreement: {why}"
+            if not self._stored:
+                raise _refuse(withheld, "agreement_withheld")
+            self._note_stored(seat, withheld)
         notes += [f"Import: would be flagged here: {t}" for t in flags if t not in stored_flags]
         downgraded: set[str] = set()
+        hold_proposal = True
         if ours is not None:
             for mine, theirs in zip(ours["claims"], env["claims"], strict=False):
                 if mine["origin"] == "assumed" and theirs.get("origin") != "assumed":
@@ -972,6 +1061,12 @@ class Room:
                         f"Import: claim {theirs['id']} would be stored assumed here, and is held "
                         "assumed."
                     )
+            if "proposal" in env and "proposal" not in ours and not self._stored:
+                hold_proposal = False
+                notes.append(
+                    f"Import: the proposal of envelope {seq} would not be recorded here, and is "
+                    "not held."
+                )
             flagged = any(n.startswith("Import: would be flagged here") for n in notes)
             if ours["status"] != env["status"] and not flagged:  # else a flag note says why
                 notes.append(
@@ -979,7 +1074,7 @@ class Room:
                     f"{env['status']}."
                 )
         self._import_notes += [{"seq": seq, "seat": seat, "flag": n} for n in notes]
-        return frozenset(downgraded)
+        return frozenset(downgraded), hold_proposal
 
     def _record_claim(
         self, claim: Mapping[str, Any], seat: str, seq: int, downgraded: frozenset[str]
@@ -1012,6 +1107,7 @@ class Room:
         *,
         ledger_n: int,
         downgraded: frozenset[str] = frozenset(),
+        hold_proposal: bool = True,
     ) -> str:
         """Record a stored envelope's effects; return the send outcome. No ledger writes."""
         seat = envelope["from"]["seat"]
@@ -1028,7 +1124,7 @@ class Room:
         for text in envelope.get("protocol_flags", []):
             self._flag_log.append({"seq": seq, "seat": seat, "flag": text})
         proposal = envelope.get("proposal")
-        if proposal is not None:
+        if proposal is not None and hold_proposal:
             self._proposals[seat] = {
                 "seq": seq,
                 "terms": list(proposal["terms"]),
@@ -1162,8 +1258,10 @@ class Room:
         A refusal carries the code live play gives for the same act (``invalid_transition``,
         ``not_your_turn``, ``not_your_escalation``, ``card_sealed``, ``seat_invalid``,
         ``agent_invalid``, ``card_invalid``, ``answer_invalid``); an entry that disagrees with
-        its body or the room's record (a hash, a seq, an agent, an entry out of order),
-        which live play never writes, is ``import_invalid`` with a ``reason``. Both are
+        its body or the room's record (a hash, a seq, an agent, an entry out of order), or
+        whose form live play never writes (a time not from :func:`format_time`, a member
+        :data:`ENTRY_MEMBERS` does not list, an ``agree`` enforcement would withhold), is
+        ``import_invalid`` with a ``reason``. Both are
         :class:`PxpProtocolError`, and a refused entry changes nothing.
         """
         type_, at, data = _parse_entry(entry)
@@ -1184,7 +1282,7 @@ class Room:
         if type_ == "room_opened" or not self.ledger:
             self._apply_opened(type_, at, data)
         elif type_ in FOLLOW_UPS:
-            self._apply_follow_up(type_, data)
+            self._apply_follow_up(type_, at, data)
         else:
             self._apply_action(type_, at, data, body, built.n)
         self.ledger._push_built(built)  # built just above by next_entry, for this head
@@ -1204,17 +1302,45 @@ class Room:
             raise _refuse("room_opened is only the first entry of a ledger", "order")
         if type_ != "room_opened":
             raise _refuse("the ledger does not start with room_opened", "first_entry")
-        if "topic" not in data:
-            raise _refuse("the room_opened entry has no topic", "missing_member")
+        self._form(type_, at, data)
         topic = data["topic"]
         if not isinstance(topic, str) or not topic.strip():
             raise _refuse("the room_opened entry's topic is not a non-empty string", "wrong_type")
+        # ours: the turn limit is bound by the chain; the reference's entry does not hold it
+        bound = data.get("max_turns", self.max_turns)
+        if type(bound) is not int or not 2 <= bound <= 1000:
+            raise _refuse("the room_opened entry's max_turns is not from 2 to 1000", "max_turns")
+        if bound != self.max_turns:
+            raise _refuse(
+                f"the room's turn limit {self.max_turns} is not the {bound} its ledger opened with",
+                "max_turns",
+            )
         self.topic, self.created_at = topic, at
 
-    def _apply_follow_up(self, type_: str, data: Mapping[str, Any]) -> None:
+    def _form(self, type_: str, at: str, data: Mapping[str, Any]) -> None:
+        """:func:`_check_form`; for a stored room, a note instead of a refusal."""
+        try:
+            _check_form(type_, at, data)
+        except PxpError as exc:
+            if not self._stored:
+                raise
+            self._note_stored(data.get("seat"), exc.message)
+
+    def _note_stored(self, seat: Any, what: str) -> None:
+        """Note, on a room a store kept, what a check added since it was stored refuses."""
+        self._import_notes.append(
+            {
+                "seq": len(self._envelopes),
+                "seat": seat if seat in SEATS else "A",
+                "flag": f"Import: stored before this was refused: {what}",
+            }
+        )
+
+    def _apply_follow_up(self, type_: str, at: str, data: Mapping[str, Any]) -> None:
         owed = self._owed
         if owed is None or owed[1] != FOLLOW_UPS[type_]:
             raise _refuse(f"the {type_} entry follows no event that requires it", "order")
+        self._form(type_, at, data)
         if type_ == "escalation":
             pending = self._escalations[-1]
             if data.get("seq") != pending.seq or data.get("seat") != pending.seat:
@@ -1267,6 +1393,7 @@ class Room:
         if self._owed is not None:
             raise _refuse(f"a {type_} entry comes before the {self.owed} entry owed", "order")
         outcomes = self._allowed(action)
+        self._form(type_, at, data)
         outcome = _APPLIERS[action](self, data, body, at, n)
         if (action, outcome) in _OWED:
             self._owed = (action, outcome)
@@ -1346,8 +1473,10 @@ class Room:
             self._check_agreeing(stored)
         if isinstance(body, _Built):
             return self._apply_envelope(body.envelope, ledger_n=n)
-        downgraded = self._note_stricter(stored)
-        return self._apply_envelope(copy.deepcopy(dict(stored)), ledger_n=n, downgraded=downgraded)
+        downgraded, hold = self._note_stricter(stored)
+        return self._apply_envelope(
+            copy.deepcopy(dict(stored)), ledger_n=n, downgraded=downgraded, hold_proposal=hold
+        )
 
     def _checked_body(self, seq: int, body: Any, data: Mapping[str, Any]) -> Mapping[str, Any]:
         """An envelope given from outside: its shape, and the hash the entry recorded."""
@@ -1440,13 +1569,10 @@ class Room:
         return "rejoined"
 
     def _seat_event(self, data: Mapping[str, Any], what: str) -> tuple[str, str]:
-        """A seat entry's seat (held by an agent) and agent, with exactly those members."""
+        """A seat entry's seat (held by an agent) and agent (its members: ENTRY_MEMBERS)."""
         seat = _check_seat(data.get("seat"))
         self._held(seat, what)
-        agent = _check_agent(data.get("agent"))
-        if set(data) != {"seat", "agent"}:
-            raise _refuse(f"the seat {what} entry holds members other than seat and agent", "order")
-        return seat, agent
+        return seat, _check_agent(data.get("agent"))
 
     def _do_answer(
         self,
@@ -1739,8 +1865,11 @@ def _draft_of(env: Mapping[str, Any]) -> dict[str, Any]:
     draft["claims"] = [
         {k: c[k] for k in ("text", "origin", "ref") if k in c} for c in env["claims"]
     ]
+    # a claim reviewed twice (the reference stores that) counts as the room records it: the
+    # later review is the verdict
+    reviews = {r.get("claim_id"): r for r in env["reviews"]}
     draft["reviews"] = [
-        {k: r[k] for k in ("claim_id", "verdict", "reason") if k in r} for r in env["reviews"]
+        {k: r[k] for k in ("claim_id", "verdict", "reason") if k in r} for r in reviews.values()
     ]
     if "proposal" in env:
         deps = [

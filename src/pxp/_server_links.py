@@ -55,6 +55,7 @@ __all__ = [
     "mint_links",
     "mint_token",
     "parse_link",
+    "stored_row",
     "token_digest",
 ]
 
@@ -72,6 +73,8 @@ _REF = re.compile(r"(?:^|/)(?P<room>[A-Za-z0-9]{1,64})[./](?P<token>[A-Za-z0-9_-
 _SEAT_LINK = re.compile(r"(?:^|/)room/(?P<room>[A-Za-z0-9]{1,64})\?(?P<query>[^#\s]*)$")
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")
 UNKNOWN_LINK = "This link does not open a seat in any room on this server."
+"""The one sentence of ``link_unknown``: whatever was wrong with the link, it says nothing
+about which rooms, seats or kinds exist."""
 
 
 def _b64url(raw: bytes) -> str:
@@ -185,13 +188,41 @@ def _parse(link: object) -> tuple[str, str, str | None]:
 @dataclass(frozen=True)
 class LinkRow:
     """One stored link: its seat and kind, the digest of its secret, when it expires
-    (``format_time`` text, ``None``: never) and whether it was revoked."""
+    (``format_time`` text, ``None``: never), whether it was revoked, the ledger entry that
+    issued it and (a seat link an invite was spent for) the digest of the joining agent's
+    key."""
 
     seat: str
     kind: LinkKind
     digest: str
     expires_at: str | None = None
     revoked: bool = False
+    issued_at: int | None = None
+    joined_by: str | None = None
+
+
+def stored_row(
+    seat: object,
+    kind: object,
+    digest: object,
+    expires_at: object,
+    revoked: object,
+    issued_at: object,
+    joined_by: object,
+) -> LinkRow | None:
+    """A link row as a database returned it, or ``None`` for a seat or kind no link has."""
+    kinds: dict[object, LinkKind] = {k: k for k in _KINDS}
+    if seat not in _SEATS or kind not in kinds:
+        return None
+    return LinkRow(
+        str(seat),
+        kinds[kind],
+        str(digest),
+        None if expires_at is None else str(expires_at),
+        bool(revoked),
+        None if issued_at is None else int(str(issued_at)),
+        None if joined_by is None else str(joined_by),
+    )
 
 
 Selector = tuple[str | None, LinkKind | None]
@@ -241,13 +272,6 @@ class LinkStore(Protocol):
     def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:
         """Return the stored digests of ``room_id`` (empty when the room is unknown)."""
 
-    def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
-        """Record one more digest of a known room unless that seat and kind has one.
-
-        Returns whether it was recorded (``False``: the room is unknown or the link was
-        minted before), atomically, so of two concurrent calls at most one wins.
-        """
-
     def set_link(
         self,
         room_id: str,
@@ -257,13 +281,16 @@ class LinkStore(Protocol):
         *,
         expires_at: str | None = None,
         issued_at: int | None = None,
+        joined_by: str | None = None,
     ) -> bool:
         """Record ``digest`` as the one link of that seat and kind of a known room, replacing
         (revoking) any earlier one; returns whether it was recorded.
 
         ``issued_at`` is the ledger entry number that issued the link: a link whose stored
         ``issued_at`` is later is kept (the write of a slower process that issued earlier
-        loses), so the store always holds the link the ledger issued last."""
+        loses), so the store always holds the link the ledger issued last. ``joined_by``
+        is kept with a seat link an invite was spent for: a digest naming the agent that
+        joined (:meth:`pxp.server.RoomService.join`, an honest retry)."""
 
     def revoke(self, room_id: str, *, seat: str | None = None, kind: LinkKind | None = None) -> int:
         """Revoke the room's links (all, or of one seat and/or kind); return how many."""
@@ -284,7 +311,6 @@ class MemoryLinkStore:
 
     def __init__(self) -> None:
         self._rooms: dict[str, dict[tuple[str, LinkKind], LinkRow]] = {}
-        self._issued: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
 
     def add_room(
@@ -312,16 +338,6 @@ class MemoryLinkStore:
         """Return the digests of ``room_id``."""
         return {(r.seat, r.kind): r.digest for r in self.rows(room_id)}
 
-    def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
-        """Record the digest of one late-minted link (at most once per seat and kind)."""
-        _writable(room_id, seat, kind, digest)
-        with self._lock:
-            room = self._rooms.get(room_id)
-            if room is None or (seat, kind) in room:
-                return False
-            room[(seat, kind)] = LinkRow(seat, kind, digest)
-            return True
-
     def set_link(
         self,
         room_id: str,
@@ -331,20 +347,22 @@ class MemoryLinkStore:
         *,
         expires_at: str | None = None,
         issued_at: int | None = None,
+        joined_by: str | None = None,
     ) -> bool:
         """Replace the digest of one link (the earlier link stops working) unless the
         stored one was issued at a later ledger entry."""
-        _writable(room_id, seat, kind, digest, expires_at)
+        _writable(room_id, seat, kind, digest, expires_at, joined_by)
         with self._lock:
             room = self._rooms.get(room_id)
             if room is None:
                 return False
-            known = self._issued.get((room_id, seat, kind))
-            if issued_at is not None and known is not None and known > issued_at:
+            known = room.get((seat, kind))
+            held = None if known is None else known.issued_at
+            if issued_at is not None and held is not None and held > issued_at:
                 return False
-            room[(seat, kind)] = LinkRow(seat, kind, digest, expires_at)
-            if issued_at is not None:
-                self._issued[(room_id, seat, kind)] = issued_at
+            room[(seat, kind)] = LinkRow(
+                seat, kind, digest, expires_at, issued_at=issued_at, joined_by=joined_by
+            )
             return True
 
     def _update(self, room_id: str, seat: str | None, kind: LinkKind | None, **change: Any) -> int:
@@ -421,28 +439,6 @@ class SqliteLinkStore:
             finally:
                 db.close()
 
-    def add_link(self, room_id: str, seat: str, kind: LinkKind, digest: str) -> bool:
-        """Record the digest of one late-minted link (at most once per seat and kind)."""
-        _writable(room_id, seat, kind, digest)
-        with self._lock:
-            db = self._connect()
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                known = db.execute(
-                    "SELECT 1 FROM pxp_server_links WHERE room_id = ?", (room_id,)
-                ).fetchone()
-                added = 0
-                if known is not None:
-                    added = db.execute(
-                        "INSERT OR IGNORE INTO pxp_server_links (room_id, seat, kind, digest)"
-                        " VALUES (?,?,?,?)",
-                        (room_id, seat, kind, digest),
-                    ).rowcount
-                db.execute("COMMIT")
-            finally:
-                db.close()
-        return added == 1
-
     def set_link(
         self,
         room_id: str,
@@ -452,39 +448,24 @@ class SqliteLinkStore:
         *,
         expires_at: str | None = None,
         issued_at: int | None = None,
+        joined_by: str | None = None,
     ) -> bool:
         """Replace the digest of one link in one transaction (the earlier link stops
         working), unless the stored one was issued at a later ledger entry (another
         process's later issue): the check and the write are one transaction."""
-        _writable(room_id, seat, kind, digest, expires_at)
-        written = False
+        _writable(room_id, seat, kind, digest, expires_at, joined_by)
+        from ._store import set_link_row
+
+        write = (seat, kind, digest, expires_at, issued_at, joined_by)
         with self._lock:
             db = self._connect()
             try:
                 db.execute("BEGIN IMMEDIATE")
-                known = db.execute(
-                    "SELECT 1 FROM pxp_server_links WHERE room_id = ?", (room_id,)
-                ).fetchone()
-                stored = db.execute(
-                    "SELECT issued_at FROM pxp_server_links WHERE room_id = ? AND seat = ?"
-                    " AND kind = ?",
-                    (room_id, seat, kind),
-                ).fetchone()
-                later = (
-                    issued_at is not None
-                    and stored is not None
-                    and stored[0] is not None
-                    and int(stored[0]) > issued_at
-                )
-                if known is not None and not later:
-                    db.execute(
-                        "INSERT OR REPLACE INTO pxp_server_links"
-                        " (room_id, seat, kind, digest, expires_at, revoked, issued_at)"
-                        " VALUES (?,?,?,?,?,0,?)",
-                        (room_id, seat, kind, digest, expires_at, issued_at),
-                    )
-                    written = True
+                written = set_link_row(db, room_id, write)
                 db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
             finally:
                 db.close()
         return written
@@ -531,26 +512,13 @@ class SqliteLinkStore:
             db = self._connect()
             try:
                 found = db.execute(
-                    "SELECT seat, kind, digest, expires_at, revoked FROM pxp_server_links"
-                    " WHERE room_id = ? ORDER BY seat, kind",
+                    "SELECT seat, kind, digest, expires_at, revoked, issued_at, joined_by"
+                    " FROM pxp_server_links WHERE room_id = ? ORDER BY seat, kind",
                     (room_id,),
                 ).fetchall()
             finally:
                 db.close()
-        out: list[LinkRow] = []
-        kinds: dict[object, LinkKind] = {k: k for k in _KINDS}
-        for seat, kind, digest, expires_at, revoked in found:
-            if seat in _SEATS and kind in kinds:
-                out.append(
-                    LinkRow(
-                        str(seat),
-                        kinds[kind],
-                        str(digest),
-                        None if expires_at is None else str(expires_at),
-                        bool(revoked),
-                    )
-                )
-        return out
+        return [row for row in (stored_row(*found_row) for found_row in found) if row is not None]
 
     def room_digests(self, room_id: str) -> dict[tuple[str, LinkKind], str]:
         """Return the digests of ``room_id``."""
@@ -558,11 +526,14 @@ class SqliteLinkStore:
 
 
 LINK_REVOKED = "This link was revoked: ask whoever runs the room server for a new one."
+"""The sentence of ``link_revoked``."""
 LINK_EXPIRED = "This link has expired: ask whoever runs the room server for a new one."
+"""The sentence of ``link_expired``."""
 INVITE_ONLY = (
     "This is a seat's invite: it only joins the seat, once (join_room); every other tool takes "
     "the your_link that join_room answered."
 )
+"""The sentence of ``invite_link``: an invite given to a tool other than ``join_room``."""
 
 
 def check_link(

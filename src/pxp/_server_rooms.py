@@ -11,6 +11,7 @@ A seat's view never carries the other seat's card body, links, or pending questi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -19,7 +20,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from ._brief import brief_markdown
 from ._ledger import verify_ledger
@@ -28,6 +29,7 @@ from ._room import MAX_CONTESTS_PER_SEAT, MAX_REJOINS_PER_SEAT, Room, format_tim
 from ._server_links import (
     UNKNOWN_LINK,
     LinkKind,
+    LinkRow,
     LinkStore,
     MemoryLinkStore,
     MintedLinks,
@@ -38,11 +40,12 @@ from ._server_links import (
     token_digest,
 )
 from ._server_views import agent_view, compact_envelope, status_word
-from ._store import MemoryRoomStore, RoomStore
+from ._store import LinkWrite, MemoryRoomStore, RoomStore
 from .errors import PxpError
 
 __all__ = [
     "DEFAULT_LINK_TTL",
+    "JOIN_RETRY_WINDOW",
     "MAX_AGENTS_PER_SEAT",
     "MAX_CONTESTS_PER_SEAT",
     "Joined",
@@ -57,17 +60,69 @@ _SAVE_TRIES = 3
 ``store_conflict`` on to the caller (**ours**, review pg2 #1)."""
 _log = logging.getLogger("pxp.server")
 _MAX_TEXT = 4000
-# Each new agent name in a seat appends a ledger entry, and every request re-reads and
-# re-verifies the whole ledger, so a seat may change agents only this often.
 MAX_AGENTS_PER_SEAT = 16
+"""How many agents may sit in one seat over a room's life (``agent_limit`` after that):
+each new agent appends a ledger entry, and every request re-verifies the whole ledger."""
 _CONTESTED = (
     "seat {seat}'s invite was spent when an agent joined the seat with it. Nobody can tell "
     "which agent acts for seat {seat}'s principal, so the room has ended if it was still "
     "running, and its ledger and brief record both joins; to negotiate, open a new room and "
     "send its invite only to the counterpart."
 )
+_RETRIED = (
+    "This answers your join again (same join_id): the seat link and page link of any earlier "
+    "answer to it no longer work; use these."
+)
 DEFAULT_LINK_TTL = timedelta(days=30)
 """How long a link works after it is issued, unless the service is told otherwise."""
+
+JOIN_RETRY_WINDOW = timedelta(minutes=2)
+"""How long after its join an agent may present the spent invite again as a retry of that
+join, whose answer it lost (**ours**, review i25b #5; :meth:`RoomService.join`)."""
+
+_KIND: dict[str, LinkKind] = {"seat": "seat", "principal": "principal", "invite": "invite"}
+
+
+def _kind(kind: str) -> LinkKind:
+    return _KIND[kind]
+
+
+def _join_digest(join_id: object) -> str | None:
+    """The digest kept for a join's ``join_id`` (``None``: no retry possible)."""
+    if join_id is None:
+        return None
+    if not isinstance(join_id, str) or not 16 <= len(join_id) <= 200:
+        raise PxpError("argument_invalid", "join_id must be a string of 16 to 200 characters")
+    return hashlib.sha256(("pxp-join:" + join_id).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _parse_time(at: str) -> datetime:
+    """A ledger time (``format_time`` text) as an aware datetime."""
+    return datetime.strptime(at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def _joint_save(
+    rooms: RoomStore, links: LinkStore
+) -> Callable[[Room, list[LinkWrite]], list[bool]] | None:
+    """How to save a room and link rows in one transaction, when the two stores are one
+    database (one SQLite file, one PostgreSQL database); ``None`` when they are not."""
+    from ._postgres import PostgresLinkStore, PostgresRoomStore
+    from ._server_links import SqliteLinkStore
+    from ._store import SqliteRoomStore
+
+    joint = (
+        isinstance(rooms, SqliteRoomStore)
+        and isinstance(links, SqliteLinkStore)
+        and rooms._same_file(links._path)
+    ) or (
+        isinstance(rooms, PostgresRoomStore)
+        and isinstance(links, PostgresLinkStore)
+        and rooms._same_database(links._url)
+    )
+    if not joint:
+        return None
+    store = cast("SqliteRoomStore | PostgresRoomStore", rooms)
+    return lambda room, writes: store._write(room, new=False, links=writes)
 
 
 class Joined(NamedTuple):
@@ -198,6 +253,7 @@ class RoomService:
             raise PxpError("config_invalid", "link_ttl must be positive (None: links never expire)")
         self._link_ttl = link_ttl
         self._lock = threading.RLock()
+        self._joint = _joint_save(self._rooms, self._links)
 
     def grant(self, link: object, kind: LinkKind | tuple[LinkKind, ...]) -> SeatGrant:
         """Return the seat ``link`` opens as a link of ``kind`` (or of one of the kinds
@@ -207,20 +263,20 @@ class RoomService:
     def _expiry(self, now: datetime) -> str | None:
         return None if self._link_ttl is None else format_time(now + self._link_ttl)
 
-    def _write_link(
-        self, room_id: str, seat: str, kind: LinkKind, token: str, now: datetime, issued_at: int
-    ) -> bool:
-        """Store a late-issued link of ``kind``, conditional on ``issued_at``, the ledger
-        entry that issued it: another process that issued later (and saved its room later)
-        keeps its link, so the link that works is the one the ledger issued last."""
-        return self._links.set_link(
-            room_id,
-            seat,
-            kind,
-            token_digest(token),
-            expires_at=self._expiry(now),
-            issued_at=issued_at,
-        )
+    def _link_write(
+        self,
+        seat: str,
+        kind: LinkKind,
+        token: str,
+        now: datetime,
+        issued_at: int,
+        joined_by: str | None = None,
+    ) -> LinkWrite:
+        """A late-issued link of ``kind`` to store with the room's save, conditional on
+        ``issued_at``, the ledger entry that issued it: another process that issued later
+        (and saved its room later) keeps its link, so the link that works is the one the
+        ledger issued last."""
+        return (seat, kind, token_digest(token), self._expiry(now), issued_at, joined_by)
 
     # ------------------------------------------------------------------ storage
 
@@ -233,27 +289,113 @@ class RoomService:
             raise
 
     def _act(self, room_id: str, action: Callable[[Room], _T]) -> tuple[Room, _T]:
-        """Load, apply ``action``, save; a refused action saves nothing.
+        """Load, apply ``action``, save; a refused action saves nothing (see
+        :meth:`_act_linked`, which this is without link writes)."""
+        room, out, _ = self._act_linked(room_id, action, None)
+        return room, out
+
+    def _act_linked(
+        self,
+        room_id: str,
+        action: Callable[[Room], _T],
+        links: Callable[[Room, _T], list[LinkWrite]] | None,
+    ) -> tuple[Room, _T, list[bool]]:
+        """Load, apply ``action``, save the room together with the link rows ``links``
+        derives from the outcome; return the room, the outcome and which rows were written
+        (a row another process issued later is kept). A refused action saves nothing.
 
         **Ours** (review pg2 #1): a save refused ``store_conflict`` because another
         replica saved the room in between is redone on a fresh load, at most
-        ``_SAVE_TRIES`` times in all. ``action`` only changes the room object it is given
-        (what it does outside, such as writing a link digest, its caller does after), so
-        redoing it is what the caller calling again would do; the action may now be
+        ``_SAVE_TRIES`` times in all. ``action`` only changes the room object it is given,
+        so redoing it is what the caller calling again would do; the action may now be
         refused by the room as it stands (``not_your_turn``), which is the answer.
+
+        **Ours** (review i25b #4): the room and its links are saved all or nothing
+        (:meth:`_save`).
         """
         with self._lock:
             for attempt in range(1, _SAVE_TRIES + 1):
                 room = self._load(room_id)
                 out = action(room)
+                writes = links(room, out) if links is not None else []
                 try:
-                    self._rooms.save(room)
+                    written = self._save(room, writes)
                 except PxpError as exc:
                     if exc.code == "store_conflict" and attempt < _SAVE_TRIES:
                         continue
                     raise
-                return room, out
+                return room, out, written
             raise AssertionError("unreachable")  # pragma: no cover
+
+    def _save(self, room: Room, writes: list[LinkWrite]) -> list[bool]:
+        """Save ``room`` and write the link rows ``writes``, all or nothing.
+
+        Where the room and link stores are one database (one SQLite file, one PostgreSQL
+        database: what :func:`~pxp.server.sqlite_service` and
+        :func:`~pxp.server.service_for_url` build), both go in one transaction. Otherwise
+        the links are written first and, if anything after fails (the room's save
+        included), put back as they were: a link nobody has seen is revoked, a replaced
+        one restored."""
+        if not writes:
+            self._rooms.save(room)
+            return []
+        if self._joint is not None:
+            return self._joint(room, writes)
+        before = {(r.seat, r.kind): r for r in self._links.rows(room.id)}
+        done: list[tuple[str, LinkKind, str]] = []
+        try:
+            written = []
+            for seat, kind, digest, expires_at, issued_at, joined_by in writes:
+                kind = _kind(kind)
+                ok = self._links.set_link(
+                    room.id,
+                    seat,
+                    kind,
+                    digest,
+                    expires_at=expires_at,
+                    issued_at=issued_at,
+                    joined_by=joined_by,
+                )
+                written.append(ok)
+                if ok:
+                    done.append((seat, kind, digest))
+            self._rooms.save(room)
+        except BaseException:
+            self._put_back(room.id, before, done)
+            raise
+        return written
+
+    def _put_back(
+        self,
+        room_id: str,
+        before: dict[tuple[str, LinkKind], LinkRow],
+        done: list[tuple[str, LinkKind, str]],
+    ) -> None:
+        """The compensating step of :meth:`_save`: each link row this call wrote is put
+        back as it was, with its ``issued_at`` and ``joined_by``, while it is still the row
+        this call wrote (a later issue by another process is left alone). A row that did
+        not exist, or was revoked, is revoked: its secret was never shown, and a revoked
+        row never becomes live in between."""
+        for seat, kind, digest in done:
+            now = {(r.seat, r.kind): r for r in self._links.rows(room_id)}.get((seat, kind))
+            if now is None or now.digest != digest:
+                continue  # another process wrote it since: its row, not ours
+            old = before.get((seat, kind))
+            restored = (
+                old is not None
+                and not old.revoked
+                and self._links.set_link(
+                    room_id,
+                    seat,
+                    kind,
+                    old.digest,
+                    expires_at=old.expires_at,
+                    issued_at=old.issued_at,
+                    joined_by=old.joined_by,
+                )
+            )
+            if not restored:
+                self._links.revoke(room_id, seat=seat, kind=kind)
 
     # ------------------------------------------------------------------ actions
 
@@ -334,7 +476,7 @@ class RoomService:
             self._links.add_room(room.id, made.digests(), expires_at=self._expiry(self._clock()))
         return made
 
-    def join(self, seat: SeatGrant, agent_name: str) -> Joined:
+    def join(self, seat: SeatGrant, agent_name: str, *, join_id: str | None = None) -> Joined:
         """Record which agent sits in the seat (ledger ``agent_joined``); see :class:`Joined`.
 
         **Seat B's invite** (``seat.kind == "invite"``) joins the seat once: the first join
@@ -345,21 +487,36 @@ class RoomService:
         ``seat_contested``: the invite went through the other side, so nobody can tell which
         agent is the seat principal's, and neither may go on silently.
 
+        **Ours (review i25b #5): an honest retry.** ``join_id`` is a secret the joining agent
+        chose (16 to 200 characters; only its digest is kept, with the seat link the join
+        mints). The invite presented again with the same ``join_id`` and agent name, within
+        :data:`JOIN_RETRY_WINDOW` of the join, while that agent holds the seat and neither
+        the seat link nor the page issued to it was revoked or expired, is the retry of a
+        join whose answer was lost: it is answered again with a fresh seat link and page
+        link in place of the lost ones (which stop working; the notice says so), and the
+        ledger gains nothing. The invite passed through the other side, but the
+        ``join_id`` never did, so anyone else still contests.
+
         **A seat link** admits one agent: a later join under another name is refused
         (``seat_taken``), the same name again changes nothing. Seat A's principal link,
         handed out by ``create_room``, passes to the first agent that joins A; a seat link
         joining a seat with no principal link yet (an imported room) issues one. Only the
         operator re-issues a principal link (:meth:`reissue_principal_link`). The agent
-        name is kept as :func:`agent_display_name` gives it.
+        name is kept as :func:`agent_display_name` gives it. The room and the links this
+        join issues are saved all or nothing (:meth:`_save`).
         """
         agent = agent_display_name(_text(agent_name, "agent_name", limit=200))
         now = self._clock()
         token = mint_token(self._random)
         seat_token = mint_token(self._random) if seat.kind == "invite" else None
+        joiner = _join_digest(join_id)
 
         def act(room: Room) -> tuple[str, int | None, int | None]:
             current = room.agent(seat.seat)
             if seat.kind == "invite" and current is not None:
+                retried = self._retried(room, seat.seat, agent, joiner, now)
+                if retried is not None:
+                    return "retried", *retried
                 if len(room.contests(seat.seat)) < MAX_CONTESTS_PER_SEAT:
                     room.contest(seat.seat, agent=agent, now=now)
                 return "contested", None, None
@@ -386,8 +543,21 @@ class RoomService:
                 return "joined", None, joined_at
             return "joined", room.issue_principal_link(seat.seat, agent=agent, now=now), joined_at
 
+        def links(room: Room, out: tuple[str, int | None, int | None]) -> list[LinkWrite]:
+            _, issued_at, joined_at = out
+            writes = []
+            if seat_token is not None and joined_at is not None:
+                # the invite is spent: the agent that joined gets the seat's own link
+                writes.append(
+                    self._link_write(seat.seat, "seat", seat_token, now, joined_at, joiner)
+                )
+            if issued_at is not None:
+                writes.append(self._link_write(seat.seat, "principal", token, now, issued_at))
+            return writes
+
         with self._lock:
-            room, (outcome, issued_at, joined_at) = self._act(seat.room_id, act)
+            room, out, written = self._act_linked(seat.room_id, act, links)
+            outcome, issued_at, joined_at = out
             if outcome == "contested":
                 raise PxpError("seat_contested", _CONTESTED.format(seat=seat.seat))
             if outcome == "taken":
@@ -396,21 +566,47 @@ class RoomService:
                     f"seat {seat.seat} is held by another agent (this join is recorded in the "
                     "ledger and the brief); its principal can release it on their page",
                 )
-            # the invite is spent: the agent that joined gets the seat's own link
-            seat_link = (
-                seat_token
-                if seat_token is not None
-                and joined_at is not None
-                and self._write_link(seat.room_id, seat.seat, "seat", seat_token, now, joined_at)
-                else None
-            )
-            page = (
-                token
-                if issued_at is not None
-                and self._write_link(seat.room_id, seat.seat, "principal", token, now, issued_at)
-                else None
-            )
-        return Joined(self._view(room, seat.seat), page, seat_link, _notice(room, seat.seat))
+        stored = iter(written)
+        seat_link = (
+            seat_token
+            if seat_token is not None and joined_at is not None and next(stored)
+            else None
+        )
+        page = token if issued_at is not None and next(stored) else None
+        notice = _RETRIED if outcome == "retried" else _notice(room, seat.seat)
+        return Joined(self._view(room, seat.seat), page, seat_link, notice)
+
+    def _retried(
+        self, room: Room, seat: str, agent: str, joiner: str | None, now: datetime
+    ) -> tuple[int | None, int] | None:
+        """``(principal link entry or None, join entry)`` when an invite presented again is
+        the retry of the join that spent it (see :meth:`join`), else ``None``."""
+        if joiner is None or room.agent(seat) != agent:
+            return None
+        at = format_time(now)
+        rows = {r.kind: r for r in self._links.rows(room.id) if r.seat == seat}
+
+        def dead(row: LinkRow) -> bool:  # revoked (by the operator, a release) or expired
+            return row.revoked or (row.expires_at is not None and at >= row.expires_at)
+
+        row = rows.get("seat")
+        if row is None or dead(row) or row.joined_by != joiner or row.issued_at is None:
+            return None
+        joined = room.ledger[row.issued_at - 1] if 0 < row.issued_at <= len(room.ledger) else None
+        if (
+            joined is None
+            or joined.type != "agent_joined"
+            or joined.data.get("seat") != seat
+            or joined.data.get("agent") != agent
+            or not timedelta(0) <= now - _parse_time(joined.at) <= JOIN_RETRY_WINDOW
+        ):
+            return None
+        link = room.principal_link(seat)
+        issued = link["issued_at"] if link is not None and link["agent"] == agent else None
+        page = rows.get("principal")
+        if issued is not None and (page is None or page.issued_at != issued or dead(page)):
+            return None  # the page issued at that join was revoked or replaced since
+        return issued, row.issued_at
 
     def reissue_principal_link(self, room_id: str, seat: str) -> str:
         """Issue ``seat``'s principal link afresh (the operator's command); return its secret.
@@ -426,10 +622,11 @@ class RoomService:
         def act(room: Room) -> int:
             return room.issue_principal_link(seat, agent=None, now=now)
 
-        with self._lock:
-            _, issued_at = self._act(room_id, act)
-            written = self._write_link(room_id, seat, "principal", token, now, issued_at)
-        if not written:
+        def links(room: Room, issued_at: int) -> list[LinkWrite]:
+            return [self._link_write(seat, "principal", token, now, issued_at)]
+
+        _, _, written = self._act_linked(room_id, act, links)
+        if not written[0]:
             raise PxpError(
                 "store_conflict", "another process issued this seat's principal link since"
             )
@@ -469,10 +666,21 @@ class RoomService:
             if free:
                 # released before, and the invite shown then was lost: issue it again (the
                 # one shown before stops working); the release is in the ledger already
-                released_at = len(held.ledger)
+                written = self._links.set_link(
+                    seat.room_id,
+                    seat.seat,
+                    "invite",
+                    token_digest(token),
+                    expires_at=self._expiry(now),
+                    issued_at=len(held.ledger),
+                )
             else:
-                _, released_at = self._act(seat.room_id, act)
-            written = self._write_link(seat.room_id, seat.seat, "invite", token, now, released_at)
+                _, _, stored = self._act_linked(
+                    seat.room_id,
+                    act,
+                    lambda room, at: [self._link_write(seat.seat, "invite", token, now, at)],
+                )
+                written = stored[0]
         if not written:
             raise PxpError("store_conflict", "another process released this seat since")
         return token

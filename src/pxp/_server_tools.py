@@ -94,14 +94,18 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "join_room",
-        _obj({"link": _STR, "agent_name": _STR}, ["link"]),
+        # ours: join_id, an optional secret of the joining agent (a retry with it is answered
+        # again rather than contesting the seat, spec 9a)
+        _obj({"link": _STR, "agent_name": _STR, "join_id": _STR}, ["link"]),
         # ours: not idempotent, unlike the reference's hint: an invite joins once, and a
         # client retrying on the hint would contest its own seat
         {"idempotentHint": False, "openWorldHint": True},
         "Take your seat in a room with the link you were given, naming the agent that sits in "
         "it (recorded in the ledger). Returns the room as your seat sees it. An invite joins "
         "once: the answer's your_link is your seat link for every later call; presenting the "
-        "invite again contests the seat and ends the room.",
+        "invite again contests the seat and ends the room. To be able to retry a join whose "
+        "answer you lost, send a join_id of your own (16 to 200 random characters, never "
+        "shown to anyone) and the same join_id and agent_name again within two minutes.",
     ),
     ToolSpec(
         "seal_intent_card",

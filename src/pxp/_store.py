@@ -10,9 +10,11 @@ is SQLite-specific, so a shared database can serve the same interface.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -61,9 +63,12 @@ def _snapshot(room: Room) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _restore(snapshot: str, ledger: list[dict[str, Any]]) -> Room:
+    from ._export import import_room
+
     data = json.loads(snapshot)
     data["ledger"] = ledger
-    return Room.from_export(data)
+    # a stored room: the checks added since it was stored note it (spec section 8)
+    return import_room(Room, data, stored=True)
 
 
 def _utf8(text: str) -> bool:
@@ -227,6 +232,37 @@ _LINKS = (
 )
 
 
+LinkWrite = tuple[str, str, str, "str | None", "int | None", "str | None"]
+"""One link row to write with a room's save: ``(seat, kind, digest, expires_at, issued_at,
+joined_by)`` (see :meth:`pxp.server.LinkStore.set_link`)."""
+
+
+def set_link_row(db: sqlite3.Connection, room_id: str, write: LinkWrite) -> bool:
+    """Write one link row of a known room inside the caller's transaction, unless the row
+    stored was issued at a later ledger entry; return whether it was written."""
+    seat, kind, digest, expires_at, issued_at, joined_by = write
+    known = db.execute("SELECT 1 FROM pxp_server_links WHERE room_id = ?", (room_id,)).fetchone()
+    stored = db.execute(
+        "SELECT issued_at FROM pxp_server_links WHERE room_id = ? AND seat = ? AND kind = ?",
+        (room_id, seat, kind),
+    ).fetchone()
+    later = (
+        issued_at is not None
+        and stored is not None
+        and stored[0] is not None
+        and int(stored[0]) > issued_at
+    )
+    if known is None or later:
+        return False
+    db.execute(
+        "INSERT OR REPLACE INTO pxp_server_links"
+        " (room_id, seat, kind, digest, expires_at, revoked, issued_at, joined_by)"
+        " VALUES (?,?,?,?,?,0,?,?)",
+        (room_id, seat, kind, digest, expires_at, issued_at, joined_by),
+    )
+    return True
+
+
 def _link_columns(db: sqlite3.Connection) -> None:
     """Add the link columns a file of an earlier layout lacks (each in its turn)."""
     have = {row[1] for row in db.execute("PRAGMA table_info(pxp_server_links)")}
@@ -238,17 +274,26 @@ def _link_columns(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE pxp_server_links ADD COLUMN issued_at INTEGER")
 
 
+def _joined_by_column(db: sqlite3.Connection) -> None:
+    """Version 2: who joined with a seat link's invite (a digest of its agent key)."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(pxp_server_links)")}
+    if "joined_by" not in have:
+        db.execute("ALTER TABLE pxp_server_links ADD COLUMN joined_by TEXT")
+
+
 SQLITE_MIGRATIONS: list[list[Any]] = [
     [
         *(statement.strip() for statement in _SCHEMA.split(";\n") if statement.strip()),
         _LINKS,
         _link_columns,
     ],
+    [_joined_by_column],
 ]
 """The ordered migrations of a PXP SQLite file (rooms, ledgers, seat tokens and the
 server's link digests: one store, ``pxp``, recorded in ``PRAGMA user_version``). Version 1
 is the layout before versions were recorded; its steps are idempotent, so such a file,
-whichever of the earlier link columns it has, is adopted as it is."""
+whichever of the earlier link columns it has, is adopted as it is. Version 2 adds the link
+column ``joined_by`` (**ours**, review i25b #5: an honest join retry)."""
 
 
 def open_sqlite(path: str | Path) -> sqlite3.Connection:
@@ -278,6 +323,7 @@ class SqliteRoomStore:
 
     def __init__(self, path: str | Path) -> None:
         self._lock = threading.Lock()
+        self._path = str(path)
         self._db = open_sqlite(path)
         self._db.execute("PRAGMA foreign_keys = ON")
         self._bases = _Bases()
@@ -287,8 +333,11 @@ class SqliteRoomStore:
         with self._lock:
             self._db.close()
 
-    def _write(self, room: Room, *, new: bool) -> None:
+    def _write(self, room: Room, *, new: bool, links: Sequence[LinkWrite] = ()) -> list[bool]:
+        """Create or save ``room``, and write ``links`` (rows of the server's link table in
+        this same file) in the same transaction: all of it, or nothing."""
         snapshot, ledger = _snapshot(room)
+        written: list[bool] = []
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -341,11 +390,17 @@ class SqliteRoomStore:
                             "VALUES (?, ?, ?)",
                             (token, room.id, seat),
                         )
+                written = [set_link_row(self._db, room.id, write) for write in links]
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._bases.remember(room, snapshot)
+        return written
+
+    def _same_file(self, path: str | Path) -> bool:
+        """Whether ``path`` names this store's file (so its writes can share a transaction)."""
+        return self._path != ":memory:" and os.path.realpath(self._path) == os.path.realpath(path)
 
     def create(self, room: Room) -> None:
         """Store a new room."""

@@ -128,6 +128,19 @@ CODES = CodeTable(
         Code("seat_contested", _P, "server", "The seat was contested; the room has ended."),
         Code("agent_limit", _P, "server", "The seat has seen as many agents as it may."),
         Code("builtin_unavailable", _P, "server", "The server has no built-in counterpart proxy."),
+        Code("link_required", _P, "server", "get_brief was called without a seat link."),
+        Code(
+            "wait_invalid",
+            _P,
+            "server",
+            "wait_for_turn's timeout_seconds is not a number from 1 to the server's maximum.",
+        ),
+        Code(
+            "wait_limit",
+            _P,
+            "server",
+            "A signed-in agent key already has as many wait_for_turn calls waiting as it may.",
+        ),
     ],
 )
 """Every code :mod:`pxp` raises: kind, stage and meaning (``docs/codes/pxp.md``)."""

@@ -21,24 +21,36 @@ from pathlib import Path
 
 from ._mcp_server import SIGN_IN_REFUSAL, ServerConfig, create_app, create_mcp_server
 from ._server_links import (
+    INVITE_ONLY,
+    LINK_EXPIRED,
+    LINK_REVOKED,
     UNKNOWN_LINK,
     LinkStore,
     MemoryLinkStore,
+    MintedLinks,
     SeatGrant,
     SqliteLinkStore,
     check_link,
+    mint_links,
+    parse_link,
 )
-from ._server_rooms import DEFAULT_LINK_TTL, RoomService
+from ._server_rooms import DEFAULT_LINK_TTL, JOIN_RETRY_WINDOW, MAX_AGENTS_PER_SEAT, RoomService
 from ._server_tools import TOOL_SPECS, ToolSpec
 from ._store import SqliteRoomStore
 from .errors import PxpError
 
 __all__ = [
+    "INVITE_ONLY",
+    "JOIN_RETRY_WINDOW",
+    "LINK_EXPIRED",
+    "LINK_REVOKED",
+    "MAX_AGENTS_PER_SEAT",
     "SIGN_IN_REFUSAL",
     "TOOL_SPECS",
     "UNKNOWN_LINK",
     "LinkStore",
     "MemoryLinkStore",
+    "MintedLinks",
     "RoomService",
     "SeatGrant",
     "ServerConfig",
@@ -47,6 +59,8 @@ __all__ = [
     "check_link",
     "create_app",
     "create_mcp_server",
+    "mint_links",
+    "parse_link",
     "serve",
     "service_for_url",
     "sqlite_service",
@@ -106,7 +120,7 @@ def service_for_url(
         rooms: RoomStore = MemoryRoomStore()
         links: LinkStore = MemoryLinkStore()
     else:
-        from ._postgres import PostgresLinkStore, PostgresRoomStore
+        from .postgres import PostgresLinkStore, PostgresRoomStore
 
         rooms, links = PostgresRoomStore(found.dsn), PostgresLinkStore(found.dsn)
     return RoomService(

@@ -196,7 +196,7 @@ def test_the_public_api_raises_the_code_with_the_class_its_kind_names(code: str)
 
 
 def test_every_code_in_the_table_is_raised_by_a_vector_or_a_test_here() -> None:
-    here = set(TRIGGERS) | set(SERVED) | set(CLI) | {"ledger_invalid"}  # LedgerError: below
+    here = set(TRIGGERS) | set(SERVED) | set(CLI) | set(MCP) | {"ledger_invalid"}  # LedgerError
     assert set(CODES) - vector_codes("pxp") - here == set()
 
 
@@ -363,3 +363,48 @@ def test_checks_return_the_verified_value() -> None:
     assert pxp.validate_envelope(envelope) == envelope
     sealed = pxp.seal_card(CARD_A)
     assert sealed.hash == pxp.card_hash(sealed.card)
+
+
+# codes only the MCP tools raise, over a real server on loopback
+MCP = ("link_required", "wait_invalid", "wait_limit")
+
+
+def test_the_mcp_tools_raise_their_codes() -> None:
+    import asyncio
+
+    pytest.importorskip("mcp", reason="the MCP server needs principal-protocols[mcp]")
+    pytest.importorskip("uvicorn", reason="the MCP server needs principal-protocols[http]")
+    from pxp.server import ServerConfig, create_app
+
+    from ._mcp_harness import free_socket, mcp_client, refused, running
+
+    key = "agent-key-" + "7" * 20
+    sock = free_socket()
+    config = ServerConfig(
+        public_url=f"http://127.0.0.1:{sock.getsockname()[1]}",
+        agent_keys=(key,),
+        max_waiters_per_client=1,
+    )
+    headers = {"Authorization": f"Bearer {key}"}
+
+    async def go(base: str) -> None:
+        async with mcp_client(base, headers=headers) as a, mcp_client(base, headers=headers) as b:
+            created = await a.call_tool(
+                "create_room", {"topic": "t", "your_principal": "A", "counterpart": "B"}
+            )
+            link = json.loads(created.content[0].text)["your_link"]  # type: ignore[union-attr]
+            assert "link_required:" in await refused(a, "get_brief", {})
+            waits = {"link": link, "timeout_seconds": 0}
+            assert "wait_invalid:" in await refused(a, "wait_for_turn", waits)
+            # with seat A's card sealed it is the other side's move: a wait holds its place
+            await a.call_tool("seal_intent_card", {"link": link, "card": CARD_A})
+            held = asyncio.create_task(
+                a.call_tool("wait_for_turn", {"link": link, "timeout_seconds": 3})
+            )
+            await asyncio.sleep(0.5)
+            waits = {"link": link, "timeout_seconds": 3}
+            assert "wait_limit:" in await refused(b, "wait_for_turn", waits)
+            await held
+
+    with running(create_app(RoomService(), config), sock) as base:
+        asyncio.run(go(base))

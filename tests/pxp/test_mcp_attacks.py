@@ -2,6 +2,13 @@
 
 A real uvicorn on 127.0.0.1 (ephemeral port), the MCP SDK's streamable-HTTP client as the
 proxies, real form posts as the principals, rooms and links in SQLite.
+
+Private imports: ``pxp._server_cli.server_config`` turns ``pxp serve``'s parsed argv into
+the server's configuration, driven in process (the CLI's public contract is its argv; no
+public cli module, by decision); ``pxp._mcp_server._HostGuard`` and
+``pxp._server_web.origin_allowed`` are given Host and Origin values with Unicode digits
+(``²``, Arabic-Indic digits) that an HTTP client will not put on the wire, so the checks
+are called directly.
 """
 
 from __future__ import annotations
@@ -12,7 +19,6 @@ import contextlib
 import html
 import json
 import re
-import secrets
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,12 +30,10 @@ from mcp import Client
 
 from pxp import SqliteRoomStore
 from pxp._server_cli import server_config
-from pxp._server_links import mint_links
-from pxp._server_rooms import MAX_AGENTS_PER_SEAT
 from pxp.rules import MAX_REJOINS_PER_SEAT
 from pxp.server import (
+    MAX_AGENTS_PER_SEAT,
     SIGN_IN_REFUSAL,
-    MemoryLinkStore,
     RoomService,
     SeatGrant,
     ServerConfig,
@@ -197,21 +201,6 @@ def test_create_room_hands_the_creator_only_its_own_page(tmp_path: Path) -> None
 
     with server(service) as base:
         asyncio.run(go(base))
-
-
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_a_late_link_is_minted_at_most_once(tmp_path: Path, kind: str) -> None:
-    store = MemoryLinkStore() if kind == "memory" else SqliteLinkStore(tmp_path / "l.sqlite")
-    made = mint_links(secrets.token_bytes)
-    assert not store.add_link(made.room_id, "B", "principal", "0" * 64)  # unknown room
-    store.add_room(made.room_id, {("A", "seat"): "1" * 64})
-    assert store.add_link(made.room_id, "B", "principal", "2" * 64)
-    assert not store.add_link(made.room_id, "B", "principal", "3" * 64)
-    assert not store.add_link(made.room_id, "A", "seat", "4" * 64)
-    assert store.room_digests(made.room_id) == {
-        ("A", "seat"): "1" * 64,
-        ("B", "principal"): "2" * 64,
-    }
 
 
 # --- the brief never quotes the other side's card -----------------------------------------

@@ -13,6 +13,7 @@ import copy
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -305,30 +306,6 @@ def test_a_laundered_origin_is_held_assumed_and_noted() -> None:
     assert any("A1.1 would be stored assumed" in n["flag"] for n in again.import_notes)
 
 
-def test_an_agreement_enforcement_would_record_as_continue_is_noted() -> None:
-    """Review i25 #4: an agree over the seat's own must_never, its flag sentence kept."""
-    now = _clock()
-    room = pxp.Room.open("van-4", topic="Van", now=now())
-    room.seal("A", CARD_A, now=now())
-    room.seal("B", {**CARD_B, "must_never": ["Pay in cash"]}, now=now())
-    offer = {"terms": ["5500 EUR, pay in cash"]}
-    room.send("A", {"message": "m", "status": "continue", "proposal": offer}, now=now())
-    room.send("B", {"message": "ok", "status": "agree"}, now=now())
-    assert room.status == "active"
-    export = room.export()
-    accepts = {"seq": 1, "proposal_hash": pxp.proposal_hash(offer["terms"])}
-
-    def agree(env: dict[str, Any]) -> None:
-        env.update({"status": "agree", "accepts": accepts})
-
-    _reenvelope(export, 2, agree)
-    data = {"proposal_hash": accepts["proposal_hash"], "proposed_by": "A", "accepted_by": "B"}
-    export["ledger"].append({"type": "agreement", "at": export["ledger"][-1]["at"], "data": data})
-    _rechain(export["ledger"])
-    again = pxp.Room.from_export(export)
-    assert any("recorded as continue here, not agree" in n["flag"] for n in again.import_notes)
-
-
 def test_apply_refuses_an_envelope_whose_seq_is_not_the_entrys() -> None:
     room, _ = _agreed()
     env = room.envelopes[0]
@@ -339,7 +316,7 @@ def test_apply_refuses_an_envelope_whose_seq_is_not_the_entrys() -> None:
     env["seq"] = 5
     data = {"seq": 1, "seat": "A", "status": "continue", "envelope_hash": pxp.envelope_hash(env)}
     with pytest.raises(pxp.PxpProtocolError) as caught:
-        fresh.apply({"type": "envelope", "at": "t", "data": data}, env)
+        fresh.apply({"type": "envelope", "at": room.ledger[4].at, "data": data}, env)
     assert (caught.value.code, caught.value.reason) == ("import_invalid", "envelope")
 
 
@@ -375,7 +352,7 @@ def test_a_ledger_nested_too_deeply_is_a_ledger_error() -> None:
 def test_the_room_owns_the_data_it_appends() -> None:
     room = pxp.Room.open("van-6", topic="Van", now=datetime(2026, 1, 1, tzinfo=UTC))
     data = {"seat": "A", "agent": "alpha", "mode": "external"}
-    room.apply({"type": "agent_joined", "at": "t", "data": data})
+    room.apply({"type": "agent_joined", "at": room.ledger[0].at, "data": data})
     data["agent"] = "mallory"
     assert room.ledger[-1].data["agent"] == "alpha"
     pxp.verify_ledger(room.ledger.to_json())
@@ -386,3 +363,249 @@ def test_a_ledger_of_entry_objects_imports_as_its_json_does() -> None:
     export = room.export()
     export["ledger"] = list(room.ledger.entries)
     assert pxp.Room.from_export(export).head == room.head
+
+
+# ------------------------------------------------------------------ review i25b: one answer
+
+
+def _offer_room(card_b: dict[str, Any] | None = None) -> tuple[pxp.Room, dict[str, Any]]:
+    """Seat A offers 5500 EUR, resting on its claim A1.1; seat B has not answered yet."""
+    now = _clock()
+    room = pxp.Room.open("van-7", topic="Van", now=now())
+    room.seal("A", CARD_A, now=now())
+    room.seal("B", card_b or CARD_B, now=now())
+    claim = {"text": "The van was serviced", "origin": "assumed"}
+    offer = {"terms": ["5500 EUR, pay in cash"], "depends_on": ["new1"]}
+    room.send(
+        "A", {"message": "m", "status": "continue", "claims": [claim], "proposal": offer}, now=now()
+    )
+    return room, {"seq": 1, "proposal_hash": pxp.proposal_hash(offer["terms"])}
+
+
+def _forge_agreement(
+    room: pxp.Room, accepts: dict[str, Any], change: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """Seat B's envelope 2 rewritten to agree (``change`` shapes it), then the agreement
+    entry: a re-chained forgery, checked without a head."""
+    export = room.export()
+
+    def agree(env: dict[str, Any]) -> None:
+        env.pop("protocol_flags", None)
+        env.update({"status": "agree", "accepts": accepts})
+        change(env)
+
+    _reenvelope(export, 2, agree)
+    data = {"proposal_hash": accepts["proposal_hash"], "proposed_by": "A", "accepted_by": "B"}
+    export["ledger"].append({"type": "agreement", "at": export["ledger"][-1]["at"], "data": data})
+    _rechain(export["ledger"])
+    return export
+
+
+ALL_REVIEWED = [{"claim_id": "A1.1", "verdict": "accept"}]
+
+
+def test_an_agreement_over_the_accepting_seats_must_never_is_refused() -> None:
+    """Live, seat B agreeing to a term its card forbids is recorded as continue (flag
+    agree_must_never): an export that shows it agreed reaches no agreement either."""
+    room, accepts = _offer_room({**CARD_B, "must_never": ["Pay in cash"]})
+    live = room.send("B", {"message": "ok", "status": "agree", "reviews": ALL_REVIEWED}, now=_now())
+    assert live.status == "active"
+    forged = _forge_agreement(room, accepts, lambda env: None)
+    assert _refusal(forged) == ("import_invalid", "agreement_withheld")
+
+
+def test_an_agreement_carrying_its_own_counter_proposal_is_refused() -> None:
+    room, accepts = _offer_room()
+    counter = {"terms": ["5000 EUR"], "depends_on": []}
+    draft = {"message": "ok", "status": "agree", "reviews": ALL_REVIEWED, "proposal": counter}
+    assert room.send("B", draft, now=_now()).status == "active"
+
+    def counter_offer(env: dict[str, Any]) -> None:
+        env["proposal"] = counter
+        env["proposal_hash"] = pxp.proposal_hash(counter["terms"])
+
+    # the envelope's own shape refuses it (an agree carries no proposal)
+    assert _refusal(_forge_agreement(room, accepts, counter_offer)) == (
+        "import_invalid",
+        "envelope",
+    )
+
+
+def test_an_agreement_resting_on_a_claim_it_never_reviewed_is_refused() -> None:
+    """Live, a claim of the other side left unreviewed is recorded as challenged, and an
+    agree whose proposal rests on it is withheld: the export that omits the review (so
+    no dispute shows in it) is refused too."""
+    room, accepts = _offer_room()
+    assert room.send("B", {"message": "ok", "status": "agree"}, now=_now()).status == "active"
+    unreviewed = _forge_agreement(room, accepts, lambda env: env.__setitem__("reviews", []))
+    assert _refusal(unreviewed) == ("import_invalid", "agreement_withheld")
+    reviewed = _forge_agreement(room, accepts, lambda env: env.__setitem__("reviews", ALL_REVIEWED))
+    assert pxp.Room.from_export(reviewed).status == "agreed"  # the honest agreement imports
+
+
+def test_a_proposal_live_play_would_not_record_is_not_held_and_cannot_be_agreed() -> None:
+    """Seat A proposes a term its own card forbids: live, the proposal is not recorded.
+    An export whose envelope carries it anyway (flag dropped) imports with the proposal
+    not held, noted, and seat B's agreement to it is refused."""
+    now = _clock()
+    room = pxp.Room.open("van-8", topic="Van", now=now())
+    room.seal("A", {**CARD_A, "must_never": ["Pay in cash"]}, now=now())
+    room.seal("B", CARD_B, now=now())
+    offer = {"terms": ["5500 EUR, pay in cash"], "depends_on": []}
+    sent = room.send("A", {"message": "m", "status": "continue", "proposal": offer}, now=now())
+    assert "proposal" not in sent.envelope
+    room.send("B", {"message": "hm", "status": "continue"}, now=now())
+    export = room.export()
+
+    def propose(env: dict[str, Any]) -> None:
+        env.pop("protocol_flags")
+        env["proposal"], env["proposal_hash"] = offer, pxp.proposal_hash(offer["terms"])
+
+    _reenvelope(export, 1, propose)
+    held = pxp.Room.from_export(copy.deepcopy(export))
+    assert held.view("B").other_proposal is None
+    assert any("proposal of envelope 1" in n["flag"] for n in held.import_notes)
+    accepts = {"seq": 1, "proposal_hash": pxp.proposal_hash(offer["terms"])}
+    forged = _forge_agreement(held, accepts, lambda env: None)
+    assert _refusal(forged) == ("import_invalid", "agreement")
+
+
+_T = [datetime(2026, 1, 2, tzinfo=UTC)]
+
+
+def _now() -> datetime:
+    _T[0] += timedelta(seconds=1)
+    return _T[0]
+
+
+# ------------------------------------------------------------------ review i25b: max_turns
+
+
+def test_the_turn_limit_is_in_the_ledger_and_an_export_cannot_change_it() -> None:
+    now = _clock()
+    room = pxp.Room.open("van-9", topic="Van", now=now(), max_turns=4)
+    assert dict(room.ledger[0].data) == {"topic": "Van", "protocol": "PXP/0", "max_turns": 4}
+    export = room.export()
+    export["maxTurns"] = 40
+    assert _refusal(export) == ("import_invalid", "max_turns")
+    del export["maxTurns"]  # an export without it takes the ledger's
+    assert pxp.Room.from_export(export).max_turns == 4
+    forged = room.export()
+    forged["ledger"][0]["data"]["max_turns"] = 40  # the chain breaks at entry 0
+    with pytest.raises(pxp.errors.LedgerError) as caught:
+        pxp.Room.from_export(forged)
+    assert (caught.value.reason, caught.value.index) == ("hash_mismatch", 0)
+
+
+@pytest.mark.parametrize("value", [1, 1001, "10", True, None])
+def test_a_turn_limit_live_play_cannot_open_with_is_refused(value: Any) -> None:
+    room = pxp.Room.open("van-10", topic="Van", now=datetime(2026, 1, 1, tzinfo=UTC))
+    export = room.export()
+    export["ledger"][0]["data"]["max_turns"] = value
+    export.pop("maxTurns")
+    _rechain(export["ledger"])
+    assert _refusal(export) == ("import_invalid", "max_turns")
+
+
+# ------------------------------------------------------------------ review i25b: entry form
+
+
+def _every_entry_type() -> list[pxp.Room]:
+    """Live rooms whose ledgers hold every entry type between them."""
+    now = _clock()
+    agreed = pxp.Room.open("forms-1", topic="Van", now=now())
+    agreed.join("A", agent="ana-agent", now=now())
+    agreed.issue_principal_link("A", agent="ana-agent", now=now())
+    agreed.rejoin("A", agent="ana-agent", now=now())
+    agreed.join("B", agent="bo-agent", now=now())
+    agreed.release("B", now=now())
+    agreed.seal("A", CARD_A, now=now())
+    agreed.seal("B", CARD_B, now=now(), via="mcp")
+    question = {"question": "May I?", "reason": "price"}
+    agreed.send("A", {"message": "q", "status": "escalate", "escalation": question}, now=now())
+    agreed.answer("A", "Yes.", now=now(), via="mcp")
+    offer = {"message": "5000?", "status": "continue", "proposal": {"terms": ["5000 EUR"]}}
+    agreed.send("A", offer, now=now())
+    agreed.send("B", {"message": "Yes", "status": "agree"}, now=now())
+    assert agreed.status == "agreed"
+    ended = pxp.Room.open("forms-2", topic="Van", now=now(), max_turns=2)
+    ended.seal("A", CARD_A, now=now())
+    ended.seal("B", CARD_B, now=now())
+    ended.send("A", {"message": "a", "status": "continue"}, now=now())
+    ended.send("B", {"message": "b", "status": "continue"}, now=now())
+    contested = pxp.Room.open("forms-3", topic="Van", now=now())
+    contested.join("B", agent="bo-agent", now=now())
+    contested.contest("B", agent="sneaky", now=now())
+    rooms = [agreed, ended, contested]
+    types = {e.type for r in rooms for e in r.ledger}
+    assert types >= set(pxp.ledger.ENTRY_TYPES) | {
+        "seat_contested",
+        "seat_released",
+        "seat_rejoined",
+    }
+    return rooms
+
+
+FIXED = {"room_opened": ("protocol", "PXP/1"), "principal_answer": ("speaker", "proxy")}
+"""Members live play always writes with one value, and a value it never writes."""
+
+
+def _set_member(entry: dict[str, Any], *, key: str, value: Any) -> None:
+    entry["data"][key] = value
+
+
+def _entry_cases() -> list[tuple[str, pxp.Room, int, Callable[[dict[str, Any]], None], str]]:
+    """One case per entry and mutation class, derived mechanically from live ledgers."""
+    cases: list[tuple[str, pxp.Room, int, Callable[[dict[str, Any]], None], str]] = []
+    times = [
+        "2026-01-01T00:00:01Z",  # no milliseconds
+        "2026-01-01T00:00:01.000+00:00",  # an offset, not Z
+        "2026-01-01 00:00:01.000Z",  # a space
+        "2026-02-30T00:00:01.000Z",  # no such day
+        "2026-01-01T00:00:01.000000Z",  # microseconds
+        "\u0662\u0660\u0662\u0666-01-01T00:00:01.000Z",  # a year in Arabic-Indic digits
+        "\uff12\uff10\uff12\uff16-01-01T00:00:01.000Z",  # a year in full-width digits
+        "",
+    ]
+    for room in _every_entry_type():
+        for i, entry in enumerate(room.ledger):
+            name = f"{room.id}-{i}-{entry.type}"
+            cases.append(
+                (
+                    f"{name}-extra",
+                    room,
+                    i,
+                    lambda e: e["data"].__setitem__("note", 1),
+                    "entry_members",
+                )
+            )
+            for t in times:
+                cases.append(
+                    (f"{name}-at-{t}", room, i, lambda e, t=t: e.__setitem__("at", t), "entry_time")
+                )
+            if entry.type in FIXED:
+                key, value = FIXED[entry.type]
+                change = partial(_set_member, key=key, value=value)
+                cases.append((f"{name}-{key}", room, i, change, "entry_value"))
+    return cases
+
+
+ENTRY_CASES = _entry_cases()
+
+
+@pytest.mark.parametrize(
+    ("room", "index", "change", "reason"),
+    [c[1:] for c in ENTRY_CASES],
+    ids=[c[0] for c in ENTRY_CASES],
+)
+def test_an_entry_live_play_could_not_have_written_is_refused(
+    room: pxp.Room, index: int, change: Callable[[dict[str, Any]], None], reason: str
+) -> None:
+    export = room.export()
+    assert pxp.Room.from_export(copy.deepcopy(export)).head == room.head  # the base imports
+    change(export["ledger"][index])
+    _rechain(export["ledger"])
+    with pytest.raises(pxp.PxpProtocolError) as caught:
+        pxp.Room.from_export(export)
+    assert (caught.value.code, caught.value.reason) == ("import_invalid", reason)
+    assert f"ledger entry {index} " in caught.value.message

@@ -1,4 +1,9 @@
-"""The pxp command line and the demo."""
+"""The pxp command line and the demo.
+
+Private imports: ``pxp._cli.main`` is the ``pxp`` command's in-process ``main(argv)``; the
+command's public contract is its argv, output and exit code, which these tests hold (no
+public cli module, by decision).
+"""
 
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ def test_an_imported_agreement_enforcement_would_refuse_is_refused(
     data = reference_room_agreed()
     change(data["envelopes"][2])
     if reason == "agreement" and data["envelopes"][2]["accepts"]["proposal_hash"] == "1" * 64:
-        data["ledger"][-2]["data"]["proposal_hash"] = "1" * 64
+        data["ledger"][-1]["data"]["proposal_hash"] = "1" * 64  # the agreement entry
     _rechain(data)
     pxp.verify_ledger(data["ledger"])  # the forged chain itself is consistent
     with pytest.raises(pxp.PxpError) as caught:
@@ -249,29 +249,41 @@ def test_an_import_refuses_an_envelope_where_an_escalation_entry_is_owed() -> No
     assert caught.value.reason == "order"
 
 
-def test_import_notes_what_this_library_would_flag(monkeypatch: pytest.MonkeyPatch) -> None:
-    import pxp._room as engine
+def test_import_notes_what_this_library_would_flag() -> None:
+    """A looser server's room (a claim citing the other side kept stated, no flag): the
+    import is not refused, the room holds the claim assumed and the brief says why."""
     from pxp.server import RoomService, SeatGrant
 
-    # a looser server: no must_never check on agree
-    with monkeypatch.context() as patch:
-        patch.setattr(engine, "_crossed", lambda card, terms: [])
-        now = bike.clock()
-        room = pxp.Room.open("forged1", topic="Bike", now=now())
-        room.seal("A", bike.CARD_A, now=now())
-        room.seal("B", bike.CARD_B, now=now(), via="mcp")
-        room.send("A", bike.msg(), now=now())
-        room.send("B", bike.msg(proposal={"terms": ["440 EUR, ship abroad"]}), now=now())
-        room.send("A", bike.msg("agree"), now=now())
-        data = json.loads(json.dumps(room.export()))
-    assert data["envelopes"][-1]["status"] == "agree"
+    now = bike.clock()
+    room = pxp.Room.open("forged1", topic="Bike", now=now())  # an id the server serves
+    room.seal("A", bike.CARD_A, now=now())
+    room.seal("B", bike.CARD_B, now=now(), via="mcp")
+    laundered = {"text": "Ben will pay 460 EUR", "origin": "stated", "ref": "Ben said so"}
+    room.send("A", bike.msg(claims=[laundered]), now=now())
+    room.send("B", bike.msg(proposal={"terms": ["440 EUR"]}), now=now())
+    room.send("A", bike.msg("agree"), now=now())
+    assert room.status == "agreed"
+    flagged = room.envelopes[0]["protocol_flags"]
+    data = json.loads(json.dumps(room.export()))
+    envelope = data["envelopes"][0]
+    del envelope["protocol_flags"]
+    envelope["claims"][0]["origin"] = "stated"
+    next(e for e in data["ledger"] if e["type"] == "envelope")["data"]["envelope_hash"] = (
+        pxp.envelope_hash(envelope)
+    )
+    for entry in data["ledger"]:
+        entry.pop("prev"), entry.pop("hash"), entry.pop("n")
+    ledger = pxp.ledger.Ledger()
+    for entry in data["ledger"]:
+        ledger.append(entry["type"], entry["at"], entry["data"])
+    data["ledger"] = ledger.to_json()
     svc = RoomService()
     made = svc.import_room(data)  # not refused: reference rooms are looser
     brief = svc.brief_data(SeatGrant(made.room_id, "A", "seat"))
-    noted = [f["flag"] for f in brief["brief"]["protocol_flags"]]
+    noted = [f["flag"] for f in brief["brief"]["protocol_flags"] if f["flag"].startswith("Imp")]
     assert noted == [
-        "Import: would be flagged here: "
-        + pxp.rules.FLAG_SENTENCES["agree_must_never"].format(clause="must_never[0]")
+        f"Import: would be flagged here: {flagged[0]}",
+        "Import: claim A1.1 would be stored assumed here, and is held assumed.",
     ]
     assert "Import: would be flagged here" in brief["markdown"]
     assert "hash chain verifies (integrity only, not authenticity)." in brief["markdown"]

@@ -1,5 +1,11 @@
 """Links that expire and can be revoked (with ``pxp links``), a SQLite load that reads one
-state, and reference rooms served with ``pxp serve --import`` (issue 20, finding 8)."""
+state, and reference rooms served with ``pxp serve --import`` (issue 20, finding 8).
+
+Private imports: ``pxp._server_cli.import_rooms`` is the import step of ``pxp serve
+--import``, driven in process to show that a restart importing the same file again mints
+no new links; the CLI's public contract is its argv and output (no public cli module, by
+decision), which the subprocess tests above hold.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +29,7 @@ import pytest
 import pxp
 from pxp import SqliteRoomStore
 from pxp._server_cli import import_rooms
-from pxp._server_links import LINK_EXPIRED, LINK_REVOKED
-from pxp.server import RoomService, SqliteLinkStore
+from pxp.server import LINK_EXPIRED, LINK_REVOKED, RoomService, SqliteLinkStore
 
 from ..listening import listening
 from ._mcp_harness import call, free_socket, mcp_client, refused

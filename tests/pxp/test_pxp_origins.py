@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import pxp
-from pxp._text import compact, contains_words, hidden_characters, normalize
+from pxp.rules import compact, contains_words, hidden_characters, normalize
 
 from . import _rooms as van
 

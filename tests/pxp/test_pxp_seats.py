@@ -11,6 +11,10 @@ their review, and long-polls per client.
 * ``wait_for_turn`` calls waiting at once are capped per client as well, with a coded refusal.
 
 The MCP tests run a real uvicorn on 127.0.0.1 and the SDK's client over loopback.
+
+Private imports: ``pxp._cli.build_parser`` and ``pxp._server_cli.server_config`` turn
+``pxp serve``'s argv into the server's configuration in process (the CLI's public contract
+is its argv; no public cli module, by decision).
 """
 
 from __future__ import annotations
@@ -643,14 +647,14 @@ def test_a_claim_resting_on_a_relayed_answer_says_so_in_the_brief(via: str) -> N
         (
             "seat_contested",
             {"seat": "B", "agent": "x", "note": "extra"},
-            ("import_invalid", "order"),
+            ("import_invalid", "entry_members"),
         ),
         ("seat_rejoined", {"seat": "B", "agent": ""}, ("agent_invalid", None)),
         ("seat_contested", {"seat": "A", "agent": "x"}, ("seat_invalid", None)),
         (
             "seat_released",
             {"seat": "B", "agent": "sneaky", "via": "web"},
-            ("import_invalid", "order"),
+            ("import_invalid", "entry_members"),
         ),
         ("seat_released", {"seat": "B", "agent": "someone else"}, ("import_invalid", "order")),
     ],
@@ -701,7 +705,7 @@ def test_the_import_refuses_a_fifth_contest() -> None:
 # ------------------------------------------------- one agent per seat, private answers (review 2)
 
 
-def _answered_service() -> tuple[Any, Any]:
+def _answered_service() -> tuple[Any, Any, Any]:
     from pxp.server import RoomService, SeatGrant
 
     svc = RoomService(clock=bike.clock())
@@ -722,20 +726,26 @@ def _answered_service() -> tuple[Any, Any]:
     escalation = {"question": "May I accept 4500 EUR?", "reason": "Price under 4600 EUR"}
     svc.send(b, {"message": "asking", "status": "escalate", "escalation": escalation})
     svc.answer(SeatGrant(made.room_id, "B", "principal"), "SECRET: as low as 2600 EUR", "web")
-    return svc, made.room_id
+    return svc, made.room_id, made
 
 
 def test_the_other_seats_principal_answer_is_on_no_view_of_this_seat() -> None:
-    from pxp._server_page import room_page
     from pxp.server import SeatGrant
 
-    svc, room_id = _answered_service()
+    svc, room_id, made = _answered_service()
     a_seat, a_page = SeatGrant(room_id, "A", "seat"), SeatGrant(room_id, "A", "principal")
     assert "2600" not in json.dumps(svc.view(a_seat), ensure_ascii=False)
     page = svc.page_view(a_page)
     assert "2600" not in json.dumps(page, ensure_ascii=False)
-    html, _ = room_page(page, "/p/x/y", None)
-    assert "2600" not in html
+
+    async def go(base: str) -> None:  # the page A's principal is served
+        async with httpx2.AsyncClient() as web:
+            html = (await web.get(made.link(base, "A", "principal"))).text
+        assert "Bo" in html
+        assert "2600" not in html
+
+    with server(svc) as base:
+        asyncio.run(go(base))
     # B's own page still shows its principal's answer as a claim
     b_page = svc.page_view(SeatGrant(room_id, "B", "principal"))
     assert any(c["id"] == "B2.0" for c in b_page["claims"])

@@ -15,7 +15,7 @@ import pytest
 
 import pxp
 
-PUBLIC = ("pxp", "pxp.wire", "pxp.ledger", "pxp.rules", "pxp.errors")
+PUBLIC = ("pxp", "pxp.wire", "pxp.ledger", "pxp.rules", "pxp.errors", "pxp.postgres")
 
 
 def _modules() -> list[ModuleType]:
@@ -79,9 +79,12 @@ def test_every_name_has_one_public_home() -> None:
         assert value.__module__ in PUBLIC, paths
 
 
-def test_import_pxp_loads_neither_the_server_nor_its_extras() -> None:
+@pytest.mark.parametrize("module", ["pxp", "pxp.postgres"])
+def test_import_loads_neither_the_server_nor_its_extras(module: str) -> None:
+    """``import pxp`` stays light, and so does the PostgreSQL stores' public home: psycopg
+    is imported only when a store connects."""
     loaded = "sorted(m for m in sys.modules if m in ('mcp', 'uvicorn', 'pxp.server', 'psycopg'))"
-    code = f"import sys, pxp; print({loaded})"
+    code = f"import sys, {module}; print({loaded})"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout

@@ -2131,6 +2131,7 @@ def import_room_cases() -> Iterator[Case]:
     yield from _reference_import_cases()
     yield from _seat_cases()
     yield from _replay_attack_cases()
+    yield from _one_answer_cases()
 
 
 def _seat_room(*entries: tuple[str, dict[str, Any]]) -> dict[str, Any]:
@@ -2404,13 +2405,40 @@ def _seal_an_unanswered_amendment(case: dict[str, Any]) -> None:
     case.pop("head", None)
 
 
-def _replay_attack_cases() -> Iterator[Case]:
-    """Ours (issue 25): an imported ledger is replayed through Room.apply, the gate live play
-    goes through, so each forgery below (consistently re-chained, checked without a head)
-    is refused with the code live play gives for the same act."""
+def _paused_case(
+    case_id: str,
+    room: dict[str, Any],
+    comment: str,
+    *,
+    head: bool = True,
+    flags: tuple[str, ...] = (),
+) -> Case:
+    """``room``, the sample paused on seat A's question, as a good import (checked against
+    its head unless ``head`` is false)."""
+    given: dict[str, Any] = {"room": room}
+    if head:
+        given["head"] = room["ledger"][-1]["hash"]
+    return Case(
+        case_id,
+        given,
+        output={
+            "status": "paused",
+            "turn": "A",
+            "turns": 1,
+            "ledger_head": room["ledger"][-1]["hash"],
+            "card_hashes": {s: SAMPLE["seats"][s]["cardHash"] for s in ("A", "B")},
+            "pending": {"seat": "A", "seq": 1, "question": "May I go higher?"},
+        },
+        comment=comment,
+        flags=flags,
+    )
+
+
+def _answered_case(case_id: str, comment: str) -> Case:
+    """The answered and agreed room of :func:`_reference_answered_room` as a good import."""
     room = _reference_answered_room()
-    good = Case(
-        "replay-attacks-base",
+    return Case(
+        case_id,
         {"room": room, "head": room["ledger"][-1]["hash"]},
         output={
             "status": "agreed",
@@ -2423,8 +2451,18 @@ def _replay_attack_cases() -> Iterator[Case]:
             },
             "pending": None,
         },
-        comment="The answered and agreed reference room each forgery below starts from.",
+        comment=comment,
         flags=("reference-shape",),
+    )
+
+
+def _replay_attack_cases() -> Iterator[Case]:
+    """Ours (issue 25): an imported ledger is replayed through Room.apply, the gate live play
+    goes through, so each forgery below (consistently re-chained, checked without a head)
+    is refused with the code live play gives for the same act."""
+    good = _answered_case(
+        "replay-attacks-base",
+        "The answered and agreed reference room each forgery below starts from.",
     )
     yield good
     yield from _derive(
@@ -2463,18 +2501,11 @@ def _replay_attack_cases() -> Iterator[Case]:
             ),
         ],
     )
-    paused = Case(
+    paused = _paused_case(
         "replay-attacks-paused-base",
-        {"room": copy.deepcopy(SAMPLE)},
-        output={
-            "status": "paused",
-            "turn": "A",
-            "turns": 1,
-            "ledger_head": SAMPLE["ledger"][-1]["hash"],
-            "card_hashes": {s: SAMPLE["seats"][s]["cardHash"] for s in ("A", "B")},
-            "pending": {"seat": "A", "seq": 1, "question": "May I go higher?"},
-        },
-        comment="The paused reference sample the two forgeries below start from.",
+        copy.deepcopy(SAMPLE),
+        "The paused reference sample the two forgeries below start from.",
+        head=False,
         flags=("reference",),
     )
     yield paused
@@ -2498,28 +2529,162 @@ def _replay_attack_cases() -> Iterator[Case]:
     )
 
 
+def _change_entry(index: int, change: Callable[[dict[str, Any]], None]) -> Any:
+    """A mutation: ledger entry ``index`` changed by ``change``, re-chained, no head."""
+
+    def mutate(case: dict[str, Any]) -> None:
+        change(case["room"]["ledger"][index])
+        _rechain(case["room"])
+        case.pop("head", None)
+
+    return mutate
+
+
+# times live play never writes (it writes format_time: RFC 3339 UTC, milliseconds, Z)
+_OTHER_TIMES = {
+    "no-milliseconds": "2026-01-01T00:00:01Z",
+    "offset": "2026-01-01T00:00:01.000+00:00",
+    "no-such-day": "2026-02-30T00:00:01.000Z",
+    "non-ascii-year": "\u0968\u0966\u0968\u096c-01-01T00:00:01.000Z",  # Devanagari digits
+}
+
+
+def _unreview_dependency(case: dict[str, Any]) -> None:
+    """Seat B's agreeing envelope reviews A2.1 only: A2.3, the claim the accepted proposal
+    depends on, is left unreviewed (live: recorded as challenged, agreement withheld)."""
+    reviews = case["room"]["envelopes"][2]["reviews"]
+    reviews[:] = [r for r in reviews if r["claim_id"] != "A2.3"]
+    _rechain(case["room"])
+    case.pop("head", None)
+
+
+def _forbid_the_agreed_term(case: dict[str, Any]) -> None:
+    """Seat B's card forbids the term it agrees to (live: agreement withheld)."""
+    room = case["room"]
+    record = room["seats"]["B"]
+    record["card"]["must_never"] = ["Price is 10"]
+    record["cardHash"] = _sha(_canon(record["card"]))
+    sealed = next(
+        e for e in room["ledger"] if e["type"] == "card_sealed" and e["data"]["seat"] == "B"
+    )
+    sealed["data"]["card_hash"] = record["cardHash"]
+    room["envelopes"][2]["intent_hash"] = record["cardHash"]
+    _rechain(room)
+    case.pop("head", None)
+
+
+def _bound_turn_limit_room() -> dict[str, Any]:
+    """The paused sample as this library opens a room: ``room_opened`` holds ``max_turns``."""
+    room = copy.deepcopy(SAMPLE)
+    room["ledger"][0]["data"]["max_turns"] = room["maxTurns"]
+    _rechain(room)
+    return room
+
+
+def _one_answer_cases() -> Iterator[Case]:
+    """Ours (review i25b): an import reaches the state live play would, or is refused. Its
+    entries are held to the form live play writes (each negative case below is derived
+    mechanically, one per entry and mutation class), its turn limit is in the chain, and
+    an agreement live play would withhold is refused."""
+    good = _answered_case(
+        "entry-forms-base",
+        "The answered and agreed reference room each entry mutation below starts from.",
+    )
+    yield good
+
+    def bad(reason: str) -> dict[str, str]:
+        return {"code": "import_invalid", "reason": reason}
+
+    mutations: list[Mutation] = []
+    for i, entry in enumerate(good.input["room"]["ledger"]):
+        kind = entry["type"]
+        mutations.append(
+            Mutation(
+                f"entry-{i}-extra-member",
+                f"Ledger entry {i} ({kind}) holds a member live play never writes.",
+                _change_entry(i, lambda e: e["data"].__setitem__("note", 1)),
+                error=bad("entry_members"),
+            )
+        )
+        # one time form per entry, the forms taken in turn
+        for name, at in [list(_OTHER_TIMES.items())[i % len(_OTHER_TIMES)]]:
+            mutations.append(
+                Mutation(
+                    f"entry-{i}-time-{name}",
+                    f"Ledger entry {i} ({kind}) stamped {at}: not a time live play writes.",
+                    _change_entry(i, lambda e, at=at: e.__setitem__("at", at)),
+                    error=bad("entry_time"),
+                )
+            )
+        fixed = {"room_opened": ("protocol", "PXP/1"), "principal_answer": ("speaker", "proxy")}
+        if kind in fixed:
+            key, value = fixed[kind]
+            mutations.append(
+                Mutation(
+                    f"entry-{i}-{key}",
+                    f"Ledger entry {i} ({kind}) names {key} {value!r}; live play always "
+                    f"writes {entry['data'][key]!r}.",
+                    _change_entry(
+                        i, lambda e, key=key, value=value: e["data"].__setitem__(key, value)
+                    ),
+                    error=bad("entry_value"),
+                )
+            )
+    mutations += [
+        Mutation(
+            "agreement-on-an-unreviewed-dependency",
+            "Seat B agrees without reviewing A2.3, on which the proposal rests: live play "
+            "records A2.3 as challenged and withholds the agreement.",
+            _unreview_dependency,
+            error=bad("agreement_withheld"),
+        ),
+        Mutation(
+            "agreement-over-a-must-never",
+            "Seat B agrees to a term its own card forbids: live play withholds it.",
+            _forbid_the_agreed_term,
+            error=bad("agreement_withheld"),
+        ),
+    ]
+    yield from _derive("pxp.import_room", good, mutations)
+
+    bound = _bound_turn_limit_room()
+    good = _paused_case(
+        "turn-limit-in-the-chain",
+        bound,
+        "room_opened holds max_turns, as this library writes it: the chain binds it.",
+    )
+    yield good
+    yield from _derive(
+        "pxp.import_room",
+        good,
+        [
+            Mutation(
+                "max-turns-changed-in-the-export",
+                "The export's maxTurns differs from the turn limit the ledger opened with.",
+                lambda c: c["room"].__setitem__("maxTurns", 12),
+                error=bad("max_turns"),
+            ),
+            Mutation(
+                "max-turns-out-of-range",
+                "room_opened holds a turn limit live play cannot open with (1).",
+                lambda c: (
+                    _change_entry(0, lambda e: e["data"].__setitem__("max_turns", 1))(c),
+                    c["room"].pop("maxTurns"),
+                ),
+                error=bad("max_turns"),
+            ),
+        ],
+    )
+
+
 def _reference_import_cases() -> Iterator[Case]:
-    room = _reference_answered_room()
-    good = Case(
+    good = _answered_case(
         "reference-answered-and-agreed",
-        {"room": room, "head": room["ledger"][-1]["hash"]},
-        output={
-            "status": "agreed",
-            "turn": None,
-            "turns": 3,
-            "ledger_head": room["ledger"][-1]["hash"],
-            "card_hashes": {
-                "A": room["seats"]["A"]["cardHash"],
-                "B": SAMPLE["seats"]["B"]["cardHash"],
-            },
-            "pending": None,
-        },
-        comment=(
+        (
             "A room as the reference stores it after an answered escalation and an agreement: "
             "the envelope hash recorded for the escalating envelope excludes the answer and "
             "answer_via members the reference writes onto it afterwards."
         ),
-        flags=("reference-shape",),
     )
     yield good
 
@@ -2567,7 +2732,7 @@ def _reference_import_cases() -> Iterator[Case]:
             ),
         ],
     )
-    gap = copy.deepcopy(room)
+    gap = copy.deepcopy(good.input["room"])
     agreement = gap["ledger"][-1]
     del gap["ledger"][-1:]  # the agreement entry never written
     last = gap["ledger"][-1]
