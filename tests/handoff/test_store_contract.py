@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import handoff
+from handoff.stores import PostgresStore
 
 from .ext_fixtures import ROLES_JSON, rec
 
@@ -167,8 +168,6 @@ def test_open_store_refuses_what_is_no_store(tmp_path: Path) -> None:
 def test_postgres_records_cannot_be_rewritten_in_the_database(postgres_url: str) -> None:
     import psycopg
 
-    from handoff._postgres import PostgresStore
-
     with PostgresStore(postgres_url, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
         store.append(_need())
         with psycopg.connect(postgres_url, autocommit=True) as conn:
@@ -197,8 +196,6 @@ def test_postgres_records_cannot_be_rewritten_in_the_database(postgres_url: str)
 
 
 def test_postgres_store_missing_and_bad_url(postgres_url: str) -> None:
-    from handoff._postgres import PostgresStore
-
     with pytest.raises(handoff.HandoffError) as missing:
         PostgresStore(postgres_url, roles=ROLES, extensions=handoff.EXTENSIONS, create=False)
     assert missing.value.reason == "store_missing"
@@ -237,3 +234,19 @@ def test_cli_add_and_state_on_postgres(tmp_path: Path, postgres_url: str) -> Non
     items = {i["key"]: i for i in json.loads(state.stdout)["items"]}
     assert items["k1"]["state"] == "open"
     assert items["k1"]["claims"] == ["c1"]
+
+
+def test_the_postgres_store_class_is_public_without_loading_psycopg() -> None:
+    """``handoff.stores.PostgresStore`` is importable where psycopg is not installed: the
+    store plumbing and the driver load when a store is opened, not before."""
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"  # as if the postgres extra were not installed
+        "from handoff.stores import PostgresStore\n"
+        "print(PostgresStore.__module__, sorted(m for m in sys.modules"
+        " if m.split('.')[0] in ('ppstore', 'psycopg') and sys.modules[m] is not None))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.split() == ["handoff._postgres", "[]"]
