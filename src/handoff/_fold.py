@@ -17,7 +17,7 @@ from typing import Any
 from ._canonical import canonical, digest, identity
 from ._check import admit_fast, check_record
 from ._config import Extension, ExtensionRegistry, Roles
-from ._json import copy_json, parse_line
+from ._json import copy_json, parse_line, text_size
 from ._records import ItemId, Record
 from .errors import HandoffError
 
@@ -663,7 +663,7 @@ class Registry:
             obj = parse_line(line)
             if repeats and items and _repeat(items, obj, line):
                 continue
-            found = admit_fast(obj, roles, extensions, len(line))
+            found = admit_fast(obj, roles, extensions, text_size(line))
             if isinstance(found, str):
                 self._ignored[found] = self._ignored.get(found, 0) + 1
                 continue

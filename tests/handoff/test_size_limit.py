@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 import handoff
-from handoff._check import admit_line
-from handoff._json import MAX_RECORD_CHARS
+from handoff.records import MAX_RECORD_BYTES
 
 from .ext_fixtures import ROLES, ROLES_JSON, rec
 
@@ -41,7 +40,7 @@ def _huge_object() -> dict[str, Any]:
         "big",
         terms={"text": "Pay"},
         terms_rev=1,
-        context="A" * (MAX_RECORD_CHARS + 10),
+        context="A" * (MAX_RECORD_BYTES + 10),
     )
 
 
@@ -53,8 +52,9 @@ def _refused(call: Any) -> None:
 
 def test_text_under_the_limit_whose_jcs_form_is_over_is_refused() -> None:
     line = _number_line()
-    assert len(line) < MAX_RECORD_CHARS < len(handoff.digests.canonical(json.loads(line)))
-    _refused(lambda: admit_line(line, ROLES, handoff.EXTENSIONS))
+    assert len(line) < MAX_RECORD_BYTES < len(handoff.digests.canonical(json.loads(line)))
+    record = handoff.parse_record(line)  # the text is within the limit: it parses
+    _refused(lambda: handoff.check_record(record, roles=ROLES, extensions=handoff.EXTENSIONS))
     reg = handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS)
     _refused(lambda: reg.add(line))
     _refused(lambda: reg.add_lines([line]))
