@@ -102,6 +102,8 @@ class PostgresStore(_Stamped):
         try:
             self._pg = Pg(url, application_name="handoff")
         except StoreError as exc:
+            if exc.code in ("bad_url", "bad_timeout"):  # the caller's URL, as open_store says
+                raise HandoffError("usage", exc.message, reason="url") from None
             raise HandoffError(
                 "store", f"cannot open the store {self.path}: {exc.message}", reason="store_open"
             ) from None

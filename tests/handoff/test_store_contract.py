@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -250,3 +251,47 @@ def test_the_postgres_store_class_is_public_without_loading_psycopg() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert out.stdout.split() == ["handoff._postgres", "[]"]
+
+
+def test_a_replica_blocked_by_a_lock_gives_up_at_the_urls_lock_timeout(postgres_url: str) -> None:
+    """Issue 25: a maintenance transaction holds the records table; an append waits the
+    URL's lock_timeout, then fails with the store's own error, and the next one works."""
+    import psycopg
+
+    url = postgres_url + "&lock_timeout=300ms"
+    other = rec("n2", "raised", "requester", "registrar", "k2", terms={"text": "Pay"}, terms_rev=1)
+    with handoff.open_store(url, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
+        store.append(_need())
+        holder = psycopg.connect(postgres_url)  # its transaction stays open until closed
+        holder.execute("LOCK TABLE handoff_records IN ACCESS EXCLUSIVE MODE")
+        try:
+            started = time.monotonic()
+            with pytest.raises(handoff.HandoffError) as caught:
+                store.append(other)
+            waited = time.monotonic() - started
+        finally:
+            holder.close()
+        assert 0.3 <= waited < 3.0, waited
+        assert (caught.value.code, caught.value.reason) == ("store", "store_write")
+        assert "lock_timeout (300 ms)" in caught.value.message
+        assert store.append(other) == "accepted"
+        assert len(store.records()) == 2
+
+
+@pytest.mark.parametrize("value", ["forever", "5 s", "1h"])
+def test_a_bad_timeout_in_the_url_is_the_callers_mistake(tmp_path: Path, value: str) -> None:
+    """Refused before any connection, as a bad URL (usage/url), never as an outage."""
+    url = f"postgresql://app:TopSecret@db.invalid/handoff?lock_timeout={value}"
+    with pytest.raises(handoff.HandoffUsageError) as caught:
+        handoff.open_store(url, roles=ROLES, extensions=handoff.EXTENSIONS)
+    assert (caught.value.code, caught.value.reason) == ("usage", "url")
+    with pytest.raises(handoff.HandoffUsageError) as direct:
+        PostgresStore(url, roles=ROLES, extensions=handoff.EXTENSIONS)
+    assert (direct.value.code, direct.value.reason) == ("usage", "url")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"roles": ROLES_JSON}), encoding="utf-8")
+    done = _cli("state", "--state", url, "--config", str(config))
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: usage/url: "), done.stderr
+    assert "lock_timeout" in done.stderr
+    assert "TopSecret" not in done.stderr
