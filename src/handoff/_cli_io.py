@@ -6,11 +6,11 @@ input) or a store URL (``sqlite:PATH``, ``postgresql://…``). Appending to a fi
 damages it: a file whose last line lacks its newline gets one first, and a torn last line
 (a crash in the middle of a write) is reported and never extended.
 
-A file and standard input are read by one reader (docs/spec/handoff.md §8, ours): a line
-ends at LF, a CR right before the LF belongs to the line end, and any other CR is part of
-the line. A line over the record size limit or not in UTF-8 is handed on as it is (a long
-one cut just past the limit), so the one strict parse refuses it as one bad record with
-its line number, as it refuses any other.
+A file and standard input are read by one reader (docs/spec/handoff.md, "Using it", ours):
+a line ends at LF, a CR right before the LF belongs to the line end, and any other CR is
+part of the line. A line over the record size limit or not in UTF-8 is handed on as it is
+(a long one cut just past the limit), so the one strict parse refuses it as one bad record
+with its line number, as it refuses any other.
 """
 
 from __future__ import annotations
