@@ -67,13 +67,16 @@ def _validate(tmp_path: Path, data: bytes) -> dict[str, Any]:
     return answers[0]
 
 
-def _verdicts(answer: dict[str, Any]) -> list[str]:
-    """``<line>: <verdict word>`` of each reported line, and the summary."""
+def _rejected(tmp_path: Path, data: bytes, *expected: str) -> dict[str, Any]:
+    """Validate ``data`` (:func:`_validate`): exit status 1 and, for each reported line,
+    ``<line>: <verdict and code>``, then the summary, as ``expected``; the answer."""
+    answer = _validate(tmp_path, data)
     found = []
     for line in answer["lines"]:
         head, _, rest = line.partition(": ")
         found.append(f"{head}: {rest.split(':')[0]}" if head.isdigit() else line)
-    return found
+    assert (answer["status"], found) == (1, list(expected)), answer
+    return answer
 
 
 def test_the_limit_counts_utf8_bytes_on_every_path(tmp_path: Path) -> None:
@@ -89,13 +92,13 @@ def test_the_limit_counts_utf8_bytes_on_every_path(tmp_path: Path) -> None:
             _record("k5"),
         )
     )
-    answer = _validate(tmp_path, data)
-    assert answer["status"] == 1
-    assert _verdicts(answer) == [
+    answer = _rejected(
+        tmp_path,
+        data,
         "3: rejected parse/too_large",
         "4: rejected parse/too_large",
         "3 accepted, 0 ignored, 2 rejected",
-    ]
+    )
     assert f"longer than {MAX_RECORD_BYTES} bytes" in answer["lines"][0]
 
 
@@ -110,13 +113,13 @@ def test_line_ends_split_records_alike(tmp_path: Path) -> None:
         + _record("k7", MAX_RECORD_BYTES - 1) + b"\r\r\n"  # the same, within the limit
         + _record("k8") + b"\r"  # the last line: a CR without LF is whitespace
     )  # fmt: skip
-    answer = _validate(tmp_path, data)
-    assert answer["status"] == 1
-    assert _verdicts(answer) == [
+    _rejected(
+        tmp_path,
+        data,
         "3: rejected parse/json_syntax",
         "5: rejected parse/too_large",
         "5 accepted, 0 ignored, 2 rejected",
-    ]
+    )
 
 
 def test_a_bad_line_is_one_rejected_record_and_the_rest_is_read(tmp_path: Path) -> None:
@@ -129,14 +132,14 @@ def test_a_bad_line_is_one_rejected_record_and_the_rest_is_read(tmp_path: Path) 
         + b"{not json\n"
         + _record("k2") + b"\n"
     )  # fmt: skip
-    answer = _validate(tmp_path, data)
-    assert answer["status"] == 1, answer
-    assert _verdicts(answer) == [
+    answer = _rejected(
+        tmp_path,
+        data,
         "2: rejected parse/too_large",
         "3: rejected parse/json_syntax",
         "4: rejected parse/json_syntax",
         "2 accepted, 0 ignored, 3 rejected",
-    ]
+    )
     assert "not valid UTF-8" in answer["lines"][1]
     assert answer["stderr"] == ""
 
