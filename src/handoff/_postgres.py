@@ -136,12 +136,6 @@ class PostgresStore(_Stamped):
         """Close the database connection."""
         self._pg.close()
 
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
     def _tx(self, work: Callable[[Conn], T], reason: str) -> T:
         from ppstore import StoreError
 

@@ -19,7 +19,7 @@ import sqlite3
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from ._canonical import canonical, digest, identity
 from ._check import check_record
@@ -34,7 +34,8 @@ __all__ = ["MemoryStore", "SQLiteStore", "Store", "open_store"]
 
 
 class Store(Protocol):
-    """What every record store offers (in memory, SQLite, later a shared database)."""
+    """What every record store offers (in memory, SQLite, PostgreSQL): append, read, fold,
+    close (also as a context manager: ``with open_store(url, …) as store``)."""
 
     roles: Roles
     extensions: ExtensionRegistry
@@ -54,6 +55,26 @@ class Store(Protocol):
     def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
         """Return every record version held (for ``item`` only when given), in a stable order."""
         ...
+
+    def registry(self, item: ItemId | None = None) -> Registry:
+        """Fold what is held (everything, or one item's records) into a new registry."""
+        ...
+
+    def state(self, item: ItemId) -> ItemState:
+        """Fold the records of ``item`` and return its state."""
+        ...
+
+    def states(self) -> dict[ItemId, ItemState]:
+        """Fold everything held and return every item's state."""
+        ...
+
+    def close(self) -> None:
+        """Release what the store holds open (a database connection); memory holds none."""
+        ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *_exc: object) -> None: ...
 
 
 def _check_proof(obj: Mapping[str, Any], keys: KeySet | None, verifiable: bool) -> None:
@@ -151,6 +172,15 @@ class _Folding:
     def states(self) -> dict[ItemId, ItemState]:
         """Fold everything held and return every item's state."""
         return self.registry().states()
+
+    def close(self) -> None:
+        """Release what the store holds open (a database connection); memory holds none."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 class MemoryStore(_Folding):
@@ -431,12 +461,6 @@ class SQLiteStore(_Stamped):
     def close(self) -> None:
         """Close the database connection."""
         self._db.close()
-
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
         """Admit and append one record (see :meth:`Store.append`)."""

@@ -295,3 +295,16 @@ def test_a_bad_timeout_in_the_url_is_the_callers_mistake(tmp_path: Path, value: 
     assert done.stderr.startswith("error: usage/url: "), done.stderr
     assert "lock_timeout" in done.stderr
     assert "TopSecret" not in done.stderr
+
+
+def test_every_store_offers_what_the_store_protocol_declares(open_store: Opener) -> None:
+    """Docs review D2: ``handoff.Store`` declares what every store from ``open_store`` has,
+    folding and closing included, and every store closes as a context manager."""
+    declared = {"append", "records", "registry", "state", "states", "close"}
+    assert declared <= set(dir(handoff.Store))
+    with open_store() as store:
+        assert all(callable(getattr(store, name)) for name in declared)
+        store.append(_need())
+        assert store.state(ITEM).state == "open"
+        assert set(store.states()) == {ITEM}
+        assert store.registry(ITEM).state(ITEM).state == "open"
