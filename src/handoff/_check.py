@@ -119,33 +119,40 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_cir
 _EXPANSION = 6
 
 
-def _check_size(record: dict[str, Any], size: int | None) -> None:
-    """Refuse a record whose JCS form (what every store writes) is over the size limit."""
+def _check_size(record: dict[str, Any], size: int | None, stored: bool = False) -> None:
+    """Refuse a record whose JCS form (what every store writes) is over the size limit;
+    ``stored``: a row a store holds, measured in characters (see ``parse_stored``)."""
     if size is None:
         size = text_size(_COMPACT(record))
     if size * _EXPANSION <= MAX_RECORD_BYTES:
         return
-    length = len(canonical(record))
+    jcs = canonical(record)
+    length = len(jcs.decode("utf-8")) if stored else len(jcs)
     if length > MAX_RECORD_BYTES:
+        unit = "characters" if stored else "bytes"
         raise _reject(
             "parse",
             "too_large",
-            f"{_where(record)} is {length} bytes in its canonical (JCS) form, more "
+            f"{_where(record)} is {length} {unit} in its canonical (JCS) form, more "
             f"than the limit of {MAX_RECORD_BYTES}",
         )
 
 
 def admit_fast(
-    record: dict[str, Any], roles: Roles, extensions: ExtensionRegistry, size: int | None = None
+    record: dict[str, Any],
+    roles: Roles,
+    extensions: ExtensionRegistry,
+    size: int | None = None,
+    stored: bool = False,
 ) -> Extension | str:
     """Admit a record: its extension when accepted, the reason when ignored.
 
     This is the one admission function every path runs (objects, lines, files, stores).
     ``size`` is the size in UTF-8 bytes of the text the record was parsed from, if any: it
     bounds the JCS form cheaply; without it the record is measured (docs/spec/handoff.md
-    §13, ours).
+    §13, ours). ``stored``: a row a store holds (``size`` then counts characters).
     """
-    _check_size(record, size)
+    _check_size(record, size, stored)
     ph = record.get("ph")
     if ph != PH_VERSION:
         if not isinstance(ph, str) or _PH_SHAPE(ph) is None:

@@ -27,7 +27,7 @@ from ._canonical import canonical, identity
 from ._config import ExtensionRegistry, Roles
 from ._evidence import KeySet
 from ._fold import _slot
-from ._json import parse_line
+from ._json import parse_line, parse_stored
 from ._records import ItemId, Record
 from ._store import _body_digest, _check_raised, _prepare, _rewrite, _Stamped
 from .errors import HandoffError
@@ -199,7 +199,7 @@ class PostgresStore(_Stamped):
                 (obj["id"], dig, *where),
             ).fetchall()
             for held, text in others:
-                other = parse_line(text)
+                other = parse_stored(text)
                 if _slot(other) != slot:
                     continue
                 if identity(other) != ident:
@@ -218,7 +218,7 @@ class PostgresStore(_Stamped):
                         (*where, old),
                     ).fetchall()
                 ]
-                _check_raised(obj, [parse_line(text) for text in found])
+                _check_raised(obj, [parse_stored(text) for text in found])
             if isinstance(stamp, HandoffError):
                 raise stamp
             cur = conn.execute(

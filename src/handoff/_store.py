@@ -26,7 +26,7 @@ from ._check import check_record
 from ._config import ExtensionRegistry, Roles
 from ._evidence import KeySet, verify_proof
 from ._fold import ItemState, Registry, _slot
-from ._json import parse_line
+from ._json import parse_line, parse_stored
 from ._records import ItemId, Record
 from .errors import HandoffError
 
@@ -327,7 +327,7 @@ class _Stamped(_Folding):
 
     def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
         """Return the held record versions in insertion order (see :meth:`Store.records`)."""
-        return [parse_line(body) for body, _, _ in self._rows(item)]
+        return [parse_stored(body) for body, _, _ in self._rows(item)]
 
     def registry(self, item: ItemId | None = None) -> Registry:
         """Fold what is held (everything, or one item's records) into a new registry.
@@ -350,7 +350,7 @@ class _Stamped(_Folding):
             groups.setdefault(stamp, []).append(body)
         for body, stamp in behind:
             try:
-                registry.add_lines([body], roles=self._roles_at(stamp))
+                registry._add_lines([body], self._roles_at(stamp), stored=True)
             except HandoffError as exc:
                 if exc.code in _ROLE_CODES:
                     registry.note_role_changed(_row_id(body), exc)
@@ -360,18 +360,18 @@ class _Stamped(_Folding):
             if stamp is not None:
                 roles = self._roles_at(stamp)
                 try:
-                    registry.add_lines(bodies, roles=roles)
+                    registry._add_lines(bodies, roles, stored=True)
                 except HandoffError:
                     # one refused row: read the group row by row, reporting that one
                     for body in bodies:
                         try:
-                            registry.add_lines([body], roles=roles)
+                            registry._add_lines([body], roles, stored=True)
                         except HandoffError as exc:
                             registry.note_rejected(_row_id(body), exc)
                 continue
             for body in bodies:
                 try:
-                    registry.add_lines([body])
+                    registry._add_lines([body], None, stored=True)
                 except HandoffError as exc:
                     if exc.code in _ROLE_CODES:
                         registry.note_role_changed(_row_id(body), exc)
@@ -480,7 +480,7 @@ class SQLiteStore(_Stamped):
                     ).fetchall()
                     slot, ident = _slot(obj), identity(obj)
                     for held, text in others:
-                        other = parse_line(text)
+                        other = parse_stored(text)
                         if _slot(other) != slot:
                             continue
                         if identity(other) != ident:
@@ -500,7 +500,7 @@ class SQLiteStore(_Stamped):
                                 (*row[2:5], old),
                             )
                         ]
-                        _check_raised(obj, [parse_line(text) for text in found])
+                        _check_raised(obj, [parse_stored(text) for text in found])
                     cursor = self._db.execute(
                         "INSERT OR IGNORE INTO handoff_records "
                         "(id, digest, ext, project, key, body, roles_version) "

@@ -201,7 +201,7 @@ class PostgresStore:
         receipt_ttl: int = 86_400,
         create: bool = True,
     ) -> None:
-        from ppstore import Pg, StoreError, migrate_postgres, redact
+        from ppstore import Pg, StoreError, StoreUnavailableError, migrate_postgres, redact
 
         self.path = redact(url)
         """The store's URL without its password (what ``parley serve`` prints)."""
@@ -214,8 +214,10 @@ class PostgresStore:
         try:
             self._pg = Pg(url, application_name="parley")
         except StoreError as exc:
+            # a bad URL (a bad timeout, issue 25) is the caller's, as for a SQLite path
+            code = "bad_config" if exc.code in ("bad_url", "bad_timeout") else "invalid_params"
             raise ParleyError(
-                "invalid_params", f"cannot open the state store: {exc.message}", reason="bad_state"
+                code, f"cannot open the state store: {exc.message}", reason="bad_state"
             ) from None
         try:
             with self._pg.connection() as conn:
@@ -231,6 +233,12 @@ class PostgresStore:
                 migrate_postgres(conn, "parley", MIGRATIONS)
         except StoreError as exc:
             self._pg.close()
+            if isinstance(exc, StoreUnavailableError):  # an outage (a lock wait, issue 25)
+                raise ParleyError(
+                    "unavailable",
+                    f"the state store failed: {exc.message}"[:300],
+                    reason="store_unavailable",
+                ) from None
             raise ParleyError(
                 "internal", f"the state store cannot be used: {exc.message}", reason="bad_store"
             ) from None

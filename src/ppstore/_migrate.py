@@ -205,7 +205,7 @@ def migrate_postgres(conn: Any, store: str, migrations: Migrations) -> int:
                     (store, number),
                 )
     except psycopg.Error as exc:
-        waited = timed_out(exc, f"migrating the {store} store")
+        waited = timed_out(exc, f"migrating the {store} store", _limits(conn))
         if waited is not None:  # another replica's migration holds the lock: try again later
             raise waited from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -213,6 +213,21 @@ def migrate_postgres(conn: Any, store: str, migrations: Migrations) -> int:
             "migration_failed", f"migrating the {store} store failed: {first}"
         ) from None
     return found
+
+
+def _limits(conn: Any) -> dict[str, int] | None:
+    """The connection's ``lock_timeout`` and ``statement_timeout`` in milliseconds (after a
+    failed transaction, for its sentence); ``None`` when they cannot be read."""
+    import psycopg
+
+    try:
+        rows = conn.execute(
+            "SELECT name, setting::int FROM pg_settings"
+            " WHERE name IN ('lock_timeout', 'statement_timeout')"
+        ).fetchall()
+    except psycopg.Error:
+        return None
+    return {str(name): int(value) for name, value in rows}
 
 
 def _psycopg_for(conn: object) -> Any:

@@ -92,7 +92,7 @@ _TRIGGERS = {"pxp_ledger": ["pxp_ledger_fixed", "pxp_ledger_no_truncate", "pxp_l
 
 
 def _open(url: str) -> Any:
-    from ppstore import Pg, StoreError, migrate_postgres, missing_triggers
+    from ppstore import Pg, StoreError, StoreUnavailableError, migrate_postgres, missing_triggers
 
     try:
         pg = Pg(url, application_name="pxp")
@@ -104,7 +104,9 @@ def _open(url: str) -> Any:
             gone = missing_triggers(conn, _TRIGGERS)
     except StoreError as exc:
         pg.close()
-        raise PxpError("store_corrupt", f"cannot open the room store: {exc.message}") from None
+        # an outage (a lock wait, issue 25) is not a damaged store
+        code = "store_unavailable" if isinstance(exc, StoreUnavailableError) else "store_corrupt"
+        raise PxpError(code, f"cannot open the room store: {exc.message}") from None
     if gone:  # the tables' owner dropped or disabled the append-only guards
         pg.close()
         raise PxpError("store_corrupt", f"the ledger lost its append-only triggers: {gone}")

@@ -308,3 +308,45 @@ def test_every_store_offers_what_the_store_protocol_declares(open_store: Opener)
         assert store.state(ITEM).state == "open"
         assert set(store.states()) == {ITEM}
         assert store.registry(ITEM).state(ITEM).state == "open"
+
+
+def test_add_stops_at_a_store_outage_instead_of_rejecting_every_line(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Review adv #2: a store that cannot take a line now is not a bad record. ``add``
+    stops at the first such line with one error naming it and what was appended, instead
+    of waiting out the lock once per line and reporting each as rejected."""
+    import psycopg
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"roles": ROLES_JSON}), encoding="utf-8")
+    url = postgres_url + "&lock_timeout=300ms"
+    with handoff.open_store(url, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
+        store.append(_need())
+    lines = [
+        rec(f"n{n}", "raised", "requester", "registrar", f"k{n}", terms={"text": "Pay"},
+            terms_rev=1)
+        for n in range(2, 8)
+    ]  # fmt: skip
+    holder = psycopg.connect(postgres_url)
+    holder.execute("LOCK TABLE handoff_records IN ACCESS EXCLUSIVE MODE")
+    try:
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "handoff", "add", "-", "--state", url, "--config",
+             str(config)],
+            input="".join(json.dumps(line) + "\n" for line in lines),
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        waited = time.monotonic() - started
+    finally:
+        holder.close()
+    assert done.returncode == 1, done
+    assert "rejected" not in done.stdout
+    (last,) = done.stderr.splitlines()
+    assert last.startswith("error: store/store_write: -:1: "), last
+    assert "lock_timeout (300 ms)" in last
+    assert "nothing appended" in last
+    assert waited < 8, waited  # one lock wait, not six
+    with handoff.open_store(url, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
+        assert len(store.records()) == 1

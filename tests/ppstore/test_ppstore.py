@@ -494,6 +494,7 @@ def test_a_migration_blocked_on_a_lock_gives_up_too(postgres_url: str) -> None:
             migrate_postgres(conn, "demo", [V1])
         assert time.monotonic() - started < 3.0
         assert (caught.value.code, caught.value.sqlstate) == ("store_timeout", "55P03")
+        assert "lock_timeout (300 ms)" in caught.value.message
         pg.close()
     finally:
         holder.close()
@@ -549,3 +550,45 @@ def test_every_package_opens_its_postgres_store_with_the_timeouts(
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     assert "lost its database connection" not in err, err
+
+
+def test_a_store_opened_during_another_migration_is_an_outage_in_every_package(
+    postgres_url: str,
+) -> None:
+    """Review adv #3 and #6: the migration runner's lock held past lock_timeout is the
+    package's outage error (never "corrupt", never the peer's fault), naming the limit."""
+    import psycopg
+
+    import handoff
+    import parley
+    import pxp.server
+    import vxp
+
+    setup = Pg(postgres_url)
+    with setup.connection() as conn:
+        migrate_postgres(conn, "demo", [V1])  # the runner's table exists
+    setup.close()
+    url = _with(postgres_url, lock_timeout="300ms")
+    holder = psycopg.connect(postgres_url)  # a replica's migration in progress
+    holder.execute(f"LOCK TABLE {MIGRATION_TABLE} IN ACCESS EXCLUSIVE MODE")
+    roles = handoff.Roles.from_json({"principal": "p", "principal_side": ["p-desk"]})
+    try:
+        with pytest.raises(handoff.HandoffError) as by_handoff:
+            handoff.open_store(url, roles=roles, extensions=handoff.EXTENSIONS)
+        with pytest.raises(parley.ParleyError) as by_parley:
+            parley.open_store(url)
+        with pytest.raises(pxp.PxpError) as by_pxp:
+            pxp.server.service_for_url(url)
+        with pytest.raises(vxp.VxpError) as by_vxp:
+            vxp.open_log_store(url, "example/log")
+    finally:
+        holder.close()
+    assert (by_handoff.value.code, by_handoff.value.reason) == ("store", "store_open")
+    assert (by_parley.value.code, by_parley.value.reason) == ("unavailable", "store_unavailable")
+    assert by_pxp.value.code == "store_unavailable"
+    assert by_vxp.value.code == "log_store_error"
+    with pytest.raises(parley.ParleyUsageError) as bad:  # the caller's URL, not the peer's
+        parley.open_store(_with(postgres_url, lock_timeout="forever"))
+    assert (bad.value.code, bad.value.reason) == ("bad_config", "bad_state")
+    for caught in (by_handoff, by_parley, by_pxp, by_vxp):
+        assert "lock_timeout (300 ms)" in str(caught.value), caught.value
