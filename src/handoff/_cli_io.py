@@ -130,8 +130,9 @@ def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
     """``(line number, line)`` for every non-blank line of ``stream``, without its line end.
 
     A line longer than :data:`MAX_RECORD_BYTES` is cut just past the limit (the parse
-    refuses it) and the rest of it skipped, up to ``MAX_INPUT_BYTES``: a line that never
-    ends stops the command (:class:`InputTooLargeError`) instead of being read forever.
+    refuses it) and the rest of it skipped, up to ``MAX_INPUT_BYTES`` without its line end:
+    a line that never ends stops the command (:class:`InputTooLargeError`) instead of being
+    read forever. A line of JSON whitespace only (spaces, tabs, CRs) is blank.
     """
     bound = MAX_RECORD_BYTES + 2  # the longest line that is not over the limit, CR LF included
     number = 0
@@ -145,12 +146,14 @@ def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
             line = raw
         else:
             line = raw[: MAX_RECORD_BYTES + 1]
-            skipped = len(raw)
-            while not raw.endswith(b"\n") and (raw := stream.readline(1 << 20)):
-                skipped += len(raw)
-                if skipped > MAX_INPUT_BYTES:
+            size, tail = len(raw), raw[-2:]
+            while not tail.endswith(b"\n") and (raw := stream.readline(1 << 20)):
+                size, tail = size + len(raw), (tail + raw)[-2:]
+                # what may be the line end (LF, CR LF, or a CR whose LF is still to come)
+                end = 2 if tail == b"\r\n" else 1 if tail.endswith((b"\n", b"\r")) else 0
+                if size - end > MAX_INPUT_BYTES:
                     raise InputTooLargeError(f"line {number} of {name}", MAX_INPUT_BYTES)
-        if line.strip():
+        if line.strip(b" \t\r"):
             yield number, line
 
 
@@ -158,7 +161,10 @@ def read_lines(path: str) -> Iterator[tuple[int, bytes]]:
     """Yield ``(line number, line)`` for every non-blank line of a JSON Lines file (``-``:
     standard input, read line by line, so a stream of records has no total bound)."""
     if path == "-":
-        yield from _lines(sys.stdin.buffer, "standard input")
+        stream = getattr(sys.stdin, "buffer", None)  # None: file descriptor 0 was closed
+        if stream is None:
+            raise HandoffError("io", "standard input is closed")
+        yield from _lines(stream, "standard input")
         return
     try:
         data = read_input(path)  # at most _ppcli.rules.MAX_INPUT_BYTES

@@ -93,6 +93,10 @@ class PostgresStore(_Stamped):
     ) -> None:
         from ppstore import Pg, StoreError, migrate_postgres, missing_triggers, redact
 
+        if not isinstance(url, str):
+            raise HandoffError(
+                "usage", f"a store URL is a string, not {type(url).__name__}", reason="url"
+            )
         self.roles = roles
         self.extensions = extensions
         self.keys = keys

@@ -26,8 +26,9 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._url import redact, secrets_of, timeouts_of
@@ -65,7 +66,7 @@ _WAITS = {"55P03": "lock_timeout", "57014": "statement_timeout"}
 
 
 def timed_out(
-    exc: BaseException, doing: str, limits: dict[str, int] | None = None, dsn: str = ""
+    exc: BaseException, doing: str, limits: Mapping[str, int] | None = None, dsn: str = ""
 ) -> StoreError | None:
     """``store_timeout`` when ``exc`` is PostgreSQL giving up on a lock wait (``55P03``) or
     cancelling a statement (``57014``), with a sentence saying which limit; else ``None``.
@@ -107,15 +108,17 @@ class Pg:
     :attr:`timeouts` holds them.
     """
 
-    timeouts: dict[str, int]
-    """The milliseconds of ``lock_timeout`` and ``statement_timeout`` set (0: no limit)."""
+    timeouts: Mapping[str, int]
+    """The milliseconds of ``lock_timeout`` and ``statement_timeout`` set (0: no limit);
+    read-only: they come from the URL only."""
 
     def __init__(self, dsn: str, *, application_name: str = "principal-protocols") -> None:
         if not isinstance(dsn, str):
             raise StoreError(
                 "bad_url", f"a postgresql:// URL is a string, not {type(dsn).__name__}"
             )
-        self._libpq, self.timeouts = timeouts_of(dsn)
+        self._libpq, found = timeouts_of(dsn)
+        self.timeouts = MappingProxyType(found)
         if postgres_missing() is not None:
             raise StoreError("postgres_unavailable", _INSTALL)
         self.dsn = dsn

@@ -12,6 +12,7 @@ file and on standard input.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,17 +39,20 @@ def _record(key: str, size: int | None = None, filler: str = "a") -> bytes:
     return out
 
 
-def _cli(tmp_path: Path, *argv: str, stdin: bytes = b"") -> tuple[int, str, str]:
-    """Run ``handoff argv --config …``: its exit status, standard output and error."""
+def _cli(tmp_path: Path, *argv: str, stdin: Any = b"", **more: Any) -> tuple[int, str, str]:
+    """Run ``handoff argv --config …`` (``stdin``: its bytes, or a file to read from):
+    its exit status, standard output and error."""
     config = tmp_path / "config.json"
     if not config.exists():
         config.write_text(json.dumps({"roles": ROLES_JSON}), encoding="utf-8")
+    given = {"input": stdin} if isinstance(stdin, bytes) else {"stdin": stdin}
     done = subprocess.run(
         [sys.executable, "-m", "handoff", *argv, "--config", str(config)],
-        input=stdin,
+        **given,
         capture_output=True,
         timeout=120,
         check=False,
+        **more,
     )
     return done.returncode, done.stdout.decode("utf-8"), done.stderr.decode("utf-8")
 
@@ -174,8 +178,6 @@ def test_an_endless_line_on_standard_input_ends_the_run_at_the_input_bound(
 ) -> None:
     """A line is skipped past the record limit only up to the bound of any input (64 MiB):
     a stream that never ends its line is one usage error, never an endless read."""
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps({"roles": ROLES_JSON}), encoding="utf-8")
     code = (
         "import sys\n"
         "sys.stdout.buffer.write(sys.argv[1].encode() + b'\\n')\n"
@@ -188,21 +190,14 @@ def test_an_endless_line_on_standard_input_ends_the_run_at_the_input_bound(
         stderr=subprocess.DEVNULL,
     )
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "handoff", "validate", "-", "--config", str(config)],
-            stdin=writer.stdout,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        status, _, err = _cli(tmp_path, "validate", "-", stdin=writer.stdout)
     finally:
         writer.kill()
         writer.wait()
         assert writer.stdout is not None
         writer.stdout.close()
-    assert done.returncode == 2, done
-    assert done.stderr.splitlines() == [
+    assert status == 2, err
+    assert err.splitlines() == [
         "error: input_too_large: line 2 of standard input holds more than 64 MiB, the most a "
         "command reads"
     ]
@@ -221,3 +216,56 @@ def test_a_byte_order_mark_is_refused_on_standard_input_as_in_a_file(tmp_path: P
             f"error: parse/json_syntax: {name} starts with a byte order mark (U+FEFF); save it "
             "as UTF-8 without one\n"
         )
+
+
+def test_only_json_whitespace_makes_a_blank_line(tmp_path: Path) -> None:
+    """Review adv #7: a line of spaces, tabs and CRs is skipped; a line of anything else
+    (a no-break space, a form feed, a vertical tab) is a rejected record, reported."""
+    data = (
+        _record("k1") + b"\n"
+        + b" \t \r\n"
+        + "\u00a0".encode() + b"\n"
+        + b"\x0c\n"
+        + b"\x0b\n"
+        + _record("k2") + b"\n"
+    )  # fmt: skip
+    _rejected(
+        tmp_path,
+        data,
+        "3: rejected parse/json_syntax",
+        "4: rejected parse/json_syntax",
+        "5: rejected parse/json_syntax",
+        "2 accepted, 0 ignored, 3 rejected",
+    )
+
+
+def test_closed_standard_input_is_one_coded_error(tmp_path: Path) -> None:
+    """Review adv #8: ``handoff validate - <&-`` said ``internal`` (exit 70)."""
+    closed = _cli(
+        tmp_path, "validate", "-", stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0)
+    )
+    assert closed == (1, "", "error: io: standard input is closed\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("line", "verdict"),
+    [
+        (b"a" * (64 << 20) + b"\n", "rejected"),
+        (b"a" * ((64 << 20) - 1) + b"\r\n", "rejected"),
+        (b"a" * ((64 << 20) + 1) + b"\n", "stopped"),
+    ],
+    ids=["64MiB-LF", "64MiB-CRLF", "64MiB+1"],
+)
+def test_the_input_bound_counts_a_line_without_its_line_end(
+    tmp_path: Path, line: bytes, verdict: str
+) -> None:
+    """Review adv #5: a line of exactly 64 MiB is one rejected record; one byte more stops."""
+    status, out, err = _cli(tmp_path, "validate", "-", stdin=line + _record("k1") + b"\n")
+    if verdict == "rejected":
+        assert (status, err) == (1, ""), err
+        assert out.splitlines()[-1] == "1 accepted, 0 ignored, 1 rejected"
+        assert out.startswith("-:1: rejected parse/too_large")
+    else:
+        assert status == 2
+        assert err.startswith("error: input_too_large: line 1 of standard input"), err

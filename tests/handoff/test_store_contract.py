@@ -350,3 +350,11 @@ def test_add_stops_at_a_store_outage_instead_of_rejecting_every_line(
     assert waited < 8, waited  # one lock wait, not six
     with handoff.open_store(url, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
         assert len(store.records()) == 1
+
+
+@pytest.mark.parametrize("url", [None, 5, b"postgresql:///x"])
+def test_a_postgres_store_url_that_is_not_text_is_a_usage_error(url: Any) -> None:
+    """Review adv #4: it escaped as ppstore's own error, not a HandoffError."""
+    with pytest.raises(handoff.HandoffUsageError) as caught:
+        PostgresStore(url, roles=ROLES, extensions=handoff.EXTENSIONS)
+    assert (caught.value.code, caught.value.reason) == ("usage", "url")

@@ -413,12 +413,13 @@ def test_a_bad_timeout_is_refused_with_its_code(value: str) -> None:
             assert "TopSecret" not in str(caught.value)
 
 
-def test_the_timeouts_are_set_on_every_connection_whatever_the_role_says(
+def test_the_timeouts_are_set_on_every_connection_whatever_the_database_says(
     postgres_url: str,
 ) -> None:
     admin = Pg(postgres_url)
-    admin.tx(lambda c: c.execute("ALTER ROLE postgres SET statement_timeout = 0"))
-    admin.tx(lambda c: c.execute("ALTER ROLE postgres SET lock_timeout = 0"))
+    name = postgres_url.split("?")[0].rsplit("/", 1)[1]  # this test's database only
+    admin.tx(lambda c: c.execute(f'ALTER DATABASE "{name}" SET statement_timeout = 0'))
+    admin.tx(lambda c: c.execute(f'ALTER DATABASE "{name}" SET lock_timeout = 0'))
     try:
         show = "SELECT current_setting('lock_timeout'), current_setting('statement_timeout')"
         pg = Pg(postgres_url)
@@ -431,9 +432,11 @@ def test_the_timeouts_are_set_on_every_connection_whatever_the_role_says(
         pg.close()
         own = Pg(_with(postgres_url, lock_timeout="250ms", statement_timeout="2min"))
         assert own.tx(lambda c: c.execute(show).fetchone()) == ("250ms", "2min")
+        assert dict(own.timeouts) == {"lock_timeout": 250, "statement_timeout": 120000}
+        with pytest.raises(TypeError):  # read-only: the URL is the one place they are set
+            own.timeouts["lock_timeout"] = -5  # type: ignore[index]
         own.close()
     finally:
-        admin.tx(lambda c: c.execute("ALTER ROLE postgres RESET ALL"))
         admin.close()
 
 
