@@ -329,6 +329,10 @@ def _reader(argv: tuple[str, ...], f: str, cwd: Path, stdin: int | None = None) 
     return Done(argv, done.returncode, done.stdout.decode(), done.stderr.decode(), False)
 
 
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+"""The most a command reads from one input (docs/cli.md: 64 MiB)."""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("argv", READERS, ids=" ".join)
 def test_a_file_that_never_ends_is_refused_at_the_documented_bound(
@@ -345,8 +349,8 @@ def test_a_file_that_never_ends_is_refused_at_the_documented_bound(
     [
         (("parley", "est", "-"), "64 MiB"),
         (("vxp", "merkle-root", "-"), "64 MiB"),
-        (("handoff", "validate", "-", "--config", "config.json"), "1 MiB"),  # per record line
-        (("handoff", "add", "--db", "new.sqlite", "--config", "config.json"), "1 MiB"),
+        (("handoff", "validate", "-", "--config", "config.json"), "64 MiB"),  # one line
+        (("handoff", "add", "--db", "new.sqlite", "--config", "config.json"), "64 MiB"),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, tuple) else v,
 )
@@ -361,8 +365,6 @@ def test_standard_input_that_never_ends_is_refused_at_the_bound(
 
 @pytest.mark.slow
 def test_a_file_one_byte_over_the_bound_is_refused(files: Path) -> None:
-    from _ppcli.rules import MAX_INPUT_BYTES
-
     big = files / "big.txt"
     with big.open("wb") as handle:
         handle.truncate(MAX_INPUT_BYTES + 1)  # sparse: no disk used
@@ -374,8 +376,6 @@ def test_a_file_one_byte_over_the_bound_is_refused(files: Path) -> None:
 def test_ppcheck_refuses_a_suite_file_over_the_bound(files: Path) -> None:
     """Review cli #1: a vectors folder's suite files were read whole (2 GiB: MemoryError,
     ``internal``, or the OOM killer)."""
-    from _ppcli.rules import MAX_INPUT_BYTES
-
     big = files / "tiny-vectors" / "pxp" / "big.json"
     with big.open("wb") as handle:
         handle.truncate(MAX_INPUT_BYTES + 1)  # sparse: no disk used

@@ -1,4 +1,8 @@
-"""The shared coded-error machinery: the table decides the class, unknown codes are refused."""
+"""The shared coded-error machinery: the table decides the class, unknown codes are refused.
+
+Private imports: this file tests ``_ppcodes`` itself, the private package every package's
+``errors`` module is built on; users reach it only through those modules.
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,9 @@ Every package (pxp, handoff, vxp, parley, ppbind) loads its own JSON Schemas thr
 ``_ppschema``: the same lookup (the wheel's ``<pkg>/_schemas`` or the checkout's
 ``schemas/<pkg>``), the same copies handed out, the same cached validators, and the
 package's own error for a name it does not ship.
+
+Private imports: this file tests ``_ppschema`` itself, the private loader behind every
+package's ``load_schema``; users reach it only through those functions.
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 ``pxp serve`` and ``parley serve`` run as real processes on loopback with
 ``--log-level info``; the lines are read from their standard error. The library itself
 only has a ``NullHandler`` per package.
+
+Private imports: two tests hold ``_ppcli.rules`` itself, the private package every console
+script shares: its log line formatter (``_OneLine``) and its filter of the framework's
+shutdown noise (``_Shutdown``), on records no live server can be made to produce on demand.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 
 from ._canonical import canonical
 from ._config import Extension, ExtensionRegistry, Roles
-from ._json import MAX_RECORD_CHARS, MAX_SAFE_INTEGER, check_json_value, parse_line
+from ._json import MAX_RECORD_BYTES, MAX_SAFE_INTEGER, check_json_value, parse_line, text_size
 from ._validate import compiled_validator, ecma_pattern
 from .errors import HandoffError
 
@@ -89,7 +89,7 @@ def admit(
 ) -> Verdict:
     """Admit an I-JSON record object (hot path; see :func:`check_record`).
 
-    ``size``: the length of the text it was parsed from, when it was (see
+    ``size``: the size in UTF-8 bytes of the text it was parsed from, when it was (see
     :func:`admit_fast`).
     """
     found = admit_fast(record, roles, extensions, size)
@@ -104,7 +104,7 @@ def admit_line(line: str | bytes, roles: Roles, extensions: ExtensionRegistry) -
     :func:`handoff.parse_record`'s strict parse (which applies the same nesting and size
     limits as :func:`check_record` does to objects), then :func:`admit`.
     """
-    return admit(parse_line(line), roles, extensions, len(line))
+    return admit(parse_line(line), roles, extensions, text_size(line))
 
 
 def _where(record: dict[str, Any]) -> str:
@@ -114,36 +114,45 @@ def _where(record: dict[str, Any]) -> str:
 
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 # JCS writes a number at most 21/4 times as long as its shortest JSON spelling (``1e20``)
-# and every other token at most as long, so text under MAX/6 is certainly within the limit
+# and every other token at most as long (in UTF-8 bytes: it never escapes what the source
+# could write raw), so text under MAX/6 bytes is certainly within the limit
 _EXPANSION = 6
 
 
-def _check_size(record: dict[str, Any], size: int | None) -> None:
-    """Refuse a record whose JCS form (what every store writes) is over the size limit."""
+def _check_size(record: dict[str, Any], size: int | None, stored: bool = False) -> None:
+    """Refuse a record whose JCS form (what every store writes) is over the size limit;
+    ``stored``: a row a store holds, measured in characters (see ``parse_stored``)."""
     if size is None:
-        size = len(_COMPACT(record))
-    if size * _EXPANSION <= MAX_RECORD_CHARS:
+        size = text_size(_COMPACT(record))
+    if size * _EXPANSION <= MAX_RECORD_BYTES:
         return
-    length = len(canonical(record).decode("utf-8"))
-    if length > MAX_RECORD_CHARS:
+    jcs = canonical(record)
+    length = len(jcs.decode("utf-8")) if stored else len(jcs)
+    if length > MAX_RECORD_BYTES:
+        unit = "characters" if stored else "bytes"
         raise _reject(
             "parse",
             "too_large",
-            f"{_where(record)} is {length} characters in its canonical (JCS) form, more "
-            f"than the limit of {MAX_RECORD_CHARS}",
+            f"{_where(record)} is {length} {unit} in its canonical (JCS) form, more "
+            f"than the limit of {MAX_RECORD_BYTES}",
         )
 
 
 def admit_fast(
-    record: dict[str, Any], roles: Roles, extensions: ExtensionRegistry, size: int | None = None
+    record: dict[str, Any],
+    roles: Roles,
+    extensions: ExtensionRegistry,
+    size: int | None = None,
+    stored: bool = False,
 ) -> Extension | str:
     """Admit a record: its extension when accepted, the reason when ignored.
 
     This is the one admission function every path runs (objects, lines, files, stores).
-    ``size`` is the length of the text the record was parsed from, if any: it bounds the
-    JCS form cheaply; without it the record is measured (docs/spec/handoff.md §13, ours).
+    ``size`` is the size in UTF-8 bytes of the text the record was parsed from, if any: it
+    bounds the JCS form cheaply; without it the record is measured (docs/spec/handoff.md
+    §13, ours). ``stored``: a row a store holds (``size`` then counts characters).
     """
-    _check_size(record, size)
+    _check_size(record, size, stored)
     ph = record.get("ph")
     if ph != PH_VERSION:
         if not isinstance(ph, str) or _PH_SHAPE(ph) is None:

@@ -191,15 +191,25 @@ def _cmd_add(args: argparse.Namespace) -> int:
     lines = list(read_lines(args.file))  # read first: a missing input creates nothing
     where = Target(url, config, create=True)
     assert where.store is not None
-    rejected = 0
+    rejected = appended = 0
     try:
         for number, line in lines:
             try:
                 status = where.store.append(line)
             except HandoffError as exc:
+                if exc.code == "store":
+                    # the store cannot take it now (an outage, a lock held too long): not
+                    # a bad record, and the next line would fare no better; stop here
+                    done = f"{appended} appended before it" if appended else "nothing appended"
+                    raise HandoffError(
+                        "store",
+                        f"{args.file}:{number}: {exc.message}; {done}, this line and the rest not",
+                        reason=exc.reason,
+                    ) from None
                 rejected += 1
                 print(f"{args.file}:{number}: rejected {describe(exc)}")
                 continue
+            appended += status == "accepted"
             print(f"{args.file}:{number}: {status}")
     finally:
         where.close()

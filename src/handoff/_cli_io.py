@@ -5,22 +5,29 @@ names its records by one target: a JSON Lines file (``records.jsonl``, ``-`` for
 input) or a store URL (``sqlite:PATH``, ``postgresql://…``). Appending to a file never
 damages it: a file whose last line lacks its newline gets one first, and a torn last line
 (a crash in the middle of a write) is reported and never extended.
+
+A file and standard input are read by one reader (docs/spec/handoff.md, "Using it", ours):
+a line ends at LF, a CR right before the LF belongs to the line end, and any other CR is
+part of the line. A line over the record size limit or not in UTF-8 is handed on as it is
+(a long one cut just past the limit), so the one strict parse refuses it as one bad record
+with its line number, as it refuses any other.
 """
 
 from __future__ import annotations
 
+import io
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from _ppcli.rules import InputTooLargeError, read_input
+from _ppcli.rules import MAX_INPUT_BYTES, InputTooLargeError, read_input
 
 from ._canonical import canonical
 from ._config import Extension, ExtensionRegistry, Roles
 from ._fold import Registry
-from ._json import parse_line
+from ._json import MAX_RECORD_BYTES, parse_line
 from ._store import SQLiteStore
 from .errors import HandoffError
 
@@ -29,8 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Config", "Target", "load_config", "read_lines", "target"]
 
-MAX_LINE_BYTES = 1 << 20
-"""The largest record line a command reads (1 MiB; docs/spec/handoff.md §13)."""
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -48,12 +54,8 @@ def _read_text(path: str, what: str) -> str:
         data = read_input(path)  # at most _ppcli.rules.MAX_INPUT_BYTES
     except OSError as exc:
         raise HandoffError("io", f"cannot read {what} {path}: {exc.strerror}") from None
-    if data.startswith(b"\xef\xbb\xbf"):
-        raise HandoffError(
-            "parse",
-            f"{what} {path} starts with a byte order mark (U+FEFF); save it as UTF-8 without one",
-            reason="json_syntax",
-        )
+    if data.startswith(_BOM):
+        raise _bom(f"{what} {path}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -116,37 +118,59 @@ def load_config(path: str) -> Config:
     return Config(Roles.from_json(value["roles"]), extensions, side, side.jwks is not None)
 
 
-def _stdin_lines() -> Iterator[tuple[int, str]]:
-    """Standard input line by line, each at most :data:`MAX_LINE_BYTES` (a stream of records
-    has no total bound, one endless line has: review i24 #5)."""
-    stream = sys.stdin.buffer
+def _bom(name: str) -> HandoffError:
+    return HandoffError(
+        "parse",
+        f"{name} starts with a byte order mark (U+FEFF); save it as UTF-8 without one",
+        reason="json_syntax",
+    )
+
+
+def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` for every non-blank line of ``stream``, without its line end.
+
+    A line longer than :data:`MAX_RECORD_BYTES` is cut just past the limit (the parse
+    refuses it) and the rest of it skipped, up to ``MAX_INPUT_BYTES`` without its line end:
+    a line that never ends stops the command (:class:`InputTooLargeError`) instead of being
+    read forever. A line of JSON whitespace only (spaces, tabs, CRs) is blank.
+    """
+    bound = MAX_RECORD_BYTES + 2  # the longest line that is not over the limit, CR LF included
     number = 0
-    while True:
-        raw = stream.readline(MAX_LINE_BYTES + 2)
-        if not raw:
-            return
+    while raw := stream.readline(bound):
         number += 1
-        if len(raw.rstrip(b"\r\n")) > MAX_LINE_BYTES:
-            raise InputTooLargeError(f"line {number} of standard input", MAX_LINE_BYTES)
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise HandoffError(
-                "parse", f"line {number} of standard input is not UTF-8 text", reason="json_syntax"
-            ) from None
-        if line.strip():
+        if number == 1 and raw.startswith(_BOM):
+            raise _bom(name)
+        if raw.endswith(b"\n"):
+            line = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+        elif len(raw) < bound:  # the last line, without a line end
+            line = raw
+        else:
+            line = raw[: MAX_RECORD_BYTES + 1]
+            size, tail = len(raw), raw[-2:]
+            while not tail.endswith(b"\n") and (raw := stream.readline(1 << 20)):
+                size, tail = size + len(raw), (tail + raw)[-2:]
+                # what may be the line end (LF, CR LF, or a CR whose LF is still to come)
+                end = 2 if tail == b"\r\n" else 1 if tail.endswith((b"\n", b"\r")) else 0
+                if size - end > MAX_INPUT_BYTES:
+                    raise InputTooLargeError(f"line {number} of {name}", MAX_INPUT_BYTES)
+        if line.strip(b" \t\r"):
             yield number, line
 
 
-def read_lines(path: str) -> Iterator[tuple[int, str]]:
-    """Yield ``(line number, line)`` for every non-blank line of a JSON Lines file."""
+def read_lines(path: str) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line number, line)`` for every non-blank line of a JSON Lines file (``-``:
+    standard input, read line by line, so a stream of records has no total bound)."""
     if path == "-":
-        yield from _stdin_lines()
+        stream = getattr(sys.stdin, "buffer", None)  # None: file descriptor 0 was closed
+        if stream is None:
+            raise HandoffError("io", "standard input is closed")
+        yield from _lines(stream, "standard input")
         return
-    text = _read_text(path, "records")
-    for number, line in enumerate(text.split("\n"), 1):
-        if line.strip():
-            yield number, line
+    try:
+        data = read_input(path)  # at most _ppcli.rules.MAX_INPUT_BYTES
+    except OSError as exc:
+        raise HandoffError("io", f"cannot read records {path}: {exc.strerror}") from None
+    yield from _lines(io.BytesIO(data), f"records {path}")
 
 
 class Target:
@@ -254,7 +278,7 @@ def append_lines(path: str, lines: list[str]) -> None:
             size = handle.seek(0, 2)
             prefix = b""
             if size:
-                handle.seek(max(0, size - MAX_LINE_BYTES))
+                handle.seek(max(0, size - MAX_RECORD_BYTES))
                 tail = handle.read()
                 if not tail.endswith(b"\n"):
                     last = tail.rsplit(b"\n", 1)[-1]

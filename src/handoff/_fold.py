@@ -8,7 +8,7 @@ with any of them delivered more than once, gives the same state and the same con
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from types import MappingProxyType
@@ -17,7 +17,7 @@ from typing import Any
 from ._canonical import canonical, digest, identity
 from ._check import admit_fast, check_record
 from ._config import Extension, ExtensionRegistry, Roles
-from ._json import copy_json, parse_line
+from ._json import copy_json, parse_line, parse_stored, text_size
 from ._records import ItemId, Record
 from .errors import HandoffError
 
@@ -651,7 +651,16 @@ class Registry:
         ``roles``: admit under these roles instead of the registry's (a store reads each
         record under the roles it was admitted under, never under today's).
         """
+        self._add_lines(lines, roles, stored=False)
+
+    def _add_lines(
+        self, lines: Iterable[str | bytes], roles: Roles | None, *, stored: bool
+    ) -> None:
+        """:meth:`add_lines`; ``stored``: rows a store holds, under their size rule
+        (``parse_stored``)."""
         extensions, put = self.extensions, self._put
+        parse: Callable[[Any], dict[str, Any]] = parse_stored if stored else parse_line
+        size: Callable[[Any], int] = len if stored else text_size
         # a repeat of a record this registry admitted under these very roles is the same
         # record: admitting it again could only give the same answer, so it is skipped
         repeats = roles is None or roles is self.roles
@@ -660,10 +669,10 @@ class Registry:
         self._first_item = None
         names: dict[str, str] = {}
         for line in lines:
-            obj = parse_line(line)
+            obj = parse(line)
             if repeats and items and _repeat(items, obj, line):
                 continue
-            found = admit_fast(obj, roles, extensions, len(line))
+            found = admit_fast(obj, roles, extensions, size(line), stored)
             if isinstance(found, str):
                 self._ignored[found] = self._ignored.get(found, 0) + 1
                 continue

@@ -27,7 +27,7 @@ from ._canonical import canonical, identity
 from ._config import ExtensionRegistry, Roles
 from ._evidence import KeySet
 from ._fold import _slot
-from ._json import parse_line
+from ._json import parse_line, parse_stored
 from ._records import ItemId, Record
 from ._store import _body_digest, _check_raised, _prepare, _rewrite, _Stamped
 from .errors import HandoffError
@@ -93,6 +93,10 @@ class PostgresStore(_Stamped):
     ) -> None:
         from ppstore import Pg, StoreError, migrate_postgres, missing_triggers, redact
 
+        if not isinstance(url, str):
+            raise HandoffError(
+                "usage", f"a store URL is a string, not {type(url).__name__}", reason="url"
+            )
         self.roles = roles
         self.extensions = extensions
         self.keys = keys
@@ -102,6 +106,8 @@ class PostgresStore(_Stamped):
         try:
             self._pg = Pg(url, application_name="handoff")
         except StoreError as exc:
+            if exc.code in ("bad_url", "bad_timeout"):  # the caller's URL, as open_store says
+                raise HandoffError("usage", exc.message, reason="url") from None
             raise HandoffError(
                 "store", f"cannot open the store {self.path}: {exc.message}", reason="store_open"
             ) from None
@@ -133,12 +139,6 @@ class PostgresStore(_Stamped):
     def close(self) -> None:
         """Close the database connection."""
         self._pg.close()
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     def _tx(self, work: Callable[[Conn], T], reason: str) -> T:
         from ppstore import StoreError
@@ -203,7 +203,7 @@ class PostgresStore(_Stamped):
                 (obj["id"], dig, *where),
             ).fetchall()
             for held, text in others:
-                other = parse_line(text)
+                other = parse_stored(text)
                 if _slot(other) != slot:
                     continue
                 if identity(other) != ident:
@@ -222,7 +222,7 @@ class PostgresStore(_Stamped):
                         (*where, old),
                     ).fetchall()
                 ]
-                _check_raised(obj, [parse_line(text) for text in found])
+                _check_raised(obj, [parse_stored(text) for text in found])
             if isinstance(stamp, HandoffError):
                 raise stamp
             cur = conn.execute(

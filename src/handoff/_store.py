@@ -19,14 +19,14 @@ import sqlite3
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from ._canonical import canonical, digest, identity
 from ._check import check_record
 from ._config import ExtensionRegistry, Roles
 from ._evidence import KeySet, verify_proof
 from ._fold import ItemState, Registry, _slot
-from ._json import parse_line
+from ._json import parse_line, parse_stored
 from ._records import ItemId, Record
 from .errors import HandoffError
 
@@ -34,7 +34,8 @@ __all__ = ["MemoryStore", "SQLiteStore", "Store", "open_store"]
 
 
 class Store(Protocol):
-    """What every record store offers (in memory, SQLite, later a shared database)."""
+    """What every record store offers (in memory, SQLite, PostgreSQL): append, read, fold,
+    close (also as a context manager: ``with open_store(url, …) as store``)."""
 
     roles: Roles
     extensions: ExtensionRegistry
@@ -54,6 +55,26 @@ class Store(Protocol):
     def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
         """Return every record version held (for ``item`` only when given), in a stable order."""
         ...
+
+    def registry(self, item: ItemId | None = None) -> Registry:
+        """Fold what is held (everything, or one item's records) into a new registry."""
+        ...
+
+    def state(self, item: ItemId) -> ItemState:
+        """Fold the records of ``item`` and return its state."""
+        ...
+
+    def states(self) -> dict[ItemId, ItemState]:
+        """Fold everything held and return every item's state."""
+        ...
+
+    def close(self) -> None:
+        """Release what the store holds open (a database connection); memory holds none."""
+        ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *_exc: object) -> None: ...
 
 
 def _check_proof(obj: Mapping[str, Any], keys: KeySet | None, verifiable: bool) -> None:
@@ -151,6 +172,15 @@ class _Folding:
     def states(self) -> dict[ItemId, ItemState]:
         """Fold everything held and return every item's state."""
         return self.registry().states()
+
+    def close(self) -> None:
+        """Release what the store holds open (a database connection); memory holds none."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 class MemoryStore(_Folding):
@@ -297,7 +327,7 @@ class _Stamped(_Folding):
 
     def records(self, item: ItemId | None = None) -> list[dict[str, Any]]:
         """Return the held record versions in insertion order (see :meth:`Store.records`)."""
-        return [parse_line(body) for body, _, _ in self._rows(item)]
+        return [parse_stored(body) for body, _, _ in self._rows(item)]
 
     def registry(self, item: ItemId | None = None) -> Registry:
         """Fold what is held (everything, or one item's records) into a new registry.
@@ -320,7 +350,7 @@ class _Stamped(_Folding):
             groups.setdefault(stamp, []).append(body)
         for body, stamp in behind:
             try:
-                registry.add_lines([body], roles=self._roles_at(stamp))
+                registry._add_lines([body], self._roles_at(stamp), stored=True)
             except HandoffError as exc:
                 if exc.code in _ROLE_CODES:
                     registry.note_role_changed(_row_id(body), exc)
@@ -330,18 +360,18 @@ class _Stamped(_Folding):
             if stamp is not None:
                 roles = self._roles_at(stamp)
                 try:
-                    registry.add_lines(bodies, roles=roles)
+                    registry._add_lines(bodies, roles, stored=True)
                 except HandoffError:
                     # one refused row: read the group row by row, reporting that one
                     for body in bodies:
                         try:
-                            registry.add_lines([body], roles=roles)
+                            registry._add_lines([body], roles, stored=True)
                         except HandoffError as exc:
                             registry.note_rejected(_row_id(body), exc)
                 continue
             for body in bodies:
                 try:
-                    registry.add_lines([body])
+                    registry._add_lines([body], None, stored=True)
                 except HandoffError as exc:
                     if exc.code in _ROLE_CODES:
                         registry.note_role_changed(_row_id(body), exc)
@@ -432,12 +462,6 @@ class SQLiteStore(_Stamped):
         """Close the database connection."""
         self._db.close()
 
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
     def append(self, record: Record | Mapping[str, Any] | str | bytes) -> str:
         """Admit and append one record (see :meth:`Store.append`)."""
         obj, dig, status = _prepare(record, self.roles, self.extensions, self.keys, self.verifiable)
@@ -456,7 +480,7 @@ class SQLiteStore(_Stamped):
                     ).fetchall()
                     slot, ident = _slot(obj), identity(obj)
                     for held, text in others:
-                        other = parse_line(text)
+                        other = parse_stored(text)
                         if _slot(other) != slot:
                             continue
                         if identity(other) != ident:
@@ -476,7 +500,7 @@ class SQLiteStore(_Stamped):
                                 (*row[2:5], old),
                             )
                         ]
-                        _check_raised(obj, [parse_line(text) for text in found])
+                        _check_raised(obj, [parse_stored(text) for text in found])
                     cursor = self._db.execute(
                         "INSERT OR IGNORE INTO handoff_records "
                         "(id, digest, ext, project, key, body, roles_version) "

@@ -187,7 +187,7 @@ class PostgresStore:
         receipt_ttl: int = 86_400,
         create: bool = True,
     ) -> None:
-        from ppstore import Pg, StoreError, migrate_postgres, redact
+        from ppstore import Pg, StoreError, StoreUnavailableError, migrate_postgres, redact
 
         self.path = redact(url)
         """The store's URL without its password (what ``parley serve`` prints)."""
@@ -220,6 +220,12 @@ class PostgresStore:
                 migrate_postgres(conn, "parley", MIGRATIONS)
         except StoreError as exc:
             self._pg.close()
+            if isinstance(exc, StoreUnavailableError):  # an outage (a lock wait, issue 25)
+                raise ParleyError(
+                    "unavailable",
+                    f"the state store failed: {exc.message}"[:300],
+                    reason="store_unavailable",
+                ) from None
             raise ParleyError(
                 "internal", f"the state store cannot be used: {exc.message}", reason="bad_store"
             ) from None

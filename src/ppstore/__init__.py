@@ -2,7 +2,9 @@
 
 The five things you most likely want:
 
-- :func:`parse_url`: the one URL that chooses a store (:class:`StoreURL`).
+- :func:`parse_url`: the one URL that chooses a store (:class:`StoreURL`), with the
+  PostgreSQL ``lock_timeout`` and ``statement_timeout`` every connection sets
+  (:func:`libpq_url`: the URL as libpq takes it).
 - :func:`migrate`: bring a SQLite or PostgreSQL store to the schema version the code knows.
 - :class:`Pg`: one psycopg connection with transactions retried on serialization failures.
 - :func:`redact`: a URL without its password, safe to print and log.
@@ -43,10 +45,20 @@ from ._migrate import (
     missing_triggers,
 )
 from ._pg import Pg, advisory_key, postgres_missing
-from ._url import StoreURL, parse_url, redact, secrets_of
+from ._url import (
+    DEFAULT_LOCK_TIMEOUT_MS,
+    DEFAULT_STATEMENT_TIMEOUT_MS,
+    StoreURL,
+    libpq_url,
+    parse_url,
+    redact,
+    secrets_of,
+)
 from .errors import StoreError, StoreProtocolError, StoreUnavailableError, StoreUsageError
 
 __all__ = [
+    "DEFAULT_LOCK_TIMEOUT_MS",
+    "DEFAULT_STATEMENT_TIMEOUT_MS",
     "MIGRATION_TABLE",
     "Migrations",
     "Pg",
@@ -58,6 +70,7 @@ __all__ = [
     "StoreUsageError",
     "advisory_key",
     "application_id",
+    "libpq_url",
     "migrate",
     "migrate_postgres",
     "migrate_sqlite",

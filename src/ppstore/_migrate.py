@@ -33,6 +33,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ._pg import postgres_missing, timed_out
 from .errors import StoreError
 
 __all__ = [
@@ -204,6 +205,9 @@ def migrate_postgres(conn: Any, store: str, migrations: Migrations) -> int:
                     (store, number),
                 )
     except psycopg.Error as exc:
+        waited = timed_out(exc, f"migrating the {store} store", _limits(conn))
+        if waited is not None:  # another replica's migration holds the lock: try again later
+            raise waited from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StoreError(
             "migration_failed", f"migrating the {store} store failed: {first}"
@@ -211,10 +215,23 @@ def migrate_postgres(conn: Any, store: str, migrations: Migrations) -> int:
     return found
 
 
+def _limits(conn: Any) -> dict[str, int] | None:
+    """The connection's ``lock_timeout`` and ``statement_timeout`` in milliseconds (after a
+    failed transaction, for its sentence); ``None`` when they cannot be read."""
+    import psycopg
+
+    try:
+        rows = conn.execute(
+            "SELECT name, setting::int FROM pg_settings"
+            " WHERE name IN ('lock_timeout', 'statement_timeout')"
+        ).fetchall()
+    except psycopg.Error:
+        return None
+    return {str(name): int(value) for name, value in rows}
+
+
 def _psycopg_for(conn: object) -> Any:
     """The psycopg module, once ``conn`` is one of its connections (else ``bad_argument``)."""
-    from ._pg import postgres_missing
-
     if postgres_missing() is None:
         import psycopg
 

@@ -11,10 +11,13 @@ written by a newer library, a failed migration are all on the caller's side of t
 **A database outage is neither** the caller's mistake nor the peer's data. It is never a
 protocol error (a server must not blame the peer for it), and it is not a bug in the
 call either: it arrives as :class:`StoreUnavailableError`, a :class:`StoreUsageError`
-subclass of its own (codes ``store_open`` and ``store_unavailable``), so a server catches
-it first to retry or answer "unavailable" and reads :attr:`StoreError.sqlstate` to tell a
-conflict (``23505``, ``40001``) from a lost connection. The table marks these codes
-``usage`` because that is the side of the line they are on; the class says which.
+subclass of its own (codes ``store_open``, ``store_unavailable`` and ``store_timeout``), so
+a server catches it first to retry or answer "unavailable" and reads
+:attr:`StoreError.sqlstate` to tell a conflict (``23505``, ``40001``) from a lost
+connection. ``store_timeout`` is a transaction that waited past the URL's ``lock_timeout``
+or ran past its ``statement_timeout``: it was rolled back, and running it again is safe.
+The table marks these codes ``usage`` because that is the side of the line they are on;
+the class says which.
 """
 
 from __future__ import annotations
@@ -40,6 +43,14 @@ CODES = CodeTable(
             "url",
             "The store URL names no store this library knows (`:memory:`, `sqlite:PATH`, "
             "`postgresql://…`), or cannot be parsed.",
+        ),
+        Code(
+            "bad_timeout",
+            "usage",
+            "url",
+            "A `lock_timeout` or `statement_timeout` parameter of a `postgresql://` URL is not "
+            "a duration this library reads (a whole number followed by `ms`, `s` or `min`, "
+            "none for milliseconds, `0` for no limit, at most 2147483647 ms), or is given twice.",
         ),
         Code(
             "bad_argument",
@@ -88,11 +99,20 @@ CODES = CodeTable(
             "recurring, a refused statement: `sqlstate` says which; arrives as "
             "StoreUnavailableError).",
         ),
+        Code(
+            "store_timeout",
+            "usage",
+            "transaction",
+            "A statement waited longer than the URL's `lock_timeout` for a lock another "
+            "transaction holds (`sqlstate` 55P03), or ran longer than its `statement_timeout` "
+            "(57014); the transaction was rolled back and may be run again (arrives as "
+            "StoreUnavailableError).",
+        ),
     ],
 )
 """Every code :mod:`ppstore` raises, with its kind, stage and meaning."""
 
-_OUTAGES = frozenset(("store_open", "store_unavailable"))
+_OUTAGES = frozenset(("store_open", "store_unavailable", "store_timeout"))
 
 
 class StoreError(CodedError):
@@ -137,4 +157,5 @@ class StoreProtocolError(StoreError):
 
 class StoreUnavailableError(StoreUsageError):
     """The database could not be reached, or failed a transaction: neither the caller's
-    mistake nor the peer's data (codes ``store_open`` and ``store_unavailable``)."""
+    mistake nor the peer's data (codes ``store_open``, ``store_unavailable`` and
+    ``store_timeout``)."""

@@ -345,13 +345,16 @@ class PostgresRoomStore:
         """
         import psycopg
 
+        from ppstore import libpq_url
+
         stop = threading.Event()
+        dsn = libpq_url(self._url)  # without ppstore's own parameters, which libpq refuses
 
         def run() -> None:
             dropped = False
             while not stop.is_set():
                 try:
-                    with psycopg.connect(self._url, autocommit=True) as conn:
+                    with psycopg.connect(dsn, autocommit=True) as conn:
                         conn.execute(f"LISTEN {CHANNEL}")
                         if dropped:
                             dropped = False

@@ -12,8 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import handoff
 
 from .ext_fixtures import ROLES_JSON, TS, ed_key, raised
@@ -88,12 +86,27 @@ def test_a_torn_last_line_is_reported_never_extended(tmp_path: Path) -> None:
     assert ":2: rejected parse" in state.stderr
 
 
-def test_append_refuses_to_extend_a_torn_line(tmp_path: Path) -> None:
-    from handoff._cli_io import append_lines  # the one append every command uses
-
-    path = tmp_path / "r.jsonl"
-    path.write_text('{"ph": "0.3", "id": ', encoding="utf-8")
-    with pytest.raises(handoff.HandoffError) as caught:
-        append_lines(str(path), ["{}"])
-    assert caught.value.reason == "torn_line"
-    assert path.read_text(encoding="utf-8") == '{"ph": "0.3", "id": '
+def test_a_line_torn_while_settle_waits_is_never_extended(tmp_path: Path) -> None:
+    """Another writer crashes mid-write while ``settle`` asks its question: the file read
+    was whole, the file appended to is not, and the append refuses to extend it."""
+    config, path, key = _setup(tmp_path, json.dumps(raised()) + "\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "handoff", "settle", path, "--config", config, "--ext", "acts",
+         "--project", "web", "--key", "k1", "--outcome", "done", "--principal-key", key,
+         "--now", TS],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    assert proc.stdin is not None
+    asked = ""
+    while not asked.endswith("[y/N] "):
+        char = proc.stdout.read(1)
+        assert char, f"settle ended without asking: {proc.communicate(timeout=60)}"
+        asked += char
+    torn = Path(path).read_text(encoding="utf-8") + json.dumps(raised("n2", key="k2"))[:40]
+    Path(path).write_text(torn, encoding="utf-8")
+    out, err = proc.communicate("y\n", timeout=60)
+    assert proc.returncode == 1, out + err
+    assert "torn_line" in err
+    assert err.strip().splitlines()[-1].startswith("error: io/torn_line: ")
+    assert Path(path).read_text(encoding="utf-8") == torn

@@ -1,4 +1,8 @@
-"""``handoff settle`` and ``handoff md sync`` on real files."""
+"""``handoff settle`` and ``handoff md sync`` on real files.
+
+Private imports: ``handoff._cli.main`` drives the command line in process, ``main(argv)``;
+the command's public contract is its argv, output and exit status, which these tests hold.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""The bulk path's shortcuts equal the plain paths they replace (hypothesis properties)."""
+"""The bulk path's shortcuts equal the plain paths they replace (hypothesis properties).
+
+Private imports: each test holds a fast path to its plain oracle: ``handoff.parse_record``
+to the strict decoder it shortcuts (``handoff._json._DECODER`` and its refusal type), and
+the fold's shared type names (``handoff._fold._Held``) to the parsed strings they replace.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handoff import HandoffError
-from handoff._json import _DECODER, _RefusedError, parse_line
+from handoff import HandoffError, parse_record
+from handoff._json import _DECODER, _RefusedError
 
 _values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.floats() | st.text(max_size=5),
@@ -48,10 +53,10 @@ def _plain(text: str) -> dict[str, Any] | tuple[str, str | None]:
 
 @settings(max_examples=400)
 @given(text=_texts() | st.text(max_size=12))
-def test_parse_line_equals_the_strict_decoder(text: str) -> None:
+def test_parse_record_equals_the_strict_decoder(text: str) -> None:
     expected = _plain(text)
     try:
-        got: Any = parse_line(text)
+        got: Any = parse_record(text)
     except HandoffError as exc:
         got = (exc.code, exc.reason)
         if got == ("parse", "lone_surrogate"):
@@ -63,10 +68,10 @@ def test_parse_line_equals_the_strict_decoder(text: str) -> None:
 
 @settings(max_examples=200)
 @given(text=_texts())
-def test_parse_line_bytes_and_text_agree(text: str) -> None:
+def test_parse_record_bytes_and_text_agree(text: str) -> None:
     def outcome(line: str | bytes) -> Any:
         try:
-            return parse_line(line)
+            return parse_record(line)
         except HandoffError as exc:
             return (exc.code, exc.reason)
 

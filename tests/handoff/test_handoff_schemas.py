@@ -1,4 +1,11 @@
-"""Record schemas: the allowed keyword subset, strictness, and the two validators agreeing."""
+"""Record schemas: the allowed keyword subset, strictness, and the two validators agreeing.
+
+Private imports: the compiled validator (``handoff._validate.compiled_validator``, the fast
+path every admission runs, and ``_generate``, which builds it) is held to its oracle, the
+jsonschema ``boundary_validator``; the keyword-subset check (``check_restricted``,
+``_walk_schema``) is the oracle that keeps every shipped schema inside the subset the
+compiled validator implements, run here over every schema the package ships.
+"""
 
 from __future__ import annotations
 
@@ -16,9 +23,9 @@ from handoff._validate import (
     boundary_validator,
     check_restricted,
     compiled_validator,
-    ecma_pattern,
     record_schema_names,
 )
+from handoff.schemas import ecma_pattern
 
 from .handoff_helpers import raised, settled
 

@@ -4,6 +4,10 @@ A store stamps each record with the version of the roles it was admitted under a
 it under those roles, never under the current ones (a record's ``ts`` is the sender's word
 and proves nothing). Reading a plain file, records the current roles refuse are reported
 as ``role_changed``, never silently dropped. Real SQLite files; the CLI as a subprocess.
+
+Private imports: ``handoff._store._SCHEMA`` is the store's first on-disk schema (version 1,
+before roles stamps), written by hand to test the migration of a store an older release
+made.
 """
 
 from __future__ import annotations

@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 import handoff
-from handoff._check import admit_line
-from handoff._json import MAX_RECORD_CHARS
+from handoff.records import MAX_RECORD_BYTES
 
 from .ext_fixtures import ROLES, ROLES_JSON, rec
 
@@ -41,7 +40,7 @@ def _huge_object() -> dict[str, Any]:
         "big",
         terms={"text": "Pay"},
         terms_rev=1,
-        context="A" * (MAX_RECORD_CHARS + 10),
+        context="A" * (MAX_RECORD_BYTES + 10),
     )
 
 
@@ -53,8 +52,9 @@ def _refused(call: Any) -> None:
 
 def test_text_under_the_limit_whose_jcs_form_is_over_is_refused() -> None:
     line = _number_line()
-    assert len(line) < MAX_RECORD_CHARS < len(handoff.digests.canonical(json.loads(line)))
-    _refused(lambda: admit_line(line, ROLES, handoff.EXTENSIONS))
+    assert len(line) < MAX_RECORD_BYTES < len(handoff.digests.canonical(json.loads(line)))
+    record = handoff.parse_record(line)  # the text is within the limit: it parses
+    _refused(lambda: handoff.check_record(record, roles=ROLES, extensions=handoff.EXTENSIONS))
     reg = handoff.Registry(roles=ROLES, extensions=handoff.EXTENSIONS)
     _refused(lambda: reg.add(line))
     _refused(lambda: reg.add_lines([line]))
@@ -112,3 +112,32 @@ def test_one_over_limit_row_never_makes_the_store_unreadable(tmp_path: Path) -> 
     assert done.returncode == 1, done.stdout + done.stderr
     assert "acts/web/roof  open" in done.stdout
     assert "too_large" in done.stderr
+
+
+def test_a_row_stored_under_the_character_limit_stays_readable(tmp_path: Path) -> None:
+    """Review adv #1: before issue 25 the limit counted characters, so a store may hold a
+    row of wide text over 1 MiB of UTF-8 but within 1 Mi characters. Admitted then, it is
+    read now (the store is append-only: a refused row could never be removed, and
+    ``settle``/``md sync`` would refuse the store for good); a new one is refused."""
+    wide = rec("n-wide", "raised", "requester", "agent-1", "wide", terms={"text": "Pay"},
+               terms_rev=1, context="é" * 600_000)  # fmt: skip
+    body = handoff.digests.canonical(wide).decode("utf-8")
+    assert len(body) <= MAX_RECORD_BYTES < len(body.encode("utf-8"))
+    db = tmp_path / "db.sqlite"
+    with handoff.stores.SQLiteStore(db, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
+        store.append(N1)
+        _refused(lambda: store.append(wide))
+    digest = "sha-256:" + __import__("hashlib").sha256(body.encode()).hexdigest()
+    with sqlite3.connect(db) as conn:  # as a store before issue 25 wrote it
+        conn.execute(
+            "INSERT INTO handoff_records (id, digest, ext, project, key, body, roles_version)"
+            " VALUES ('n-wide', ?, 'acts', 'web', 'wide', ?, 1)",
+            (digest, body),
+        )
+    with handoff.stores.SQLiteStore(db, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
+        assert [r["id"] for r in store.records()] == ["n1", "n-wide"]
+    _plant(db)  # and one over any limit there ever was
+    with handoff.stores.SQLiteStore(db, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
+        reg = store.registry()
+        assert [(b["at"], b["reason"]) for b in reg.rejected()] == [("n-big", "too_large")]
+        assert store.state(handoff.ItemId("acts", "web", "wide")).state == "open"

@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 import handoff
+from handoff.stores import PostgresStore
 
 from .ext_fixtures import ROLES_JSON, rec
 
@@ -167,8 +169,6 @@ def test_open_store_refuses_what_is_no_store(tmp_path: Path) -> None:
 def test_postgres_records_cannot_be_rewritten_in_the_database(postgres_url: str) -> None:
     import psycopg
 
-    from handoff._postgres import PostgresStore
-
     with PostgresStore(postgres_url, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
         store.append(_need())
         with psycopg.connect(postgres_url, autocommit=True) as conn:
@@ -197,8 +197,6 @@ def test_postgres_records_cannot_be_rewritten_in_the_database(postgres_url: str)
 
 
 def test_postgres_store_missing_and_bad_url(postgres_url: str) -> None:
-    from handoff._postgres import PostgresStore
-
     with pytest.raises(handoff.HandoffError) as missing:
         PostgresStore(postgres_url, roles=ROLES, extensions=handoff.EXTENSIONS, create=False)
     assert missing.value.reason == "store_missing"
@@ -237,3 +235,126 @@ def test_cli_add_and_state_on_postgres(tmp_path: Path, postgres_url: str) -> Non
     items = {i["key"]: i for i in json.loads(state.stdout)["items"]}
     assert items["k1"]["state"] == "open"
     assert items["k1"]["claims"] == ["c1"]
+
+
+def test_the_postgres_store_class_is_public_without_loading_psycopg() -> None:
+    """``handoff.stores.PostgresStore`` is importable where psycopg is not installed: the
+    store plumbing and the driver load when a store is opened, not before."""
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"  # as if the postgres extra were not installed
+        "from handoff.stores import PostgresStore\n"
+        "print(PostgresStore.__module__, sorted(m for m in sys.modules"
+        " if m.split('.')[0] in ('ppstore', 'psycopg') and sys.modules[m] is not None))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.split() == ["handoff._postgres", "[]"]
+
+
+def test_a_replica_blocked_by_a_lock_gives_up_at_the_urls_lock_timeout(postgres_url: str) -> None:
+    """Issue 25: a maintenance transaction holds the records table; an append waits the
+    URL's lock_timeout, then fails with the store's own error, and the next one works."""
+    import psycopg
+
+    url = postgres_url + "&lock_timeout=300ms"
+    other = rec("n2", "raised", "requester", "registrar", "k2", terms={"text": "Pay"}, terms_rev=1)
+    with handoff.open_store(url, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
+        store.append(_need())
+        holder = psycopg.connect(postgres_url)  # its transaction stays open until closed
+        holder.execute("LOCK TABLE handoff_records IN ACCESS EXCLUSIVE MODE")
+        try:
+            started = time.monotonic()
+            with pytest.raises(handoff.HandoffError) as caught:
+                store.append(other)
+            waited = time.monotonic() - started
+        finally:
+            holder.close()
+        assert 0.3 <= waited < 3.0, waited
+        assert (caught.value.code, caught.value.reason) == ("store", "store_write")
+        assert "lock_timeout (300 ms)" in caught.value.message
+        assert store.append(other) == "accepted"
+        assert len(store.records()) == 2
+
+
+@pytest.mark.parametrize("value", ["forever", "5 s", "1h"])
+def test_a_bad_timeout_in_the_url_is_the_callers_mistake(tmp_path: Path, value: str) -> None:
+    """Refused before any connection, as a bad URL (usage/url), never as an outage."""
+    url = f"postgresql://app:TopSecret@db.invalid/handoff?lock_timeout={value}"
+    with pytest.raises(handoff.HandoffUsageError) as caught:
+        handoff.open_store(url, roles=ROLES, extensions=handoff.EXTENSIONS)
+    assert (caught.value.code, caught.value.reason) == ("usage", "url")
+    with pytest.raises(handoff.HandoffUsageError) as direct:
+        PostgresStore(url, roles=ROLES, extensions=handoff.EXTENSIONS)
+    assert (direct.value.code, direct.value.reason) == ("usage", "url")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"roles": ROLES_JSON}), encoding="utf-8")
+    done = _cli("state", "--state", url, "--config", str(config))
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: usage/url: "), done.stderr
+    assert "lock_timeout" in done.stderr
+    assert "TopSecret" not in done.stderr
+
+
+def test_every_store_offers_what_the_store_protocol_declares(open_store: Opener) -> None:
+    """Docs review D2: ``handoff.Store`` declares what every store from ``open_store`` has,
+    folding and closing included, and every store closes as a context manager."""
+    declared = {"append", "records", "registry", "state", "states", "close"}
+    assert declared <= set(dir(handoff.Store))
+    with open_store() as store:
+        assert all(callable(getattr(store, name)) for name in declared)
+        store.append(_need())
+        assert store.state(ITEM).state == "open"
+        assert set(store.states()) == {ITEM}
+        assert store.registry(ITEM).state(ITEM).state == "open"
+
+
+def test_add_stops_at_a_store_outage_instead_of_rejecting_every_line(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Review adv #2: a store that cannot take a line now is not a bad record. ``add``
+    stops at the first such line with one error naming it and what was appended, instead
+    of waiting out the lock once per line and reporting each as rejected."""
+    import psycopg
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"roles": ROLES_JSON}), encoding="utf-8")
+    url = postgres_url + "&lock_timeout=300ms"
+    with handoff.open_store(url, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
+        store.append(_need())
+    lines = [
+        rec(f"n{n}", "raised", "requester", "registrar", f"k{n}", terms={"text": "Pay"},
+            terms_rev=1)
+        for n in range(2, 8)
+    ]  # fmt: skip
+    holder = psycopg.connect(postgres_url)
+    holder.execute("LOCK TABLE handoff_records IN ACCESS EXCLUSIVE MODE")
+    try:
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "handoff", "add", "-", "--state", url, "--config",
+             str(config)],
+            input="".join(json.dumps(line) + "\n" for line in lines),
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        waited = time.monotonic() - started
+    finally:
+        holder.close()
+    assert done.returncode == 1, done
+    assert "rejected" not in done.stdout
+    (last,) = done.stderr.splitlines()
+    assert last.startswith("error: store/store_write: -:1: "), last
+    assert "lock_timeout (300 ms)" in last
+    assert "nothing appended" in last
+    assert waited < 8, waited  # one lock wait, not six
+    with handoff.open_store(url, roles=ROLES, extensions=handoff.EXTENSIONS) as store:
+        assert len(store.records()) == 1
+
+
+@pytest.mark.parametrize("url", [None, 5, b"postgresql:///x"])
+def test_a_postgres_store_url_that_is_not_text_is_a_usage_error(url: Any) -> None:
+    """Review adv #4: it escaped as ppstore's own error, not a HandoffError."""
+    with pytest.raises(handoff.HandoffUsageError) as caught:
+        PostgresStore(url, roles=ROLES, extensions=handoff.EXTENSIONS)
+    assert (caught.value.code, caught.value.reason) == ("usage", "url")

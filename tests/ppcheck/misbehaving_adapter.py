@@ -75,12 +75,17 @@ def main() -> int:
             write(b'{"id": "b", "output": {"v": "\xff\xfe"}}\n')
         elif mode == "deep":
             write(b'{"id": "b", "output": {"v": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}\n")
-        elif mode == "huge-line":
-            write(b'{"id": "b", "output": {"v": "' + b"y" * 4000 + b'"}}\n')
+        elif mode == "huge-line":  # argv[2]: the line's length, its newline included
+            head, tail = b'{"id": "b", "output": {"v": "', b'"}}\n'
+            write(head + b"y" * (int(sys.argv[2]) - len(head) - len(tail)) + tail)
         elif mode == "control-crash":
             sys.stderr.buffer.write(b"boom \x1b[31mred\x00\x07 \xed\xa0\x80 \xef\xbf\xbe\n")
             sys.stderr.flush()
             return 5
+        elif mode == "crash-saying":  # argv[2]: what it writes on stderr before it ends
+            sys.stderr.write(sys.argv[2])
+            sys.stderr.flush()
+            return 1
         elif mode == "node-crash":
             # Node.js prints the error line before its stack frames.
             frames = "".join(f"    at frame{n} (adapter.js:{n}:1)\n" for n in range(40))

@@ -1,6 +1,10 @@
 """What a port's CI relies on: required suites, named stderr logs, a prompt Ctrl-C, clear
 errors for a missing adapter or vectors folder, the exported vectors, and ppcheck.pyz run on
-a Python with nothing installed (against this library's adapter and the Node.js example)."""
+a Python with nothing installed (against this library's adapter and the Node.js example).
+
+Private imports: ``ppcheck._cli.main`` drives the command line in process, ``main(argv)``;
+the command's public contract is its argv, output and exit status, which these tests hold.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,6 @@ from pathlib import Path
 import pytest
 
 import ppcheck
-from ppcheck import _harness
 from ppcheck._cli import main as ppcheck_main
 
 from ..built_once import built_once
@@ -136,17 +139,6 @@ def test_a_crash_names_its_stderr_log_and_keeps_the_error_line(
     assert "at frame39 (adapter.js:39:1)" in log.read_text(encoding="utf-8")
     assert f"whole log: {log}" in junit.read_text(encoding="utf-8")
     assert f"adapter stderr logs: {logs}" in out
-
-
-def test_stderr_summary_keeps_python_and_node_error_lines() -> None:
-    python = 'Traceback (most recent call last):\n  File "a.py", line 1\n    x()\nValueError: bad\n'
-    assert _harness.stderr_summary(python) == (
-        "Traceback (most recent call last): | ValueError: bad"
-    )
-    assert _harness.stderr_summary("") == ""
-    long = "E" * 2000
-    assert _harness.stderr_summary(long).startswith("...")
-    assert len(_harness.stderr_summary(long)) == 600
 
 
 def test_quiet_adapters_leave_no_log_folder_behind(

@@ -1,4 +1,8 @@
-"""The harness's response check agrees with response.schema.json (jsonschema as oracle)."""
+"""The harness's response check agrees with response.schema.json (jsonschema as oracle).
+
+Private imports: ``ppcheck._response.response_problem`` is the harness's hand-written check of
+an adapter's answer, the fast path held here to its oracle, jsonschema over the schema.
+"""
 
 from __future__ import annotations
 

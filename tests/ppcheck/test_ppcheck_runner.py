@@ -3,6 +3,9 @@
 Our own adapter passes every suite exactly as a port would be run; deliberately wrong
 adapters (a flipped verdict, a dropped byte of output, a crash, a hang, stray output) are
 reported for exactly the cases they broke, readably, while the other cases still pass.
+
+Private imports: ``ppcheck._cli.main`` drives the command line in process, ``main(argv)``;
+the command's public contract is its argv, output and exit status, which these tests hold.
 """
 
 from __future__ import annotations

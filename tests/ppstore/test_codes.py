@@ -27,7 +27,7 @@ from ppstore.errors import (
 from tests.codecheck import literal_codes, raises_code
 from tests.pgcluster import Cluster
 
-OUTAGES = {"store_open", "store_unavailable"}
+OUTAGES = {"store_open", "store_unavailable", "store_timeout"}
 
 
 def test_every_literal_code_at_a_raise_site_is_in_the_table() -> None:
@@ -100,6 +100,20 @@ def test_a_database_outage_is_unavailable(postgres_cluster: Cluster, postgres_ur
     assert caught.value.code == "store_unavailable"
     pg.close()
     killer.close()
+
+
+def test_a_bad_timeout_is_a_usage_error() -> None:
+    url = "postgresql://db/app?lock_timeout=forever"
+    raises_code(lambda: ppstore.parse_url(url), StoreUsageError, "bad_timeout")
+    raises_code(lambda: ppstore.Pg(url), StoreUsageError, "bad_timeout")
+
+
+def test_a_statement_past_its_timeout_is_unavailable(postgres_url: str) -> None:
+    pg = ppstore.Pg(postgres_url + "&statement_timeout=50ms")
+    with pytest.raises(StoreUnavailableError) as caught:
+        pg.tx(lambda c: c.execute("SELECT pg_sleep(5)"))
+    assert (caught.value.code, caught.value.sqlstate) == ("store_timeout", "57014")
+    pg.close()
 
 
 def test_a_failed_statement_keeps_its_sqlstate(postgres_url: str) -> None:

@@ -15,7 +15,10 @@ from ppstore import (
     MIGRATION_TABLE,
     Pg,
     StoreError,
+    StoreUnavailableError,
+    StoreUsageError,
     application_id,
+    libpq_url,
     migrate,
     migrate_postgres,
     migrate_sqlite,
@@ -362,3 +365,233 @@ def test_a_negative_recorded_version_is_refused(tmp_path: Path) -> None:
         migrate_sqlite(db, "demo", [V1, V2, ["CREATE TABLE c (x INTEGER)"]])
     assert caught.value.code == "wrong_store"
     assert db.execute("SELECT name FROM sqlite_master").fetchall() == []
+
+
+# ---------------------------------------------------------------- timeouts (issue 25)
+
+
+def _with(url: str, **params: str) -> str:
+    return url + "".join(f"&{name}={value}" for name, value in params.items())
+
+
+def test_the_url_carries_both_timeouts_with_documented_defaults() -> None:
+    plain = parse_url("postgresql://app@db.example/parley?sslmode=require")
+    assert (plain.lock_timeout_ms, plain.statement_timeout_ms) == (5000, 30000)
+    given = parse_url(
+        "postgresql://app@db/p?lock_timeout=250ms&sslmode=require&statement_timeout=2min"
+    )
+    assert (given.lock_timeout_ms, given.statement_timeout_ms) == (250, 120000)
+    assert parse_url("postgresql:///p?lock_timeout=0&statement_timeout=7").lock_timeout_ms == 0
+    assert parse_url("postgresql:///p?statement_timeout=7").statement_timeout_ms == 7
+    assert parse_url("postgresql:///p?lock_timeout=3s").lock_timeout_ms == 3000
+    # libpq reads the URL without them (it refuses a parameter it does not know)
+    assert (
+        libpq_url(
+            "postgresql://app:pw@db/p?lock_timeout=250ms&sslmode=require&statement_timeout=2min"
+        )
+        == "postgresql://app:pw@db/p?sslmode=require"
+    )
+    assert libpq_url("postgresql://db/p?lock_timeout=1s") == "postgresql://db/p"
+    assert libpq_url("postgresql://a:p?ss@db/p?lock_timeout=1s") == "postgresql://a:p?ss@db/p"
+    assert libpq_url("postgresql://db/p?sslmode=require") == "postgresql://db/p?sslmode=require"
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "5 s", "5S", "-1", "1.5s", "01", "5sec", "1h", "s", "2147483648", "2147484s",
+     "35792min", "1e3", "５", "5s&{name}=5s"],
+)  # fmt: skip
+def test_a_bad_timeout_is_refused_with_its_code(value: str) -> None:
+    for name in ("lock_timeout", "statement_timeout"):
+        url = f"postgresql://app:TopSecret@db/p?{name}={value.format(name=name)}"
+        for call in (parse_url, libpq_url, Pg):
+            with pytest.raises(StoreError) as caught:
+                call(url)
+            assert caught.value.code == "bad_timeout", (call, url)
+            assert isinstance(caught.value, StoreUsageError)
+            assert name in str(caught.value)
+            assert "TopSecret" not in str(caught.value)
+
+
+def test_the_timeouts_are_set_on_every_connection_whatever_the_database_says(
+    postgres_url: str,
+) -> None:
+    admin = Pg(postgres_url)
+    name = postgres_url.split("?")[0].rsplit("/", 1)[1]  # this test's database only
+    admin.tx(lambda c: c.execute(f'ALTER DATABASE "{name}" SET statement_timeout = 0'))
+    admin.tx(lambda c: c.execute(f'ALTER DATABASE "{name}" SET lock_timeout = 0'))
+    try:
+        show = "SELECT current_setting('lock_timeout'), current_setting('statement_timeout')"
+        pg = Pg(postgres_url)
+        assert pg.tx(lambda c: c.execute(show).fetchone()) == ("5s", "30s")
+        pid = pg.tx(lambda c: c.execute("SELECT pg_backend_pid()").fetchone()[0])
+        admin.tx(lambda c: c.execute("SELECT pg_terminate_backend(%s)", (pid,)))
+        with pytest.raises(StoreError):
+            pg.tx(lambda c: c.execute("SELECT 1"))
+        assert pg.tx(lambda c: c.execute(show).fetchone()) == ("5s", "30s")  # reconnected
+        pg.close()
+        own = Pg(_with(postgres_url, lock_timeout="250ms", statement_timeout="2min"))
+        assert own.tx(lambda c: c.execute(show).fetchone()) == ("250ms", "2min")
+        assert dict(own.timeouts) == {"lock_timeout": 250, "statement_timeout": 120000}
+        with pytest.raises(TypeError):  # read-only: the URL is the one place they are set
+            own.timeouts["lock_timeout"] = -5  # type: ignore[index]
+        own.close()
+    finally:
+        admin.close()
+
+
+def test_a_transaction_blocked_on_a_row_lock_gives_up_at_the_lock_timeout(
+    postgres_url: str,
+) -> None:
+    """Another connection holds a row lock and never lets go: the store's transaction is
+    refused with ``store_timeout`` after the URL's lock_timeout, not left waiting."""
+    import psycopg
+
+    setup = Pg(postgres_url)
+    setup.tx(lambda c: c.execute("CREATE TABLE spend (id text PRIMARY KEY, total int)"))
+    setup.tx(lambda c: c.execute("INSERT INTO spend VALUES ('b1', 0)"))
+    setup.close()
+    holder = psycopg.connect(postgres_url)  # a transaction left open, holding the row
+    holder.execute("SELECT total FROM spend WHERE id = 'b1' FOR UPDATE")
+    try:
+        pg = Pg(_with(postgres_url, lock_timeout="400ms"))
+        update = "UPDATE spend SET total = total + 1 WHERE id = 'b1'"
+        _times_out(pg, update, "lock_timeout", 400, "55P03")
+        assert pg.tx(lambda c: c.execute("SELECT total FROM spend").fetchone()) == (0,)
+        pg.close()
+    finally:
+        holder.close()
+
+
+def test_a_runaway_statement_is_cancelled_at_the_statement_timeout(postgres_url: str) -> None:
+    pg = Pg(_with(postgres_url, statement_timeout="300ms"))
+    _times_out(pg, "SELECT pg_sleep(20)", "statement_timeout", 300, "57014")
+    pg.close()
+
+
+def _times_out(pg: Pg, statement: str, name: str, limit_ms: int, sqlstate: str) -> None:
+    """``statement`` fails with ``store_timeout`` after ``limit_ms``, well before 3 s, saying
+    which limit; the connection stays good for the next transaction."""
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError) as caught:
+        pg.tx(lambda c: c.execute(statement))
+    waited = time.monotonic() - started
+    assert limit_ms / 1000 <= waited < 3.0, waited
+    assert (caught.value.code, caught.value.sqlstate) == ("store_timeout", sqlstate)
+    assert f"{name} ({limit_ms} ms)" in caught.value.message
+    assert pg.tx(lambda c: c.execute("SELECT 1").fetchone()) == (1,)
+
+
+def test_a_migration_blocked_on_a_lock_gives_up_too(postgres_url: str) -> None:
+    """A replica opening its store while another holds the migration runner's lock (a
+    migration stuck behind it) gives up at the lock timeout instead of queueing forever."""
+    import psycopg
+
+    holder = psycopg.connect(postgres_url)  # not autocommit: its migration stays open
+    holder.execute("SELECT 1")
+    migrate_postgres(holder, "demo", [V1])  # holds the runner's lock until it ends
+    try:
+        pg = Pg(_with(postgres_url, lock_timeout="300ms"))
+        started = time.monotonic()
+        with pg.connection() as conn, pytest.raises(StoreError) as caught:
+            migrate_postgres(conn, "demo", [V1])
+        assert time.monotonic() - started < 3.0
+        assert (caught.value.code, caught.value.sqlstate) == ("store_timeout", "55P03")
+        assert "lock_timeout (300 ms)" in caught.value.message
+        pg.close()
+    finally:
+        holder.close()
+
+
+def test_every_package_opens_its_postgres_store_with_the_timeouts(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """libpq refuses a query parameter it does not know: every connection of every package
+    (pxp's change listener included, as ``pxp serve`` opens it) takes the URL without ours."""
+    import importlib.util
+    import signal
+    import socket
+
+    import psycopg
+
+    import handoff
+    import parley
+    import vxp
+
+    url = _with(postgres_url, lock_timeout="1s", statement_timeout="10s")
+    roles = handoff.Roles.from_json({"principal": "p", "principal_side": ["p-desk"]})
+    records = handoff.open_store(url, roles=roles, extensions=handoff.EXTENSIONS)
+    assert records.records() == []
+    records.close()
+    parley.open_store(url).close()
+    log = vxp.MerkleLog("example/log", vxp.open_log_store(url, "example/log"))
+    assert log.append(b"first") == 0
+    if importlib.util.find_spec("mcp") is None or importlib.util.find_spec("uvicorn") is None:
+        return  # pxp serve needs the extras principal-protocols[mcp,http]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pxp", "serve", "--port", str(port), "--state", url],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    listening = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND query LIKE 'LISTEN%%' AND pid <> pg_backend_pid()"
+    )
+    try:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            deadline = time.monotonic() + 60
+            while conn.execute(listening).fetchone() != (1,):
+                assert proc.poll() is None, "pxp serve ended"
+                assert time.monotonic() < deadline, "pxp serve never listened for changes"
+                time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert "lost its database connection" not in err, err
+
+
+def test_a_store_opened_during_another_migration_is_an_outage_in_every_package(
+    postgres_url: str,
+) -> None:
+    """Review adv #3 and #6: the migration runner's lock held past lock_timeout is the
+    package's outage error (never "corrupt", never the peer's fault), naming the limit."""
+    import psycopg
+
+    import handoff
+    import parley
+    import pxp.server
+    import vxp
+
+    setup = Pg(postgres_url)
+    with setup.connection() as conn:
+        migrate_postgres(conn, "demo", [V1])  # the runner's table exists
+    setup.close()
+    url = _with(postgres_url, lock_timeout="300ms")
+    holder = psycopg.connect(postgres_url)  # a replica's migration in progress
+    holder.execute(f"LOCK TABLE {MIGRATION_TABLE} IN ACCESS EXCLUSIVE MODE")
+    roles = handoff.Roles.from_json({"principal": "p", "principal_side": ["p-desk"]})
+    try:
+        with pytest.raises(handoff.HandoffError) as by_handoff:
+            handoff.open_store(url, roles=roles, extensions=handoff.EXTENSIONS)
+        with pytest.raises(parley.ParleyError) as by_parley:
+            parley.open_store(url)
+        with pytest.raises(pxp.PxpError) as by_pxp:
+            pxp.server.service_for_url(url)
+        with pytest.raises(vxp.VxpError) as by_vxp:
+            vxp.open_log_store(url, "example/log")
+    finally:
+        holder.close()
+    assert (by_handoff.value.code, by_handoff.value.reason) == ("store", "store_open")
+    assert (by_parley.value.code, by_parley.value.reason) == ("unavailable", "store_unavailable")
+    assert by_pxp.value.code == "store_unavailable"
+    assert by_vxp.value.code == "log_store_error"
+    with pytest.raises(parley.ParleyUsageError) as bad:  # the caller's URL, not the peer's
+        parley.open_store(_with(postgres_url, lock_timeout="forever"))
+    assert (bad.value.code, bad.value.reason) == ("bad_config", "bad_state")
+    for caught in (by_handoff, by_parley, by_pxp, by_vxp):
+        assert "lock_timeout (300 ms)" in str(caught.value), caught.value
