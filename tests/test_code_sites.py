@@ -3,6 +3,9 @@
 Each package's ``test_codes.py`` scans its own source; this scan covers the places that
 raise another package's error (the conformance runner's handlers raise ``vxp.VxpError``,
 ``pxp.PxpError``, ...), which no single package's scan sees.
+
+Private imports: ``_ppcodes.CodedError`` is the shared base every package's error class
+derives from; the scan uses it to find those classes in each ``<package>.errors`` module.
 """
 
 from __future__ import annotations
