@@ -7,8 +7,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # pytest-xdist workers for make test / make test-floor: one more than the cores, since many
-# tests wait on child processes, sockets and timeouts (on 2 cores, 3 workers took 560 s where
-# 2 took 680 s under a similar load). `make test PYTEST_WORKERS=0` runs serially; tests are
+# tests wait on child processes, sockets and timeouts (on 2 cores under the same background
+# load, 3 workers took 560 s where 2 took 680 s; unloaded, make test takes about 5 minutes). `make test PYTEST_WORKERS=0` runs serially; tests are
 # written to run side by side (docs/testing.md).
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 PYTEST_XDIST   := -n $(PYTEST_WORKERS)
