@@ -400,11 +400,14 @@ class RoomService:
         back as it was, with its ``issued_at`` and ``joined_by``, while it is still the row
         this call wrote (a later issue by another process is left alone). A row that did
         not exist, or was revoked, is revoked: its secret was never shown, and a revoked
-        row never becomes live in between."""
+        row never becomes live in between. A row revoked since this call wrote it stays
+        revoked (**ours**, review pxp-adv2 #1: the put-back does not undo a revoke)."""
         for seat, kind, digest in done:
             now = {(r.seat, r.kind): r for r in self._links.rows(room_id)}.get((seat, kind))
             if now is None or now.digest != digest:
                 continue  # another process wrote it since: its row, not ours
+            if now.revoked:
+                continue  # revoked since (an operator, a release): it stays revoked
             old = before.get((seat, kind))
             restored = (
                 old is not None
@@ -550,14 +553,14 @@ class RoomService:
             if seat.kind == "invite":
                 rows = self._seat_rows(room.id, seat.seat)
                 self._invite_still_good(invite, rows.get("invite"), now)
-            if seat.kind == "invite" and current is not None:
-                retried = self._retried(room, seat.seat, agent, joiners, now, rows)
-                if retried is not None:
-                    kept.update(retried[2])
-                    return "retried", retried[0], retried[1]
-                if len(room.contests(seat.seat)) < MAX_CONTESTS_PER_SEAT:
-                    room.contest(seat.seat, agent=agent, now=now)
-                return "contested", None, None
+                if current is not None:
+                    retried = self._retried(room, seat.seat, agent, joiners, now, rows)
+                    if retried is not None:
+                        kept.update(retried[2])
+                        return "retried", retried[0], retried[1]
+                    if len(room.contests(seat.seat)) < MAX_CONTESTS_PER_SEAT:
+                        room.contest(seat.seat, agent=agent, now=now)
+                    return "contested", None, None
             if current != agent and len(room.agents(seat.seat)) >= MAX_AGENTS_PER_SEAT:
                 raise PxpError(
                     "agent_limit",

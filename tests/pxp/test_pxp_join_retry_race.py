@@ -21,6 +21,7 @@ import pxp
 from pxp import PxpError
 from pxp.server import (
     LinkStore,
+    MemoryLinkStore,
     MintedLinks,
     RoomService,
     SeatGrant,
@@ -227,3 +228,43 @@ def test_the_join_id_digest_is_bound_to_room_and_seat(stores: Callable[..., Setu
         joined_by=plain,
     )
     assert service.join(grant, "bo-agent", join_id=JOIN_ID).seat_token is not None
+
+
+def _memory_joined(
+    rooms: pxp.MemoryRoomStore,
+) -> tuple[RoomService, MemoryLinkStore, str, SeatGrant]:
+    links = MemoryLinkStore()
+    service = RoomService(rooms, links, clock=Clock())
+    made, grant, _ = _joined(service)
+    return service, links, made.room_id, grant
+
+
+def test_split_stores_a_revoke_before_the_save_stands() -> None:
+    """Separate room and link stores (no shared transaction): a revoke between the check
+    and the save is seen just before the links are written; the retry is refused."""
+    service, links, room_id, grant = _memory_joined(pxp.MemoryRoomStore())
+    _between(service, lambda: links.revoke(room_id, seat="B"))
+    with pytest.raises(PxpError) as refused:
+        service.join(grant, "bo-agent", join_id=JOIN_ID)
+    assert refused.value.code == "link_revoked"
+    assert all(row.revoked for row in _rows(links, room_id).values())
+
+
+def test_split_stores_a_failed_save_does_not_undo_a_revoke() -> None:
+    """Separate stores: the retry wrote its links, the operator revoked B's seat link,
+    then the room's save failed: putting the links back leaves the revoke in place
+    (before: the row as it was before the retry came back live)."""
+    armed: list[MemoryLinkStore] = []
+
+    class Failing(pxp.MemoryRoomStore):
+        def save(self, room: pxp.Room) -> None:
+            if armed:
+                armed[0].revoke(room.id, seat="B", kind="seat")
+                raise OSError("injected room save failure")
+            super().save(room)
+
+    service, links, room_id, grant = _memory_joined(Failing())
+    armed.append(links)
+    with pytest.raises(OSError, match="injected"):
+        service.join(grant, "bo-agent", join_id=JOIN_ID)
+    assert _rows(links, room_id)[("B", "seat")].revoked
