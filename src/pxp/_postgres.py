@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ._envelope import SEATS
 from ._room import Room
 from ._server_links import LinkKind, LinkRow, _links_text, _utf8, _writable, stored_row
-from ._store import LinkWrite, _Bases, _check_extends, _restore, _snapshot
+from ._store import STALE_ROW, LinkWrite, _Bases, _check_extends, _restore, _snapshot, row_unchanged
 from .errors import PxpError
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ MIGRATIONS: list[list[str]] = [
         "CREATE TRIGGER pxp_ledger_extends BEFORE INSERT ON pxp_ledger"
         " FOR EACH ROW EXECUTE FUNCTION pxp_ledger_chain()",
     ],
-    # ours (review i25b #5): who joined with a seat link's invite (a digest of its agent key)
+    # ours (review i25b #5): who joined with a seat link's invite (the digest of its join_id)
     ["ALTER TABLE pxp_server_links ADD COLUMN joined_by text"],
 ]
 """The PostgreSQL migrations of the PXP store (``ppstore_migrations``, store ``pxp``)."""
@@ -153,14 +153,17 @@ def _links_lock(conn: Conn, room_id: str) -> None:
 def _set_link_row(conn: Conn, room_id: str, write: LinkWrite) -> bool:
     """Write one link row of a known room inside the caller's transaction (under the
     room's links lock), unless a later issue is stored; return whether it was written."""
-    seat, kind, digest, expires_at, issued_at, joined_by = write
+    seat, kind, digest, expires_at, issued_at, joined_by, expect = write
     _links_lock(conn, room_id)
     if not conn.execute("SELECT 1 FROM pxp_server_links WHERE room_id = %s", (room_id,)).fetchone():
         return False
     stored = conn.execute(
-        "SELECT issued_at FROM pxp_server_links WHERE room_id = %s AND seat = %s AND kind = %s",
+        "SELECT issued_at, digest, revoked, expires_at FROM pxp_server_links"
+        " WHERE room_id = %s AND seat = %s AND kind = %s FOR UPDATE",
         (room_id, seat, kind),
     ).fetchone()
+    if not row_unchanged(None if stored is None else tuple(stored[1:]), expect, expires_at):
+        raise PxpError("store_conflict", STALE_ROW)
     held = None if stored is None else stored[0]
     if issued_at is not None and held is not None and int(held) > issued_at:
         return False
@@ -436,7 +439,7 @@ class PostgresLinkStore:
     ) -> bool:
         """Replace the link of that seat and kind, unless a later issue is stored."""
         _nul_free(room_id, seat, kind, digest, expires_at, joined_by)
-        write = (seat, kind, digest, expires_at, issued_at, joined_by)
+        write = (seat, kind, digest, expires_at, issued_at, joined_by, None)
         return _tx(self._pg, lambda conn: _set_link_row(conn, room_id, write))
 
     def _update(self, sql: str, args: tuple[Any, ...]) -> int:

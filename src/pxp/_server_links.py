@@ -189,8 +189,8 @@ def _parse(link: object) -> tuple[str, str, str | None]:
 class LinkRow:
     """One stored link: its seat and kind, the digest of its secret, when it expires
     (``format_time`` text, ``None``: never), whether it was revoked, the ledger entry that
-    issued it and (a seat link an invite was spent for) the digest of the joining agent's
-    key."""
+    issued it and (a seat link an invite was spent for) the digest of the ``join_id`` the
+    joining agent chose (:meth:`pxp.server.RoomService.join`; never an agent key)."""
 
     seat: str
     kind: LinkKind
@@ -289,8 +289,9 @@ class LinkStore(Protocol):
         ``issued_at`` is the ledger entry number that issued the link: a link whose stored
         ``issued_at`` is later is kept (the write of a slower process that issued earlier
         loses), so the store always holds the link the ledger issued last. ``joined_by``
-        is kept with a seat link an invite was spent for: a digest naming the agent that
-        joined (:meth:`pxp.server.RoomService.join`, an honest retry)."""
+        is kept with a seat link an invite was spent for: the digest of the ``join_id`` the
+        joining agent chose (:meth:`pxp.server.RoomService.join`, an honest retry; never an
+        agent key)."""
 
     def revoke(self, room_id: str, *, seat: str | None = None, kind: LinkKind | None = None) -> int:
         """Revoke the room's links (all, or of one seat and/or kind); return how many."""
@@ -456,7 +457,7 @@ class SqliteLinkStore:
         _writable(room_id, seat, kind, digest, expires_at, joined_by)
         from ._store import set_link_row
 
-        write = (seat, kind, digest, expires_at, issued_at, joined_by)
+        write = (seat, kind, digest, expires_at, issued_at, joined_by, None)
         with self._lock:
             db = self._connect()
             try:

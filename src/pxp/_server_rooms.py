@@ -12,6 +12,7 @@ A seat's view never carries the other seat's card body, links, or pending questi
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import re
@@ -27,6 +28,8 @@ from ._ledger import verify_ledger
 from ._proxy import Proxy
 from ._room import MAX_CONTESTS_PER_SEAT, MAX_REJOINS_PER_SEAT, Room, format_time, other_seat
 from ._server_links import (
+    LINK_EXPIRED,
+    LINK_REVOKED,
     UNKNOWN_LINK,
     LinkKind,
     LinkRow,
@@ -40,7 +43,7 @@ from ._server_links import (
     token_digest,
 )
 from ._server_views import agent_view, compact_envelope, status_word
-from ._store import LinkWrite, MemoryRoomStore, RoomStore
+from ._store import STALE_ROW, LinkWrite, MemoryRoomStore, RoomStore, row_unchanged
 from .errors import PxpError
 
 __all__ = [
@@ -87,13 +90,19 @@ def _kind(kind: str) -> LinkKind:
     return _KIND[kind]
 
 
-def _join_digest(join_id: object) -> str | None:
-    """The digest kept for a join's ``join_id`` (``None``: no retry possible)."""
+def _join_digests(join_id: object, room_id: str, seat: str) -> tuple[str, str] | None:
+    """The digests of a join's ``join_id`` (``None``: no retry possible): the one kept,
+    bound to the room and seat (**ours**, review pxp-adv2 #4: one table of guesses does
+    not serve every room), and the unbound one rows written before kept (still matched)."""
     if join_id is None:
         return None
     if not isinstance(join_id, str) or not 16 <= len(join_id) <= 200:
         raise PxpError("argument_invalid", "join_id must be a string of 16 to 200 characters")
-    return hashlib.sha256(("pxp-join:" + join_id).encode("utf-8", "surrogatepass")).hexdigest()
+
+    def digest(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    return digest(f"pxp-join:{room_id}:{seat}:{join_id}"), digest("pxp-join:" + join_id)
 
 
 def _parse_time(at: str) -> datetime:
@@ -271,12 +280,21 @@ class RoomService:
         now: datetime,
         issued_at: int,
         joined_by: str | None = None,
+        replaces: LinkRow | None = None,
     ) -> LinkWrite:
         """A late-issued link of ``kind`` to store with the room's save, conditional on
         ``issued_at``, the ledger entry that issued it: another process that issued later
         (and saved its room later) keeps its link, so the link that works is the one the
-        ledger issued last."""
-        return (seat, kind, token_digest(token), self._expiry(now), issued_at, joined_by)
+        ledger issued last.
+
+        With ``replaces`` (a join retry, :meth:`join`), the write keeps that row's expiry
+        and is conditional on the row being as it was checked: still that digest, unrevoked,
+        with that expiry (else the save is refused ``store_conflict`` and redone; **ours**,
+        review pxp-adv2 #1 and #3)."""
+        if replaces is not None:
+            expiry, expect = replaces.expires_at, replaces.digest
+            return (seat, kind, token_digest(token), expiry, issued_at, joined_by, expect)
+        return (seat, kind, token_digest(token), self._expiry(now), issued_at, joined_by, None)
 
     # ------------------------------------------------------------------ storage
 
@@ -342,10 +360,17 @@ class RoomService:
         if self._joint is not None:
             return self._joint(room, writes)
         before = {(r.seat, r.kind): r for r in self._links.rows(room.id)}
+        for seat, kind, _, expires_at, _, _, expect in writes:
+            # the compare-and-swap of a retry's rows (see _link_write); separate stores
+            # have no shared transaction, so it is checked here, just before writing
+            old = before.get((seat, _kind(kind)))
+            stored = None if old is None else (old.digest, old.revoked, old.expires_at)
+            if not row_unchanged(stored, expect, expires_at):
+                raise PxpError("store_conflict", STALE_ROW)
         done: list[tuple[str, LinkKind, str]] = []
         try:
             written = []
-            for seat, kind, digest, expires_at, issued_at, joined_by in writes:
+            for seat, kind, digest, expires_at, issued_at, joined_by, _ in writes:
                 kind = _kind(kind)
                 ok = self._links.set_link(
                     room.id,
@@ -375,11 +400,14 @@ class RoomService:
         back as it was, with its ``issued_at`` and ``joined_by``, while it is still the row
         this call wrote (a later issue by another process is left alone). A row that did
         not exist, or was revoked, is revoked: its secret was never shown, and a revoked
-        row never becomes live in between."""
+        row never becomes live in between. A row revoked since this call wrote it stays
+        revoked (**ours**, review pxp-adv2 #1: the put-back does not undo a revoke)."""
         for seat, kind, digest in done:
             now = {(r.seat, r.kind): r for r in self._links.rows(room_id)}.get((seat, kind))
             if now is None or now.digest != digest:
                 continue  # another process wrote it since: its row, not ours
+            if now.revoked:
+                continue  # revoked since (an operator, a release): it stays revoked
             old = before.get((seat, kind))
             restored = (
                 old is not None
@@ -495,7 +523,11 @@ class RoomService:
         join whose answer was lost: it is answered again with a fresh seat link and page
         link in place of the lost ones (which stop working; the notice says so), and the
         ledger gains nothing. The invite passed through the other side, but the
-        ``join_id`` never did, so anyone else still contests.
+        ``join_id`` never did, so anyone else still contests. **Ours (review pxp-adv2):**
+        no retry once a contest of the seat followed the join; the fresh links keep the
+        expiry of the rows they replace, and replace them only if they are unchanged since
+        the check (else the join is redone on the links as they now stand, so a revoke or
+        a release in between stands); the ``join_id`` digest is bound to the room and seat.
 
         **A seat link** admits one agent: a later join under another name is refused
         (``seat_taken``), the same name again changes nothing. Seat A's principal link,
@@ -509,17 +541,26 @@ class RoomService:
         now = self._clock()
         token = mint_token(self._random)
         seat_token = mint_token(self._random) if seat.kind == "invite" else None
-        joiner = _join_digest(join_id)
+        joiners = _join_digests(join_id, seat.room_id, seat.seat)
+        joiner = None if joiners is None else joiners[0]
+        # the invite row the grant matched: each attempt checks it is still that, unrevoked
+        invite = self._seat_rows(seat.room_id, seat.seat).get("invite") if seat_token else None
+        kept: dict[str, LinkRow] = {}  # the rows a retry replaces (this attempt's)
 
         def act(room: Room) -> tuple[str, int | None, int | None]:
+            kept.clear()
             current = room.agent(seat.seat)
-            if seat.kind == "invite" and current is not None:
-                retried = self._retried(room, seat.seat, agent, joiner, now)
-                if retried is not None:
-                    return "retried", *retried
-                if len(room.contests(seat.seat)) < MAX_CONTESTS_PER_SEAT:
-                    room.contest(seat.seat, agent=agent, now=now)
-                return "contested", None, None
+            if seat.kind == "invite":
+                rows = self._seat_rows(room.id, seat.seat)
+                self._invite_still_good(invite, rows.get("invite"), now)
+                if current is not None:
+                    retried = self._retried(room, seat.seat, agent, joiners, now, rows)
+                    if retried is not None:
+                        kept.update(retried[2])
+                        return "retried", retried[0], retried[1]
+                    if len(room.contests(seat.seat)) < MAX_CONTESTS_PER_SEAT:
+                        room.contest(seat.seat, agent=agent, now=now)
+                    return "contested", None, None
             if current != agent and len(room.agents(seat.seat)) >= MAX_AGENTS_PER_SEAT:
                 raise PxpError(
                     "agent_limit",
@@ -549,10 +590,16 @@ class RoomService:
             if seat_token is not None and joined_at is not None:
                 # the invite is spent: the agent that joined gets the seat's own link
                 writes.append(
-                    self._link_write(seat.seat, "seat", seat_token, now, joined_at, joiner)
+                    self._link_write(
+                        seat.seat, "seat", seat_token, now, joined_at, joiner, kept.get("seat")
+                    )
                 )
             if issued_at is not None:
-                writes.append(self._link_write(seat.seat, "principal", token, now, issued_at))
+                writes.append(
+                    self._link_write(
+                        seat.seat, "principal", token, now, issued_at, None, kept.get("principal")
+                    )
+                )
             return writes
 
         with self._lock:
@@ -576,21 +623,52 @@ class RoomService:
         notice = _RETRIED if outcome == "retried" else _notice(room, seat.seat)
         return Joined(self._view(room, seat.seat), page, seat_link, notice)
 
+    def _seat_rows(self, room_id: str, seat: str) -> dict[str, LinkRow]:
+        """The stored link rows of one seat, by kind."""
+        return {r.kind: r for r in self._links.rows(room_id) if r.seat == seat}
+
+    @staticmethod
+    def _invite_still_good(granted: LinkRow | None, row: LinkRow | None, now: datetime) -> None:
+        """Refuse as :func:`check_link` would when the invite row a join's grant matched
+        has been revoked, has expired or was issued again since (a release, on this
+        process or another): checked on every attempt of the join, so a join redone after
+        a conflict answers as the invite now stands (**ours**, review pxp-adv2 #1)."""
+        if granted is None or row is None or row.digest != granted.digest:
+            raise PxpError("link_unknown", UNKNOWN_LINK)
+        if row.revoked:
+            raise PxpError("link_revoked", LINK_REVOKED)
+        if row.expires_at is not None and format_time(now) >= row.expires_at:
+            raise PxpError("link_expired", LINK_EXPIRED)
+
     def _retried(
-        self, room: Room, seat: str, agent: str, joiner: str | None, now: datetime
-    ) -> tuple[int | None, int] | None:
-        """``(principal link entry or None, join entry)`` when an invite presented again is
-        the retry of the join that spent it (see :meth:`join`), else ``None``."""
-        if joiner is None or room.agent(seat) != agent:
+        self,
+        room: Room,
+        seat: str,
+        agent: str,
+        joiners: tuple[str, str] | None,
+        now: datetime,
+        rows: dict[str, LinkRow],
+    ) -> tuple[int | None, int, dict[str, LinkRow]] | None:
+        """``(principal link entry or None, join entry, the rows the retry replaces)`` when
+        an invite presented again is the retry of the join that spent it (see
+        :meth:`join`), else ``None``. The rows were read outside the save's transaction:
+        the retry's writes are conditional on them (:meth:`_link_write`)."""
+        if joiners is None or room.agent(seat) != agent:
             return None
         at = format_time(now)
-        rows = {r.kind: r for r in self._links.rows(room.id) if r.seat == seat}
 
         def dead(row: LinkRow) -> bool:  # revoked (by the operator, a release) or expired
             return row.revoked or (row.expires_at is not None and at >= row.expires_at)
 
         row = rows.get("seat")
-        if row is None or dead(row) or row.joined_by != joiner or row.issued_at is None:
+        if row is None or dead(row) or row.issued_at is None or row.joined_by is None:
+            return None
+        stored = row.joined_by
+        if not any(hmac.compare_digest(stored, digest) for digest in joiners):
+            return None
+        if any(c["n"] > row.issued_at for c in room.contests(seat)):
+            # ours (review pxp-adv2 #2): a contest after the join means the invite is known
+            # to two parties; past the contest cap a guess would leave no trace
             return None
         joined = room.ledger[row.issued_at - 1] if 0 < row.issued_at <= len(room.ledger) else None
         if (
@@ -606,7 +684,10 @@ class RoomService:
         page = rows.get("principal")
         if issued is not None and (page is None or page.issued_at != issued or dead(page)):
             return None  # the page issued at that join was revoked or replaced since
-        return issued, row.issued_at
+        replaced = (
+            {"seat": row} if page is None or issued is None else {"seat": row, "principal": page}
+        )
+        return issued, row.issued_at, replaced
 
     def reissue_principal_link(self, room_id: str, seat: str) -> str:
         """Issue ``seat``'s principal link afresh (the operator's command); return its secret.

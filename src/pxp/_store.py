@@ -232,20 +232,46 @@ _LINKS = (
 )
 
 
-LinkWrite = tuple[str, str, str, "str | None", "int | None", "str | None"]
+LinkWrite = tuple[str, str, str, "str | None", "int | None", "str | None", "str | None"]
 """One link row to write with a room's save: ``(seat, kind, digest, expires_at, issued_at,
-joined_by)`` (see :meth:`pxp.server.LinkStore.set_link`)."""
+joined_by, expect)`` (see :meth:`pxp.server.LinkStore.set_link`). ``expect``, when not
+``None``, makes the write a compare-and-swap: the stored row must still hold the digest
+``expect``, unrevoked, with the expiry ``expires_at``, or the whole transaction is refused
+``store_conflict`` (**ours**, review pxp-adv2 #1: a join retry rewrites rows it checked
+before the transaction; an operator's revoke or expiry, or a release, landing in between
+stands)."""
+
+STALE_ROW = "a link row changed since it was checked (revoked, expired or issued again)"
+"""The sentence of the ``store_conflict`` a compare-and-swap link write refuses with."""
+
+
+def row_unchanged(
+    stored: tuple[object, object, object] | None, expect: str | None, expires_at: str | None
+) -> bool:
+    """Whether a stored ``(digest, revoked, expires_at)`` is what a compare-and-swap write
+    expects (``expect`` ``None``: no condition)."""
+    if expect is None:
+        return True
+    return (
+        stored is not None
+        and stored[0] == expect
+        and not stored[1]
+        and (None if stored[2] is None else str(stored[2])) == expires_at
+    )
 
 
 def set_link_row(db: sqlite3.Connection, room_id: str, write: LinkWrite) -> bool:
     """Write one link row of a known room inside the caller's transaction, unless the row
     stored was issued at a later ledger entry; return whether it was written."""
-    seat, kind, digest, expires_at, issued_at, joined_by = write
+    seat, kind, digest, expires_at, issued_at, joined_by, expect = write
     known = db.execute("SELECT 1 FROM pxp_server_links WHERE room_id = ?", (room_id,)).fetchone()
     stored = db.execute(
-        "SELECT issued_at FROM pxp_server_links WHERE room_id = ? AND seat = ? AND kind = ?",
+        "SELECT issued_at, digest, revoked, expires_at FROM pxp_server_links"
+        " WHERE room_id = ? AND seat = ? AND kind = ?",
         (room_id, seat, kind),
     ).fetchone()
+    if not row_unchanged(None if stored is None else stored[1:], expect, expires_at):
+        raise PxpError("store_conflict", STALE_ROW)
     later = (
         issued_at is not None
         and stored is not None
@@ -275,7 +301,8 @@ def _link_columns(db: sqlite3.Connection) -> None:
 
 
 def _joined_by_column(db: sqlite3.Connection) -> None:
-    """Version 2: who joined with a seat link's invite (a digest of its agent key)."""
+    """Version 2: who joined with a seat link's invite (the digest of the ``join_id`` the
+    joining agent chose, :meth:`pxp.server.RoomService.join`; never an agent key)."""
     have = {row[1] for row in db.execute("PRAGMA table_info(pxp_server_links)")}
     if "joined_by" not in have:
         db.execute("ALTER TABLE pxp_server_links ADD COLUMN joined_by TEXT")
