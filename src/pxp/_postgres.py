@@ -31,7 +31,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._envelope import SEATS
@@ -164,6 +164,8 @@ def _set_link_row(conn: Conn, room_id: str, write: LinkWrite) -> bool:
     ).fetchone()
     if not row_unchanged(None if stored is None else tuple(stored[1:]), expect, expires_at):
         raise PxpError("store_conflict", STALE_ROW)
+    if expect is not None and digest == expect:
+        return True  # a guard: checked, nothing to write
     held = None if stored is None else stored[0]
     if issued_at is not None and held is not None and int(held) > issued_at:
         return False
@@ -176,6 +178,22 @@ def _set_link_row(conn: Conn, room_id: str, write: LinkWrite) -> bool:
         (room_id, seat, kind, digest, expires_at, issued_at, joined_by),
     )
     return True
+
+
+def _add_link_rows(
+    conn: Conn, room_id: str, digests: Mapping[tuple[str, LinkKind], str], expires_at: str | None
+) -> None:
+    """Record the link digests of a new room inside the caller's transaction (under the
+    room's links lock); a room id that already has links is refused ``room_exists``."""
+    _links_lock(conn, room_id)
+    if conn.execute("SELECT 1 FROM pxp_server_links WHERE room_id = %s", (room_id,)).fetchone():
+        raise PxpError("room_exists", f"room {room_id} already has links")
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO pxp_server_links (room_id, seat, kind, digest, expires_at)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            [(room_id, s, k, d, expires_at) for (s, k), d in sorted(digests.items())],
+        )
 
 
 class PostgresRoomStore:
@@ -195,11 +213,20 @@ class PostgresRoomStore:
         self._halts.clear()
         self._pg.close()
 
-    def _write(self, room: Room, *, new: bool, links: Sequence[LinkWrite] = ()) -> list[bool]:
+    def _write(
+        self,
+        room: Room,
+        *,
+        new: bool,
+        links: Sequence[LinkWrite] = (),
+        add_links: Mapping[tuple[str, LinkKind], str] | None = None,
+        expires_at: str | None = None,
+    ) -> list[bool]:
         """Create or save ``room``, and write ``links`` (rows of the link table in this
-        same database) in the same transaction: all of it, or nothing."""
+        same database) in the same transaction: all of it, or nothing. ``add_links`` (a
+        new room's link digests, expiring at ``expires_at``) are recorded in it too."""
         snapshot, ledger = _snapshot(room)
-        _nul_free(room.id)
+        _nul_free(room.id, expires_at, *_links_text(dict(add_links or {})))
         for write in links:
             _nul_free(room.id, *(text for text in write if isinstance(text, str)))
 
@@ -256,6 +283,8 @@ class PostgresRoomStore:
                     raise PxpError(
                         "store_conflict", f"seat {seat}'s token already opens another seat or room"
                     )
+            if add_links is not None:
+                _add_link_rows(conn, room.id, add_links, expires_at)
             written = [_set_link_row(conn, room.id, write) for write in links]
             conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, room.id))
             return written
@@ -411,20 +440,7 @@ class PostgresLinkStore:
         """Record the digests of a new room in one transaction; a known room is refused."""
         _nul_free(room_id, expires_at, *_links_text(digests))
 
-        def work(conn: Conn) -> None:
-            _links_lock(conn, room_id)
-            if conn.execute(
-                "SELECT 1 FROM pxp_server_links WHERE room_id = %s", (room_id,)
-            ).fetchone():
-                raise PxpError("room_exists", f"room {room_id} already has links")
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO pxp_server_links (room_id, seat, kind, digest, expires_at)"
-                    " VALUES (%s, %s, %s, %s, %s)",
-                    [(room_id, s, k, d, expires_at) for (s, k), d in sorted(digests.items())],
-                )
-
-        _tx(self._pg, work)
+        _tx(self._pg, lambda conn: _add_link_rows(conn, room_id, digests, expires_at))
 
     def set_link(
         self,

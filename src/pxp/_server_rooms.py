@@ -21,7 +21,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from ._brief import brief_markdown
 from ._ledger import verify_ledger
@@ -45,6 +45,10 @@ from ._server_links import (
 from ._server_views import agent_view, compact_envelope, status_word
 from ._store import STALE_ROW, LinkWrite, MemoryRoomStore, RoomStore, row_unchanged
 from .errors import PxpError
+
+if TYPE_CHECKING:
+    from ._postgres import PostgresRoomStore
+    from ._store import SqliteRoomStore
 
 __all__ = [
     "DEFAULT_LINK_TTL",
@@ -110,11 +114,10 @@ def _parse_time(at: str) -> datetime:
     return datetime.strptime(at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
-def _joint_save(
-    rooms: RoomStore, links: LinkStore
-) -> Callable[[Room, list[LinkWrite]], list[bool]] | None:
-    """How to save a room and link rows in one transaction, when the two stores are one
-    database (one SQLite file, one PostgreSQL database); ``None`` when they are not."""
+def _joint_store(rooms: RoomStore, links: LinkStore) -> SqliteRoomStore | PostgresRoomStore | None:
+    """The room store that writes a room and link rows in one transaction, when the two
+    stores are one database (one SQLite file, one PostgreSQL database); ``None`` when they
+    are not."""
     from ._postgres import PostgresLinkStore, PostgresRoomStore
     from ._server_links import SqliteLinkStore
     from ._store import SqliteRoomStore
@@ -130,8 +133,7 @@ def _joint_save(
     )
     if not joint:
         return None
-    store = cast("SqliteRoomStore | PostgresRoomStore", rooms)
-    return lambda room, writes: store._write(room, new=False, links=writes)
+    return cast("SqliteRoomStore | PostgresRoomStore", rooms)
 
 
 class Joined(NamedTuple):
@@ -262,7 +264,7 @@ class RoomService:
             raise PxpError("config_invalid", "link_ttl must be positive (None: links never expire)")
         self._link_ttl = link_ttl
         self._lock = threading.RLock()
-        self._joint = _joint_save(self._rooms, self._links)
+        self._joint = _joint_store(self._rooms, self._links)
 
     def grant(self, link: object, kind: LinkKind | tuple[LinkKind, ...]) -> SeatGrant:
         """Return the seat ``link`` opens as a link of ``kind`` (or of one of the kinds
@@ -358,7 +360,7 @@ class RoomService:
             self._rooms.save(room)
             return []
         if self._joint is not None:
-            return self._joint(room, writes)
+            return self._joint._write(room, new=False, links=writes)
         before = {(r.seat, r.kind): r for r in self._links.rows(room.id)}
         for seat, kind, _, expires_at, _, _, expect in writes:
             # the compare-and-swap of a retry's rows (see _link_write); separate stores
@@ -370,8 +372,11 @@ class RoomService:
         done: list[tuple[str, LinkKind, str]] = []
         try:
             written = []
-            for seat, kind, digest, expires_at, issued_at, joined_by, _ in writes:
+            for seat, kind, digest, expires_at, issued_at, joined_by, expect in writes:
                 kind = _kind(kind)
+                if expect is not None and digest == expect:
+                    written.append(True)  # a guard: checked above, nothing to write
+                    continue
                 ok = self._links.set_link(
                     room.id,
                     seat,
@@ -425,6 +430,25 @@ class RoomService:
             if not restored:
                 self._links.revoke(room_id, seat=seat, kind=kind)
 
+    def _create(self, room: Room, made: MintedLinks, expires_at: str | None) -> None:
+        """Store a new room and its links (``made``), all or nothing.
+
+        **Ours** (review pxp-join #2): where the room and link stores are one database, the
+        room, its ledger and its link rows go in one transaction. Otherwise the links are
+        recorded first and the room after; if the room's creation fails, the links are
+        revoked (their secrets were never shown). Links of a room that does not exist open
+        nothing (``link_unknown``), whereas a room stored without links could never be
+        opened, nor imported again under its id."""
+        if self._joint is not None:
+            self._joint._write(room, new=True, add_links=made.digests(), expires_at=expires_at)
+            return
+        self._links.add_room(room.id, made.digests(), expires_at=expires_at)
+        try:
+            self._rooms.create(room)
+        except BaseException:
+            self._links.revoke(room.id)
+            raise
+
     # ------------------------------------------------------------------ actions
 
     def create_room(
@@ -472,8 +496,7 @@ class RoomService:
             room.join("B", agent=agent, now=now, mode="builtin")
             room.seal("B", card, now=now, via="mcp")
         with self._lock:
-            self._rooms.create(room)
-            self._links.add_room(made.room_id, made.digests(), expires_at=self._expiry(now))
+            self._create(room, made, self._expiry(now))
             if builtin is not None:
                 self._proxies[made.room_id] = builtin[1]
         return made
@@ -500,8 +523,7 @@ class RoomService:
         with self._lock:
             if room.id in self._rooms.room_ids() or self._links.rows(room.id):
                 raise PxpError("room_exists", f"room {room.id} is already served here")
-            self._rooms.create(room)
-            self._links.add_room(room.id, made.digests(), expires_at=self._expiry(self._clock()))
+            self._create(room, made, self._expiry(self._clock()))
         return made
 
     def join(self, seat: SeatGrant, agent_name: str, *, join_id: str | None = None) -> Joined:
@@ -528,6 +550,9 @@ class RoomService:
         expiry of the rows they replace, and replace them only if they are unchanged since
         the check (else the join is redone on the links as they now stand, so a revoke or
         a release in between stands); the ``join_id`` digest is bound to the room and seat.
+        **Ours (review pxp-join #1):** every presentation of an invite saves only if the
+        invite row is still as its check saw it (a guard in the save's transaction), so an
+        invite revoked, expired or issued again in between is refused as it now stands.
 
         **A seat link** admits one agent: a later join under another name is refused
         (``seat_taken``), the same name again changes nothing. Seat A's principal link,
@@ -546,13 +571,16 @@ class RoomService:
         # the invite row the grant matched: each attempt checks it is still that, unrevoked
         invite = self._seat_rows(seat.room_id, seat.seat).get("invite") if seat_token else None
         kept: dict[str, LinkRow] = {}  # the rows a retry replaces (this attempt's)
+        checked: list[LinkRow] = []  # the invite row this attempt checked
 
         def act(room: Room) -> tuple[str, int | None, int | None]:
             kept.clear()
+            checked.clear()
             current = room.agent(seat.seat)
             if seat.kind == "invite":
                 rows = self._seat_rows(room.id, seat.seat)
                 self._invite_still_good(invite, rows.get("invite"), now)
+                checked.append(rows["invite"])
                 if current is not None:
                     retried = self._retried(room, seat.seat, agent, joiners, now, rows)
                     if retried is not None:
@@ -599,6 +627,13 @@ class RoomService:
                     self._link_write(
                         seat.seat, "principal", token, now, issued_at, None, kept.get("principal")
                     )
+                )
+            for row in checked:
+                # ours (review pxp-join #1): the invite was checked before the save's
+                # transaction; the save is conditional on it being as checked (a guard,
+                # last, so the rows above come first in what the save returns)
+                writes.append(
+                    (seat.seat, "invite", row.digest, row.expires_at, None, None, row.digest)
                 )
             return writes
 

@@ -14,13 +14,16 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._envelope import SEATS
 from ._room import Room
 from .errors import PxpError
+
+if TYPE_CHECKING:
+    from ._server_links import LinkKind
 
 __all__ = ["MemoryRoomStore", "RoomStore", "SqliteRoomStore"]
 
@@ -239,7 +242,8 @@ joined_by, expect)`` (see :meth:`pxp.server.LinkStore.set_link`). ``expect``, wh
 ``expect``, unrevoked, with the expiry ``expires_at``, or the whole transaction is refused
 ``store_conflict`` (**ours**, review pxp-adv2 #1: a join retry rewrites rows it checked
 before the transaction; an operator's revoke or expiry, or a release, landing in between
-stands)."""
+stands). A write whose ``digest`` is ``expect`` is a guard: the row is checked as above and
+nothing is written (**ours**, review pxp-join #1: the invite a first join spends)."""
 
 STALE_ROW = "a link row changed since it was checked (revoked, expired or issued again)"
 """The sentence of the ``store_conflict`` a compare-and-swap link write refuses with."""
@@ -272,6 +276,8 @@ def set_link_row(db: sqlite3.Connection, room_id: str, write: LinkWrite) -> bool
     ).fetchone()
     if not row_unchanged(None if stored is None else stored[1:], expect, expires_at):
         raise PxpError("store_conflict", STALE_ROW)
+    if expect is not None and digest == expect:
+        return True  # a guard: checked, nothing to write
     later = (
         issued_at is not None
         and stored is not None
@@ -287,6 +293,23 @@ def set_link_row(db: sqlite3.Connection, room_id: str, write: LinkWrite) -> bool
         (room_id, seat, kind, digest, expires_at, issued_at, joined_by),
     )
     return True
+
+
+def add_link_rows(
+    db: sqlite3.Connection,
+    room_id: str,
+    digests: Mapping[tuple[str, LinkKind], str],
+    expires_at: str | None,
+) -> None:
+    """Record the link digests of a new room inside the caller's transaction; a room id
+    that already has links is refused ``room_exists``."""
+    seen = db.execute("SELECT 1 FROM pxp_server_links WHERE room_id = ?", (room_id,)).fetchone()
+    if seen is not None:
+        raise PxpError("room_exists", f"room {room_id} already has links")
+    db.executemany(
+        "INSERT INTO pxp_server_links (room_id, seat, kind, digest, expires_at) VALUES (?,?,?,?,?)",
+        [(room_id, seat, kind, d, expires_at) for (seat, kind), d in sorted(digests.items())],
+    )
 
 
 def _link_columns(db: sqlite3.Connection) -> None:
@@ -360,9 +383,18 @@ class SqliteRoomStore:
         with self._lock:
             self._db.close()
 
-    def _write(self, room: Room, *, new: bool, links: Sequence[LinkWrite] = ()) -> list[bool]:
+    def _write(
+        self,
+        room: Room,
+        *,
+        new: bool,
+        links: Sequence[LinkWrite] = (),
+        add_links: Mapping[tuple[str, LinkKind], str] | None = None,
+        expires_at: str | None = None,
+    ) -> list[bool]:
         """Create or save ``room``, and write ``links`` (rows of the server's link table in
-        this same file) in the same transaction: all of it, or nothing."""
+        this same file) in the same transaction: all of it, or nothing. ``add_links`` (a
+        new room's link digests, expiring at ``expires_at``) are recorded in it too."""
         snapshot, ledger = _snapshot(room)
         written: list[bool] = []
         with self._lock:
@@ -417,6 +449,8 @@ class SqliteRoomStore:
                             "VALUES (?, ?, ?)",
                             (token, room.id, seat),
                         )
+                if add_links is not None:
+                    add_link_rows(self._db, room.id, add_links, expires_at)
                 written = [set_link_row(self._db, room.id, write) for write in links]
                 self._db.execute("COMMIT")
             except BaseException:
