@@ -268,6 +268,33 @@ def test_ppcheck_junit_through_a_dangling_symlink_writes_its_target(files: Path)
 
 
 @pytest.mark.slow
+def test_reading_a_folder_names_it_in_the_io_line(files: Path) -> None:
+    """``_ppcli.rules.read_input`` opens a folder (``open`` allows it) and then fails to
+    read it: the read's error named no file, so the shared rule printed ``error: io: Is a
+    directory``. The rule, run in a real process as every console script runs it, then a
+    command that quotes the error (``ppcheck --known-failures``)."""
+    script = (
+        "import sys\n"
+        "from _ppcli.rules import read_input, run\n"
+        "sys.exit(run(lambda: len(read_input(sys.argv[1])), prog='reader'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "adir"],
+        cwd=files,
+        capture_output=True,
+        timeout=120,
+        env=_env(files),
+        check=False,
+    )
+    reader = Done(("reader", "adir"), done.returncode, "", done.stderr.decode(), False)
+    line = _one_error(reader, 1)
+    assert line == "error: io: 'adir': Is a directory", reader
+    known = _cli("ppcheck", "--vectors", "tiny-vectors", "--known-failures", "adir", cwd=files)
+    line = _one_error(known, 2, "error: vectors_unreadable:", "Is a directory")
+    assert "'adir'" in line, known
+
+
+@pytest.mark.slow
 def test_handoff_state_on_a_typo_creates_no_store(files: Path) -> None:
     before = sorted(p.name for p in files.iterdir())
     for argv in (("--db", "typo.sqlite"), ("--state", "sqlite:typo2.sqlite")):

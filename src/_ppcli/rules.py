@@ -113,9 +113,22 @@ def read_input(source: str | os.PathLike[str], *, limit: int = MAX_INPUT_BYTES) 
     """The bytes of the file ``source`` (``"-"``: standard input), at most ``limit``.
 
     Raises :class:`InputTooLargeError` past ``limit`` (a file that never ends included) and
-    :class:`OSError` as :func:`open` does. A named pipe is read as ``cat`` reads it: its
+    :class:`OSError` naming ``source`` (``'standard input'`` for ``"-"``), a folder too,
+    which opens but then cannot be read. A named pipe is read as ``cat`` reads it: its
     writer is waited for, then it is read to its end (bounded), like standard input.
     """
+    try:
+        return _read_input(source, limit)
+    except OSError as exc:
+        # a folder opens but cannot be read: the read's error names no file, and the
+        # line would say only "Is a directory" (docs/cli.md: ``error: io: '<file>': …``)
+        if exc.filename is None:
+            stdin = os.fspath(source) == "-"
+            exc.filename = "standard input" if stdin else os.fspath(source)
+        raise
+
+
+def _read_input(source: str | os.PathLike[str], limit: int) -> bytes:
     if os.fspath(source) == "-":
         stream = getattr(sys.stdin, "buffer", None)
         if stream is None:  # a text stream without bytes under it
