@@ -514,6 +514,35 @@ def test_keygen_with_a_closed_standard_output_creates_no_key(files: Path) -> Non
     assert [p.name for p in files.rglob("closed.json")] == []
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("principal", [False, True], ids=["agent", "principal"])
+def test_keygen_onto_a_full_standard_output_keeps_no_key(files: Path, principal: bool) -> None:
+    """``parley keygen > /dev/full``: nobody saw the public key, so the key just created is
+    removed and the same command can run again (docs/cli.md)."""
+    argv = [*_script("parley"), "keygen", "--name", "full", *(["--principal"] if principal else [])]
+    for _ in range(2):  # the second run finds no key left in the way
+        with open("/dev/full", "wb") as full:
+            done = subprocess.run(
+                argv,
+                cwd=files,
+                stdin=subprocess.DEVNULL,
+                stdout=full,
+                stderr=subprocess.PIPE,
+                timeout=120,
+                env=_env(files),
+                check=False,
+            )
+        _one_error(
+            Done(("parley", "keygen"), done.returncode, "", done.stderr.decode(), False),
+            1,
+            "error: io: 'standard output': No space left on device",
+        )
+        assert [p.name for p in files.rglob("full.json")] == []
+    kept = _cli("parley", "keygen", "--name", "full", *(["--principal"] * principal), cwd=files)
+    assert kept.status == 0, kept
+    assert len([p.name for p in files.rglob("full.json")]) == 1
+
+
 def _wait_reading_stdin(proc: subprocess.Popen[bytes]) -> None:
     wchan = Path(f"/proc/{proc.pid}/wchan")
     if not wchan.exists():
