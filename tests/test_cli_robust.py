@@ -543,6 +543,41 @@ def test_keygen_onto_a_full_standard_output_keeps_no_key(files: Path, principal:
     assert len([p.name for p in files.rglob("full.json")]) == 1
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("out", ["made/demo", "adir"], ids=["new-folder", "existing-folder"])
+def test_vxp_demo_onto_a_full_standard_output_writes_no_file(files: Path, out: str) -> None:
+    """``vxp demo --out DIR > /dev/full`` failed (the report could not be written) yet left
+    its four files: a command that fails leaves nothing made (docs/cli.md). A folder it
+    created for them goes too; one that was there stays, as it was."""
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [*_script("vxp"), "demo", "--out", out],
+            cwd=files,
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            env=_env(files),
+            check=False,
+        )
+    _one_error(
+        Done(("vxp", "demo"), done.returncode, "", done.stderr.decode(), False),
+        1,
+        "error: io: 'standard output': No space left on device",
+    )
+    assert not (files / "made").exists()
+    assert (files / "adir").is_dir()
+    assert list((files / "adir").iterdir()) == []
+    wrote = _cli("vxp", "demo", "--out", out, cwd=files)
+    assert wrote.status == 0, wrote
+    assert sorted(p.name for p in (files / out).iterdir()) == [
+        "jwks.json",
+        "live-checkpoint.json",
+        "metadata.json",
+        "package.json",
+    ]
+
+
 def _wait_reading_stdin(proc: subprocess.Popen[bytes]) -> None:
     wchan = Path(f"/proc/{proc.pid}/wchan")
     if not wchan.exists():
