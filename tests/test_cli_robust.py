@@ -268,6 +268,33 @@ def test_ppcheck_junit_through_a_dangling_symlink_writes_its_target(files: Path)
 
 
 @pytest.mark.slow
+def test_reading_a_folder_names_it_in_the_io_line(files: Path) -> None:
+    """``_ppcli.rules.read_input`` opens a folder (``open`` allows it) and then fails to
+    read it: the read's error named no file, so the shared rule printed ``error: io: Is a
+    directory``. The rule, run in a real process as every console script runs it, then a
+    command that quotes the error (``ppcheck --known-failures``)."""
+    script = (
+        "import sys\n"
+        "from _ppcli.rules import read_input, run\n"
+        "sys.exit(run(lambda: len(read_input(sys.argv[1])), prog='reader'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "adir"],
+        cwd=files,
+        capture_output=True,
+        timeout=120,
+        env=_env(files),
+        check=False,
+    )
+    reader = Done(("reader", "adir"), done.returncode, "", done.stderr.decode(), False)
+    line = _one_error(reader, 1)
+    assert line == "error: io: 'adir': Is a directory", reader
+    known = _cli("ppcheck", "--vectors", "tiny-vectors", "--known-failures", "adir", cwd=files)
+    line = _one_error(known, 2, "error: vectors_unreadable:", "Is a directory")
+    assert "'adir'" in line, known
+
+
+@pytest.mark.slow
 def test_handoff_state_on_a_typo_creates_no_store(files: Path) -> None:
     before = sorted(p.name for p in files.iterdir())
     for argv in (("--db", "typo.sqlite"), ("--state", "sqlite:typo2.sqlite")):
@@ -485,6 +512,70 @@ def test_keygen_with_a_closed_standard_output_creates_no_key(files: Path) -> Non
     )
     assert "internal" not in line
     assert [p.name for p in files.rglob("closed.json")] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("principal", [False, True], ids=["agent", "principal"])
+def test_keygen_onto_a_full_standard_output_keeps_no_key(files: Path, principal: bool) -> None:
+    """``parley keygen > /dev/full``: nobody saw the public key, so the key just created is
+    removed and the same command can run again (docs/cli.md)."""
+    argv = [*_script("parley"), "keygen", "--name", "full", *(["--principal"] if principal else [])]
+    for _ in range(2):  # the second run finds no key left in the way
+        with open("/dev/full", "wb") as full:
+            done = subprocess.run(
+                argv,
+                cwd=files,
+                stdin=subprocess.DEVNULL,
+                stdout=full,
+                stderr=subprocess.PIPE,
+                timeout=120,
+                env=_env(files),
+                check=False,
+            )
+        _one_error(
+            Done(("parley", "keygen"), done.returncode, "", done.stderr.decode(), False),
+            1,
+            "error: io: 'standard output': No space left on device",
+        )
+        assert [p.name for p in files.rglob("full.json")] == []
+    kept = _cli("parley", "keygen", "--name", "full", *(["--principal"] * principal), cwd=files)
+    assert kept.status == 0, kept
+    assert len([p.name for p in files.rglob("full.json")]) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("out", ["made/demo", "adir"], ids=["new-folder", "existing-folder"])
+def test_vxp_demo_onto_a_full_standard_output_writes_no_file(files: Path, out: str) -> None:
+    """``vxp demo --out DIR > /dev/full`` failed (the report could not be written) yet left
+    its four files: a command that fails leaves nothing made (docs/cli.md). A folder it
+    created for them goes too; one that was there stays, as it was."""
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [*_script("vxp"), "demo", "--out", out],
+            cwd=files,
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            env=_env(files),
+            check=False,
+        )
+    _one_error(
+        Done(("vxp", "demo"), done.returncode, "", done.stderr.decode(), False),
+        1,
+        "error: io: 'standard output': No space left on device",
+    )
+    assert not (files / "made").exists()
+    assert (files / "adir").is_dir()
+    assert list((files / "adir").iterdir()) == []
+    wrote = _cli("vxp", "demo", "--out", out, cwd=files)
+    assert wrote.status == 0, wrote
+    assert sorted(p.name for p in (files / out).iterdir()) == [
+        "jwks.json",
+        "live-checkpoint.json",
+        "metadata.json",
+        "package.json",
+    ]
 
 
 def _wait_reading_stdin(proc: subprocess.Popen[bytes]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import importlib.util
+import json
 import os
 import pty
 import re
@@ -298,6 +299,77 @@ def test_pxp_serve_on_port_0_hands_out_import_links_to_the_bound_port(tmp_path: 
     finally:
         running.type_ctrl_c()
         running.finish()
+
+
+def test_pxp_serve_imports_the_room_pxp_simulate_exports(tmp_path: Path) -> None:
+    """Our own export was refused: ``pxp simulate`` named its room ``sim-shop-rebuild``,
+    an id the import refuses (room ids in links are letters and digits)."""
+    _needs("mcp", "uvicorn")
+    export = tmp_path / "sim.json"
+    made = subprocess.run(
+        [*_script("pxp"), "simulate", "--export", str(export)],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr.decode()
+    room_id = json.loads(export.read_text(encoding="utf-8"))["id"]
+    argv = ["pxp", "serve", "--port", "0", "--db", str(tmp_path / "r.sqlite")]
+    running = Running([*argv, "--import", str(export)], tmp_path)
+    try:
+        port, lines = _announced(running, ANNOUNCED["pxp"])
+        assert f"pxp: imported room {room_id}; its links (shown once):" in lines, lines
+        links = [line.split()[-1] for line in lines if line.startswith("  ")]
+        assert len(links) == 4, lines
+        assert all(f"127.0.0.1:{port}/" in link and room_id in link for link in links), links
+        running.wait_listening(port)
+    finally:
+        running.type_ctrl_c()
+        status, _ = running.finish()
+    assert status == 130
+
+
+def test_pxp_serve_that_loses_its_port_race_leaves_no_store(tmp_path: Path) -> None:
+    """Another program binds the port the moment ``pxp serve`` has created its room store
+    (the store used to come between the check of the port and the server's bind): the
+    server must hold its port by then and serve, or, having lost it, end with
+    ``listen_failed`` and leave no store behind."""
+    _needs("mcp", "uvicorn")
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    store = tmp_path / "r.sqlite"
+    running = Running(["pxp", "serve", "--port", str(port), "--db", str(store)], tmp_path)
+    thief = socket.socket()
+    try:
+        deadline = time.monotonic() + 120
+        while not store.exists():
+            assert running.proc.poll() is None, running.proc.communicate()[1].decode()
+            assert time.monotonic() < deadline, "no store was created"
+            time.sleep(0.001)
+        try:
+            thief.bind(("127.0.0.1", port))
+        except OSError:
+            stolen = False  # the server held its port before it made its store
+        else:
+            stolen = True
+            thief.listen()
+        if stolen:
+            status, lines = running.finish()
+            assert status == 1, lines
+            assert lines[-1].startswith("error: listen_failed: "), lines
+            assert not list(tmp_path.glob("r.sqlite*")), lines
+        else:
+            running.wait_listening(port)
+            running.type_ctrl_c()
+            status, lines = running.finish()
+            assert status == 130, lines
+    finally:
+        thief.close()
+        if running.proc.poll() is None:
+            running.proc.kill()
+            running.proc.wait()
 
 
 class _Piped:

@@ -52,6 +52,7 @@ __all__ = [
     "InputTooLargeError",
     "Parser",
     "add_log_level",
+    "bind_listen",
     "cannot_listen",
     "port",
     "print_out",
@@ -113,9 +114,22 @@ def read_input(source: str | os.PathLike[str], *, limit: int = MAX_INPUT_BYTES) 
     """The bytes of the file ``source`` (``"-"``: standard input), at most ``limit``.
 
     Raises :class:`InputTooLargeError` past ``limit`` (a file that never ends included) and
-    :class:`OSError` as :func:`open` does. A named pipe is read as ``cat`` reads it: its
+    :class:`OSError` naming ``source`` (``'standard input'`` for ``"-"``), a folder too,
+    which opens but then cannot be read. A named pipe is read as ``cat`` reads it: its
     writer is waited for, then it is read to its end (bounded), like standard input.
     """
+    try:
+        return _read_input(source, limit)
+    except OSError as exc:
+        # a folder opens but cannot be read: the read's error names no file, and the
+        # line would say only "Is a directory" (docs/cli.md: ``error: io: '<file>': …``)
+        if exc.filename is None:
+            stdin = os.fspath(source) == "-"
+            exc.filename = "standard input" if stdin else os.fspath(source)
+        raise
+
+
+def _read_input(source: str | os.PathLike[str], limit: int) -> bytes:
     if os.fspath(source) == "-":
         stream = getattr(sys.stdin, "buffer", None)
         if stream is None:  # a text stream without bytes under it
@@ -200,6 +214,30 @@ def _os_error(exc: OSError) -> str:
     return f"{shown}{what}"
 
 
+def bind_listen(host: str, port: int) -> tuple[socket.socket | None, str | None]:
+    """Bind ``host:port`` for a server and keep it: the bound socket (not yet listening)
+    and ``None``, or ``None`` and why a server could not listen there.
+
+    A server that holds its port from the moment it checks it cannot lose it to another
+    program while it starts (``pxp serve`` binds before it creates its room store, then
+    hands the socket to its framework). The caller closes the socket.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return None, f"cannot resolve the host {host[:80]!r}: {why}"
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        return None, f"cannot listen on {host[:80]}:{port}: {exc.strerror or exc}"
+    return sock, None
+
+
 def probe_listen(host: str, port: int) -> tuple[int, str | None]:
     """Try to bind ``host:port`` (a probe, closed at once): the port it bound and ``None``,
     or ``port`` and why a server could not listen there.
@@ -207,22 +245,13 @@ def probe_listen(host: str, port: int) -> tuple[int, str | None]:
     Said before a server starts, so an address in use or a host that does not resolve is
     one coded line, not a framework's log and traceback. For port ``0`` the port returned
     is the free one the system chose, for a server that must name its address before it
-    starts (``pxp serve`` builds its links from it).
+    starts. (:func:`bind_listen` keeps the socket, so the port cannot be lost meanwhile.)
     """
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except (OSError, UnicodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return port, f"cannot resolve the host {host[:80]!r}: {why}"
-    family, kind, proto, _, address = infos[0]
-    try:
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(address)
-            bound = int(probe.getsockname()[1])
-    except OSError as exc:
-        return port, f"cannot listen on {host[:80]}:{port}: {exc.strerror or exc}"
-    return bound, None
+    sock, why = bind_listen(host, port)
+    if sock is None:
+        return port, why
+    with sock:
+        return int(sock.getsockname()[1]), None
 
 
 def cannot_listen(host: str, port: int) -> str | None:

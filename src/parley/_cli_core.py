@@ -20,7 +20,7 @@ from _ppcli.rules import print_out, read_input
 from ._caveats import RISK_LEVELS
 from ._estimate import estimate
 from ._grants import decode_grant, delegate, inspect_grant
-from ._keystore import AgentKeyStore, PrincipalKeyStore, _shown
+from ._keystore import AgentKeyStore, PrincipalKeyStore, _shown, remove_key
 from .errors import ParleyError
 
 __all__ = ["register"]
@@ -151,7 +151,7 @@ def _keygen(args: argparse.Namespace) -> int:
     except OSError:
         # nobody saw the public key (a full disk, a closed pipe): leave no key behind,
         # so the same command can be run again (review i24 #8)
-        store._file(name).unlink(missing_ok=True)
+        remove_key(store, name)
         raise
     return 0
 

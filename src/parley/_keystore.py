@@ -38,6 +38,7 @@ __all__ = [
     "PrincipalKeyStore",
     "agent_home",
     "principal_home",
+    "remove_key",
 ]
 
 AGENT_HOME_ENV = "PARLEY_HOME"
@@ -233,6 +234,16 @@ class _Store:
         if not folder.is_dir():
             return []
         return sorted(p.stem for p in folder.glob("*.json"))
+
+
+def remove_key(store: _Store, name: str) -> None:
+    """Remove key ``name`` from ``store`` (nothing when it holds none).
+
+    For the command line only (not exported by :mod:`parley`): ``parley keygen`` takes back
+    the key it just created when its public half could not be shown (docs/cli.md). A name
+    that is no key name is ``bad_argument``, as for every other call of the store.
+    """
+    store._file(name).unlink(missing_ok=True)
 
 
 def _inside(path: Path, folder: Path) -> bool:

@@ -18,8 +18,8 @@ from typing import Any
 from _ppcli.rules import (
     Parser,
     add_log_level,
+    bind_listen,
     port,
-    probe_listen,
     read_input,
     run,
     start_logging,
@@ -225,14 +225,16 @@ def _links(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from ._server_cli import run_serve
 
-    bound, why = probe_listen(args.host, args.port)
-    if why is not None:  # before the store is created and the server's own logs start
-        raise PxpError("listen_failed", why)
-    # port 0: the free port the probe found, so the endpoint line and the links of
-    # --import name the port the server listens on (review i24 #4)
-    args.port = bound
-    start_logging(args.log_level, "pxp")
-    return run_serve(args)
+    sock, why = bind_listen(args.host, args.port)
+    if sock is None:  # before the store is created and the server's own logs start
+        raise PxpError("listen_failed", why or "cannot listen")
+    # the port is held from here on (no other program can take it while the store is
+    # created and the rooms imported); port 0: the free port the system chose, so the
+    # endpoint line and the links of --import name the port the server listens on
+    with sock:
+        args.port = int(sock.getsockname()[1])
+        start_logging(args.log_level, "pxp")
+        return run_serve(args, sock=sock)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -124,8 +125,12 @@ def import_rooms(
     return done
 
 
-def run_serve(args: argparse.Namespace) -> int:
-    """Run ``pxp serve`` until interrupted; return the exit status."""
+def run_serve(args: argparse.Namespace, *, sock: socket.socket | None = None) -> int:
+    """Run ``pxp serve`` until interrupted; return the exit status.
+
+    ``sock``: the socket ``pxp serve`` bound for ``args.host``/``args.port`` before
+    anything else, which the server listens on.
+    """
     try:
         from .server import serve, service_for_url
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -169,8 +174,8 @@ def run_serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     try:
-        serve(service, config, host=args.host, port=args.port)
-    except SystemExit as exc:  # uvicorn's own exit: the port was taken after the probe
+        serve(service, config, host=args.host, port=args.port, sock=sock)
+    except SystemExit as exc:  # uvicorn's own exit: the server could not start
         if exc.code in (None, 0):
             raise
         raise PxpError(

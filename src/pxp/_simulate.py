@@ -112,7 +112,7 @@ def simulate(start: datetime | None = None) -> Room:
     ticks = iter(base + timedelta(seconds=30 * i) for i in range(10_000))
     clock: Callable[[], datetime] = lambda: next(ticks)  # noqa: E731
     room = Room.open(
-        "sim-shop-rebuild",
+        "simshoprebuild",  # letters and digits: an id `pxp serve --import` accepts
         topic="Shop website rebuild",
         now=clock(),
         names={"A": "Maya Chen", "B": "Tom Okafor"},

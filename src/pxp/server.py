@@ -16,6 +16,9 @@ PostgreSQL database: ``pxp serve --state postgresql://…`` (:func:`service_for_
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -67,6 +70,7 @@ __all__ = [
 ]
 
 _SHUTDOWN_GRACE_SECONDS = 5  # how long a stop waits for open requests before closing them
+_STARTUP_FAILURE = 3  # uvicorn's exit status for a server that could not start
 
 
 def sqlite_service(
@@ -129,27 +133,43 @@ def service_for_url(
 
 
 def serve(
-    service: RoomService, config: ServerConfig, *, host: str = "127.0.0.1", port: int = 8765
+    service: RoomService,
+    config: ServerConfig,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    sock: socket.socket | None = None,
 ) -> None:
     """Run the server with uvicorn until interrupted.
 
     uvicorn's access log stays off (paths carry links); the ``pxp.server`` logger has one
     line per request instead, with the links taken out (``pxp serve --log-level info``).
+    ``sock``: a socket already bound (``_ppcli.rules.bind_listen``; ``pxp serve`` binds
+    its port before it creates its room store, so no other program can take the port
+    meanwhile); the server listens on it, and ``host`` and ``port`` only name it. A server
+    that cannot start ends with :class:`SystemExit` (status 3), as ``uvicorn.run`` does.
     """
     import uvicorn
 
     from ._server_log import RequestLog
 
-    uvicorn.run(
-        RequestLog(create_app(service, config)),  # one line per request, links taken out
-        host=host,
-        port=port,
-        access_log=False,
-        log_level="warning",
-        lifespan="on",
-        # the peer address tells clients apart for the wait cap: never take it from a header
-        proxy_headers=False,
-        # a stop (SIGTERM, Ctrl-C) waits this long for open requests, then closes them: a
-        # client holding half a request open cannot keep the server running
-        timeout_graceful_shutdown=_SHUTDOWN_GRACE_SECONDS,
+    server = uvicorn.Server(
+        uvicorn.Config(
+            RequestLog(create_app(service, config)),  # one line per request, links taken out
+            host=host,
+            port=port,
+            access_log=False,
+            log_level="warning",
+            lifespan="on",
+            # the peer address tells clients apart for the wait cap: never from a header
+            proxy_headers=False,
+            # a stop (SIGTERM, Ctrl-C) waits this long for open requests, then closes
+            # them: a client holding half a request open cannot keep the server running
+            timeout_graceful_shutdown=_SHUTDOWN_GRACE_SECONDS,
+        )
     )
+    # what uvicorn.run does (without its reload and worker modes), plus the bound socket
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=None if sock is None else [sock])
+    if not server.started:
+        sys.exit(_STARTUP_FAILURE)

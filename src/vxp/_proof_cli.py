@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _ppcli.rules import read_input
+from _ppcli.rules import print_out, read_input
 
 from ._chain import parse_time
 from ._codec import parse_json
@@ -27,25 +29,69 @@ def _read(path: str, what: str) -> Any:
     return parse_json(data, f"the {what} file {path}")
 
 
-def _write(path: Path, value: Any) -> None:
-    path.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+def _missing_folders(folder: Path) -> list[Path]:
+    """The folders ``folder.mkdir(parents=True)`` would create, deepest first."""
+    missing: list[Path] = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _stage(folder: Path, name: str, value: Any) -> Path:
+    """Write ``value`` as JSON to a fresh hidden file in ``folder``; return its path."""
+    staged = folder / f".{name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    return staged
 
 
 def _demo(args: argparse.Namespace) -> int:
+    """Write the demo's four files and say so, or (ours) write none.
+
+    The files are staged under hidden names, then the report is written to standard
+    output; only once it is out are the files put in place. A report that cannot be
+    written (``> /dev/full``, a closed pipe) or any other failure removes what was staged
+    and the folders the command created, so a failed ``vxp demo`` leaves nothing made.
+    """
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     op = demo_operation(args.variant)
-    _write(out / "package.json", op.package)
-    _write(out / "metadata.json", op.metadata)
-    _write(out / "jwks.json", op.jwks)
-    live = {"checkpoint": op.live["checkpoint"], "consistency": op.live["consistency"]}
-    _write(out / "live-checkpoint.json", live)
+    files = {
+        "package.json": op.package,
+        "metadata.json": op.metadata,
+        "jwks.json": op.jwks,
+        "live-checkpoint.json": {
+            "checkpoint": op.live["checkpoint"],
+            "consistency": op.live["consistency"],
+        },
+    }
     now = op.now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    print(f"wrote package.json, metadata.json, jwks.json, live-checkpoint.json to {out}")
-    print(
+    report = (
+        f"wrote {', '.join(files)} to {out}\n"
         f"verify with: vxp verify {out / 'package.json'} --metadata {out / 'metadata.json'} "
         f"--jwks {out / 'jwks.json'} --live-checkpoint {out / 'live-checkpoint.json'} --now {now}"
     )
+    created = _missing_folders(out)
+    staged: dict[str, Path] = {}
+    done = False
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, value in files.items():
+            staged[name] = _stage(out, name, value)
+        print_out(report)
+        for name in files:
+            os.replace(staged.pop(name), out / name)
+        done = True
+    finally:
+        for path in staged.values():
+            path.unlink(missing_ok=True)
+        if not done:
+            for folder in created:
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
     return 0
 
 

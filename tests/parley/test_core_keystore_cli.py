@@ -394,3 +394,27 @@ def test_approve_with_the_proposal_checks_the_hash_and_shows_the_effects(
     assert '  cost       {"amount": 1250, "currency": "USD"}' in prompt
     assert "  risk       medium" in prompt
     assert {"only": consent["hash"]} in parley.inspect_grant(token)["blocks"][0]["caveats"]
+
+
+# namedtuple's public API is spelled with a leading underscore; os/sys name their own
+_UNDERSCORE_API = {"_replace", "_asdict", "_fields", "_make", "_exit", "_getframe"}
+
+
+def test_the_command_line_reaches_into_no_private_member() -> None:
+    """``parley keygen`` took back a key through the key store's private ``_file()``: the
+    command line uses what the store offers, not what it keeps to itself."""
+    import ast
+
+    top = Path(__file__).resolve().parents[2] / "src" / "parley"
+    found = []
+    for path in sorted(top.glob("_cli*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and node.attr not in _UNDERSCORE_API
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                found.append(f"{path.name}:{node.lineno}: .{node.attr}")
+    assert found == []

@@ -295,3 +295,15 @@ def test_an_honest_room_imports_without_notes() -> None:
     room.send("B", bike.msg(proposal={"terms": ["440 EUR, ship abroad"]}), now=now())
     room.send("A", bike.msg("agree"), now=now())
     assert pxp.load_room(json.loads(json.dumps(room.export()))).import_notes == ()
+
+
+def test_the_simulated_room_imports_into_a_server() -> None:
+    """``pxp simulate --export`` wrote a room id (``sim-shop-rebuild``) the server's import
+    refused (room ids in links are letters and digits), so our own export never served."""
+    from pxp.server import RoomService, SeatGrant
+
+    svc = RoomService()
+    made = svc.import_room(json.loads(json.dumps(pxp.simulate().export())))
+    assert made.room_id == pxp.simulate().id
+    brief = svc.brief_data(SeatGrant(made.room_id, "A", "seat"))
+    assert brief["brief"]["ledger"]["verifies"] is True

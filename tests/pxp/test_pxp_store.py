@@ -91,7 +91,7 @@ def test_sqlite_ledger_is_append_only(tmp_path: Path) -> None:
     with pytest.raises(sqlite3.DatabaseError, match="does not extend"):
         db.execute(
             "INSERT INTO pxp_ledger (room_id, n, hash, prev, entry) VALUES (?, ?, ?, ?, ?)",
-            ("sim-shop-rebuild", 14, "0" * 64, "0" * 64, "{}"),
+            ("simshoprebuild", 14, "0" * 64, "0" * 64, "{}"),
         )
     db.close()
 
