@@ -574,6 +574,10 @@ class RoomService:
         checked: list[LinkRow] = []  # the invite row this attempt checked
 
         def act(room: Room) -> tuple[str, int | None, int | None]:
+            # ours (review pxp-join-2 #1): each attempt reads the clock again, so a redo
+            # after a conflict sees an expiry set meanwhile as it now stands
+            nonlocal now
+            now = self._clock()
             kept.clear()
             checked.clear()
             current = room.agent(seat.seat)

@@ -12,7 +12,7 @@ refused as the invite now is.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -122,6 +122,29 @@ def test_an_invite_expired_between_check_and_save_is_not_spent(stores: Setup) ->
     with pytest.raises(PxpError) as refused:
         service.join(grant, "bo-agent")
     assert refused.value.code == "link_expired"
+    assert _agent_b(service, made.room_id) is None
+
+
+def test_an_invite_expired_now_between_check_and_save_is_not_spent(stores: Setup) -> None:
+    """``pxp links expire --in-days 0`` after the check, while the clock moves on: the redo
+    reads the clock again, so the expiry (later than the join's start, earlier than the
+    redo) refuses the invite (review pxp-join-2 #1: the redo used the join's first time and
+    joined with a fresh 30-day seat link)."""
+    service, operator, _ = stores
+    made, grant = _room(service)
+    clock = service._clock
+    assert isinstance(clock, Clock)
+
+    def expire_now() -> None:
+        clock.now += timedelta(seconds=5)
+        operator.set_expiry(made.room_id, clock.now.strftime("%Y-%m-%dT%H:%M:%S.000Z"), seat="B")
+        clock.now += timedelta(seconds=1)
+
+    calls = _between(service, expire_now)
+    with pytest.raises(PxpError) as refused:
+        service.join(grant, "bo-agent")
+    assert refused.value.code == "link_expired"
+    assert len(calls) == 2
     assert _agent_b(service, made.room_id) is None
 
 
