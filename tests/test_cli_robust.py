@@ -72,6 +72,27 @@ def _one_error(done: Done, status: int, *needles: str) -> str:
     return line
 
 
+def _onto_full(cmd: tuple[str, str], argv: list[str], files: Path) -> None:
+    """Run ``argv`` in ``files`` with standard output on ``/dev/full``: it must end with
+    status 1 and the one ``io`` line naming standard output."""
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            argv,
+            cwd=files,
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            env=_env(files),
+            check=False,
+        )
+    _one_error(
+        Done(cmd, done.returncode, "", done.stderr.decode(), False),
+        1,
+        "error: io: 'standard output': No space left on device",
+    )
+
+
 FIXTURES = {
     "binary.dat": bytes(range(256)) * 4,
     "deep.json": b"[" * 100_000 + b"]" * 100_000,
@@ -521,22 +542,7 @@ def test_keygen_onto_a_full_standard_output_keeps_no_key(files: Path, principal:
     removed and the same command can run again (docs/cli.md)."""
     argv = [*_script("parley"), "keygen", "--name", "full", *(["--principal"] if principal else [])]
     for _ in range(2):  # the second run finds no key left in the way
-        with open("/dev/full", "wb") as full:
-            done = subprocess.run(
-                argv,
-                cwd=files,
-                stdin=subprocess.DEVNULL,
-                stdout=full,
-                stderr=subprocess.PIPE,
-                timeout=120,
-                env=_env(files),
-                check=False,
-            )
-        _one_error(
-            Done(("parley", "keygen"), done.returncode, "", done.stderr.decode(), False),
-            1,
-            "error: io: 'standard output': No space left on device",
-        )
+        _onto_full(("parley", "keygen"), argv, files)
         assert [p.name for p in files.rglob("full.json")] == []
     kept = _cli("parley", "keygen", "--name", "full", *(["--principal"] * principal), cwd=files)
     assert kept.status == 0, kept
@@ -549,22 +555,7 @@ def test_vxp_demo_onto_a_full_standard_output_writes_no_file(files: Path, out: s
     """``vxp demo --out DIR > /dev/full`` failed (the report could not be written) yet left
     its four files: a command that fails leaves nothing made (docs/cli.md). A folder it
     created for them goes too; one that was there stays, as it was."""
-    with open("/dev/full", "wb") as full:
-        done = subprocess.run(
-            [*_script("vxp"), "demo", "--out", out],
-            cwd=files,
-            stdin=subprocess.DEVNULL,
-            stdout=full,
-            stderr=subprocess.PIPE,
-            timeout=120,
-            env=_env(files),
-            check=False,
-        )
-    _one_error(
-        Done(("vxp", "demo"), done.returncode, "", done.stderr.decode(), False),
-        1,
-        "error: io: 'standard output': No space left on device",
-    )
+    _onto_full(("vxp", "demo"), [*_script("vxp"), "demo", "--out", out], files)
     assert not (files / "made").exists()
     assert (files / "adir").is_dir()
     assert list((files / "adir").iterdir()) == []
