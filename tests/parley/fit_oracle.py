@@ -10,7 +10,8 @@ slower it is. It lives under ``tests/`` because nothing in production runs it (D
 Private imports: the oracle measures and cuts text with the Lens renderer's own private text
 helpers (``compact_json``, ``js_items``, ``u16_len``, ``u16_slice`` of ``parley._lean``:
 JSON.stringify and JavaScript string lengths), so it differs from the shipped fitter only in
-the loop it runs, which is what it is the oracle of.
+the loop it runs, which is what it is the oracle of; where the fitter looks for deep
+values (``_deep_roots``: the spec's list of reply members) is shared with it too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from parley._fit import _deep_roots
 from parley._lean import compact_json, js_items, u16_len, u16_slice
 from parley.lens import estimate, lean, lens
 
@@ -50,25 +52,6 @@ def _set(root: Any, path: Path, value: Any) -> None:
     for step in path[:-1]:
         node = node[step]
     node[path[-1]] = value
-
-
-def _deep_roots(reply: dict[str, Any]) -> list[Path]:
-    kind = reply.get("kind")
-    if kind == "ANSWER":
-        return [("data",)] if "data" in reply else []
-    if kind == "RECEIPT":
-        receipt = reply.get("receipt")
-        return [("receipt", "result")] if isinstance(receipt, dict) and "result" in receipt else []
-    if kind == "PROPOSALS":
-        proposals = reply.get("proposals")
-        if not isinstance(proposals, list):
-            return []
-        return [
-            ("proposals", i, "data")
-            for i, p in enumerate(proposals)
-            if isinstance(p, dict) and "data" in p
-        ]
-    return []
 
 
 def _list_roots(reply: dict[str, Any]) -> list[Path]:

@@ -39,7 +39,7 @@ CARD_B = {
 
 def clock() -> Callable[[], datetime]:
     ticks: Iterator[datetime] = (
-        datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=i) for i in range(10_000)
+        datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=i) for i in range(100_000)
     )
     return lambda: next(ticks)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,28 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pxp
-
-CARD_A = {
-    "principal": {"name": "Ana Silva"},
-    "goal": "Sell the van.",
-    "must_haves": ["At least 5000 EUR"],
-    "may_agree_to": ["Pickup in Lyon"],
-    "must_never": ["Deliver abroad"],
-    "known_facts": ["The van has 80000 km"],
-}
-CARD_B = {
-    "principal": {"name": "Bo Berg"},
-    "goal": "Buy a van.",
-    "must_haves": ["Below 6000 EUR"],
-    "known_facts": ["I live in Lyon"],
-}
-
-
-def clock() -> Callable[[], datetime]:
-    ticks: Iterator[datetime] = (
-        datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=i) for i in range(100_000)
-    )
-    return lambda: next(ticks)
+from tests.pxp._rooms import CARD_A, CARD_B, clock
 
 
 def active_room(max_turns: int = 10) -> tuple[pxp.Room, Callable[[], datetime]]:
